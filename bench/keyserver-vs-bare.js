@@ -1,0 +1,83 @@
+// Key server benchmark beside a bare node:http server answering a body of the
+// same size (and Koa + @koa/router alone), back to back in one run, with the same load generator
+// (dist/keyserver/bench/load-process.js). The server runs on CPU 0 and the
+// load generator on CPU 1 when taskset exists.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { bin, conditions, dist, fmt, pinned, pinning, quick, report, root, run } from './lib.js';
+
+const { loadClientFromEnv, runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
+
+/** A baseline server's figures for the same number of requests, body sizes and concurrency. */
+async function baseline(script, ks) {
+  const argv = pinned(pinning?.server, [process.execPath, script, String(ks.response_bytes)]);
+  const server = spawn(argv[0], argv.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const [line] = await once(server.stdout, 'data');
+    const url = String(line).trim();
+    const summary = await runLoadProcess({
+      mode: 'raw',
+      url,
+      total: ks.requests,
+      concurrency: ks.concurrency,
+      payloadBytes: 0,
+      keys: [],
+      codes: [],
+      raw: { path: '/v1/share', body: Buffer.alloc(ks.request_bytes, 0x62).toString('base64'), contentType: 'application/vnd.stash.v1+binary' },
+      progress: false,
+      cpu: pinning?.load,
+      client: loadClientFromEnv(),
+    });
+    if (summary.errors > 0) throw new Error(`${script}: ${summary.errors} errors (${summary.firstError})`);
+    const { LatencyHistogram } = await import(dist('keyserver/bench/histogram.js'));
+    const h = LatencyHistogram.fromData(summary.histogram);
+    return { rps: summary.requests / summary.seconds, p50: h.percentile(50) / 1000, p99: h.percentile(99) / 1000 };
+  } finally {
+    server.kill('SIGTERM');
+  }
+}
+
+/** BENCH_ROUNDS (default 3, 1 in quick mode): interleaved rounds, so a load spike of other processes hits one round, not one server. */
+const rounds = Number(process.env.BENCH_ROUNDS ?? (quick ? 1 : 3));
+
+/** The round with the median throughput. */
+function median(results, rps) {
+  return [...results].sort((a, b) => rps(a) - rps(b))[Math.floor(results.length / 2)];
+}
+
+/**
+ * Runs `stash_key_server <command> --json`, the bare server and Koa alone,
+ * interleaved for BENCH_ROUNDS rounds, and prints the medians and the ratio.
+ * `target` is the ratio the issue asks for (undefined: none).
+ */
+export async function compareWithBare({ title, command, requests, quickRequests, args = [], target }) {
+  const n = quick ? quickRequests : requests;
+  const argv = pinned(pinning?.server, [process.execPath, bin('stash_key_server.js'), command, '--json', '--requests', String(n), '--payload-bytes', '0', ...args]);
+  const env = { ...process.env, ...(pinning ? { STASH_BENCH_LOAD_CPU: String(pinning.load) } : {}) };
+  const all = { ks: [], base: [], koa: [] };
+  for (let round = 0; round < rounds; round++) {
+    const ks = JSON.parse((await run(argv, { env })).trim().split('\n').pop());
+    if (ks.errors > 0) throw new Error(`${command}: ${ks.errors} errors`);
+    all.ks.push(ks);
+    all.base.push(await baseline('bench/bare-server.js', ks));
+    all.koa.push(await baseline('bench/koa-server.js', ks));
+  }
+  const ks = median(all.ks, (r) => r.requests_per_second);
+  const base = median(all.base, (r) => r.rps);
+  const koa = median(all.koa, (r) => r.rps);
+  const ratio = ks.requests_per_second / base.rps;
+  // The medians above can come from different rounds; on a busy machine the per-round ratios say more.
+  const roundRatios = all.ks.map((r, i) => r.requests_per_second / all.base[i].rps).sort((a, b) => a - b);
+  const spread = (xs) => `${fmt.int(Math.min(...xs))}-${fmt.int(Math.max(...xs))}`;
+  report(title, ['server', 'req/s (median)', `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'peak RSS MB', `ratio to bare${target ? ` (target >= ${target})` : ''}`], [
+    [`stash_key_server ${command}`, fmt.int(ks.requests_per_second), spread(all.ks.map((r) => r.requests_per_second)), fmt.ms(ks.latency_ms.p50), fmt.ms(ks.latency_ms.p99), fmt.mb(ks.server_peak_rss_bytes), fmt.ratio(ratio)],
+    [`bare node:http, ${ks.response_bytes} B answer`, fmt.int(base.rps), spread(all.base.map((r) => r.rps)), fmt.ms(base.p50), fmt.ms(base.p99), '-', '1.00'],
+    [`Koa + @koa/router only, ${ks.response_bytes} B answer`, fmt.int(koa.rps), spread(all.koa.map((r) => r.rps)), fmt.ms(koa.p50), fmt.ms(koa.p99), '-', fmt.ratio(koa.rps / base.rps)],
+  ], [
+    `command: \`${argv.join(' ').replace(process.execPath, 'node').replace(root, '')}\`${pinning ? ` with STASH_BENCH_LOAD_CPU=${pinning.load}` : ''}; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,
+    `${fmt.int(ks.requests)} requests each, ${loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent'}, concurrency ${ks.concurrency}, ${ks.request_bytes} B binary request bodies, ${ks.response_bytes} B answers; ${pinning ? `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}`,
+    `ratio to bare round by round (each round runs both back to back): ${all.ks.map((r, i) => fmt.ratio(r.requests_per_second / all.base[i].rps)).join(', ')}; median ${fmt.ratio(roundRatios[Math.floor(roundRatios.length / 2)])}`,
+    `conditions: ${conditions()}`,
+  ]);
+  return { ks, base, koa, ratio };
+}

@@ -1,0 +1,22 @@
+// The per-platform half of the addon. Every platform folder (native/linux,
+// native/macos, native/windows) defines each of these once; binding.gyp adds
+// exactly one platform's sources, so there is one definition per build.
+#pragma once
+
+#include <napi.h>
+
+namespace stash {
+
+// peerCredentials(fd) -> {pid, uid, gid}
+void InitPeer(Napi::Env env, Napi::Object exports);
+// hardenProcess() -> report; processPosture() -> current state
+void InitHarden(Napi::Env env, Napi::Object exports);
+// openSystemLog(ident), systemLog(level, message), closeSystemLog()
+void InitSystemLog(Napi::Env env, Napi::Object exports);
+// powerProbe(), powerInhibit(what, who, why, mode), powerRelease(handle),
+// class PowerWatcher(callback) {stop(), allowSleep(id)}; plus the platform's
+// process-identity helpers for the activity registry (pidfd* on Linux,
+// processInfo(pid) on macOS and Windows).
+void InitPower(Napi::Env env, Napi::Object exports);
+
+}  // namespace stash

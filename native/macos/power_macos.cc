@@ -1,0 +1,283 @@
+// Suspend protection on macOS; the same JS shape as native/linux/power_linux.cc.
+//
+//   powerProbe()                          -> Promise<{available:true, backend:'iokit', library:'IOKit', owner:null, reason:null}>
+//   powerInhibit(what, who, why, 'block') -> Promise<id>: IOPMAssertionCreateWithName(PreventUserIdleSystemSleep)
+//   powerRelease(id)                      -> IOPMAssertionRelease
+//   new PowerWatcher(callback)            -> IORegisterForSystemPower on a CFRunLoop thread:
+//        kIOMessageCanSystemSleep   is allowed at once (idle sleep: no veto from us);
+//        kIOMessageSystemWillSleep  reports {type:'sleep', start:true, id} and is allowed
+//                                   only when JS calls allowSleep(id), after the wipe;
+//        kIOMessageSystemHasPoweredOn reports {type:'sleep', start:false}.
+//   processInfo(pid)                      -> {ppid, startTime, zombie} | null (sysctl KERN_PROC_PID)
+//
+// macOS waits up to 30 s for IOAllowPowerChange, then sleeps anyway. An assertion
+// prevents idle sleep only; a lid close or an explicit "Sleep" still sleeps, and
+// the WillSleep wipe covers those. Not compiled on the Linux CI (no Apple SDK).
+#include <napi.h>
+#include <CoreFoundation/CoreFoundation.h>
+#include <IOKit/IOMessage.h>
+#include <IOKit/pwr_mgt/IOPMLib.h>
+#include <sys/sysctl.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <cerrno>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "../common/errors.h"
+#include "../common/platform.h"
+
+namespace stash {
+namespace {
+
+Napi::Value Resolved(Napi::Env env, Napi::Value value) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  deferred.Resolve(value);
+  return deferred.Promise();
+}
+
+Napi::Value PowerProbe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("available", Napi::Boolean::New(env, true));
+  out.Set("backend", "iokit");
+  out.Set("library", "IOKit");
+  out.Set("owner", env.Null());
+  out.Set("reason", env.Null());
+  return Resolved(env, out);
+}
+
+Napi::Value PowerInhibit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string mode = info[3].As<Napi::String>().Utf8Value();
+  if (mode != "block") ThrowCode(env, "ENOTSUP", "macOS has no delay inhibitor; the WillSleep notification is the delay");
+  std::string why = info[2].As<Napi::String>().Utf8Value();
+  CFStringRef name = CFStringCreateWithCString(kCFAllocatorDefault, why.c_str(), kCFStringEncodingUTF8);
+  if (name == nullptr) ThrowCode(env, "EINVAL", "assertion name is not valid UTF-8");
+  IOPMAssertionID id = kIOPMNullAssertionID;
+  IOReturn rc = IOPMAssertionCreateWithName(kIOPMAssertionTypePreventUserIdleSystemSleep, kIOPMAssertionLevelOn,
+                                            name, &id);
+  CFRelease(name);
+  if (rc != kIOReturnSuccess) {
+    ThrowCode(env, "EIO", "IOPMAssertionCreateWithName failed with IOReturn " + std::to_string(rc));
+  }
+  return Resolved(env, Napi::Number::New(env, id));
+}
+
+Napi::Value PowerRelease(const Napi::CallbackInfo& info) {
+  IOPMAssertionID id = info[0].As<Napi::Number>().Uint32Value();
+  IOReturn rc = IOPMAssertionRelease(id);
+  if (rc != kIOReturnSuccess) {
+    ThrowCode(info.Env(), "EBADF", "IOPMAssertionRelease failed with IOReturn " + std::to_string(rc));
+  }
+  return info.Env().Undefined();
+}
+
+Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, info[0].As<Napi::Number>().Int32Value()};
+  struct kinfo_proc proc {};
+  size_t len = sizeof(proc);
+  if (sysctl(mib, 4, &proc, &len, nullptr, 0) != 0) ThrowErrno(env, "sysctl(KERN_PROC_PID)", errno);
+  if (len == 0) return env.Null();  // no such process
+  const struct timeval& t = proc.kp_proc.p_starttime;
+  char start[48];
+  snprintf(start, sizeof(start), "%lld.%06d", static_cast<long long>(t.tv_sec), static_cast<int>(t.tv_usec));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ppid", Napi::Number::New(env, proc.kp_eproc.e_ppid));
+  out.Set("startTime", Napi::String::New(env, start));
+  out.Set("zombie", Napi::Boolean::New(env, proc.kp_proc.p_stat == SZOMB));
+  return out;
+}
+
+// ---- the sleep watcher ------------------------------------------------------
+
+struct WatchEvent {
+  enum Kind { kReady, kSleep, kError } kind;
+  bool start = false;
+  uint32_t id = 0;
+  std::string code, message;
+};
+
+Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
+  Napi::Object o = Napi::Object::New(env);
+  switch (ev.kind) {
+    case WatchEvent::kReady: o.Set("type", "ready"); o.Set("owner", env.Null()); break;
+    case WatchEvent::kSleep:
+      o.Set("type", "sleep");
+      o.Set("start", Napi::Boolean::New(env, ev.start));
+      o.Set("id", Napi::Number::New(env, ev.id));
+      o.Set("sender", env.Null());
+      break;
+    case WatchEvent::kError: o.Set("type", "error"); o.Set("code", ev.code); o.Set("message", ev.message); break;
+  }
+  return o;
+}
+
+void CallJs(Napi::Env env, Napi::Function callback, std::nullptr_t*, WatchEvent* raw) {
+  std::unique_ptr<WatchEvent> ev(raw);
+  if (env == nullptr || callback == nullptr) return;  // the TSFN is being torn down
+  // No C++ exception may unwind into libuv (that aborts node). A failure here
+  // means the environment is shutting down, or the callback threw: that one
+  // goes back to node as an uncaught exception.
+  try {
+    callback.Call({EventObject(env, *ev)});
+  } catch (const Napi::Error& e) {
+    try {
+      e.ThrowAsJavaScriptException();
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
+
+using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, CallJs>;
+
+class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "PowerWatcher",
+                       {InstanceMethod<&PowerWatcher::Stop>("stop"),
+                        InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
+  }
+
+  explicit PowerWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PowerWatcher>(info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsFunction()) ThrowCode(env, "EINVAL", "PowerWatcher needs a callback");
+    tsfn_ = EventFn::New(env, info[0].As<Napi::Function>(), "stash.PowerWatcher", 0, 1);
+    tsfn_.Unref(env);
+    hook_ = env.AddCleanupHook(&PowerWatcher::OnEnvCleanup, this);
+    running_ = true;
+    thread_ = std::thread([this]() { Run(); });
+  }
+
+  ~PowerWatcher() override { Shutdown(false); }
+
+ private:
+  static void OnEnvCleanup(PowerWatcher* self) { self->Shutdown(true); }
+
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    Shutdown(false);
+    return info.Env().Undefined();
+  }
+
+  // IOAllowPowerChange is a Mach message to the root power domain, safe from any thread.
+  Napi::Value AllowSleep(const Napi::CallbackInfo& info) {
+    uint32_t id = info[0].As<Napi::Number>().Uint32Value();
+    return Napi::Boolean::New(info.Env(), Allow(id));
+  }
+
+  bool Allow(uint32_t id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!has_pending_ || pending_ != id || root_port_ == MACH_PORT_NULL) return false;
+    has_pending_ = false;
+    IOAllowPowerChange(root_port_, static_cast<long>(id));
+    return true;
+  }
+
+  void Shutdown(bool from_cleanup_hook) {
+    if (!running_) return;
+    running_ = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Never leave the system waiting 30 s on a watcher that is gone.
+      if (has_pending_ && root_port_ != MACH_PORT_NULL) IOAllowPowerChange(root_port_, static_cast<long>(pending_));
+      has_pending_ = false;
+      stopping_ = true;
+      if (run_loop_) CFRunLoopStop(run_loop_);
+    }
+    if (thread_.joinable()) thread_.join();
+    tsfn_.Release();
+    if (!from_cleanup_hook && !hook_.IsEmpty()) hook_.Remove(Env());
+  }
+
+  void Emit(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
+            std::string message = std::string()) {
+    auto* ev = new WatchEvent{kind, start, id, std::move(code), std::move(message)};
+    if (tsfn_.NonBlockingCall(ev) != napi_ok) delete ev;
+  }
+
+  // Runs on the watcher thread, from its run loop.
+  static void OnPower(void* refcon, io_service_t, natural_t type, void* argument) {
+    auto* self = static_cast<PowerWatcher*>(refcon);
+    long id = reinterpret_cast<long>(argument);
+    switch (type) {
+      case kIOMessageCanSystemSleep:
+        IOAllowPowerChange(self->root_port_, id);
+        break;
+      case kIOMessageSystemWillSleep: {
+        std::lock_guard<std::mutex> lock(self->mutex_);
+        self->pending_ = static_cast<uint32_t>(id);
+        self->has_pending_ = true;
+        self->Emit(WatchEvent::kSleep, true, static_cast<uint32_t>(id));
+        break;
+      }
+      case kIOMessageSystemHasPoweredOn:
+        self->Emit(WatchEvent::kSleep, false);
+        break;
+      default:
+        break;
+    }
+  }
+
+  void Run() {
+    IONotificationPortRef port = nullptr;
+    io_object_t notifier = 0;
+    io_connect_t root = IORegisterForSystemPower(this, &port, &PowerWatcher::OnPower, &notifier);
+    if (root == MACH_PORT_NULL) {
+      Emit(WatchEvent::kError, false, 0, "EIO", "IORegisterForSystemPower failed");
+      return;
+    }
+    CFRunLoopSourceRef source = IONotificationPortGetRunLoopSource(port);
+    CFRunLoopAddSource(CFRunLoopGetCurrent(), source, kCFRunLoopDefaultMode);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      root_port_ = root;
+      run_loop_ = CFRunLoopGetCurrent();
+    }
+    Emit(WatchEvent::kReady);
+    // Short slices: a CFRunLoopStop that lands before the loop runs is not lost.
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) break;
+      }
+      CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0.5, false);
+    }
+    CFRunLoopRemoveSource(CFRunLoopGetCurrent(), source, kCFRunLoopDefaultMode);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      run_loop_ = nullptr;
+      root_port_ = MACH_PORT_NULL;
+    }
+    IODeregisterForSystemPower(&notifier);
+    IOServiceClose(root);
+    IONotificationPortDestroy(port);
+  }
+
+  EventFn tsfn_;
+  Napi::Env::CleanupHook<void (*)(PowerWatcher*), PowerWatcher> hook_;
+  std::thread thread_;
+  std::mutex mutex_;
+  CFRunLoopRef run_loop_ = nullptr;
+  io_connect_t root_port_ = MACH_PORT_NULL;
+  uint32_t pending_ = 0;
+  bool has_pending_ = false;
+  bool stopping_ = false;
+  bool running_ = false;
+};
+
+}  // namespace
+
+void InitPower(Napi::Env env, Napi::Object exports) {
+  exports.Set("powerProbe", Napi::Function::New(env, PowerProbe, "powerProbe"));
+  exports.Set("powerInhibit", Napi::Function::New(env, PowerInhibit, "powerInhibit"));
+  exports.Set("powerRelease", Napi::Function::New(env, PowerRelease, "powerRelease"));
+  exports.Set("processInfo", Napi::Function::New(env, ProcessInfo, "processInfo"));
+  exports.Set("PowerWatcher", PowerWatcher::Define(env));
+}
+
+}  // namespace stash

@@ -1,0 +1,320 @@
+// Suspend protection on Windows; the same JS shape as native/linux/power_linux.cc.
+//
+//   powerProbe()                        -> Promise<{available, backend:'windows', library, owner:null, reason}>
+//   powerInhibit(what, who, why, 'block') -> Promise<id>: PowerCreateRequest + PowerSetRequest(SystemRequired)
+//   powerRelease(id)                    -> PowerClearRequest + CloseHandle
+//   new PowerWatcher(callback)          -> PowerRegisterSuspendResumeNotification(DEVICE_NOTIFY_CALLBACK);
+//        on PBT_APMSUSPEND it reports {type:'sleep', start:true, id} and holds the
+//        callback (at most kSuspendBudgetMs) until JS calls allowSleep(id);
+//        PBT_APMRESUMEAUTOMATIC reports {type:'sleep', start:false}.
+//   processInfo(pid)                    -> {ppid, startTime, zombie} | null (creation time, Toolhelp ppid)
+//
+// Windows has no "delay" inhibitor: the suspend callback itself is the delay.
+// Windows gives suspend callbacks about 2 seconds in total (less on Modern
+// Standby), so the wait is bounded below that; the wipe in JS takes microseconds.
+#include <windows.h>
+#include <tlhelp32.h>
+#include <napi.h>
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "../common/errors.h"
+#include "../common/platform.h"
+#include "win_error.h"
+
+namespace stash {
+namespace {
+
+constexpr DWORD kSuspendBudgetMs = 1800;
+// From winuser.h / powerbase.h (Windows 8+). mingw-w64 lacks the powerbase
+// declarations, and resolving the functions at run time lets the addon load on
+// systems without them (the watcher then reports why it is unavailable).
+constexpr DWORD kDeviceNotifyCallback = 2;  // DEVICE_NOTIFY_CALLBACK
+typedef ULONG(CALLBACK* NotifyCallback)(PVOID context, ULONG type, PVOID setting);
+struct NotifySubscribeParameters {  // DEVICE_NOTIFY_SUBSCRIBE_PARAMETERS
+  NotifyCallback Callback;
+  PVOID Context;
+};
+typedef DWORD(WINAPI* RegisterFn)(DWORD flags, HANDLE recipient, PVOID* registration);
+typedef DWORD(WINAPI* UnregisterFn)(PVOID registration);
+
+struct PowrProf {
+  RegisterFn reg = nullptr;
+  UnregisterFn unreg = nullptr;
+};
+
+const PowrProf& LoadPowrProf() {
+  static PowrProf api = []() {
+    PowrProf p;
+    HMODULE dll = LoadLibraryExW(L"powrprof.dll", nullptr, LOAD_LIBRARY_SEARCH_SYSTEM32);
+    if (dll) {
+      p.reg = reinterpret_cast<RegisterFn>(
+          reinterpret_cast<void*>(GetProcAddress(dll, "PowerRegisterSuspendResumeNotification")));
+      p.unreg = reinterpret_cast<UnregisterFn>(
+          reinterpret_cast<void*>(GetProcAddress(dll, "PowerUnregisterSuspendResumeNotification")));
+    }
+    return p;
+  }();
+  return api;
+}
+
+// Power request handles by small integer id: JS numbers cannot carry a HANDLE.
+std::mutex g_requests_mutex;
+std::map<uint32_t, HANDLE> g_requests;
+uint32_t g_next_request = 1;
+
+Napi::Value Resolved(Napi::Env env, Napi::Value value) {
+  auto deferred = Napi::Promise::Deferred::New(env);
+  deferred.Resolve(value);
+  return deferred.Promise();
+}
+
+Napi::Value PowerProbe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const PowrProf& api = LoadPowrProf();
+  Napi::Object out = Napi::Object::New(env);
+  bool ok = api.reg != nullptr && api.unreg != nullptr;
+  out.Set("available", Napi::Boolean::New(env, ok));
+  out.Set("backend", "windows");
+  out.Set("library", "powrprof.dll");
+  out.Set("owner", env.Null());
+  out.Set("reason", ok ? env.Null()
+                       : Napi::Value(Napi::String::New(
+                             env, "PowerRegisterSuspendResumeNotification is missing (needs Windows 8 or later)")));
+  return Resolved(env, out);
+}
+
+Napi::Value PowerInhibit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  std::string mode = info[3].As<Napi::String>().Utf8Value();
+  if (mode != "block") ThrowCode(env, "ENOTSUP", "Windows has no delay inhibitor; the suspend callback is the delay");
+  std::wstring why = Widen(info[2].As<Napi::String>().Utf8Value());
+  REASON_CONTEXT reason{};
+  reason.Version = POWER_REQUEST_CONTEXT_VERSION;
+  reason.Flags = POWER_REQUEST_CONTEXT_SIMPLE_STRING;
+  reason.Reason.SimpleReasonString = &why[0];
+  HANDLE request = PowerCreateRequest(&reason);
+  if (request == INVALID_HANDLE_VALUE || request == nullptr) ThrowWin32(env, "PowerCreateRequest", GetLastError());
+  if (!PowerSetRequest(request, PowerRequestSystemRequired)) {
+    DWORD err = GetLastError();
+    CloseHandle(request);
+    ThrowWin32(env, "PowerSetRequest", err);
+  }
+  uint32_t id;
+  {
+    std::lock_guard<std::mutex> lock(g_requests_mutex);
+    id = g_next_request++;
+    g_requests[id] = request;
+  }
+  return Resolved(env, Napi::Number::New(env, id));
+}
+
+Napi::Value PowerRelease(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  uint32_t id = info[0].As<Napi::Number>().Uint32Value();
+  HANDLE request = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g_requests_mutex);
+    auto it = g_requests.find(id);
+    if (it == g_requests.end()) ThrowCode(env, "EBADF", "no such power request");
+    request = it->second;
+    g_requests.erase(it);
+  }
+  PowerClearRequest(request, PowerRequestSystemRequired);
+  CloseHandle(request);
+  return env.Undefined();
+}
+
+Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  DWORD pid = info[0].As<Napi::Number>().Uint32Value();
+  HANDLE process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (!process) return env.Null();
+  FILETIME created{}, exited{}, kernel{}, user{};
+  DWORD exit_code = 0;
+  BOOL ok = GetProcessTimes(process, &created, &exited, &kernel, &user);
+  BOOL have_exit = GetExitCodeProcess(process, &exit_code);
+  CloseHandle(process);
+  if (!ok) return env.Null();
+  // The parent pid is only in the Toolhelp snapshot. Windows does not re-parent
+  // orphans, so a parent pid may name a newer process: the TypeScript side
+  // checks that the parent started before the child.
+  DWORD ppid = 0;
+  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snap != INVALID_HANDLE_VALUE) {
+    PROCESSENTRY32W entry{};
+    entry.dwSize = sizeof(entry);
+    for (BOOL more = Process32FirstW(snap, &entry); more; more = Process32NextW(snap, &entry)) {
+      if (entry.th32ProcessID == pid) {
+        ppid = entry.th32ParentProcessID;
+        break;
+      }
+    }
+    CloseHandle(snap);
+  }
+  ULONGLONG start = (ULONGLONG(created.dwHighDateTime) << 32) | created.dwLowDateTime;
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ppid", Napi::Number::New(env, ppid));
+  out.Set("startTime", Napi::String::New(env, std::to_string(start)));
+  out.Set("zombie", Napi::Boolean::New(env, have_exit && exit_code != STILL_ACTIVE));
+  return out;
+}
+
+// ---- the suspend watcher ----------------------------------------------------
+
+struct WatchEvent {
+  enum Kind { kReady, kSleep, kError } kind;
+  bool start = false;
+  uint32_t id = 0;
+  std::string code, message;
+};
+
+Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
+  Napi::Object o = Napi::Object::New(env);
+  switch (ev.kind) {
+    case WatchEvent::kReady: o.Set("type", "ready"); o.Set("owner", env.Null()); break;
+    case WatchEvent::kSleep:
+      o.Set("type", "sleep");
+      o.Set("start", Napi::Boolean::New(env, ev.start));
+      o.Set("id", Napi::Number::New(env, ev.id));
+      o.Set("sender", env.Null());
+      break;
+    case WatchEvent::kError: o.Set("type", "error"); o.Set("code", ev.code); o.Set("message", ev.message); break;
+  }
+  return o;
+}
+
+void CallJs(Napi::Env env, Napi::Function callback, std::nullptr_t*, WatchEvent* raw) {
+  std::unique_ptr<WatchEvent> ev(raw);
+  if (env == nullptr || callback == nullptr) return;  // the TSFN is being torn down
+  // No C++ exception may unwind into libuv (that aborts node). A failure here
+  // means the environment is shutting down, or the callback threw: that one
+  // goes back to node as an uncaught exception.
+  try {
+    callback.Call({EventObject(env, *ev)});
+  } catch (const Napi::Error& e) {
+    try {
+      e.ThrowAsJavaScriptException();
+    } catch (...) {
+    }
+  } catch (...) {
+  }
+}
+
+using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, CallJs>;
+
+class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
+ public:
+  static Napi::Function Define(Napi::Env env) {
+    return DefineClass(env, "PowerWatcher",
+                       {InstanceMethod<&PowerWatcher::Stop>("stop"),
+                        InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
+  }
+
+  explicit PowerWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PowerWatcher>(info) {
+    Napi::Env env = info.Env();
+    if (!info[0].IsFunction()) ThrowCode(env, "EINVAL", "PowerWatcher needs a callback");
+    const PowrProf& api = LoadPowrProf();
+    if (!api.reg || !api.unreg) ThrowCode(env, "ENOTSUP", "PowerRegisterSuspendResumeNotification is missing");
+    done_ = CreateEventW(nullptr, TRUE, FALSE, nullptr);
+    if (!done_) ThrowWin32(env, "CreateEvent", GetLastError());
+    tsfn_ = EventFn::New(env, info[0].As<Napi::Function>(), "stash.PowerWatcher", 0, 1);
+    tsfn_.Unref(env);
+    params_.Callback = &PowerWatcher::OnPower;
+    params_.Context = this;
+    DWORD rc = api.reg(kDeviceNotifyCallback, reinterpret_cast<HANDLE>(&params_), &registration_);
+    if (rc != ERROR_SUCCESS) {
+      Emit(WatchEvent::kError, false, 0, "WIN32_" + std::to_string(rc),
+           "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc));
+    } else {
+      Emit(WatchEvent::kReady);
+    }
+    running_ = true;
+    hook_ = env.AddCleanupHook(&PowerWatcher::OnEnvCleanup, this);
+  }
+
+  ~PowerWatcher() override {
+    Shutdown(false);
+    // Closed only here: a callback that raced with stop() may still touch it.
+    if (done_) CloseHandle(done_);
+  }
+
+ private:
+  static void OnEnvCleanup(PowerWatcher* self) { self->Shutdown(true); }
+
+  Napi::Value Stop(const Napi::CallbackInfo& info) {
+    Shutdown(false);
+    return info.Env().Undefined();
+  }
+
+  Napi::Value AllowSleep(const Napi::CallbackInfo& info) {
+    uint32_t id = info[0].As<Napi::Number>().Uint32Value();
+    uint32_t expected = id;
+    bool matched = id != 0 && pending_.compare_exchange_strong(expected, 0);
+    if (matched) SetEvent(done_);
+    return Napi::Boolean::New(info.Env(), matched);
+  }
+
+  void Shutdown(bool from_cleanup_hook) {
+    if (!running_) return;
+    running_ = false;
+    stopping_ = true;
+    SetEvent(done_);  // never leave a suspend callback waiting on a watcher that is gone
+    if (registration_) LoadPowrProf().unreg(registration_);
+    registration_ = nullptr;
+    tsfn_.Release();
+    if (!from_cleanup_hook && !hook_.IsEmpty()) hook_.Remove(Env());
+  }
+
+  void Emit(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
+            std::string message = std::string()) {
+    auto* ev = new WatchEvent{kind, start, id, std::move(code), std::move(message)};
+    if (tsfn_.NonBlockingCall(ev) != napi_ok) delete ev;
+  }
+
+  // Runs on a system thread.
+  static ULONG CALLBACK OnPower(PVOID context, ULONG type, PVOID) {
+    auto* self = static_cast<PowerWatcher*>(context);
+    if (self->stopping_) return ERROR_SUCCESS;
+    if (type == PBT_APMSUSPEND) {
+      uint32_t id = ++self->sequence_;
+      if (id == 0) id = ++self->sequence_;
+      ResetEvent(self->done_);
+      self->pending_ = id;
+      self->Emit(WatchEvent::kSleep, true, id);
+      // Bounded: Windows suspends regardless once its budget is spent.
+      WaitForSingleObject(self->done_, kSuspendBudgetMs);
+      self->pending_ = 0;
+    } else if (type == PBT_APMRESUMEAUTOMATIC) {
+      // PBT_APMRESUMESUSPEND follows only when a user is present; AUTOMATIC always comes.
+      self->Emit(WatchEvent::kSleep, false);
+    }
+    return ERROR_SUCCESS;
+  }
+
+  EventFn tsfn_;
+  Napi::Env::CleanupHook<void (*)(PowerWatcher*), PowerWatcher> hook_;
+  NotifySubscribeParameters params_{};
+  PVOID registration_ = nullptr;
+  HANDLE done_ = nullptr;
+  std::atomic<uint32_t> pending_{0};
+  std::atomic<uint32_t> sequence_{0};
+  std::atomic<bool> stopping_{false};
+  bool running_ = false;
+};
+
+}  // namespace
+
+void InitPower(Napi::Env env, Napi::Object exports) {
+  exports.Set("powerProbe", Napi::Function::New(env, PowerProbe, "powerProbe"));
+  exports.Set("powerInhibit", Napi::Function::New(env, PowerInhibit, "powerInhibit"));
+  exports.Set("powerRelease", Napi::Function::New(env, PowerRelease, "powerRelease"));
+  exports.Set("processInfo", Napi::Function::New(env, ProcessInfo, "processInfo"));
+  exports.Set("PowerWatcher", PowerWatcher::Define(env));
+}
+
+}  // namespace stash

@@ -1,0 +1,225 @@
+/**
+ * The agent client: one connection, requests answered in order, cache
+ * requests sealed after a HELLO handshake. Keys returned by get() are in
+ * sodium secure memory; callers wipe them (protocol `wipe`) when done.
+ */
+import { connect, type Socket } from 'node:net';
+import { createRequire } from 'node:module';
+import {
+  decodeReply, encodeFrame, encodeRequest, ephemeralKeys, FrameDecoder, MsgType, PROTOCOL_VERSION, ProtocolError,
+  protocolErrorName, SecureChannel, wipe, type Frame, type ListEntry, type Reply, type Request,
+} from '../protocol/index.js';
+import { StashError, errorMessage } from '../errors.js';
+import { agentEndpoint, type Endpoint } from './paths.js';
+
+// require, not import: importing a CommonJS package from ESM makes Node lex its
+// 108 KB index.js for export names, ~10 ms on every CLI start (docs/benchmarks.md).
+const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
+
+/** An ERROR reply from the agent, or a failure to talk to it. code: AGENT_<NAME>. */
+export class AgentError extends StashError {
+  constructor(code: string, message: string, readonly protocolCode: number | null = null) {
+    super(code, message);
+  }
+}
+
+export interface CachedKey {
+  /** Secure memory: wipe() it when done. */
+  key: Buffer;
+  ttl: number;
+}
+
+type Pending = { resolve: (f: Frame) => void; reject: (e: Error) => void };
+
+export class AgentClient {
+  private readonly decoder = new FrameDecoder();
+  private readonly pending: Pending[] = [];
+  private channel: SecureChannel | null = null;
+  private failure: Error | null = null;
+  agentPid: number | null = null;
+
+  private constructor(private readonly socket: Socket, readonly endpoint: Endpoint) {
+    socket.on('data', (d: Buffer) => this.onData(d));
+    socket.on('error', (e) => this.failAll(new AgentError('AGENT_UNAVAILABLE', `agent connection failed: ${e.message}`)));
+    socket.on('close', () => this.failAll(new AgentError('AGENT_UNAVAILABLE', 'the agent closed the connection')));
+  }
+
+  /** Connects to a running agent (no autostart). Rejects with the socket error. */
+  static connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000): Promise<AgentClient> {
+    if (process.platform === 'win32') {
+      // The pipe namespace is machine-wide: connect natively and only to a server running as us (windows-pipe.ts).
+      return import('./windows-pipe.js').then(async (m) => new AgentClient(await m.connectWindowsPipe(endpoint.path, timeoutMs), endpoint));
+    }
+    return new Promise((resolve, reject) => {
+      const socket = connect(endpoint.path);
+      const timer = setTimeout(() => {
+        socket.destroy();
+        reject(Object.assign(new Error(`timed out connecting to ${endpoint.path}`), { code: 'ETIMEDOUT' }));
+      }, timeoutMs);
+      socket.once('connect', () => {
+        clearTimeout(timer);
+        socket.removeAllListeners('error');
+        resolve(new AgentClient(socket, endpoint));
+      });
+      socket.once('error', (err) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
+  }
+
+  private onData(data: Buffer): void {
+    try {
+      this.decoder.push(data);
+      for (let f = this.decoder.next(); f; f = this.decoder.next()) {
+        const p = this.pending.shift();
+        if (p) p.resolve(f);
+      }
+    } catch (err) {
+      const e = err instanceof ProtocolError && err.code === 'AGENT_BAD_MAGIC'
+        ? new AgentError('AGENT_VERSION', `the agent at ${this.endpoint.path} speaks another protocol version (${err.message}); stop it and run the matching stash, or remove the socket`)
+        : new AgentError('AGENT_PROTOCOL', `unreadable reply from the agent: ${errorMessage(err)}`);
+      this.failAll(e);
+      this.socket.destroy();
+    }
+  }
+
+  private failAll(err: Error): void {
+    this.failure ??= err;
+    for (const p of this.pending.splice(0)) p.reject(err);
+  }
+
+  private roundTrip(wire: Buffer): Promise<Frame> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      this.socket.write(wire);
+    });
+  }
+
+  private static check(reply: Reply): Reply {
+    if (reply.type === 'error') {
+      const name = protocolErrorName(reply.code) ?? `ERROR_${reply.code}`;
+      throw new AgentError(`AGENT_${name}`, `agent: ${reply.message}`, reply.code);
+    }
+    return reply;
+  }
+
+  private async plain(req: Request): Promise<Reply> {
+    const f = encodeRequest(req);
+    return AgentClient.check(decodeReply(await this.roundTrip(encodeFrame(f.type, f.payload))));
+  }
+
+  private async handshake(): Promise<SecureChannel> {
+    if (this.channel) return this.channel;
+    const ours = ephemeralKeys();
+    let reply: Reply;
+    try {
+      reply = await this.plain({ type: 'hello', version: PROTOCOL_VERSION, publicKey: ours.publicKey });
+    } catch (err) {
+      wipe(ours.secretKey);
+      if (err instanceof AgentError && err.code === 'AGENT_VERSION_MISMATCH') throw new AgentError('AGENT_VERSION', err.message);
+      throw err;
+    }
+    if (reply.type !== 'hello-ok') throw new AgentError('AGENT_PROTOCOL', `unexpected ${reply.type} reply to hello`);
+    this.agentPid = reply.pid;
+    this.channel = SecureChannel.forClient(ours, reply.publicKey);
+    return this.channel;
+  }
+
+  /**
+   * Sends a sealed cache request. The request is encoded straight into the
+   * channel's secure scratch and the reply decoded there; both are zeroed
+   * before this returns (read() copies out what it keeps).
+   */
+  private async sealed<T>(req: Request, read: (reply: Reply) => T): Promise<T> {
+    const channel = this.channel ?? (await this.handshake());
+    const frame = await this.roundTrip(channel.sealEncoded((alloc) => encodeRequest(req, alloc)));
+    if (frame.type !== MsgType.SEALED) return read(AgentClient.check(decodeReply(frame)));
+    const opened = channel.open(frame);
+    try {
+      return read(AgentClient.check(decodeReply(opened.inner)));
+    } finally {
+      opened.release();
+    }
+  }
+
+  /** The cached key for `id`, or null on a miss. A hit slides the entry's expiry. */
+  get(id: Buffer): Promise<CachedKey | null> {
+    return this.sealed({ type: 'get', id }, (r) => {
+      if (r.type === 'cache-miss') return null;
+      if (r.type !== 'cache-key') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to get`);
+      const key = sodium.sodium_malloc(r.key.length);
+      r.key.copy(key);
+      return { key, ttl: r.ttl };
+    });
+  }
+
+  /** Stores a key (copied; the caller keeps its buffer). ttl null = the agent's default (900 s). */
+  put(id: Buffer, key: Buffer, opts: { path?: string | null; ttl?: number | null } = {}): Promise<void> {
+    return this.sealed({ type: 'put', id, key, path: opts.path ?? null, ttl: opts.ttl ?? null }, (r) => {
+      if (r.type !== 'ack') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to put`);
+    });
+  }
+
+  /** Removes one entry; true when it existed. */
+  forget(id: Buffer): Promise<boolean> {
+    return this.sealed({ type: 'forget', id }, (r) => r.type === 'ack' && r.count > 0);
+  }
+
+  /** Removes every entry; returns how many there were. */
+  forgetAll(): Promise<number> {
+    return this.sealed({ type: 'forget-all' }, (r) => (r.type === 'ack' ? r.count : 0));
+  }
+
+  /** Every cached entry (id, path, TTL, time left), fetched page by page. Never extends a TTL. */
+  async list(): Promise<ListEntry[]> {
+    const out: ListEntry[] = [];
+    for (let guard = 0; guard < 1000; guard++) {
+      const page = await this.sealed({ type: 'list', offset: out.length }, (r) => {
+        if (r.type !== 'list') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to list`);
+        return { total: r.total, entries: r.entries.map((e) => ({ ...e, id: Buffer.from(e.id) })) };
+      });
+      out.push(...page.entries);
+      if (page.entries.length === 0 || out.length >= page.total) break;
+    }
+    return out;
+  }
+
+  /** Asks the agent to wipe everything and exit. */
+  async stop(): Promise<void> {
+    await this.plain({ type: 'stop' });
+  }
+
+  /** The agent's diagnostics document. */
+  async status(): Promise<Record<string, unknown>> {
+    const r = await this.plain({ type: 'status' });
+    if (r.type !== 'status') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to status`);
+    return r.status;
+  }
+
+  /** Registers a secret activity for `pid` (ours or a descendant); returns its token (hex). */
+  async registerActivity(pid: number, kind: string): Promise<string> {
+    const r = await this.plain({ type: 'register', pid, kind: kind as never });
+    if (r.type !== 'token') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to register`);
+    return r.token.toString('hex');
+  }
+
+  async unregisterActivity(pid: number, token: string): Promise<void> {
+    if (!/^[0-9a-f]{32}$/.test(token)) throw new AgentError('AGENT_BAD_TOKEN', 'activity token must be 32 hex digits');
+    await this.plain({ type: 'unregister', pid, token: Buffer.from(token, 'hex') });
+  }
+
+  /** The secure scratch buffers of this connection's channel (null before the handshake): for tests. */
+  scratchState(): ReturnType<SecureChannel['scratchState']> | null {
+    return this.channel?.scratchState() ?? null;
+  }
+
+  close(): void {
+    this.channel?.destroy();
+    this.channel = null;
+    this.decoder.clear();
+    this.socket.end();
+    this.socket.unref();
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * `stash container create NAME | list | rm NAME [--force]`.
+ * list reads headers only (no password); create needs the vault key; rm needs
+ * neither, but asks to confirm and drops the container's key from the agent.
+ */
+import { StashError, UsageError } from '../../errors.js';
+import {
+  containerInfo, createContainer, defaultVaultDir, listContainers, removeContainer, validateContainerName, wipe,
+} from '../../vault/index.js';
+import { formatTable, out, outJson } from '../output.js';
+import { askLine, haveTerminal } from '../prompt.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+export async function run(inv: Invocation): Promise<number> {
+  switch (inv.command.path[1]) {
+    case 'create':
+      return create(inv);
+    case 'list':
+      return list(inv.values.json === true);
+    default:
+      return remove(inv.positionals[0]!, inv.values.force === true);
+  }
+}
+
+async function create(inv: Invocation): Promise<number> {
+  const name = inv.positionals[0]!;
+  validateContainerName(name); // before any password is asked
+  const session = new Session(inv.values);
+  try {
+    const vaultKey = await session.vaultKey();
+    try {
+      const c = createContainer(session.dir, vaultKey, name);
+      out(`Created container ${c.name} (${c.path})`);
+    } finally {
+      wipe(vaultKey);
+    }
+    return 0;
+  } finally {
+    session.close();
+  }
+}
+
+function list(json: boolean): number {
+  const all = listContainers(defaultVaultDir());
+  if (json) {
+    outJson(all.map((c) => ({ name: c.name, id: c.id || null, path: c.path, size: c.size, modified: c.modified.toISOString(), problem: c.problem })));
+    return 0;
+  }
+  if (all.length === 0) {
+    out('No containers yet: create one with `stash container create NAME`.');
+    return 0;
+  }
+  const rows = all.map((c) => [c.name, String(c.size), c.modified.toISOString().replace('T', ' ').slice(0, 19), c.problem ? `DAMAGED: ${c.problem}` : 'ok']);
+  for (const line of formatTable(['NAME', 'BYTES', 'MODIFIED', 'STATE'], rows)) out(line);
+  return 0;
+}
+
+async function remove(name: string, force: boolean): Promise<number> {
+  validateContainerName(name);
+  const dir = defaultVaultDir();
+  let id: string | null = null;
+  try {
+    id = containerInfo(dir, name).id;
+  } catch (err) {
+    // A damaged header can still be removed; a missing container cannot.
+    if ((err as StashError).code !== 'CONTAINER_CORRUPT') throw err;
+  }
+  if (!force) {
+    if (!haveTerminal()) throw new UsageError(`refusing to delete container ${name} without confirmation: there is no terminal to ask on; add --force`);
+    const answer = await askLine(`Delete container ${name} and every entry in it? This cannot be undone. Type its name to confirm: `);
+    if (answer !== name) {
+      out('Nothing deleted.');
+      return 1;
+    }
+  }
+  removeContainer(dir, name);
+  if (id !== null) await forgetCached(Buffer.from(id, 'hex'));
+  out(`Deleted container ${name}`);
+  return 0;
+}
+
+/** Drops the container's key from a running agent (never starts one). */
+async function forgetCached(id: Buffer): Promise<void> {
+  try {
+    const { connectAgent } = await import('../../agent/autostart.js');
+    const agent = await connectAgent({ autostart: false });
+    try {
+      await agent.forget(id);
+    } finally {
+      agent.close();
+    }
+  } catch {
+    /* no agent: nothing cached */
+  }
+}

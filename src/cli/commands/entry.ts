@@ -1,0 +1,68 @@
+/**
+ * `stash set CONTAINER NAME` and `stash get CONTAINER NAME`. get is the only
+ * command that prints a secret; it writes the value's exact bytes (plus a
+ * newline only when stdout is a terminal) and wipes them once written.
+ */
+import { UsageError } from '../../errors.js';
+import { readEntry, writeEntry } from '../../vault/containers.js';
+import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
+import { wipe } from '../../vault/secure.js';
+import { note } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+export async function run(inv: Invocation): Promise<number> {
+  const [container, name] = inv.positionals as [string, string];
+  validateContainerName(container);
+  validateEntryName(name);
+  const session = new Session(inv.values);
+  try {
+    return inv.command.path[0] === 'get' ? await get(session, container, name) : await set(session, container, name);
+  } finally {
+    session.close();
+  }
+}
+
+async function get(session: Session, container: string, name: string): Promise<number> {
+  const value = await session.withContentKey(container, (key) => readEntry(session.dir, container, key, name));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      process.stdout.write(value, (err) => (err ? reject(err) : resolve()));
+    });
+    if (process.stdout.isTTY) process.stdout.write('\n');
+  } finally {
+    wipe(value);
+  }
+  return 0;
+}
+
+/**
+ * The value: stdin when it is not a terminal (one trailing newline dropped),
+ * else a hidden prompt. Both readers load here, off the `get` path.
+ */
+async function readValue(session: Session, name: string): Promise<Buffer> {
+  if (!process.stdin.isTTY) {
+    if (session.source.stdin) {
+      throw new UsageError('--password-stdin cannot be used while the value comes from standard input; use --password-file FILE');
+    }
+    const { readFdSecure } = await import('../secure-read.js');
+    return readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: `the value of ${name} on standard input`, stripNewline: true });
+  }
+  const { promptHidden } = await import('../prompt.js');
+  return promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
+}
+
+async function set(session: Session, container: string, name: string): Promise<number> {
+  // A value piped in is read first, so that a password prompt cannot consume it.
+  let value = process.stdin.isTTY ? null : await readValue(session, name);
+  try {
+    await session.withContentKey(container, async (key) => {
+      value ??= await readValue(session, name);
+      writeEntry(session.dir, container, key, name, value);
+    });
+  } finally {
+    wipe(value);
+  }
+  note(`Stored ${name} in ${container}.`);
+  return 0;
+}

@@ -1,0 +1,39 @@
+/**
+ * `stash open CONTAINER [--ttl SECONDS]`: unlocks the container's key into the
+ * session agent, so later commands need no password until it expires. The
+ * body is decrypted once to prove the key and the file are sound. An `open`
+ * activity is registered while it works.
+ */
+import { StashError } from '../../errors.js';
+import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
+import { readEntries, validateContainerName, wipeEntries } from '../../vault/index.js';
+import { formatDuration, out } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+export async function run(inv: Invocation): Promise<number> {
+  const name = inv.positionals[0]!;
+  validateContainerName(name);
+  const session = new Session(inv.values);
+  try {
+    if (!(await session.agent())) {
+      throw new StashError('AGENT_UNAVAILABLE', `cannot open ${name}: the session agent is unavailable, so there is nowhere to keep its key`);
+    }
+    let count = 0;
+    await session.withActivity('open', process.pid, () =>
+      session.withContentKey(name, async (key, info) => {
+        const entries = readEntries(session.dir, name, key);
+        count = entries.size;
+        wipeEntries(entries);
+        // Re-put even a cached key so that --ttl takes effect now.
+        if (session.ttl !== null) await session.cache(Buffer.from(info.id, 'hex'), key, info.path);
+      }),
+    );
+    const ttl = session.ttl ?? DEFAULT_TTL_SECONDS;
+    out(`Opened ${name} (${count} ${count === 1 ? 'entry' : 'entries'}) for ${formatDuration(ttl * 1000)}, renewed on each use.`);
+    out(`Lock it with: stash vault sessions lock ${name}`);
+    return 0;
+  } finally {
+    session.close();
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * `stash vault identity publish --email ADDR [--server URL] [--json]`: sends
+ * the vault identity's 65-byte public key to the key server. The public keys
+ * are read with the vault key (identityPublic authenticates them against the
+ * encrypted secret keys), so a tampered identity.json cannot get someone
+ * else's key published under the owner's address.
+ */
+import { StashError, UsageError } from '../../errors.js';
+import { encodePublicKey, identityPublic, wipe } from '../../vault/index.js';
+import { fingerprintLines } from '../fingerprint-display.js';
+import { requireKeyServerUrl } from '../key-server-url.js';
+import { formatDuration, out, outJson } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+export async function run(inv: Invocation): Promise<number> {
+  const email = inv.values.email;
+  if (typeof email !== 'string' || email.trim() === '') throw new UsageError('missing --email ADDR: the address the key server verifies\nusage: stash vault identity publish --email ADDR [--server URL]');
+  // Resolved before the password is asked: a missing URL should not cost a prompt.
+  const server = await requireKeyServerUrl(inv.values);
+  const session = new Session(inv.values);
+  let id;
+  try {
+    const vaultKey = await session.vaultKey();
+    try {
+      id = identityPublic(session.dir, vaultKey);
+    } finally {
+      wipe(vaultKey);
+    }
+  } finally {
+    session.close();
+  }
+  const { publish } = await import('../../keyserver/client.js');
+  const published = await publish(server.url, encodePublicKey(id), email.trim());
+  if (published.verification === 'failed') {
+    throw new StashError('VERIFICATION_NOT_SENT', `the key was stored but cannot be received: ${published.message}`);
+  }
+  if (inv.values.json === true) {
+    outJson({
+      server: server.url,
+      code: published.code,
+      email: email.trim(),
+      fingerprint: id.fingerprint,
+      expiresAt: published.expiresAt.toISOString(),
+      verification: published.verification,
+      message: published.message,
+    });
+    return 0;
+  }
+  const left = formatDuration(published.expiresAt.getTime() - Date.now());
+  out(`Published the public key of ${session.dir} on ${server.url}`);
+  out(`Share code:  ${published.code}`);
+  out(`Expires:     ${published.expiresAt.toISOString()} (in ${left})`);
+  out('');
+  out(published.verification === 'sent'
+    ? `Check your email: ${published.message}.`
+    : `Verification: ${published.message}; open the link and confirm.`);
+  out('The share can be received only after the link is confirmed.');
+  out('');
+  out('Then give the share code to the other person, and read them your fingerprint');
+  out('over another channel (phone, in person); they type it in `stash vault contact receive`:');
+  out(`  ${id.fingerprint}`);
+  for (const line of fingerprintLines(id.fingerprint)) out(line);
+  return 0;
+}

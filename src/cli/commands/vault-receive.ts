@@ -1,0 +1,122 @@
+/**
+ * `stash vault contact receive CODE [--fingerprint FP] [--name NAME]`: fetches
+ * a published key along the share's route, shows the verified address, and
+ * adds the key as a contact only when its fingerprint matches the one the
+ * publisher gave by another channel. The key server alone is never trusted:
+ * a mismatch (a wrong key, or a typo in the fingerprint) adds nothing.
+ */
+import { StashError, UsageError } from '../../errors.js';
+import {
+  addContact, decodePublicKey, fingerprintOf, fingerprintsEqual, formatFingerprint, listContacts, parseFingerprint, wipe,
+} from '../../vault/index.js';
+import { normalizeContactName } from '../../vault/contacts.js';
+import { requireKeyServerUrl } from '../key-server-url.js';
+import { note, out, outJson, terminalSafe } from '../output.js';
+import { askLine, haveTerminal } from '../prompt.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+import { fetchAlongRoute } from '../../keyserver/routed-fetch.js';
+
+const TRIES = 3;
+
+export async function run(inv: Invocation): Promise<number> {
+  const json = inv.values.json === true;
+  const { parseShareCode } = await import('../../keyserver/share-code.js');
+  // Everything that can be checked locally is checked before any request or prompt.
+  const code = parseShareCode(inv.positionals[0]!);
+  const given = typeof inv.values.fingerprint === 'string' ? inv.values.fingerprint : null;
+  if (typeof inv.values.name === 'string') normalizeContactName(inv.values.name);
+  if (given !== null) parseFingerprint(given);
+  else if (!haveTerminal()) {
+    throw new UsageError("no terminal to ask for the publisher's fingerprint: give it with --fingerprint FP\nusage: stash vault contact receive CODE --fingerprint FP [--name NAME]");
+  }
+  const server = await requireKeyServerUrl(inv.values);
+  const session = new Session(inv.values);
+  try {
+    const vaultKey = await session.vaultKey();
+    try {
+      const routed = await fetchAlongRoute(server.url, code.display);
+      const { share } = routed;
+      if (terminalSafe(share.email) !== share.email || !/^[^\s@]{1,64}@[^\s@]{1,253}$/.test(share.email)) {
+        throw new StashError('SERVER_PROTOCOL', 'the key server sent an address that is not a plain email address; nothing was added');
+      }
+      const keys = decodePublicKey(share.publicKey);
+      const fingerprint = formatFingerprint(fingerprintOf(keys.x25519, keys.ed25519));
+      const name = typeof inv.values.name === 'string' ? inv.values.name : defaultName(share.email);
+      refuseDuplicate(session.dir, vaultKey, name, fingerprint);
+
+      const show = json ? note : out;
+      for (const a of routed.attempts.filter((x) => x.error)) note(terminalSafe(`stash: ${a.id === null ? 'the server' : `server ${a.id}`} ${a.url} did not answer (${a.error}); tried the next one on the route`));
+      show(`Share ${share.code} from ${routed.answeredBy.url}`);
+      show(`Published by: ${share.email} (address verified ${share.verifiedAt.toISOString()})`);
+      show(`Fetched:      ${share.fetchCount} time(s), this one included; expires ${share.expiresAt.toISOString()}`);
+      if (share.fetchCount > 1) show('              (fetched before, by you or someone else; the fingerprint check below decides)');
+
+      const matched = given !== null ? fingerprintsEqual(given, fingerprint) : await askFingerprint(share.email, fingerprint);
+      if (!matched) {
+        throw new StashError(
+          'FINGERPRINT_MISMATCH',
+          `fingerprint mismatch: the key published by ${share.email} is not the one whose fingerprint you were given; `
+            + 'no contact was added. Check the fingerprint with the publisher by phone or in person, or ask for a new share.',
+        );
+      }
+      const contact = addContact(session.dir, vaultKey, { name, email: share.email, x25519: keys.x25519, ed25519: keys.ed25519 });
+      if (json) {
+        outJson({
+          code: share.code,
+          server: routed.answeredBy.url,
+          tried: routed.attempts.map((a) => ({ id: a.id, url: a.url, ...(a.error ? { error: a.error } : {}) })),
+          email: share.email,
+          verifiedAt: share.verifiedAt.toISOString(),
+          fetchCount: share.fetchCount,
+          expiresAt: share.expiresAt.toISOString(),
+          fingerprint: contact.fingerprint,
+          match: true,
+          contact: { name: contact.name, email: contact.email, fingerprint: contact.fingerprint, addedAt: contact.addedAt },
+        });
+        return 0;
+      }
+      out(`Fingerprint matches: ${contact.fingerprint}`);
+      out(`Added contact ${contact.name} <${contact.email}>`);
+      return 0;
+    } finally {
+      wipe(vaultKey);
+    }
+  } finally {
+    session.close();
+  }
+}
+
+/** The verified address, or its local part when the address is too long for a contact name. */
+function defaultName(email: string): string {
+  return email.length <= 64 ? email : email.slice(0, email.lastIndexOf('@')).slice(0, 64);
+}
+
+/** Refuses early (before asking for the fingerprint) what addContact would refuse anyway. */
+function refuseDuplicate(dir: string, vaultKey: Buffer, name: string, fingerprint: string): void {
+  const lower = name.normalize('NFC').trim().toLowerCase();
+  for (const c of listContacts(dir, vaultKey)) {
+    if (c.fingerprint === fingerprint) throw new StashError('CONTACT_EXISTS', `this key is already saved as contact ${JSON.stringify(c.name)}`);
+    if (c.name.toLowerCase() === lower) throw new StashError('CONTACT_EXISTS', `a contact named ${JSON.stringify(c.name)} already exists; choose another with --name`);
+  }
+}
+
+/**
+ * Asks for the fingerprint on the terminal. A line that is not a fingerprint
+ * at all (wrong length, impossible character) is asked again; a well-formed
+ * but different fingerprint is a mismatch at once.
+ */
+async function askFingerprint(email: string, fingerprint: string): Promise<boolean> {
+  for (let attempt = 1; ; attempt++) {
+    const line = await askLine(`Fingerprint ${email} gave you (XXXX-XXXX-XXXX-XXXX-XXXX-XXXX): `);
+    if (line === null) throw new UsageError('no terminal to ask for the fingerprint: give it with --fingerprint FP');
+    try {
+      parseFingerprint(line);
+    } catch (err) {
+      if (attempt >= TRIES) throw err;
+      note(`${(err as Error).message}; try again.`);
+      continue;
+    }
+    return fingerprintsEqual(line, fingerprint);
+  }
+}

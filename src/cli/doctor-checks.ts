@@ -1,0 +1,191 @@
+/**
+ * The checks of `stash doctor`, as data: each has a section, a status, a
+ * one-line detail and, when it failed, a one-line fix. Gathering is separate
+ * from printing (commands/doctor.ts) so --json and the text view agree.
+ */
+import { errorCode, errorMessage } from '../errors.js';
+import type { CheckStatus } from './output.js';
+import { formatDuration } from './output.js';
+
+export interface DoctorCheck {
+  section: 'agent' | 'security' | 'suspend' | 'config' | 'vault' | 'keyserver';
+  name: string;
+  status: CheckStatus;
+  detail: string;
+  fix?: string;
+}
+
+type Doc = Record<string, unknown>;
+
+const obj = (v: unknown): Doc => (typeof v === 'object' && v !== null ? (v as Doc) : {});
+
+/** The agent's STATUS document, waiting briefly for the power integration's first attempt to settle. */
+export async function agentStatus(): Promise<{ status: Doc | null; error: unknown; started: boolean }> {
+  const { connectAgent } = await import('../agent/autostart.js');
+  let started = false;
+  let client;
+  try {
+    client = await connectAgent({ autostart: false });
+  } catch (err) {
+    if (errorCode(err) !== 'AGENT_UNAVAILABLE') return { status: null, error: err, started };
+    try {
+      client = await connectAgent({ autostart: true });
+      started = true;
+    } catch (err2) {
+      return { status: null, error: err2, started };
+    }
+  }
+  try {
+    let status = await client.status();
+    // A fresh agent answers before its first logind attempt is done ("not started").
+    for (let i = 0; i < 50 && obj(status.power).reason === 'not started'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = await client.status();
+    }
+    return { status, error: null, started };
+  } catch (err) {
+    return { status: null, error: err, started };
+  } finally {
+    client.close();
+  }
+}
+
+/** Agent running: pid, uptime, cached keys, activities. */
+export function agentChecks(status: Doc | null, error: unknown, started: boolean, socketDir: string | null): DoctorCheck[] {
+  if (!status) {
+    const unsafe = errorCode(error) === 'AGENT_UNSAFE_DIR';
+    return [{
+      section: 'agent', name: 'agent running', status: 'fail',
+      detail: `the agent cannot be reached or started: ${errorMessage(error)}`,
+      fix: unsafe && socketDir
+        ? `check the contents of ${socketDir}, then: chmod 700 ${socketDir}`
+        : 'see the agent log (STASH_SESSION_AGENT_LOG, the system log, or ~/.local/state/stash/agent.log)',
+    }];
+  }
+  const acts = Array.isArray(status.activities) ? (status.activities as Array<{ pid: number; kind: string }>) : [];
+  const actText = acts.length === 0 ? 'no activities' : `activities: ${acts.map((a) => `${a.kind} (pid ${a.pid})`).join(', ')}`;
+  const checks: DoctorCheck[] = [{
+    section: 'agent', name: 'agent running', status: 'ok',
+    detail: `pid ${String(status.pid)}, up ${formatDuration(Number(status.uptimeSeconds ?? 0) * 1000)}${started ? ' (started by doctor)' : ''}, ${String(status.entries)} cached key(s), ${actText}; socket ${String(status.socket)}`,
+  }];
+  const posture = obj(status.posture);
+  if (posture.hardened === true && posture.dumpable === false) {
+    checks.push({ section: 'agent', name: 'agent hardening', status: 'ok', detail: `not dumpable, no core dumps (${(posture.actions as string[] | undefined)?.join(', ') ?? ''})` });
+  } else {
+    checks.push({
+      section: 'agent', name: 'agent hardening', status: 'fail',
+      detail: posture.hardened === true ? 'the agent process is still dumpable' : `the agent could not harden itself: ${String(posture.error ?? 'unknown')}`,
+      fix: 'rebuild the native addon (npm rebuild) and restart the agent: stash vault sessions stop',
+    });
+  }
+  return checks;
+}
+
+const SECURITY_FIXES: Record<string, (socketDir: string) => string> = {
+  'socket folder': (dir) => `check its contents, then: chmod 700 ${dir}`,
+  'peer credentials': () => 'the native addon is needed to check who connects: rebuild it (npm rebuild); see docs/platforms.md',
+  dumpable: () => 'the kernel refused PR_SET_DUMPABLE; check the security modules and container runtime',
+  'core dumps': () => 'disable core dumps: ulimit -c 0 (or a core limit of 0 in limits.conf)',
+  'mlock limit': () => 'raise the locked-memory limit: ulimit -l, or memlock in /etc/security/limits.conf',
+  hardening: () => 'the native addon failed to load: rebuild it (npm rebuild)',
+};
+
+/** Socket folder, peer credentials, dumpable/core dumps, mlock limit (the agent's own checks). */
+export async function securityChecks(): Promise<DoctorCheck[]> {
+  const { securityChecks: run } = await import('../agent/security-check.js');
+  const { agentEndpoint } = await import('../agent/paths.js');
+  const socketDir = agentEndpoint().dir ?? '';
+  return (await run()).map((c) => ({
+    section: 'security' as const,
+    name: c.name,
+    status: c.ok ? ('ok' as const) : ('fail' as const),
+    detail: c.detail,
+    ...(c.ok ? {} : { fix: (SECURITY_FIXES[c.name] ?? (() => 'see docs/platforms.md'))(socketDir) }),
+  }));
+}
+
+/** Inhibitor backend, delay lock, block lock, suspend listener (from the agent's power status). */
+export function suspendChecks(status: Doc | null): DoctorCheck[] {
+  const section = 'suspend' as const;
+  if (!status) {
+    return [{ section, name: 'suspend protection', status: 'fail', detail: 'unknown: the agent is not running', fix: 'fix the agent check above first' }];
+  }
+  const power = obj(status.power);
+  const backend = String(power.backend ?? 'none');
+  const library = power.library ? ` via ${String(power.library)}` : '';
+  const reason = power.reason ? String(power.reason) : null;
+  const fixBackend = backend === 'logind'
+    ? 'suspend protection needs systemd-logind (or elogind) on the system bus: start it, or check DBUS_SYSTEM_BUS_ADDRESS'
+    : 'this platform has no supported suspend notification; keys are only cleared by TTL';
+  const checks: DoctorCheck[] = [];
+  if (power.available !== true) {
+    // Everything below depends on the backend; say why once, and point there.
+    const see = 'fix the inhibitor backend first (above)';
+    checks.push({ section, name: 'inhibitor backend', status: 'fail', detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}`, fix: fixBackend });
+    checks.push({ section, name: 'delay lock', status: 'fail', detail: 'not held: no inhibitor backend, so suspend does not wait for the keys to be wiped', fix: see });
+    checks.push({ section, name: 'block lock', status: 'fail', detail: 'not possible: no inhibitor backend to keep the machine awake for activities', fix: see });
+    checks.push({ section, name: 'suspend listener', status: 'fail', detail: `${String(power.listener ?? 'stopped')}: keys are not wiped on suspend (only by TTL)`, fix: see });
+    return checks;
+  }
+  checks.push({ section, name: 'inhibitor backend', status: 'ok', detail: `${backend}${library}` });
+  const delay = obj(power.delayLock);
+  checks.push(delay.held === true
+    ? { section, name: 'delay lock', status: 'ok', detail: 'held: suspend waits until the keys are wiped' }
+    : { section, name: 'delay lock', status: 'fail', detail: `not held: ${String(delay.reason ?? reason ?? 'unknown')}`, fix: fixBackend });
+  const block = obj(power.blockLock);
+  const kinds = Array.isArray(block.kinds) ? (block.kinds as string[]) : [];
+  if (status.preventSleep === false) {
+    checks.push({ section, name: 'block lock', status: 'info', detail: 'not used: agent.prevent_sleep is off' });
+  } else if (block.held === true) {
+    checks.push({ section, name: 'block lock', status: 'ok', detail: `held for: ${kinds.join(', ')}` });
+  } else if (block.reason) {
+    checks.push({ section, name: 'block lock', status: 'fail', detail: `cannot be taken: ${String(block.reason)}`, fix: fixBackend });
+  } else {
+    checks.push({ section, name: 'block lock', status: 'ok', detail: 'not needed now (no activity); taken while one runs' });
+  }
+  const listener = String(power.listener ?? 'stopped');
+  checks.push(listener === 'running'
+    ? { section, name: 'suspend listener', status: 'ok', detail: 'running: keys are wiped when the machine suspends' }
+    : { section, name: 'suspend listener', status: 'fail', detail: `${listener}${reason ? `: ${reason}` : ''}`, fix: fixBackend });
+  return checks;
+}
+
+/** The config file in use and each effective setting with where it came from. */
+export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks: DoctorCheck[]; config: Doc | null }> {
+  const section = 'config' as const;
+  const { loadConfig, configPath } = await import('../agent/config.js');
+  let config;
+  try {
+    config = await loadConfig();
+  } catch (err) {
+    const where = configPath();
+    return { checks: [{ section, name: 'config file', status: 'fail', detail: errorMessage(err), fix: `correct ${where.path} (see docs/configuration.md)` }], config: null };
+  }
+  const checks: DoctorCheck[] = [{
+    section, name: 'config file', status: 'ok',
+    detail: `${config.path} (${config.pathSource === 'default' ? 'default location' : `from ${config.pathSource}`}; ${config.fileFound ? 'found' : 'not present, defaults apply'})`,
+  }];
+  const settings = [
+    ['agent.prevent_sleep', config.preventSleep],
+    ['agent.terminate_on_suspend', config.terminateOnSuspend],
+    ['key_server_url', config.keyServerUrl],
+  ] as const;
+  for (const [key, s] of settings) {
+    const from = s.source === 'default' ? 'default' : `${s.source}: ${s.from}`;
+    checks.push({ section, name: key, status: 'info', detail: `${JSON.stringify(s.value)} (${from})` });
+  }
+  const running = obj(obj(agentStatusDoc?.config));
+  const differs = agentStatusDoc !== null && (agentStatusDoc.preventSleep !== config.preventSleep.value || agentStatusDoc.terminateOnSuspend !== config.terminateOnSuspend.value);
+  if (differs) {
+    checks.push({
+      section, name: 'running agent', status: 'warn',
+      detail: `the running agent uses other settings (its config: ${String(running.path ?? '?')})`,
+      fix: 'restart it to apply the current ones: stash vault sessions stop',
+    });
+  }
+  const json = {
+    path: config.path, pathSource: config.pathSource, fileFound: config.fileFound,
+    settings: Object.fromEntries(settings.map(([k, s]) => [k, { value: s.value, source: s.source, from: s.from }])),
+  };
+  return { checks, config: json };
+}

@@ -1,0 +1,72 @@
+/**
+ * Which key server `identity publish`, `contact receive` and `doctor` talk to:
+ * --server, else STASH_KEY_SERVER_URL, else key_server_url in the config file
+ * (src/agent/config.ts validates the last two). Certificates are verified by
+ * Node; a private CA is added with NODE_EXTRA_CA_CERTS, never by turning
+ * verification off.
+ */
+import { StashError, UsageError } from '../errors.js';
+import { warn } from './output.js';
+
+export interface KeyServerUrl {
+  url: string;
+  /** Where it came from, for messages and --json: "--server", "STASH_KEY_SERVER_URL" or "<file>: key_server_url". */
+  from: string;
+}
+
+/** Checks a URL given on the command line; http(s) only, no credentials or query. */
+export function checkServerUrl(raw: string, what: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`${what} must be an http(s) URL such as https://keys.example.org, got ${JSON.stringify(raw.slice(0, 100))}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw new UsageError(`${what} must start with https:// (or http:// for a server on this machine), got ${JSON.stringify(raw.slice(0, 100))}`);
+  }
+  if (url.username || url.password || url.search || url.hash) {
+    throw new UsageError(`${what} must be a plain base URL (no user, query or fragment), got ${JSON.stringify(raw.slice(0, 100))}`);
+  }
+  return raw.replace(/\/+$/, '');
+}
+
+/**
+ * The key server URL and its source, or null when none is configured. The
+ * config file is read only when --server is absent, so a broken file does not
+ * stand in the way of an explicit URL.
+ */
+export async function findKeyServerUrl(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl | null> {
+  if (typeof values.server === 'string') return { url: checkServerUrl(values.server, '--server'), from: '--server' };
+  const { loadConfig } = await import('../agent/config.js');
+  const config = await loadConfig(env);
+  const s = config.keyServerUrl;
+  if (s.value === null) return null;
+  const from = s.source === 'environment' ? String(s.from) : `${config.path}: key_server_url`;
+  return { url: s.value.replace(/\/+$/, ''), from };
+}
+
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * Like findKeyServerUrl, but no URL anywhere is an error that names the three
+ * ways to give one. Plain http:// to another machine draws a warning: the
+ * fingerprint check still protects the key, but the address and the code
+ * travel in the clear.
+ */
+export async function requireKeyServerUrl(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl> {
+  const found = await findKeyServerUrl(values, env);
+  if (found) {
+    const url = new URL(found.url);
+    if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) {
+      warn(`${found.url} (from ${found.from}) is plain http: your address and the share code travel unencrypted; use https://`);
+    }
+    return found;
+  }
+  const { configPath } = await import('../agent/config.js');
+  throw new StashError(
+    'NO_KEY_SERVER',
+    'no key server configured: give --server URL, set STASH_KEY_SERVER_URL, '
+      + `or add key_server_url = "https://..." to ${configPath(env).path}`,
+  );
+}

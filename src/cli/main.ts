@@ -1,0 +1,120 @@
+/**
+ * `stash` entry: internal agent modes first, then ordinary commands. Errors are
+ * caught here only: printed as `stash: <message>` and mapped to an exit status.
+ */
+import { errorCode, errorMessage, UsageError } from '../errors.js';
+import { parseOptions } from './args.js';
+import { exitCodeFor, ExitCode } from './exit-codes.js';
+import { terminalSafe } from './output.js';
+import { toParseSpec } from './options.js';
+import { preloadSodium } from './sodium-preload.js';
+import { commandHelp, commands, commandsUnder, findCommand, groupHelp, topLevelHelp, usageOf, type Command, type Invocation } from './registry.js';
+
+/** Runs the CLI with argv (without node and script); sets process.exitCode. */
+export async function main(argv: string[]): Promise<void> {
+  // The agent modes are dispatched before any ordinary parsing (spec).
+  if (argv[0] === '__agent') {
+    const { runAgentProcess } = await import('../agent/main.js');
+    await runAgentProcess(argv.slice(1));
+    return;
+  }
+  if (argv[0] === '__agent_security_check') {
+    const { runSecurityCheck } = await import('../agent/security-check.js');
+    process.exitCode = await runSecurityCheck(argv.slice(1));
+    return;
+  }
+  try {
+    process.exitCode = await dispatch(argv);
+  } catch (err) {
+    const code = errorCode(err);
+    process.stderr.write(`stash: ${terminalSafe(errorMessage(err))}\n`);
+    if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    process.exitCode = exitCodeFor(code);
+  }
+}
+
+const isHelp = (a: string): boolean => a === '--help' || a === '-h';
+
+async function dispatch(argv: string[]): Promise<number> {
+  const [first] = argv;
+  if (first === undefined || isHelp(first) || first === 'help') {
+    if (first === 'help' && argv[1] !== undefined) return dispatch([...argv.slice(1), '--help']);
+    process.stdout.write(topLevelHelp());
+    return first === undefined ? ExitCode.usage : ExitCode.ok;
+  }
+  if (first === '--version' || first === '-V') {
+    const { readVersion } = await import('./version.js');
+    process.stdout.write(`stash ${readVersion()}\n`);
+    return ExitCode.ok;
+  }
+  const found = findCommand(argv);
+  if (!found || isUnknownSubcommand(found.command, found.rest)) return groupOrUnknown(argv);
+  const inv = parseInvocation(found.command, found.rest);
+  if (inv === 'help') {
+    process.stdout.write(commandHelp(found.command));
+    return ExitCode.ok;
+  }
+  // Past parsing and help: the command is about to run, and nearly every command needs sodium.
+  preloadSodium();
+  const mod = await found.command.load();
+  return mod.run(inv);
+}
+
+/**
+ * `stash vault sessions frob`: the longest match (`vault sessions`) takes no
+ * arguments, so a following word is a mistyped subcommand, not an argument.
+ */
+function isUnknownSubcommand(command: Command, rest: string[]): boolean {
+  const [next] = rest;
+  return next !== undefined && !next.startsWith('-') && command.positionals[1] === 0;
+}
+
+/** `stash vault` (a group without its subcommand) or a word that is no command. */
+function groupOrUnknown(argv: string[]): number {
+  const words: string[] = [];
+  for (const a of argv) {
+    if (a.startsWith('-')) break;
+    words.push(a);
+  }
+  let prefix = words;
+  while (prefix.length > 0 && commandsUnder(prefix).length === 0) prefix = prefix.slice(0, -1);
+  const wantsHelp = argv.some(isHelp);
+  if (prefix.length > 0 && prefix.length === words.length) {
+    if (wantsHelp) {
+      process.stdout.write(groupHelp(prefix));
+      return ExitCode.ok;
+    }
+    throw new UsageError(`stash ${prefix.join(' ')}: missing command\n${groupHelp(prefix)}`);
+  }
+  const shown = words.slice(0, prefix.length + 1).join(' ');
+  throw new UsageError(`unknown command: ${shown}\n${prefix.length > 0 ? groupHelp(prefix) : topLevelHelp()}`);
+}
+
+/** Strict parse of a command's arguments; 'help' when --help/-h comes before `--`. */
+function parseInvocation(command: Command, args: string[]): Invocation | 'help' {
+  const dash = args.indexOf('--');
+  const own = dash >= 0 ? args.slice(0, dash) : args;
+  const rest = dash >= 0 ? args.slice(dash + 1) : [];
+  if (own.some(isHelp)) return 'help';
+  const usage = usageOf(command);
+  if (dash >= 0 && !command.passthrough) {
+    // `stash get -- -x NAME` style: positionals after `--` are still positionals.
+    own.push(...rest.splice(0));
+  }
+  const parsed = parseOptions(own, toParseSpec(command.options), `${usage}\n(see stash ${command.path.join(' ')} --help)`);
+  const [min, max] = command.positionals;
+  const n = parsed.positionals.length;
+  if (n < min) throw new UsageError(`missing argument${min - n > 1 ? 's' : ''}: ${command.args}\n${usage}`);
+  if (n > max) {
+    const hint = command.passthrough ? ' (put -- before the command to run)' : '';
+    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[max])}${hint}\n${usage}`);
+  }
+  if (command.passthrough && (dash < 0 || rest.length === 0)) throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
+  const values: Invocation['values'] = {};
+  for (const [k, v] of Object.entries(parsed.values)) {
+    if (typeof v === 'string' || typeof v === 'boolean') values[k] = v;
+  }
+  return { command, values, positionals: parsed.positionals, rest };
+}
+
+export { commands };

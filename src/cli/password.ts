@@ -1,0 +1,87 @@
+/**
+ * Reading the vault password from the source password-source.ts chose: stdin,
+ * a file, or a hidden prompt on the terminal. Every password is returned in
+ * sodium secure memory; callers wipe() it.
+ */
+import { StashError, UsageError } from '../errors.js';
+import { constantTimeEqual, wipe } from '../vault/secure.js';
+import { warn } from './output.js';
+import type { PasswordSource } from './password-source.js';
+import { haveTerminal, promptHidden } from './prompt.js';
+import { readFdSecure, readFileSecure } from './secure-read.js';
+
+export { isExplicit, passwordSource, type PasswordSource } from './password-source.js';
+
+/** Longest password accepted from any source. */
+export const MAX_PASSWORD_BYTES = 4096;
+
+/** Reads the password from stdin or the file; null when neither was given. */
+export function readExplicitPassword(src: PasswordSource): Buffer | null {
+  if (src.stdin) {
+    if (process.stdin.isTTY) throw new UsageError('--password-stdin: standard input is a terminal; leave the option out to be asked');
+    return nonEmpty(readFdSecure(0, { maxBytes: MAX_PASSWORD_BYTES, what: 'the password on standard input', stripNewline: true }), 'standard input');
+  }
+  if (src.file !== null) {
+    return nonEmpty(readFileSecure(src.file, { maxBytes: MAX_PASSWORD_BYTES, what: `password file (${src.fileFrom})`, stripNewline: true }), src.file);
+  }
+  return null;
+}
+
+function nonEmpty(pw: Buffer, where: string): Buffer {
+  if (pw.length === 0) {
+    wipe(pw);
+    throw new StashError('INVALID_PASSWORD', `the password from ${where} is empty`);
+  }
+  return pw;
+}
+
+function noSource(): StashError {
+  return new StashError(
+    'NO_PASSWORD_SOURCE',
+    'a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin',
+  );
+}
+
+/** Asks for a password on the terminal; NO_PASSWORD_SOURCE without one. */
+export async function promptPassword(question: string): Promise<Buffer> {
+  if (!haveTerminal()) throw noSource();
+  const pw = await promptHidden(question, MAX_PASSWORD_BYTES);
+  return nonEmpty(pw, 'the prompt');
+}
+
+/**
+ * A new password: from `file` when given (no confirmation), else from the
+ * explicit source, else asked twice on the terminal (three tries to type the
+ * same thing twice).
+ */
+export async function readNewPassword(src: PasswordSource, file: string | null, what = 'new vault password'): Promise<Buffer> {
+  if (file !== null) {
+    return nonEmpty(readFileSecure(file, { maxBytes: MAX_PASSWORD_BYTES, what: 'new password file', stripNewline: true }), file);
+  }
+  const explicit = readExplicitPassword(src);
+  if (explicit) return explicit;
+  if (!haveTerminal()) throw noSource();
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    const first = await promptPassword(`${capitalize(what)}: `);
+    let second: Buffer;
+    try {
+      second = await promptPassword(`Repeat the ${what}: `);
+    } catch (err) {
+      wipe(first);
+      throw err;
+    }
+    const same = constantTimeEqual(first, second);
+    wipe(second);
+    if (same) {
+      if (first.length < 8) warn('this password is shorter than 8 characters; a long passphrase is much harder to guess');
+      return first;
+    }
+    wipe(first);
+    if (attempt < 3) process.stderr.write('The two passwords differ; try again.\n');
+  }
+  throw new StashError('PASSWORD_MISMATCH', 'the two passwords differed three times; nothing was changed');
+}
+
+function capitalize(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}

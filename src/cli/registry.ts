@@ -1,0 +1,276 @@
+/**
+ * The command table: words, usage, options (with their help text) and a lazy
+ * `load()`. main.ts parses options strictly from this table before a command's
+ * module is imported, so `stash <anything> --help` and usage errors load
+ * neither sodium, Koa, the keyring nor the native addon.
+ */
+import { SHARED, type OptionDef } from './options.js';
+
+export type { OptionDef } from './options.js';
+
+export interface Invocation {
+  command: Command;
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+  /** Words after `--` (only for commands with `passthrough`). */
+  rest: string[];
+}
+
+export interface CommandModule {
+  run(inv: Invocation): Promise<number>;
+}
+
+export interface Command {
+  /** Words that select the command, e.g. ['vault', 'sessions', 'lock']. */
+  path: string[];
+  /** Arguments shown in the usage line. */
+  args: string;
+  /** Fewest and most positional arguments. */
+  positionals: [number, number];
+  summary: string;
+  /** Extra help paragraphs, shown by --help. */
+  details?: string;
+  options: Record<string, OptionDef>;
+  /** Takes `-- CMD ARGS...` after its own arguments. */
+  passthrough?: boolean;
+  load(): Promise<CommandModule>;
+}
+
+const { json, passwordFile, passwordStdin, ttl, kdf } = SHARED;
+const unlock = { 'password-file': passwordFile, 'password-stdin': passwordStdin, ttl };
+const server = {
+  type: 'string', value: 'URL',
+  help: 'key server base URL (else STASH_KEY_SERVER_URL, else key_server_url in the config file)',
+} as const satisfies OptionDef;
+
+export const commands: Command[] = [
+  {
+    path: ['vault', 'init'], args: '', positionals: [0, 0],
+    summary: 'create a new vault (asks for a new password twice)',
+    details: 'The vault folder is STASH_VAULT_DIR, else the platform data folder (Linux: $XDG_DATA_HOME/stash or ~/.local/share/stash).',
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf },
+    load: () => import('./commands/vault-init.js'),
+  },
+  {
+    path: ['vault', 'passwd'], args: '', positionals: [0, 0],
+    summary: 'change the vault password (re-wraps the vault key; nothing else is rewritten)',
+    details: 'Asks for the current password, then the new one twice. Scripts give the current password with --password-file/--password-stdin/STASH_PASSWORD_FILE and the new one with --new-password-file.',
+    options: {
+      'password-file': passwordFile, 'password-stdin': passwordStdin,
+      'new-password-file': { type: 'string', value: 'FILE', help: 'read the new password from FILE (first line)' },
+      kdf,
+    },
+    load: () => import('./commands/vault-passwd.js'),
+  },
+  {
+    path: ['vault', 'identity', 'show'], args: '', positionals: [0, 0],
+    summary: 'show your public keys and fingerprint (to read over the phone)',
+    options: { json },
+    load: () => import('./commands/vault-identity.js'),
+  },
+  {
+    path: ['vault', 'identity', 'publish'], args: '--email ADDR', positionals: [0, 0],
+    summary: 'publish your public key on a key server; prints a share code for the other person',
+    details: 'The server mails a verification link to ADDR; the share can be received once the link is confirmed, '
+      + 'until it expires (15 minutes by default). Give the share code to the other person, and read them your '
+      + 'fingerprint (stash vault identity show) over another channel. Needs the vault key: the published keys are '
+      + 'checked against the encrypted identity first.',
+    options: {
+      email: { type: 'string', value: 'ADDR', help: 'your email address (required; the server verifies it)' },
+      server, json, ...unlock,
+    },
+    load: () => import('./commands/vault-publish.js'),
+  },
+  {
+    path: ['vault', 'contact', 'receive'], args: 'CODE', positionals: [1, 1],
+    summary: 'fetch a published key by its share code and add it as a contact once its fingerprint matches',
+    details: "The fingerprint must come from the publisher by another channel (phone, in person). It is asked on the "
+      + 'terminal, or given with --fingerprint (case, spaces and hyphens do not matter). A mismatch adds nothing (exit 65). '
+      + "The servers tried follow the key server's topology: the code's primary, then its failovers.",
+    options: {
+      fingerprint: { type: 'string', value: 'FP', help: "the publisher's fingerprint, received out of band" },
+      name: { type: 'string', value: 'NAME', help: 'name of the new contact (default: the verified email address)' },
+      server, json, ...unlock,
+    },
+    load: () => import('./commands/vault-receive.js'),
+  },
+  {
+    path: ['vault', 'contact', 'list'], args: '', positionals: [0, 0],
+    summary: 'list your contacts',
+    options: { json, ...unlock },
+    load: () => import('./commands/vault-contact.js'),
+  },
+  {
+    path: ['vault', 'contact', 'show'], args: 'NAME', positionals: [1, 1],
+    summary: 'show one contact and its fingerprint',
+    options: { json, ...unlock },
+    load: () => import('./commands/vault-contact.js'),
+  },
+  {
+    path: ['vault', 'contact', 'remove'], args: 'NAME', positionals: [1, 1],
+    summary: 'remove a contact',
+    options: unlock,
+    load: () => import('./commands/vault-contact.js'),
+  },
+  {
+    path: ['vault', 'sessions'], args: '', positionals: [0, 0],
+    summary: 'list the unlocked containers (name, path, expires in)',
+    options: { json },
+    load: () => import('./commands/sessions.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'lock'], args: 'CONTAINER', positionals: [1, 1],
+    summary: 'forget the cached key of one container (by name or path)',
+    options: {},
+    load: () => import('./commands/sessions.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'lock-all'], args: '', positionals: [0, 0],
+    summary: 'forget every cached key, the vault key included',
+    options: {},
+    load: () => import('./commands/sessions.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'stop'], args: '', positionals: [0, 0],
+    summary: 'stop the session agent (its keys are wiped)',
+    options: {},
+    load: () => import('./commands/sessions.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'auto-unlock', 'status'], args: '', positionals: [0, 0],
+    summary: 'whether the vault password is kept in the OS keyring',
+    options: { json },
+    load: () => import('./commands/auto-unlock.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'auto-unlock', 'enable'], args: '', positionals: [0, 0],
+    summary: 'store the vault password in the OS keyring and use it instead of asking',
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin },
+    load: () => import('./commands/auto-unlock.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'auto-unlock', 'disable'], args: '', positionals: [0, 0],
+    summary: 'stop using the stored password (it stays in the keyring; see forget)',
+    options: {},
+    load: () => import('./commands/auto-unlock.js'),
+  },
+  {
+    path: ['vault', 'sessions', 'auto-unlock', 'forget'], args: '', positionals: [0, 0],
+    summary: 'delete the stored password from the keyring and disable auto-unlock',
+    options: {},
+    load: () => import('./commands/auto-unlock.js'),
+  },
+  {
+    path: ['container', 'create'], args: 'NAME', positionals: [1, 1],
+    summary: 'create an empty container',
+    options: unlock,
+    load: () => import('./commands/container.js'),
+  },
+  {
+    path: ['container', 'list'], args: '', positionals: [0, 0],
+    summary: 'list the containers (no password needed)',
+    options: { json },
+    load: () => import('./commands/container.js'),
+  },
+  {
+    path: ['container', 'rm'], args: 'NAME', positionals: [1, 1],
+    summary: 'delete a container and all its entries',
+    details: 'Asks to confirm on a terminal; elsewhere --force is required.',
+    options: { force: { type: 'boolean', short: 'f', help: 'do not ask for confirmation' } },
+    load: () => import('./commands/container.js'),
+  },
+  {
+    path: ['set'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt)',
+    details: 'One trailing newline of a value read from stdin is removed. NAME is like an environment variable name.',
+    options: unlock,
+    load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['get'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: 'print a value (the only command that prints a secret)',
+    options: unlock,
+    load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['open'], args: 'CONTAINER', positionals: [1, 1],
+    summary: 'unlock a container into the session agent (default 900 s)',
+    details: '--ttl applies to every key this command caches (the vault key too when it had to be unlocked).',
+    options: unlock,
+    load: () => import('./commands/open.js'),
+  },
+  {
+    path: ['env'], args: 'CONTAINER -- CMD [ARGS...]', positionals: [1, 1], passthrough: true,
+    summary: "run CMD with the container's entries as environment variables",
+    details: 'SIGINT, SIGTERM and SIGHUP are forwarded to CMD. The exit status is the exit status of CMD, or 128+N when signal N killed it.',
+    options: unlock,
+    load: () => import('./commands/env.js'),
+  },
+  {
+    path: ['doctor'], args: '', positionals: [0, 0],
+    summary: 'check the agent, its security, suspend protection, configuration and the vault',
+    details: 'Exit status 0 only when no check failed. Starts the agent if it is not running.',
+    options: { json },
+    load: () => import('./commands/doctor.js'),
+  },
+];
+
+/** Usage line of one command. */
+export function usageOf(command: Command): string {
+  const opts = Object.keys(command.options).length > 0 ? ' [options]' : '';
+  return `usage: stash ${command.path.join(' ')}${opts}${command.args ? ` ${command.args}` : ''}`;
+}
+
+/** Longest command path that prefixes argv. */
+export function findCommand(argv: string[]): { command: Command; rest: string[] } | undefined {
+  let best: Command | undefined;
+  for (const command of commands) {
+    const matches = command.path.every((word, i) => argv[i] === word);
+    if (matches && (!best || command.path.length > best.path.length)) best = command;
+  }
+  return best ? { command: best, rest: argv.slice(best.path.length) } : undefined;
+}
+
+/** Commands whose path starts with `prefix` (for `stash vault`, `stash vault contact`). */
+export function commandsUnder(prefix: string[]): Command[] {
+  return commands.filter((c) => c.path.length > prefix.length && prefix.every((w, i) => c.path[i] === w));
+}
+
+function table(list: Command[]): string[] {
+  const words = (c: Command): string => `${c.path.join(' ')}${c.args ? ` ${c.args}` : ''}`;
+  const width = Math.max(...list.map((c) => words(c).length), 10);
+  return list.map((c) => `  ${words(c).padEnd(width)}  ${c.summary}`);
+}
+
+/** Help for a group of commands (`stash vault --help`). */
+export function groupHelp(prefix: string[]): string {
+  return [`usage: stash ${prefix.join(' ')} <command> [options]`, '', 'commands:', ...table(commandsUnder(prefix)), ''].join('\n');
+}
+
+/** The full help of one command: usage, summary, options. */
+export function commandHelp(command: Command): string {
+  const rows = Object.entries(command.options).map(([name, o]) => {
+    const flag = `${o.short ? `-${o.short}, ` : '    '}--${name}${o.value ? ` ${o.value}` : ''}`;
+    return [flag, o.help] as const;
+  });
+  rows.push(['-h, --help', 'show this help']);
+  const width = Math.max(...rows.map(([f]) => f.length));
+  const lines = [usageOf(command), '', `${command.summary}.`];
+  if (command.details) lines.push('', command.details);
+  lines.push('', 'options:', ...rows.map(([f, h]) => `  ${f.padEnd(width)}  ${h}`), '');
+  return lines.join('\n');
+}
+
+export function topLevelHelp(): string {
+  return [
+    'stash: a password-protected secrets vault',
+    '',
+    'usage: stash <command> [options]',
+    '',
+    'commands:',
+    ...table(commands),
+    '',
+    'Every command takes --help. Exit statuses and environment variables are listed in docs/cli.md.',
+    '',
+  ].join('\n');
+}

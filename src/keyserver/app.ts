@@ -1,0 +1,183 @@
+/**
+ * The Koa application of the key server: createApp(deps) wires the service,
+ * the limits and the routes. Tests call app.callback() (or listen on port 0);
+ * server.ts adds the HTTP(S) server, its timeouts and the process around it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { Clock } from './clock.js';
+import { KeyServerError, MalformedRequestError, RateLimitedError } from './errors.js';
+import { COMMON_HEADERS, HTML_CONTENT_TYPE, JSON_CONTENT_TYPE, sendAnswer } from './http/answers.js';
+import { readBody } from './http/body.js';
+import { clientAddress, type ClientAddress } from './http/client-address.js';
+import { errorMiddleware } from './http/error-middleware.js';
+import { withFastFetch } from './http/fast-fetch.js';
+import { requestEncoding, responseEncoding, type Encoding } from './http/negotiate.js';
+import { PAGE_CSP, confirmPage, confirmedPage, invalidLinkPage } from './http/pages.js';
+import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
+import { RequestLimiter } from './limits/token-bucket.js';
+import { WindowLimiter } from './limits/window-limiter.js';
+import type { Logger } from './logger.js';
+import type { Mailer } from './mailer.js';
+import { ShareService, type ServiceConfig } from './service.js';
+import type { ShareStore } from './store/share-store.js';
+import { MAX_REPLICATE_BODY, encodeAck } from './replication/batch.js';
+import type { ReplicationReceiver } from './replication/inbound.js';
+import type { Replicator } from './replication/outbound.js';
+import { FetchedCache } from './wire/fetched-cache.js';
+import { decodeJsonShareRequest, shareResponseJson, statusJson, topologyJson } from './wire/json.js';
+import {
+  BINARY_MEDIA_TYPE,
+  decodeShareRequest,
+  encodeShareResponse,
+  encodeStatus,
+  encodeTopology,
+  type ShareRequest,
+} from './wire/messages.js';
+
+export interface AppDeps {
+  store: ShareStore;
+  clock: Clock;
+  mailer: Mailer;
+  config: ServiceConfig;
+  logger: Logger;
+  /** Body limit in bytes (default 4 KiB) and body deadline (default 10 s). */
+  bodyLimit?: number;
+  bodyTimeoutMs?: number;
+  /** POST /v1/replicate; without it the route answers REPLICATION_UNAUTHORIZED. */
+  receiver?: ReplicationReceiver;
+  /** The outbound workers, for replication_pending and per-peer lag in /v1/status. */
+  replicator?: Replicator;
+  /** Answer fetches in front of Koa (http/fast-fetch.ts) in `callback` (default true; tests compare both). */
+  fastFetch?: boolean;
+}
+
+export interface KeyServerApp {
+  app: Koa;
+  /** The request handler: app.callback(), behind the fetch fast path unless AppDeps.fastFetch is false. */
+  callback: (req: IncomingMessage, res: ServerResponse) => void;
+  service: ShareService;
+  limiters: { requests: RequestLimiter; emails: WindowLimiter; emailIps: WindowLimiter };
+}
+
+interface State {
+  client: ClientAddress;
+}
+
+const fail = (message: string) => new MalformedRequestError(message);
+
+function sendMessage(ctx: Koa.Context, encoding: Encoding, binary: () => Buffer, json: () => object): void {
+  if (encoding === 'json') {
+    ctx.type = JSON_CONTENT_TYPE;
+    ctx.body = JSON.stringify(json());
+  } else {
+    ctx.type = BINARY_MEDIA_TYPE;
+    ctx.body = binary();
+  }
+}
+
+function sendPage(ctx: Koa.Context, status: number, html: string): void {
+  ctx.status = status;
+  ctx.set('Content-Security-Policy', PAGE_CSP);
+  ctx.set('X-Frame-Options', 'DENY');
+  ctx.type = HTML_CONTENT_TYPE;
+  ctx.body = html;
+}
+
+/** Builds the application. */
+export function createApp(deps: AppDeps): KeyServerApp {
+  const { config, clock, logger } = deps;
+  const bodyLimit = deps.bodyLimit ?? 4096;
+  const bodyTimeoutMs = deps.bodyTimeoutMs ?? 10_000;
+  const limiters = {
+    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock }),
+    emails: new WindowLimiter({ limit: config.verificationEmailRateLimitPerHour, clock }),
+    emailIps: new WindowLimiter({ limit: config.verificationEmailIpRateLimitPerHour, clock }),
+  };
+  const service = new ShareService({
+    store: deps.store,
+    clock,
+    mailer: deps.mailer,
+    config,
+    logger,
+    emailLimiter: limiters.emails,
+    emailIpLimiter: limiters.emailIps,
+    ...(deps.replicator ? { replicator: deps.replicator } : {}),
+  });
+
+  const fetched = new FetchedCache();
+  const app = new Koa<State>();
+  app.on('error', (err: unknown) => logger.error(`http: ${err instanceof Error ? err.message : String(err)}`));
+
+  app.use(errorMiddleware(logger));
+  app.use(async (ctx, next) => {
+    for (const [k, v] of COMMON_HEADERS) ctx.set(k, v);
+    ctx.state.client = clientAddress(ctx.req, config.trustProxy);
+    // Signed replication traffic is not rate limited per address; refused attempts are (see the route).
+    if (ctx.path === '/v1/replicate') return next();
+    checkRequestRate(limiters.requests, config, ctx.state.client.key);
+    await next();
+  });
+
+  const router = new Router<State>();
+
+  router.post('/v1/share', async (ctx) => {
+    const encoding = requestEncoding(ctx.req.headers);
+    const body = await readBody(ctx.req, bodyLimit, bodyTimeoutMs);
+    const req: ShareRequest = encoding === 'binary' ? decodeShareRequest(body, fail) : decodeJsonShareRequest(body, fail);
+    if (req.op === 'fetch') {
+      sendAnswer(ctx, fetchAnswer(service, fetched, req.code, ctx.req.headers));
+      return;
+    }
+    const res = await service.publish(req.publicKey, req.email, ctx.state.client.key);
+    ctx.status = 201;
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeShareResponse(res), () => shareResponseJson(res));
+  });
+
+  router.get('/v1/topology', (ctx) => {
+    const t = service.topology();
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeTopology(t), () => topologyJson(t));
+  });
+
+  router.get('/v1/status', (ctx) => {
+    const s = service.status();
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), replication_peers: service.peerStatus() }));
+  });
+
+  router.post('/v1/replicate', async (ctx) => {
+    try {
+      if (!deps.receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
+      const body = await readBody(ctx.req, MAX_REPLICATE_BODY, bodyTimeoutMs);
+      const ack = await deps.receiver.receive(ctx.req.headers, body, clock.now());
+      sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeAck(ack), () => ({ server_id: ack.serverId, applied: ack.applied, unchanged: ack.unchanged }));
+    } catch (err) {
+      // Only refused attempts count against the caller's address: a guesser is slowed down, a peer is not.
+      const decision = limiters.requests.take(ctx.state.client.key);
+      if (!decision.ok) throw new RateLimitedError(`too many refused replication requests from your address; try again in ${decision.retryAfter} seconds`, decision.retryAfter, 'requests-per-ip');
+      throw err;
+    }
+  });
+
+  router.get('/verify/:token', (ctx) => {
+    const info = service.verificationInfo(ctx.params.token ?? '');
+    if (!info) sendPage(ctx, 404, invalidLinkPage());
+    else sendPage(ctx, 200, confirmPage(info.maskedEmail, info.expiresAt));
+  });
+
+  router.post('/verify/:token', async (ctx) => {
+    await readBody(ctx.req, bodyLimit, bodyTimeoutMs); // the form sends nothing we need
+    const done = await service.confirm(ctx.params.token ?? '');
+    if (!done) sendPage(ctx, 404, invalidLinkPage());
+    else sendPage(ctx, 200, confirmedPage(done.maskedEmail, done.expiresAt));
+  });
+
+  app.use(router.routes());
+  // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
+  app.use(router.allowedMethods());
+  const koa = app.callback();
+  const callback = deps.fastFetch === false
+    ? koa
+    : withFastFetch(koa, { service, cache: fetched, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs });
+  return { app, callback, service, limiters };
+}

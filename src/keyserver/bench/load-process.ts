@@ -1,0 +1,125 @@
+/**
+ * The load generator process (forked by load-driver.ts): receives a plan,
+ * optionally pins itself to a CPU with taskset, runs the closed loop against
+ * the server and sends back counts and histograms. Holds no secret beyond the
+ * throwaway verification links of a benchmark server.
+ */
+import { execFileSync } from 'node:child_process';
+import type { LoadPlan, LoadSummary, ToChild, ToParent } from './load-driver.js';
+import { LatencyHistogram } from './histogram.js';
+import { KeepAliveClient, runLoad } from './load.js';
+import { RawHttpClient } from './raw-client.js';
+import { benchEmail, createBody, createdCode, fetchBody, shareHeaders } from './requests.js';
+import { performance } from 'node:perf_hooks';
+
+function send(msg: ToParent, then?: () => void): void {
+  process.send!(msg, undefined, undefined, () => then?.());
+}
+
+const linkWaiters = new Map<string, (path: string | null) => void>();
+
+function askLink(email: string): Promise<string | null> {
+  return new Promise((resolve) => {
+    linkWaiters.set(email, resolve);
+    send({ type: 'link', email });
+  });
+}
+
+function pin(cpu: number): void {
+  try {
+    execFileSync('taskset', ['-a', '-p', '-c', String(cpu), String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    /* no taskset, or that CPU does not exist: run unpinned */
+  }
+}
+
+async function run(plan: LoadPlan): Promise<LoadSummary> {
+  if (plan.cpu !== undefined) pin(plan.cpu);
+  const client = plan.client === 'node-http' ? new KeepAliveClient(plan.url, plan.concurrency) : new RawHttpClient(plan.url);
+  const keys = plan.keys.map((k) => Buffer.from(k, 'base64'));
+  const headers = shareHeaders(plan.payloadBytes);
+  const steps = { publish: new LatencyHistogram(), confirm: new LatencyHistogram(), fetch: new LatencyHistogram() };
+  let responseBytes = 0;
+  let requestBytes = 0;
+  const timed = async (h: LatencyHistogram, status: number, method: string, path: string, hdrs: Record<string, string>, body: Buffer | undefined) => {
+    const t0 = performance.now();
+    const res = await client.send(method, path, hdrs, body);
+    h.record((performance.now() - t0) * 1000);
+    if (res.status !== status) throw new Error(`HTTP ${res.status} from ${method} ${path.replace(/\/verify\/.*/, '/verify/…')}`);
+    return res;
+  };
+  const fetchBodies = plan.codes.map((c) => fetchBody(c, plan.payloadBytes));
+  const rawBody = plan.raw ? Buffer.from(plan.raw.body, 'base64') : undefined;
+
+  const operation = async (i: number): Promise<boolean> => {
+    switch (plan.mode) {
+      case 'raw': {
+        const res = await client.send('POST', plan.raw!.path, { 'Content-Type': plan.raw!.contentType }, rawBody);
+        requestBytes = rawBody!.length;
+        responseBytes = res.body.length;
+        return res.status === 200;
+      }
+      case 'fetch': {
+        const body = fetchBodies[i % fetchBodies.length]!;
+        const res = await client.send('POST', '/v1/share', headers, body);
+        requestBytes = body.length;
+        responseBytes = res.body.length;
+        return res.status === 200;
+      }
+      case 'publish': {
+        const body = createBody(keys[i % keys.length]!, benchEmail(i % 1000), plan.payloadBytes);
+        const res = await client.send('POST', '/v1/share', headers, body);
+        requestBytes = body.length;
+        responseBytes = res.body.length;
+        return res.status === 201;
+      }
+      case 'flow': {
+        const email = benchEmail(i);
+        const body = createBody(keys[i % keys.length]!, email, plan.payloadBytes);
+        const created = await timed(steps.publish, 201, 'POST', '/v1/share', headers, body);
+        const code = createdCode(created.body, plan.payloadBytes);
+        const link = await askLink(email);
+        if (link === null) throw new Error('no verification link was mailed');
+        await timed(steps.confirm, 200, 'POST', link, {}, undefined);
+        const fetched = await timed(steps.fetch, 200, 'POST', '/v1/share', headers, fetchBody(code, plan.payloadBytes));
+        requestBytes = body.length;
+        responseBytes = fetched.body.length;
+        return true;
+      }
+    }
+  };
+  try {
+    const result = await runLoad({
+      total: plan.total,
+      concurrency: plan.concurrency,
+      run: operation,
+      ...(plan.progress ? { onProgress: (done: number) => send({ type: 'progress', done }) } : {}),
+    });
+    return {
+      requests: result.requests,
+      errors: result.errors,
+      seconds: result.seconds,
+      histogram: result.histogram.toData(),
+      steps: plan.mode === 'flow' ? Object.fromEntries(Object.entries(steps).map(([k, h]) => [k, h.toData()])) : {},
+      firstError: result.firstError,
+      responseBytes,
+      requestBytes,
+    };
+  } finally {
+    client.close();
+  }
+}
+
+process.on('message', (raw) => {
+  const msg = raw as ToChild;
+  if (msg.type === 'link') {
+    linkWaiters.get(msg.email)?.(msg.path);
+    linkWaiters.delete(msg.email);
+    return;
+  }
+  run(msg.plan).then(
+    (summary) => send({ type: 'done', summary }, () => process.exit(0)),
+    (err: unknown) => send({ type: 'failed', message: err instanceof Error ? err.message : String(err) }, () => process.exit(1)),
+  );
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,227 @@
+/**
+ * The option table of `stash_key_server`: one row per option, shared by the
+ * argv parser, the config-file reader and the help text, so the three cannot
+ * drift apart. Flags use hyphens, config keys underscores.
+ */
+import {
+  parseBind,
+  parseBoolean,
+  parseClusterId,
+  parseHttpUrl,
+  parseInteger,
+  parseReplicationToken,
+  parseRoute,
+  parseText,
+  parseTopologyServer,
+  MAX_SERVER_ID,
+  type BindAddress,
+  type Route,
+  type TopologyServer,
+} from './values.js';
+
+export type Command =
+  | 'run'
+  | 'install'
+  | 'uninstall'
+  | 'status'
+  | 'resync-peer'
+  | 'bench-store'
+  | 'bench-http'
+  | 'bench-http-fetch'
+  | 'bench-http-flow';
+
+export const commandNames: readonly Command[] = [
+  'run', 'install', 'uninstall', 'status', 'resync-peer', 'bench-store', 'bench-http', 'bench-http-fetch', 'bench-http-flow',
+];
+
+/** Every setting a server process can be given. */
+export interface ServerConfig {
+  bind: BindAddress;
+  stateDir: string;
+  developer: boolean;
+  serverId: number;
+  clusterId: string;
+  publicUrl: string | undefined;
+  topologyVersion: number;
+  topologyServers: TopologyServer[];
+  routes: Route[];
+  promotedOwners: number[];
+  replicationToken: string | undefined;
+  /** Read into replicationToken after parsing (a root-only file handed over by systemd's LoadCredential=). */
+  replicationTokenFile: string | undefined;
+  replicationPeerUrls: string[];
+  /** undefined: the current time in milliseconds when the server starts. */
+  originEpoch: number | undefined;
+  requests: number;
+  payloadBytes: number;
+  concurrency: number;
+  preloadShares: number;
+  compactMinBytes: number;
+  rateLimitPerMinute: number;
+  rateLimitBurst: number;
+  verificationEmailCommand: string | undefined;
+  verificationEmailRateLimitPerHour: number;
+  verificationEmailIpRateLimitPerHour: number;
+  tlsCert: string | undefined;
+  tlsKey: string | undefined;
+  shareTtlSeconds: number;
+  trustProxy: boolean;
+  /** resync-peer only. */
+  peerUrl: string | undefined;
+  /** install only. */
+  forceConfig: boolean;
+  /** uninstall only. */
+  purgeData: boolean;
+  /** bench-* only: print the result as JSON. */
+  json: boolean;
+}
+
+export function defaultConfig(): ServerConfig {
+  return {
+    bind: { host: '127.0.0.1', port: 8089 },
+    stateDir: '/var/lib/stash-key-server',
+    developer: false,
+    serverId: 0,
+    clusterId: 'default',
+    publicUrl: undefined,
+    topologyVersion: 1,
+    topologyServers: [],
+    routes: [],
+    promotedOwners: [],
+    replicationToken: undefined,
+    replicationTokenFile: undefined,
+    replicationPeerUrls: [],
+    originEpoch: undefined,
+    requests: 50000,
+    payloadBytes: 512,
+    concurrency: 0,
+    preloadShares: 0,
+    compactMinBytes: 67108864,
+    rateLimitPerMinute: 120,
+    rateLimitBurst: 40,
+    verificationEmailCommand: undefined,
+    verificationEmailRateLimitPerHour: 5,
+    verificationEmailIpRateLimitPerHour: 30,
+    tlsCert: undefined,
+    tlsKey: undefined,
+    shareTtlSeconds: 900,
+    trustProxy: false,
+    peerUrl: undefined,
+    forceConfig: false,
+    purgeData: false,
+    json: false,
+  };
+}
+
+/** Which commands accept an option. */
+type Scope = 'run' | 'resync' | 'install' | 'uninstall' | 'bench';
+
+export interface OptionDef {
+  /** Flag name without the leading `--`. */
+  flag: string;
+  /** Config-file key, or undefined when the option is command-line only. */
+  key: string | undefined;
+  /** Placeholder in the help text; undefined for a flag that takes no value. */
+  value: string | undefined;
+  repeatable: boolean;
+  scope: Scope;
+  help: string;
+  /** Applies one raw value (`where` names its origin for errors). */
+  apply(config: ServerConfig, raw: string, where: string): void;
+}
+
+const int = (min: number, max?: number) => (raw: string, where: string) => parseInteger(raw, where, min, max);
+
+function opt(
+  flag: string,
+  value: string | undefined,
+  help: string,
+  apply: OptionDef['apply'],
+  extra: { key?: string | null; repeatable?: boolean; scope?: Scope } = {},
+): OptionDef {
+  return {
+    flag,
+    key: extra.key === null ? undefined : (extra.key ?? flag.replace(/-/g, '_')),
+    value,
+    repeatable: extra.repeatable ?? false,
+    scope: extra.scope ?? 'run',
+    help,
+    apply,
+  };
+}
+
+/** Replaces an entry with the same id (later sources win) or adds it. */
+function upsert<T>(list: T[], item: T, same: (a: T) => boolean): void {
+  const i = list.findIndex(same);
+  if (i >= 0) list[i] = item;
+  else list.push(item);
+}
+
+export const optionDefs: readonly OptionDef[] = [
+  opt('config', 'PATH', 'read options from a config file first (repeatable; later files win)', () => {}, { key: null, repeatable: true }),
+  opt('bind', 'ADDR', 'listen address HOST:PORT (default 127.0.0.1:8089)', (c, r, w) => { c.bind = parseBind(r, w); }, { key: 'bind_addr' }),
+  opt('state-dir', 'PATH', 'share store directory (default /var/lib/stash-key-server)', (c, r, w) => { c.stateDir = parseText(r, w); }),
+  opt('developer', undefined, 'developer mode: state in a fresh temporary directory; verification links printed when no email command is set', (c, r, w) => { c.developer = parseBoolean(r, w); }),
+  opt('server-id', 'N', `this server's routing id, 0..${MAX_SERVER_ID} (default 0)`, (c, r, w) => { c.serverId = parseInteger(r, w, 0, MAX_SERVER_ID); }),
+  opt('cluster-id', 'ID', 'public topology cluster id (default "default")', (c, r, w) => { c.clusterId = parseClusterId(r, w); }),
+  opt('public-url', 'URL', 'public base URL of this server (default derived from --bind)', (c, r, w) => { c.publicUrl = parseHttpUrl(r, w); }),
+  opt('topology-version', 'N', 'public topology version (default 1)', (c, r, w) => { c.topologyVersion = int(0, 0xffffffff)(r, w); }),
+  opt('topology-server', 'ID=URL[,STATUS]', 'topology entry; STATUS active|standby|promoted|disabled (repeatable)', (c, r, w) => {
+    const s = parseTopologyServer(r, w);
+    upsert(c.topologyServers, s, (x) => x.id === s.id);
+  }, { repeatable: true }),
+  opt('route', 'OWNER=PRIMARY[,FAILOVER...]', 'routing rule for the shares of OWNER (repeatable)', (c, r, w) => {
+    const route = parseRoute(r, w);
+    upsert(c.routes, route, (x) => x.owner === route.owner);
+  }, { repeatable: true }),
+  opt('promoted-owner', 'N', 'serve the shares of owner N on this node (failover; repeatable)', (c, r, w) => {
+    const n = parseInteger(r, w, 0, MAX_SERVER_ID);
+    if (!c.promotedOwners.includes(n)) c.promotedOwners.push(n);
+  }, { repeatable: true }),
+  opt('replication-token', 'TOKEN', 'shared replication secret (HMAC key, at least 16 characters)', (c, r, w) => { c.replicationToken = parseReplicationToken(r, w); }),
+  opt('replication-token-file', 'PATH', 'read the replication secret from a file instead (first line; the installed unit uses this)', (c, r, w) => { c.replicationTokenFile = parseText(r, w); }),
+  opt('replication-peer-url', 'URL', "a peer's /v1/replicate URL (repeatable)", (c, r, w) => {
+    const u = parseHttpUrl(r, w);
+    if (!c.replicationPeerUrls.includes(u)) c.replicationPeerUrls.push(u);
+  }, { repeatable: true }),
+  opt('origin-epoch', 'N', 'origin epoch in milliseconds for replication conflicts (default: start time)', (c, r, w) => { c.originEpoch = int(0)(r, w); }),
+  opt('requests', 'N', 'benchmark request count (default 50000)', (c, r, w) => { c.requests = int(1)(r, w); }),
+  opt('payload-bytes', 'N', 'benchmark payload size (default 512)', (c, r, w) => { c.payloadBytes = int(0, 1 << 20)(r, w); }),
+  opt('concurrency', 'N', 'benchmark concurrency, 0 = automatic (default 0)', (c, r, w) => { c.concurrency = int(0, 100000)(r, w); }),
+  opt('preload-shares', 'N', 'live shares created before timing (default 0)', (c, r, w) => { c.preloadShares = int(0)(r, w); }),
+  opt('compact-min-bytes', 'N', 'store size that triggers background compaction (default 67108864)', (c, r, w) => { c.compactMinBytes = int(4096)(r, w); }),
+  opt('rate-limit-per-minute', 'N', 'per-IP requests per minute, 0 disables (default 120)', (c, r, w) => { c.rateLimitPerMinute = int(0, 1_000_000)(r, w); }),
+  opt('rate-limit-burst', 'N', 'per-IP burst capacity (default 40)', (c, r, w) => { c.rateLimitBurst = int(1, 1_000_000)(r, w); }),
+  opt('verification-email-command', 'PATH', 'run as `PATH <email> <url>` to send a verification link', (c, r, w) => { c.verificationEmailCommand = parseText(r, w); }),
+  opt('verification-email-rate-limit-per-hour', 'N', 'verification emails per address per hour, 0 disables (default 5)', (c, r, w) => { c.verificationEmailRateLimitPerHour = int(0, 100000)(r, w); }),
+  opt('verification-email-ip-rate-limit-per-hour', 'N', 'verification emails per source IP per hour, 0 disables (default 30)', (c, r, w) => { c.verificationEmailIpRateLimitPerHour = int(0, 100000)(r, w); }),
+  opt('tls-cert', 'PATH', 'PEM certificate chain: serve HTTPS directly (needs --tls-key)', (c, r, w) => { c.tlsCert = parseText(r, w); }),
+  opt('tls-key', 'PATH', 'PEM private key of --tls-cert', (c, r, w) => { c.tlsKey = parseText(r, w); }),
+  opt('share-ttl', 'SECONDS', 'lifetime of a published share, 60..34560000 (default 900)', (c, r, w) => { c.shareTtlSeconds = int(60, 400 * 86400)(r, w); }),
+  opt('trust-proxy', undefined, 'take the client address from X-Forwarded-For (only behind a proxy you run)', (c, r, w) => { c.trustProxy = parseBoolean(r, w); }),
+  opt('peer-url', 'URL', "resync-peer: the peer's /v1/replicate URL (required)", (c, r, w) => { c.peerUrl = parseHttpUrl(r, w); }, { key: null, scope: 'resync' }),
+  opt('force-config', undefined, 'install: rewrite /etc/stash/key-server.toml even if present', (c) => { c.forceConfig = true; }, { key: null, scope: 'install' }),
+  opt('purge-data', undefined, 'uninstall: also remove data, cache, log folders and the config', (c) => { c.purgeData = true; }, { key: null, scope: 'uninstall' }),
+  opt('json', undefined, 'bench-*: print the result as one JSON object', (c) => { c.json = true; }, { key: null, scope: 'bench' }),
+];
+
+/** Whether `command` accepts an option of `scope`. */
+export function scopeAllows(command: Command, scope: Scope): boolean {
+  switch (command) {
+    case 'install':
+      return scope === 'install';
+    case 'uninstall':
+      return scope === 'uninstall';
+    case 'status':
+      return false;
+    case 'resync-peer':
+      return scope === 'run' || scope === 'resync';
+    default:
+      return scope === 'run' || (scope === 'bench' && command.startsWith('bench-'));
+  }
+}
+
+export const optionByFlag: ReadonlyMap<string, OptionDef> = new Map(optionDefs.map((d) => [d.flag, d]));
+export const optionByKey: ReadonlyMap<string, OptionDef> = new Map(
+  optionDefs.filter((d) => d.key !== undefined).map((d) => [d.key!, d]),
+);

@@ -1,0 +1,181 @@
+/**
+ * Client of the key server for the `stash` CLI: publish, fetch, topology and
+ * status over HTTP or HTTPS with the binary encoding. Certificates are
+ * verified by Node's default agent (NODE_EXTRA_CA_CERTS adds a private CA), or
+ * against `ca` when given. Failures are typed: CodeTypoError (checked locally
+ * before any request), KeyServerError with SHARE_NOT_FOUND / SHARE_PENDING /
+ * SHARE_EXPIRED / ..., RateLimitedError (retryAfter), ServerUnreachableError,
+ * ServerUntrustedError, ServerProtocolError. Does not load Koa.
+ */
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import {
+  CodeTypoError,
+  KeyServerError,
+  RateLimitedError,
+  ServerProtocolError,
+  ServerUnreachableError,
+  ServerUntrustedError,
+  type LimitName,
+} from './errors.js';
+import { parseShareCode } from './share-code.js';
+import {
+  BINARY_MEDIA_TYPE,
+  decodeError,
+  decodeShareResponse,
+  decodeStatus,
+  decodeTopology,
+  encodeShareRequest,
+  type StatusResponse,
+  type TopologyResponse,
+  type Verification,
+} from './wire/messages.js';
+
+export interface ClientOptions {
+  /** Per request (default 15 s). */
+  timeoutMs?: number;
+  /** Extra trusted CA certificate(s) in PEM, replacing the defaults for this call. */
+  ca?: string | Buffer;
+}
+
+export interface Published {
+  code: string;
+  expiresAt: Date;
+  verification: Verification;
+  message: string;
+}
+
+export interface FetchedShare {
+  code: string;
+  publicKey: Buffer;
+  email: string;
+  verifiedAt: Date;
+  fetchCount: number;
+  expiresAt: Date;
+}
+
+const MAX_RESPONSE = 64 * 1024;
+const limitNames: readonly string[] = ['requests-per-ip', 'emails-per-address', 'emails-per-ip'] satisfies LimitName[];
+const protocolFail = (message: string) => new ServerProtocolError(`unexpected answer from the key server: ${message}`);
+
+const untrustedCodes = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+]);
+
+function endpoint(serverUrl: string, path: string): URL {
+  let base: URL;
+  try {
+    base = new URL(serverUrl);
+  } catch {
+    throw new KeyServerError('USAGE', `not a key server URL: ${JSON.stringify(serverUrl.slice(0, 100))}`);
+  }
+  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new KeyServerError('USAGE', 'the key server URL must start with https:// (or http:// on loopback)');
+  return new URL(`${base.href.replace(/\/+$/, '')}${path}`);
+}
+
+interface RawResponse {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+function send(url: URL, method: 'GET' | 'POST', body: Buffer | undefined, opts: ClientOptions): Promise<RawResponse> {
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  const where = `${url.protocol}//${url.host}`;
+  return new Promise<RawResponse>((resolve, reject) => {
+    const headers: Record<string, string> = { Accept: BINARY_MEDIA_TYPE };
+    if (body) {
+      headers['Content-Type'] = BINARY_MEDIA_TYPE;
+      headers['Content-Length'] = String(body.length);
+    }
+    const options = { method, headers, timeout: timeoutMs, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) };
+    const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_RESPONSE) req.destroy(protocolFail(`response larger than ${MAX_RESPONSE} bytes`));
+        else chunks.push(c);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', (err) => reject(err));
+    });
+    const deadline = setTimeout(() => req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)), timeoutMs);
+    req.on('timeout', () => req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)));
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(deadline);
+      if (err instanceof KeyServerError) reject(err);
+      else if (err.code && untrustedCodes.has(err.code)) reject(new ServerUntrustedError(`the certificate of ${where} is not trusted (${err.code})`, err));
+      else reject(new ServerUnreachableError(`cannot reach the key server at ${where} (${err.code ?? err.message})`, err));
+    });
+    req.on('close', () => clearTimeout(deadline));
+    req.end(body);
+  });
+}
+
+function isBinary(res: RawResponse): boolean {
+  return (res.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase() === BINARY_MEDIA_TYPE;
+}
+
+function failure(res: RawResponse): Error {
+  if (!isBinary(res)) return protocolFail(`HTTP ${res.status} without a stash error body`);
+  const e = decodeError(res.body, protocolFail);
+  if (e.code === 'CODE_TYPO') return new CodeTypoError(e.message);
+  if (e.code === 'RATE_LIMITED') {
+    const limit = limitNames.includes(e.limit as LimitName) ? (e.limit as LimitName) : undefined;
+    return new RateLimitedError(e.message, e.retryAfter || Number(res.headers['retry-after']) || 1, limit);
+  }
+  return new KeyServerError(e.code, e.message);
+}
+
+async function call(serverUrl: string, method: 'GET' | 'POST', path: string, body: Buffer | undefined, opts: ClientOptions): Promise<Buffer> {
+  const res = await send(endpoint(serverUrl, path), method, body, opts);
+  if (res.status < 200 || res.status >= 300) throw failure(res);
+  if (!isBinary(res)) throw protocolFail(`content type ${String(res.headers['content-type']).slice(0, 60)}`);
+  return res.body;
+}
+
+/** Publishes a 65-byte identity public key for `email`. */
+export async function publish(serverUrl: string, publicKey: Uint8Array, email: string, opts: ClientOptions = {}): Promise<Published> {
+  const body = await call(serverUrl, 'POST', '/v1/share', encodeShareRequest({ op: 'create', publicKey, email }), opts);
+  const res = decodeShareResponse(body, protocolFail);
+  if (res.type !== 'created') throw protocolFail('a fetch answer to a publish');
+  return { code: res.code, expiresAt: new Date(res.expiresAt), verification: res.verification, message: res.message };
+}
+
+/** Fetches a verified share; the code is checked locally first (CodeTypoError). */
+export async function fetchShare(serverUrl: string, code: string, opts: ClientOptions = {}): Promise<FetchedShare> {
+  const parsed = parseShareCode(code);
+  const body = await call(serverUrl, 'POST', '/v1/share', encodeShareRequest({ op: 'fetch', code: parsed.display }), opts);
+  const res = decodeShareResponse(body, protocolFail);
+  if (res.type !== 'fetched') throw protocolFail('a publish answer to a fetch');
+  if (res.code !== parsed.display) throw protocolFail('the answer is for another share code');
+  return {
+    code: res.code,
+    publicKey: Buffer.from(res.publicKey),
+    email: res.email,
+    verifiedAt: new Date(res.verifiedAt),
+    fetchCount: res.fetchCount,
+    expiresAt: new Date(res.expiresAt),
+  };
+}
+
+/** The server's public topology (servers, routes, promoted owners). */
+export async function topology(serverUrl: string, opts: ClientOptions = {}): Promise<TopologyResponse> {
+  return decodeTopology(await call(serverUrl, 'GET', '/v1/topology', undefined, opts), protocolFail);
+}
+
+/** The server's status counters. */
+export async function status(serverUrl: string, opts: ClientOptions = {}): Promise<StatusResponse> {
+  const { unknown: _unknown, ...fields } = decodeStatus(await call(serverUrl, 'GET', '/v1/status', undefined, opts), protocolFail);
+  return fields;
+}

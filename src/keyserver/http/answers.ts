@@ -1,0 +1,79 @@
+/**
+ * Answers as plain data (status, headers, content type, body), so that the
+ * Koa routes and the fetch fast path (fast-fetch.ts) write the same bytes:
+ * one function decides what an answer is, and two small writers put it on
+ * a Koa context or straight on a node:http response.
+ */
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { Context } from 'koa';
+import { encodeError, BINARY_MEDIA_TYPE } from '../wire/messages.js';
+import { errorJson } from '../wire/json.js';
+import type { HttpFailure } from './error-middleware.js';
+import { responseEncoding } from './negotiate.js';
+import { PAGE_CSP, errorPage, invalidLinkPage } from './pages.js';
+
+/** What Koa makes of `ctx.type = 'application/json'`; spelled out so the fast path sends the same. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
+export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
+
+/** Sent with every answer of the key server, before any other header. */
+export const COMMON_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ['X-Content-Type-Options', 'nosniff'],
+  ['Cache-Control', 'no-store'],
+  ['Referrer-Policy', 'no-referrer'],
+];
+
+export interface Answer {
+  status: number;
+  /** Headers beyond COMMON_HEADERS, Content-Type and Content-Length, in order. */
+  headers: Array<[string, string]>;
+  type: string;
+  body: Buffer | string;
+}
+
+function isPagePath(path: string): boolean {
+  return path === '/verify' || path.startsWith('/verify/');
+}
+
+/** A failure in the encoding the caller asked for (HTML on /verify). */
+export function failureAnswer(f: HttpFailure, path: string, method: string, headers: IncomingHttpHeaders): Answer {
+  const out: Array<[string, string]> = Object.entries(f.headers);
+  if (f.retryAfter > 0) out.push(['Retry-After', String(f.retryAfter)]);
+  // After a refused body the rest of it may still be arriving: do not reuse the connection.
+  if (f.status === 408 || f.status === 413 || f.status === 400) out.push(['Connection', 'close']);
+  if (isPagePath(path)) {
+    out.push(['Content-Security-Policy', PAGE_CSP]);
+    const html = f.status === 404 ? invalidLinkPage() : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
+    return { status: f.status, headers: out, type: HTML_CONTENT_TYPE, body: html };
+  }
+  if (responseEncoding(headers, method) === 'json') {
+    const body = JSON.stringify(errorJson({ code: f.code, message: f.message, retryAfter: f.retryAfter, limit: f.limit }));
+    return { status: f.status, headers: out, type: JSON_CONTENT_TYPE, body };
+  }
+  const body = encodeError({ code: f.code, message: f.message, retryAfter: f.retryAfter, limit: f.limit ?? '' });
+  return { status: f.status, headers: out, type: BINARY_MEDIA_TYPE, body };
+}
+
+/** Puts an answer on a Koa context (COMMON_HEADERS are set by the app's first middleware). */
+export function sendAnswer(ctx: Context, a: Answer): void {
+  ctx.status = a.status;
+  for (const [k, v] of a.headers) ctx.set(k, v);
+  ctx.type = a.type;
+  ctx.body = a.body;
+}
+
+/**
+ * Writes an answer on a bare node:http response with the headers in the
+ * order Koa would set them (common ones, the answer's own, Content-Type,
+ * Content-Length). Tests compare both writers byte for byte.
+ */
+export function writeAnswer(res: ServerResponse, a: Answer): void {
+  const body = typeof a.body === 'string' ? Buffer.from(a.body) : a.body;
+  const flat: string[] = [];
+  for (const [k, v] of COMMON_HEADERS) flat.push(k, v);
+  for (const [k, v] of a.headers) flat.push(k, v);
+  flat.push('Content-Type', a.type, 'Content-Length', String(body.length));
+  res.writeHead(a.status, flat);
+  // As a latin1 string (same bytes), node:http sends head and body in one write instead of a writev.
+  res.end(body.toString('latin1'), 'latin1');
+}

@@ -1,0 +1,33 @@
+/**
+ * The rules of a share fetch that the Koa route and the fast path
+ * (fast-fetch.ts) both follow, kept here once: the per-address request
+ * limit and the fetched answer in the encoding the caller asked for.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ServerConfig } from '../cli/options.js';
+import { RateLimitedError } from '../errors.js';
+import type { RequestLimiter } from '../limits/token-bucket.js';
+import type { ShareService } from '../service.js';
+import type { FetchedCache } from '../wire/fetched-cache.js';
+import { BINARY_MEDIA_TYPE } from '../wire/messages.js';
+import { JSON_CONTENT_TYPE, type Answer } from './answers.js';
+import { responseEncoding } from './negotiate.js';
+
+/** Takes one request token for `clientKey`; throws RATE_LIMITED (429 with Retry-After) when none is left. */
+export function checkRequestRate(limiter: RequestLimiter, config: Pick<ServerConfig, 'rateLimitPerMinute' | 'rateLimitBurst'>, clientKey: string): void {
+  const decision = limiter.take(clientKey);
+  if (!decision.ok) {
+    throw new RateLimitedError(
+      `too many requests from your address (limit: ${config.rateLimitPerMinute} per minute, burst ${config.rateLimitBurst}); try again in ${decision.retryAfter} seconds`,
+      decision.retryAfter,
+      'requests-per-ip',
+    );
+  }
+}
+
+/** Fetches `code` (counting the fetch) and encodes the answer; throws the service's errors. */
+export function fetchAnswer(service: ShareService, cache: FetchedCache, code: string, headers: IncomingHttpHeaders): Answer {
+  const res = service.fetch(code);
+  const encoding = responseEncoding(headers, 'POST');
+  return { status: 200, headers: [], type: encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE, body: cache.encode(res, encoding) };
+}

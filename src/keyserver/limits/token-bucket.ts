@@ -1,0 +1,59 @@
+/**
+ * Per-client request limit: a token bucket per address (capacity `burst`,
+ * refilled at `perMinute` tokens per minute). perMinute 0 disables it.
+ */
+import type { Clock } from '../clock.js';
+import { BoundedMap } from './bounded-map.js';
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+export type Decision = { ok: true } | { ok: false; retryAfter: number };
+
+export class RequestLimiter {
+  private readonly buckets: BoundedMap<Bucket>;
+  private readonly ratePerMs: number;
+  private takes = 0;
+
+  constructor(
+    private readonly opts: { perMinute: number; burst: number; clock: Clock; maxEntries?: number },
+  ) {
+    this.buckets = new BoundedMap(opts.maxEntries ?? 100_000);
+    this.ratePerMs = opts.perMinute / 60_000;
+  }
+
+  get enabled(): boolean {
+    return this.opts.perMinute > 0;
+  }
+
+  get entries(): number {
+    return this.buckets.size;
+  }
+
+  /** Takes one token for `key`; when none is left, says how many seconds until one is. */
+  take(key: string): Decision {
+    if (!this.enabled) return { ok: true };
+    const now = this.opts.clock.now();
+    if (++this.takes % 4096 === 0) this.purgeIdle(now);
+    // get() already moves a known bucket to the recently-used end: only a new one needs set().
+    let b = this.buckets.get(key);
+    if (b === undefined) {
+      b = { tokens: this.opts.burst, at: now };
+      this.buckets.set(key, b);
+    }
+    b.tokens = Math.min(this.opts.burst, b.tokens + Math.max(0, now - b.at) * this.ratePerMs);
+    b.at = now;
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return { ok: true };
+    }
+    return { ok: false, retryAfter: Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerMs / 1000)) };
+  }
+
+  /** Drops buckets that have refilled completely: they hold no information. */
+  purgeIdle(now = this.opts.clock.now()): number {
+    return this.buckets.purge((b) => b.tokens + (now - b.at) * this.ratePerMs >= this.opts.burst);
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * Sending the verification link. The configured command is run as
+ * `<command> <email> <url>` with execFile (no shell, so nothing in the address
+ * is interpreted), a timeout, a minimal environment and bounded output. The
+ * address reaching it has passed validateEmail (no leading '-', no whitespace
+ * or control characters). The URL holds the secret token, so it is never
+ * logged; the command's output is logged only with the token masked.
+ */
+import { execFile } from 'node:child_process';
+import type { Logger } from './logger.js';
+import type { Verification } from './wire/messages.js';
+import { maskEmail } from './validate.js';
+
+export interface MailResult {
+  verification: Verification;
+  message: string;
+}
+
+export interface Mailer {
+  send(email: string, url: string, token: string): Promise<MailResult>;
+}
+
+const failed = (why: string): MailResult => ({
+  verification: 'failed',
+  message: `the verification email could not be sent (${why}); publish again later`,
+});
+
+/** Runs the operator's mail command. */
+export function commandMailer(command: string, logger: Logger, timeoutMs = 15_000): Mailer {
+  return {
+    send(email, url, token) {
+      return new Promise((resolve) => {
+        execFile(
+          command,
+          [email, url],
+          {
+            timeout: timeoutMs,
+            killSignal: 'SIGKILL',
+            maxBuffer: 64 * 1024,
+            env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
+            windowsHide: true,
+          },
+          (err, stdout, stderr) => {
+            if (!err) {
+              resolve({ verification: 'sent', message: `a verification link was sent to ${maskEmail(email)}; open it and confirm` });
+              return;
+            }
+            const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: number | string | null };
+            const why = e.killed ? `timed out after ${timeoutMs} ms` : e.signal ? `killed by ${e.signal}` : typeof e.code === 'number' ? `exit status ${e.code}` : `${e.code ?? 'error'}`;
+            const output = `${stderr}${stdout}`.split(token).join('[token]').replace(/\s+/g, ' ').trim().slice(0, 300);
+            logger.error(`mail: verification command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`);
+            resolve(failed(why.startsWith('exit') || why.startsWith('timed') || why.startsWith('killed') ? why : 'the mail command could not be run'));
+          },
+        );
+      });
+    },
+  };
+}
+
+/** Developer mode without a command: the link goes to the console. */
+export function consoleMailer(out: NodeJS.WritableStream = process.stdout): Mailer {
+  return {
+    async send(email, url) {
+      out.write(`verification link for ${maskEmail(email)}: ${url}\n`);
+      return { verification: 'printed', message: 'developer mode: the verification link was printed on the server console' };
+    },
+  };
+}
+
+/** No command configured (and not developer mode): nothing can be sent. */
+export function noMailer(logger: Logger): Mailer {
+  return {
+    async send(email) {
+      logger.warn(`mail: no --verification-email-command configured; ${maskEmail(email)} gets no verification link`);
+      return failed('this server has no verification email command configured');
+    },
+  };
+}

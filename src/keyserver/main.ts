@@ -1,0 +1,58 @@
+/**
+ * Entry of `stash_key_server`. Only the option parser is loaded statically, so
+ * `--help` and usage errors never load Koa, sodium or the store; `run` loads
+ * the server lazily. Errors are caught here only and printed as
+ * `stash_key_server: <message>` with an exit status by code.
+ */
+import { errorCode, errorMessage } from '../errors.js';
+import { helpText } from './cli/help.js';
+import { parseCommandLine } from './cli/parse.js';
+
+const exitByCode: Record<string, number> = {
+  USAGE: 64,
+  CONFIG: 78,
+  NOT_IMPLEMENTED: 69,
+  STATE_DIR_LOCKED: 75,
+  EADDRINUSE: 69,
+  EACCES: 77,
+  PEER_UNREACHABLE: 69,
+  REPLICATION_UNAUTHORIZED: 77,
+  REPLICATION_FORBIDDEN: 77,
+  STATE_UNREADABLE: 66,
+  NOT_ROOT: 77,
+  UNSUPPORTED_PLATFORM: 69,
+};
+
+/** Runs the server command line (argv without node and script). */
+export async function main(argv: string[]): Promise<void> {
+  try {
+    const inv = parseCommandLine(argv);
+    if (inv.command === 'help') {
+      process.stdout.write(helpText());
+      process.exitCode = 0;
+      return;
+    }
+    if (inv.command === 'run') {
+      const { runForeground } = await import('./run.js');
+      await runForeground(inv.config);
+      return;
+    }
+    if (inv.command.startsWith('bench-')) {
+      const { runBench } = await import('./bench/index.js');
+      await runBench(inv.command, inv.config);
+      return;
+    }
+    if (inv.command === 'resync-peer' || inv.command === 'install' || inv.command === 'uninstall' || inv.command === 'status') {
+      const { runOpsCommand } = await import('./ops-commands.js');
+      process.exitCode = await runOpsCommand(inv.command, inv.config, inv.configFiles);
+      return;
+    }
+    process.stderr.write(`stash_key_server: \`${inv.command}\` is not implemented yet in this release\n`);
+    process.exitCode = exitByCode.NOT_IMPLEMENTED!;
+  } catch (err) {
+    process.stderr.write(`stash_key_server: ${errorMessage(err)}\n`);
+    if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    const code = errorCode(err);
+    process.exitCode = (code !== undefined && exitByCode[code]) || 1;
+  }
+}

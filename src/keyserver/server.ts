@@ -1,0 +1,221 @@
+/**
+ * Starts a key server: checks the files it needs, opens the store, builds the
+ * app and listens with HTTP or, given --tls-cert/--tls-key, HTTPS. Timeouts
+ * bound slow clients: headers must arrive within `headersMs`, a whole request
+ * within `requestMs`, a body within `bodyMs`; idle keep-alive sockets close.
+ */
+import { constants } from 'node:fs';
+import { access, readFile } from 'node:fs/promises';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
+import { resolve } from 'node:path';
+import { ConfigError, StashError } from '../errors.js';
+import { createApp, type KeyServerApp } from './app.js';
+import type { ServerConfig } from './cli/options.js';
+import { systemClock, type Clock } from './clock.js';
+import { streamLogger, type Logger } from './logger.js';
+import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js';
+import type { ServiceConfig } from './service.js';
+import { ShareStore } from './store/share-store.js';
+import { ReplicationReceiver } from './replication/inbound.js';
+import { Replicator, type ReplicationSettings } from './replication/outbound.js';
+
+export interface Timeouts {
+  headersMs: number;
+  requestMs: number;
+  bodyMs: number;
+  keepAliveMs: number;
+  /** How often Node checks the header/request deadlines. */
+  checkIntervalMs: number;
+}
+
+export const defaultTimeouts: Timeouts = { headersMs: 10_000, requestMs: 20_000, bodyMs: 10_000, keepAliveMs: 5_000, checkIntervalMs: 1_000 };
+
+export interface StartOptions {
+  config: ServerConfig;
+  clock?: Clock;
+  logger?: Logger;
+  /** Overrides the mailer chosen from the configuration (tests). */
+  mailer?: Mailer;
+  /** Where developer mode prints verification links (default stdout). */
+  console?: NodeJS.WritableStream;
+  timeouts?: Partial<Timeouts>;
+  store?: { sweepIntervalMs?: number; fetchFlushMs?: number };
+  /** Backoff bounds of the outbound replication workers (tests shorten them). */
+  replication?: Pick<ReplicationSettings, 'minBackoffMs' | 'maxBackoffMs' | 'timeoutMs'>;
+  mailTimeoutMs?: number;
+  /** Answer fetches in front of Koa (default true; tests turn it off to compare). */
+  fastFetch?: boolean;
+}
+
+/**
+ * How long fetch counts are coalesced before their records are written: a
+ * hot share gets one fetch_count record per window however often it is
+ * fetched. A crash loses at most this window's increments (counts merge by
+ * maximum, so a lost increment never goes backwards elsewhere).
+ */
+export const FETCH_FLUSH_MS = 1000;
+
+export interface RunningServer {
+  /** Where this process listens, e.g. http://127.0.0.1:41234. */
+  url: string;
+  config: ServiceConfig;
+  server: Server;
+  store: ShareStore;
+  keyServer: KeyServerApp;
+  replicator: Replicator | undefined;
+  close(): Promise<void>;
+}
+
+/** The topology id of the server a replication URL points at, when its origin matches an entry's URL. */
+function peerIdFromTopology(config: ServerConfig, peerUrl: string): number | undefined {
+  const origin = new URL(peerUrl).origin;
+  return config.topologyServers.find((s) => new URL(s.url).origin === origin)?.id;
+}
+
+async function readOption(path: string, flag: string): Promise<Buffer> {
+  try {
+    return await readFile(path);
+  } catch (err) {
+    throw new ConfigError(`${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
+function hostForUrl(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
+}
+
+/** Starts listening; resolves once the port is bound and the store is open. */
+export async function startServer(opts: StartOptions): Promise<RunningServer> {
+  const config = opts.config;
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? streamLogger();
+  const timeouts = { ...defaultTimeouts, ...opts.timeouts };
+
+  const tls = config.tlsCert !== undefined && config.tlsKey !== undefined
+    ? { cert: await readOption(config.tlsCert, '--tls-cert'), key: await readOption(config.tlsKey, '--tls-key') }
+    : undefined;
+
+  let mailer = opts.mailer;
+  if (!mailer) {
+    if (config.verificationEmailCommand !== undefined) {
+      const command = resolve(config.verificationEmailCommand);
+      try {
+        await access(command, constants.X_OK);
+      } catch {
+        throw new ConfigError(`--verification-email-command ${command}: not an executable file`);
+      }
+      mailer = commandMailer(command, logger, opts.mailTimeoutMs);
+    } else if (config.developer) {
+      mailer = consoleMailer(opts.console);
+    } else {
+      logger.warn('no --verification-email-command: publishers will get no verification link (use --developer to print links)');
+      mailer = noMailer(logger);
+    }
+  }
+
+  const originEpoch = config.originEpoch ?? clock.now();
+  const store = await ShareStore.open({
+    dir: config.stateDir,
+    serverId: config.serverId,
+    originEpoch,
+    compactMinBytes: config.compactMinBytes,
+    clock,
+    logger,
+    ...(opts.store?.sweepIntervalMs !== undefined ? { sweepIntervalMs: opts.store.sweepIntervalMs } : {}),
+    fetchFlushMs: opts.store?.fetchFlushMs ?? FETCH_FLUSH_MS,
+  });
+
+  // The app needs the public URL, which needs the bound port (port 0 in tests):
+  // requests are handed over once both exist.
+  let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+    res.statusCode = 503;
+    res.end();
+  };
+  const serverOptions = {
+    requestTimeout: timeouts.requestMs,
+    headersTimeout: timeouts.headersMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    connectionsCheckingInterval: timeouts.checkIntervalMs,
+    maxHeaderSize: 8192,
+  };
+  const server: Server = tls
+    ? createHttpsServer({ ...serverOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, (req, res) => handler(req, res))
+    : createHttpServer(serverOptions, (req, res) => handler(req, res));
+  server.maxHeadersCount = 64;
+
+  try {
+    await new Promise<void>((ok, fail) => {
+      server.once('error', fail);
+      server.listen(config.bind.port, config.bind.host, () => {
+        server.off('error', fail);
+        ok();
+      });
+    });
+  } catch (err) {
+    await store.close();
+    const code = (err as NodeJS.ErrnoException).code ?? 'LISTEN_FAILED';
+    throw new StashError(code, `cannot listen on ${config.bind.host}:${config.bind.port}: ${(err as Error).message}`);
+  }
+  server.on('error', (err) => logger.error(`http server: ${err.message}`));
+  server.on('tlsClientError', () => undefined); // scanners and plain-HTTP clients on the TLS port
+
+  const port = (server.address() as AddressInfo).port;
+  const scheme = tls ? 'https' : 'http';
+  const url = `${scheme}://${hostForUrl(config.bind.host)}:${port}`;
+  let publicUrl = config.publicUrl;
+  if (publicUrl === undefined) {
+    const wildcard = config.bind.host === '0.0.0.0' || config.bind.host === '::';
+    publicUrl = wildcard ? `${scheme}://${hostname()}:${port}` : url;
+    if (wildcard) logger.warn(`listening on all addresses: verification links will use ${publicUrl}; set --public-url`);
+  }
+  const serviceConfig: ServiceConfig = { ...config, publicUrl, originEpoch };
+  const receiver = new ReplicationReceiver(
+    { serverId: config.serverId, clusterId: config.clusterId, token: config.replicationToken, topologyServers: config.topologyServers },
+    store,
+    logger,
+  );
+  let replicator: Replicator | undefined;
+  if (config.replicationPeerUrls.length > 0) {
+    if (config.replicationToken === undefined) {
+      logger.warn('--replication-peer-url without --replication-token: replication is off');
+    } else {
+      replicator = new Replicator(
+        {
+          serverId: config.serverId,
+          clusterId: config.clusterId,
+          token: config.replicationToken,
+          originEpoch,
+          peers: config.replicationPeerUrls.map((url) => ({ url, serverId: peerIdFromTopology(config, url) })),
+          ...opts.replication,
+        },
+        store,
+        clock,
+        logger,
+      );
+      replicator.start();
+    }
+  }
+  const keyServer = createApp({
+    store, clock, mailer, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs, receiver, ...(replicator ? { replicator } : {}),
+    ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
+  });
+  handler = keyServer.callback;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= (async () => {
+      await new Promise<void>((done) => {
+        server.close(() => done());
+        server.closeIdleConnections();
+        setTimeout(() => server.closeAllConnections(), 2000).unref();
+      });
+      await replicator?.stop();
+      await store.close();
+    })();
+    return closing;
+  };
+  return { url, config: serviceConfig, server, store, keyServer, replicator, close };
+}

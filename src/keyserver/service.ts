@@ -1,0 +1,219 @@
+/**
+ * What the key server does, without HTTP: publish, fetch, the verification
+ * page and its confirmation, topology and status. Routes translate requests
+ * into these calls; errors are StashErrors whose codes the one error
+ * middleware maps to statuses.
+ */
+import { createHash } from 'node:crypto';
+import sodium from 'sodium-native';
+import type { ServerConfig } from './cli/options.js';
+import type { Clock } from './clock.js';
+import { KeyServerError, RateLimitedError } from './errors.js';
+import type { WindowLimiter } from './limits/window-limiter.js';
+import type { Logger } from './logger.js';
+import type { Mailer } from './mailer.js';
+import { generateShareCode, parseShareCode } from './share-code.js';
+import type { ShareStore } from './store/share-store.js';
+import type { PeerStatus, Replicator } from './replication/outbound.js';
+import { maskEmail, validateEmail, validatePublicKey } from './validate.js';
+import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
+
+/** The configuration a running server settled on (URLs resolved, epoch fixed). */
+export interface ServiceConfig extends ServerConfig {
+  publicUrl: string;
+  originEpoch: number;
+}
+
+export interface ServiceDeps {
+  store: ShareStore;
+  clock: Clock;
+  mailer: Mailer;
+  config: ServiceConfig;
+  logger: Logger;
+  emailLimiter: WindowLimiter;
+  emailIpLimiter: WindowLimiter;
+  replicator?: Replicator;
+}
+
+const TOKEN_BYTES = 32;
+const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+function hashToken(token: Uint8Array): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function minutes(seconds: number): string {
+  return seconds >= 120 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`;
+}
+
+/** The ring successor of `id` among the enabled topology entries (itself if alone). */
+export function ringSuccessor(config: ServerConfig): number {
+  const ids = [...new Set([config.serverId, ...config.topologyServers.filter((s) => s.status !== 'disabled').map((s) => s.id)])].sort((a, b) => a - b);
+  const at = ids.indexOf(config.serverId);
+  return ids[(at + 1) % ids.length]!;
+}
+
+/** Whether this server answers fetches of `owner`'s shares. */
+export function servesOwner(config: ServerConfig, owner: number): boolean {
+  if (config.promotedOwners.includes(owner)) return true;
+  const route = config.routes.find((r) => r.owner === owner);
+  return route ? route.primary === config.serverId : owner === config.serverId;
+}
+
+/** The servers a client should try for `owner`, in route order (disabled ones left out). */
+export function ownerServers(config: ServerConfig, owner: number): Array<{ id: number; url: string }> {
+  const route = config.routes.find((r) => r.owner === owner);
+  const ids = route ? [route.primary, ...route.failovers] : [owner];
+  const out: Array<{ id: number; url: string }> = [];
+  for (const id of ids) {
+    const s = config.topologyServers.find((t) => t.id === id && t.status !== 'disabled');
+    if (s) out.push({ id, url: s.url });
+  }
+  return out;
+}
+
+export class ShareService {
+  private readonly startedAt: number;
+
+  constructor(private readonly deps: ServiceDeps) {
+    this.startedAt = deps.clock.now();
+  }
+
+  /** Validates, checks the mail limits, stores the pending share durably, sends the link. */
+  async publish(publicKey: Uint8Array, rawEmail: string, clientKey: string): Promise<CreatedResponse> {
+    const { config, store, clock } = this.deps;
+    const key = validatePublicKey(publicKey);
+    const email = validateEmail(rawEmail);
+    const emailKey = email.toLowerCase();
+    const perAddress = this.deps.emailLimiter.check(emailKey);
+    if (!perAddress.ok) {
+      throw new RateLimitedError(
+        `too many verification emails for this address (limit: ${config.verificationEmailRateLimitPerHour} per hour); try again in ${minutes(perAddress.retryAfter)}`,
+        perAddress.retryAfter,
+        'emails-per-address',
+      );
+    }
+    const perIp = this.deps.emailIpLimiter.check(clientKey);
+    if (!perIp.ok) {
+      throw new RateLimitedError(
+        `too many verification emails from your address (limit: ${config.verificationEmailIpRateLimitPerHour} per hour per source IP); try again in ${minutes(perIp.retryAfter)}`,
+        perIp.retryAfter,
+        'emails-per-ip',
+      );
+    }
+    // Counted before any await: concurrent publishes cannot slip past the limits.
+    this.deps.emailLimiter.record(emailKey);
+    this.deps.emailIpLimiter.record(clientKey);
+
+    const now = clock.now();
+    const expiresAt = now + config.shareTtlSeconds * 1000;
+    const secondary = ringSuccessor(config);
+    let code = generateShareCode(config.serverId, secondary);
+    for (let i = 0; store.has(code.canonical); i++) {
+      if (i > 8) throw new KeyServerError('INTERNAL', 'could not find a free share code');
+      code = generateShareCode(config.serverId, secondary);
+    }
+    // The token lives in locked memory until it has been hashed and turned into
+    // the link; the link string itself cannot be wiped (it is an argv entry).
+    const tokenBytes = sodium.sodium_malloc(TOKEN_BYTES);
+    let token: string;
+    let tokenHash: Buffer;
+    try {
+      sodium.randombytes_buf(tokenBytes);
+      tokenHash = hashToken(tokenBytes);
+      const copy = Buffer.from(tokenBytes);
+      token = copy.toString('base64url');
+      copy.fill(0);
+    } finally {
+      sodium.sodium_memzero(tokenBytes);
+    }
+    await store.put({ code: code.canonical, publicKey: key, email, createdAt: now, expiresAt, tokenHash });
+    const mail = await this.deps.mailer.send(email, `${config.publicUrl}/verify/${token}`, token);
+    this.deps.logger.info(`publish: share ${code.canonical.slice(0, 2)}… for ${maskEmail(email)}, verification ${mail.verification}`);
+    return { type: 'created', code: code.display, expiresAt, verification: mail.verification, message: mail.message };
+  }
+
+  /** Fetches a verified share and counts the fetch. */
+  fetch(rawCode: string): FetchedResponse {
+    const code = parseShareCode(rawCode);
+    this.checkServed(code.primary);
+    const found = this.deps.store.lookup(code.canonical);
+    switch (found.state) {
+      case 'missing':
+        throw new KeyServerError('SHARE_NOT_FOUND', 'no share with this code is known here (it may have expired); ask the publisher for a new code');
+      case 'expired':
+        throw new KeyServerError('SHARE_EXPIRED', 'this share has expired; ask the publisher to publish again');
+      case 'pending':
+        throw new KeyServerError('SHARE_PENDING', 'this share is pending verification: the publisher has not confirmed the email link yet');
+      case 'live': {
+        const s = found.share;
+        const fetchCount = this.deps.store.recordFetch(s);
+        return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, fetchCount, expiresAt: s.expiresAt };
+      }
+    }
+  }
+
+  /**
+   * A server answers fetches for the owners it is the route primary for (an
+   * owner without a route belongs to the server with its id) and for its
+   * promoted owners; for any other owner it names the servers to ask.
+   */
+  private checkServed(owner: number): void {
+    const c = this.deps.config;
+    if (servesOwner(c, owner)) return;
+    const where = ownerServers(c, owner).filter((s) => s.id !== c.serverId).map((s) => `server ${s.id} (${s.url})`);
+    const hint = where.length > 0 ? `ask ${where.join(', then ')}` : 'this server knows no server for it';
+    throw new KeyServerError('SHARE_NOT_SERVED_HERE', `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`);
+  }
+
+  private tokenHash(token: string): Buffer | undefined {
+    if (!TOKEN_PATTERN.test(token)) return undefined;
+    const bytes = Buffer.from(token, 'base64url');
+    if (bytes.length !== TOKEN_BYTES) return undefined;
+    const hash = hashToken(bytes);
+    bytes.fill(0);
+    return hash;
+  }
+
+  /** What the confirmation page shows, or undefined for an unknown/used/expired link. */
+  verificationInfo(token: string): { maskedEmail: string; expiresAt: number } | undefined {
+    const hash = this.tokenHash(token);
+    const share = hash && this.deps.store.findByToken(hash);
+    return share ? { maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt } : undefined;
+  }
+
+  /** Confirms ownership of the address; single use. */
+  async confirm(token: string): Promise<{ maskedEmail: string; expiresAt: number } | undefined> {
+    const hash = this.tokenHash(token);
+    const share = hash && (await this.deps.store.verify(hash));
+    if (!share) return undefined;
+    this.deps.logger.info(`verify: share ${share.code.slice(0, 2)}… confirmed by ${maskEmail(share.email)}`);
+    return { maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt };
+  }
+
+  topology(): TopologyResponse {
+    const c = this.deps.config;
+    // Statuses are the operator's (failover step 2); promoted owners are listed separately.
+    const servers = c.topologyServers.length > 0 ? c.topologyServers : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
+    return { clusterId: c.clusterId, topologyVersion: c.topologyVersion, serverId: c.serverId, servers, routes: c.routes, promotedOwners: c.promotedOwners };
+  }
+
+  /** Per-peer replication progress (JSON status only). */
+  peerStatus(): PeerStatus[] {
+    return this.deps.replicator?.peers() ?? [];
+  }
+
+  status(): StatusResponse {
+    const s = this.deps.store.stats();
+    return {
+      replication_pending: this.deps.replicator?.pending() ?? 0,
+      replication_last_sequence: s.lastSequence,
+      shares_live: s.sharesLive,
+      shares_pending: s.sharesPending,
+      store_bytes: s.storeBytes,
+      uptime_seconds: Math.floor((this.deps.clock.now() - this.startedAt) / 1000),
+      server_id: this.deps.config.serverId,
+      origin_epoch: this.deps.config.originEpoch,
+    };
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Compaction: the live state is written to store.log.compact while the server
+ * keeps serving and appending to store.log; then, inside one exclusive section
+ * of the writer, the records appended meanwhile (the tail after the snapshot
+ * offset) are copied over, the new file is fsync'ed and renamed over
+ * store.log (atomic), the directory fsync'ed, and appends continue on the new
+ * file. A crash before the rename leaves the old log intact (the .compact file
+ * is deleted at startup); after it, the new log is complete.
+ */
+import { constants } from 'node:fs';
+import { open, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LogWriter } from './log-writer.js';
+import { MAGIC, encodeRecord, type ShareState, type StoreRecord } from './records.js';
+import type { Tombstone } from './share-index.js';
+import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
+
+export interface Snapshot {
+  /** Read after the cut and while requests run: must not change with the index. */
+  shares: Iterable<ShareState>;
+  tombstones: Tombstone[];
+  /** Replication acknowledgements (replAck records), kept so a restart resends only what is unacknowledged. */
+  acks: StoreRecord[];
+  checkpoint: StoreRecord;
+}
+
+export interface CompactionResult {
+  oldSize: number;
+  newSize: number;
+  shares: number;
+  tailBytes: number;
+}
+
+const CHUNK = 1 << 20;
+
+export async function compactLog(args: {
+  dir: string;
+  writer: LogWriter;
+  snapshot: () => Snapshot;
+  now: number;
+  syncDir: () => Promise<void>;
+}): Promise<CompactionResult> {
+  const { writer, now } = args;
+  const tmpPath = join(args.dir, COMPACT_NAME);
+  // 1. A consistent cut: no batch in flight, so the index matches the file up to `offset`.
+  const { snap, offset } = await writer.exclusive(async () => ({ snap: args.snapshot(), offset: writer.size }));
+
+  const out = await open(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o600);
+  let size = 0;
+  let kept = 0;
+  let swapped = false;
+  try {
+    const write = async (buf: Buffer) => {
+      let done = 0;
+      while (done < buf.length) done += (await out.write(buf, done, buf.length - done, size + done)).bytesWritten;
+      size += buf.length;
+    };
+    // 2. The snapshot, in chunks: each await lets requests run.
+    let parts: Buffer[] = [MAGIC, encodeRecord(snap.checkpoint)];
+    let partBytes = parts.reduce((n, b) => n + b.length, 0);
+    const push = async (buf: Buffer) => {
+      parts.push(buf);
+      partBytes += buf.length;
+      if (partBytes >= CHUNK) {
+        await write(Buffer.concat(parts));
+        parts = [];
+        partBytes = 0;
+      }
+    };
+    for (const share of snap.shares) {
+      if (share.expiresAt <= now) continue;
+      kept++;
+      await push(encodeRecord({ type: 'putShare', stamp: share.stamp, share }));
+      // The put carries the count; this record keeps the stamp of the fetch that set it.
+      if (share.fetchStamp) await push(encodeRecord({ type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount }));
+    }
+    for (const t of snap.tombstones) {
+      await push(encodeRecord({ type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason }));
+    }
+    for (const ack of snap.acks) await push(encodeRecord(ack));
+    if (parts.length > 0) await write(Buffer.concat(parts));
+    await out.sync();
+
+    // 3. The swap: copy what was appended since the cut, then rename.
+    return await writer.exclusive(async () => {
+      const oldSize = writer.size;
+      const tailBytes = oldSize - offset;
+      const buf = Buffer.alloc(Math.min(CHUNK, Math.max(tailBytes, 1)));
+      for (let pos = offset; pos < oldSize;) {
+        const n = Math.min(buf.length, oldSize - pos);
+        const r = await writer.file.read(buf, 0, n, pos);
+        if (r.bytesRead === 0) throw new Error('store log shrank during compaction');
+        await write(buf.subarray(0, r.bytesRead));
+        pos += r.bytesRead;
+      }
+      await out.sync();
+      await rename(tmpPath, join(args.dir, LOG_NAME));
+      swapped = true;
+      // Switch before anything else can fail: the old inode is no longer store.log.
+      const old = writer.replaceFile(out, size);
+      await old.close();
+      await args.syncDir();
+      return { oldSize, newSize: size, shares: kept, tailBytes };
+    });
+  } finally {
+    if (!swapped) {
+      await out.close().catch(() => undefined);
+      await rm(tmpPath, { force: true });
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The state directory: created owner-only, guarded by a pid lock file so two
+ * servers never append to one log, and made durable after renames (fsync of
+ * the directory itself).
+ */
+import { constants } from 'node:fs';
+import { mkdir, open, readFile, unlink, chmod } from 'node:fs/promises';
+import { join } from 'node:path';
+import { StashError } from '../../errors.js';
+
+export const LOG_NAME = 'store.log';
+export const COMPACT_NAME = 'store.log.compact';
+export const LOCK_NAME = 'lock';
+
+/** Creates `dir` (mode 0700) if needed. */
+export async function prepareStateDir(dir: string): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await chmod(dir, 0o700).catch(() => undefined);
+}
+
+/** fsync of a directory, so a rename or create in it survives a crash. */
+export async function syncDirectory(dir: string): Promise<void> {
+  const fh = await open(dir, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+}
+
+/** Whether process `pid` exists (EPERM: it does, under another user). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Directories locked by this process (a pid equal to ours is then not stale). */
+const heldHere = new Set<string>();
+
+/**
+ * Takes the directory's lock for this process. A lock left by a dead process
+ * (kill -9, power loss) is taken over; a live holder is an error.
+ */
+export async function lockStateDir(dir: string): Promise<() => Promise<void>> {
+  const path = join(dir, LOCK_NAME);
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      const fh = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
+      await fh.writeFile(`${process.pid}\n`);
+      await fh.close();
+      heldHere.add(path);
+      return async () => {
+        heldHere.delete(path);
+        const text = await readFile(path, 'utf8').catch(() => '');
+        if (Number(text.trim()) === process.pid) await unlink(path).catch(() => undefined);
+      };
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      const holder = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      // Our own pid counts as stale unless this process really holds it: in a
+      // container the server may be pid 1 on every start.
+      const ours = holder === process.pid;
+      if (Number.isInteger(holder) && holder > 0 && ((ours && heldHere.has(path)) || (!ours && alive(holder)))) {
+        throw new StashError('STATE_DIR_LOCKED', `the state directory ${dir} is in use by process ${holder}`);
+      }
+      // Stale: written by a process that is gone. Remove and retry the exclusive create.
+      await unlink(path).catch(() => undefined);
+    }
+  }
+  throw new StashError('STATE_DIR_LOCKED', `could not take the lock ${path} (another server keeps starting?)`);
+}

@@ -1,0 +1,282 @@
+/**
+ * Container operations. Each container has its own random content key, wrapped
+ * by the vault key in the file's header. The CLI unwraps it once (needs the
+ * vault key) and caches it in the session agent under the container id; reads
+ * and writes then need only the content key.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { NONCE_BYTES, open, sealWithNonce, TAG_BYTES } from './aead.js';
+import { decodeBody, encodeBody, wipeEntries, type Entries } from './container-body.js';
+import {
+  CONTAINER_VERSION, decodeHeader, encodeHeader, keyCommitment, MAX_HEADER_BYTES, parseContainer, wrapAd,
+  type ContainerHeader, type ParsedContainer,
+} from './container-format.js';
+import { VaultError } from './errors.js';
+import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
+import { withVaultLock } from './lock.js';
+import { loadMeta, requireVaultKey } from './meta-file.js';
+import { MAX_BODY_BYTES, validateContainerName, validateEntryName, validateValue } from './names.js';
+import { CONTAINER_EXT, vaultPaths } from './paths.js';
+import { assertKey, constantTimeEqual, KEY_BYTES, randomBytes, secureCopy, secureRandom, wipe } from './secure.js';
+
+export type { Entries } from './container-body.js';
+export { wipeEntries } from './container-body.js';
+
+/** Largest container file we will read: header, a full body, padding and tag. */
+const MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BODY_BYTES + 256 + TAG_BYTES;
+
+export interface ContainerInfo {
+  name: string;
+  /** Container id, 32 hex characters; the agent caches content keys under it. */
+  id: string;
+  path: string;
+}
+
+export interface ContainerListing extends ContainerInfo {
+  size: number;
+  modified: Date;
+  /** Null for a healthy header; otherwise why the file cannot be used (id is then ''). */
+  problem: string | null;
+}
+
+function corrupt(path: string, why: string): VaultError {
+  return new VaultError('CONTAINER_CORRUPT', `${path} is damaged or was modified: ${why}`);
+}
+
+function notFound(dir: string, name: string): VaultError {
+  return new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+}
+
+/** Header checks shared by every reader: the name inside matches the file name, the vault id matches. */
+function checkHeader(h: ContainerHeader, name: string, vaultId: Buffer, path: string): void {
+  if (h.name !== name) throw corrupt(path, `it holds container ${JSON.stringify(h.name)}; was the file renamed or swapped?`);
+  if (!h.vaultId.equals(vaultId)) throw corrupt(path, 'it belongs to a different vault');
+}
+
+/** Reads and parses a whole container file, checking name and vault. */
+function loadContainer(dir: string, name: string): { parsed: ParsedContainer; path: string } {
+  validateContainerName(name);
+  const meta = loadMeta(dir);
+  const path = vaultPaths(dir).container(name);
+  const bytes = readBounded(path, MAX_FILE_BYTES, (size) => corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`));
+  if (bytes === null) throw notFound(dir, name);
+  const parsed = parseContainer(bytes, path);
+  checkHeader(parsed.header, name, meta.vaultId, path);
+  return { parsed, path };
+}
+
+/** Decrypts the body with `contentKey`; CONTENT_KEY_MISMATCH for a key of another container. */
+function openBody(parsed: ParsedContainer, contentKey: Buffer, path: string): Entries {
+  assertKey(contentKey, 'the content key');
+  if (!constantTimeEqual(keyCommitment(contentKey, parsed.header.containerId), parsed.header.commitment)) {
+    throw new VaultError('CONTENT_KEY_MISMATCH', `the content key does not belong to ${path} (a stale cached key?); unwrap it again with the vault key`);
+  }
+  const plain = open(parsed.body, parsed.headerBytes, parsed.header.bodyNonce, contentKey);
+  if (plain === null) throw corrupt(path, 'the encrypted body failed authentication');
+  try {
+    return decodeBody(plain, path);
+  } catch (err) {
+    wipe(plain);
+    throw err;
+  }
+}
+
+/** Encrypts `entries` under `contentKey` with a fresh body nonce and writes the file atomically. */
+function writeContainer(path: string, header: ContainerHeader, contentKey: Buffer, entries: ReadonlyMap<string, Uint8Array>): void {
+  const h = { ...header, bodyNonce: randomBytes(NONCE_BYTES) };
+  const headerBytes = encodeHeader(h);
+  const plain = encodeBody(entries);
+  try {
+    atomicWrite(path, [headerBytes, sealWithNonce(plain, headerBytes, h.bodyNonce, contentKey)]);
+  } finally {
+    wipe(plain);
+  }
+}
+
+/**
+ * Creates an empty container with a new random id and content key. The vault
+ * key is checked first, so a wrong key can never produce a container nobody
+ * can open. CONTAINER_EXISTS when the name is taken.
+ */
+export function createContainer(dir: string, vaultKey: Buffer, name: string): ContainerInfo & { entries: number } {
+  validateContainerName(name);
+  const meta = requireVaultKey(dir, vaultKey);
+  const paths = vaultPaths(dir);
+  const path = paths.container(name);
+  ensureDir(paths.containers);
+  return withVaultLock(dir, () => {
+    if (existsSync(path)) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists`);
+    const contentKey = secureRandom(KEY_BYTES);
+    try {
+      const partial = { version: CONTAINER_VERSION, vaultId: meta.vaultId, containerId: randomBytes(16), name };
+      const wrapNonce = randomBytes(NONCE_BYTES);
+      const header: ContainerHeader = {
+        ...partial,
+        wrapNonce,
+        wrappedKey: sealWithNonce(contentKey, wrapAd(partial), wrapNonce, vaultKey),
+        commitment: keyCommitment(contentKey, partial.containerId),
+        bodyNonce: Buffer.alloc(NONCE_BYTES),
+      };
+      writeContainer(path, header, contentKey, new Map());
+      return { name, id: partial.containerId.toString('hex'), path, entries: 0 };
+    } finally {
+      wipe(contentKey);
+    }
+  });
+}
+
+/**
+ * Every container, sorted by name, from headers alone (no key needed). A file
+ * whose header is damaged is still listed, with `problem` set; temp files of
+ * crashed writes and files whose names are not container names are skipped.
+ */
+export function listContainers(dir: string): ContainerListing[] {
+  const meta = loadMeta(dir);
+  const paths = vaultPaths(dir);
+  let names: string[];
+  try {
+    names = readdirSync(paths.containers);
+  } catch {
+    return [];
+  }
+  const out: ContainerListing[] = [];
+  for (const file of names.sort()) {
+    if (isTempName(file) || !file.endsWith(CONTAINER_EXT)) continue;
+    const name = file.slice(0, -CONTAINER_EXT.length);
+    try {
+      validateContainerName(name);
+    } catch {
+      continue;
+    }
+    const path = paths.container(name);
+    let prefix: ReturnType<typeof readPrefix>;
+    try {
+      prefix = readPrefix(path, MAX_HEADER_BYTES, (why) => corrupt(path, why));
+    } catch (err) {
+      if (!(err instanceof VaultError)) throw err;
+      out.push({ name, path, size: 0, modified: new Date(0), id: '', problem: err.message });
+      continue;
+    }
+    if (prefix === null) continue; // removed while we listed
+    const entry = { name, path, size: prefix.size, modified: prefix.mtime };
+    try {
+      const { header } = decodeHeader(prefix.bytes, path);
+      checkHeader(header, name, meta.vaultId, path);
+      out.push({ ...entry, id: header.containerId.toString('hex'), problem: null });
+    } catch (err) {
+      if (!(err instanceof VaultError)) throw err;
+      out.push({ ...entry, id: '', problem: err.message });
+    }
+  }
+  return out;
+}
+
+/** Name, id and path from the header alone; CONTAINER_NOT_FOUND or CONTAINER_CORRUPT. */
+export function containerInfo(dir: string, name: string): ContainerInfo & { size: number; modified: Date } {
+  validateContainerName(name);
+  const meta = loadMeta(dir);
+  const path = vaultPaths(dir).container(name);
+  const prefix = readPrefix(path, MAX_HEADER_BYTES, (why) => corrupt(path, why));
+  if (prefix === null) throw notFound(dir, name);
+  const { header } = decodeHeader(prefix.bytes, path);
+  checkHeader(header, name, meta.vaultId, path);
+  return { name, id: header.containerId.toString('hex'), path, size: prefix.size, modified: prefix.mtime };
+}
+
+/** Deletes a container file. CONTAINER_NOT_FOUND when there is none. */
+export function removeContainer(dir: string, name: string): void {
+  validateContainerName(name);
+  loadMeta(dir);
+  const path = vaultPaths(dir).container(name);
+  withVaultLock(dir, () => {
+    if (!removeFile(path)) throw notFound(dir, name);
+  });
+}
+
+/**
+ * The container's content key, unwrapped with the vault key into a secure
+ * buffer (release with wipe()). The vault key is checked against vault.json
+ * first, so a failure after that is CONTAINER_CORRUPT, never a guess.
+ */
+export function unwrapContentKey(dir: string, vaultKey: Buffer, name: string): Buffer {
+  validateContainerName(name);
+  requireVaultKey(dir, vaultKey);
+  const { parsed, path } = loadContainer(dir, name);
+  const h = parsed.header;
+  const key = open(h.wrappedKey, wrapAd(h), h.wrapNonce, vaultKey);
+  if (key === null) throw corrupt(path, 'the wrapped content key failed authentication');
+  if (!constantTimeEqual(keyCommitment(key, h.containerId), h.commitment)) {
+    wipe(key);
+    throw corrupt(path, 'the content key does not match its commitment');
+  }
+  return key;
+}
+
+/**
+ * Decrypts every entry. Values are views into one secure buffer: release them
+ * all with wipeEntries(). CONTENT_KEY_MISMATCH for a key of another container,
+ * CONTAINER_CORRUPT for any changed or missing byte.
+ */
+export function readEntries(dir: string, name: string, contentKey: Buffer): Entries {
+  const { parsed, path } = loadContainer(dir, name);
+  return openBody(parsed, contentKey, path);
+}
+
+/** One entry's value as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
+export function readEntry(dir: string, name: string, contentKey: Buffer, entryName: string): Buffer {
+  validateEntryName(entryName);
+  const entries = readEntries(dir, name, contentKey);
+  try {
+    const value = entries.get(entryName);
+    if (value === undefined) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(name)} has no entry ${entryName}`);
+    return secureCopy(value);
+  } finally {
+    wipeEntries(entries);
+  }
+}
+
+/**
+ * Applies several changes in one atomic rewrite: a Buffer sets an entry, null
+ * deletes it. Returns the names that actually changed. Nothing is written when
+ * nothing changes, or when any change is invalid or over a limit.
+ */
+export function updateEntries(dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>): string[] {
+  for (const [entryName, value] of changes) {
+    validateEntryName(entryName);
+    if (value !== null) validateValue(value, entryName);
+  }
+  assertKey(contentKey, 'the content key');
+  validateContainerName(name);
+  loadMeta(dir); // VAULT_NOT_FOUND here, rather than a failure to create the lock file
+  return withVaultLock(dir, () => {
+    const { parsed, path } = loadContainer(dir, name);
+    const entries = openBody(parsed, contentKey, path);
+    try {
+      const next = new Map<string, Uint8Array>(entries);
+      const changed: string[] = [];
+      for (const [entryName, value] of changes) {
+        const old = next.get(entryName);
+        if (value === null) {
+          if (next.delete(entryName)) changed.push(entryName);
+        } else if (old === undefined || !constantTimeEqual(old, value)) {
+          next.set(entryName, value);
+          changed.push(entryName);
+        }
+      }
+      if (changed.length > 0) writeContainer(path, parsed.header, contentKey, next);
+      return changed;
+    } finally {
+      wipeEntries(entries);
+    }
+  });
+}
+
+/** Sets one entry (creating or replacing it). */
+export function writeEntry(dir: string, name: string, contentKey: Buffer, entryName: string, value: Buffer): void {
+  updateEntries(dir, name, contentKey, new Map([[entryName, value]]));
+}
+
+/** Deletes one entry; false when it did not exist (nothing is written then). */
+export function deleteEntry(dir: string, name: string, contentKey: Buffer, entryName: string): boolean {
+  return updateEntries(dir, name, contentKey, new Map([[entryName, null]])).length > 0;
+}

@@ -1,0 +1,209 @@
+/**
+ * Crash-safe file writes. A vault file is never rewritten in place: the new
+ * bytes go to a temp file in the same folder (0600), are fsync'ed, renamed over
+ * the old name (atomic on POSIX and on NTFS), and then the folder is fsync'ed so
+ * the rename itself survives a power cut. A crash leaves either the old file or
+ * the new one, plus at most a temp file that readers ignore and the next locked
+ * write sweeps away. Temp files only ever hold ciphertext or public data.
+ */
+import {
+  closeSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
+  renameSync, unlinkSync, writeSync, chmodSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { errnoCode, ioError, VaultError } from './errors.js';
+import { randomBytes } from './secure.js';
+
+export const FILE_MODE = 0o600;
+export const DIR_MODE = 0o700;
+const isWindows = process.platform === 'win32';
+
+/** Temp files are `.<target>.tmp-<random>`: hidden, and never a valid container name. */
+export function isTempName(name: string): boolean {
+  return name.startsWith('.') && name.includes('.tmp-');
+}
+
+function tempPathFor(path: string): string {
+  return join(dirname(path), `.${basename(path)}.tmp-${randomBytes(6).toString('hex')}`);
+}
+
+/** fsync a folder so a rename or unlink inside it is durable. */
+export function fsyncDir(dir: string): void {
+  if (isWindows) return; // Windows cannot open a folder as a file; NTFS journals renames.
+  let fd: number;
+  try {
+    fd = openSync(dir, 'r');
+  } catch (err) {
+    throw ioError(err, 'open folder', dir);
+  }
+  try {
+    fsyncSync(fd);
+  } catch (err) {
+    // Some file systems (certain FUSE and network mounts) reject fsync on a folder;
+    // the rename has still happened, only its durability is up to them.
+    const code = errnoCode(err);
+    if (code !== 'EINVAL' && code !== 'ENOTSUP' && code !== 'EBADF') throw ioError(err, 'sync folder', dir);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Creates `dir` (and parents) with mode 0700; an existing folder is left as it is. */
+export function ensureDir(dir: string): void {
+  try {
+    mkdirSync(dir, { recursive: true, mode: DIR_MODE });
+  } catch (err) {
+    throw ioError(err, 'create folder', dir);
+  }
+}
+
+/** Sets a folder we own to 0700 (POSIX only). */
+export function restrictDir(dir: string): void {
+  if (isWindows) return;
+  try {
+    chmodSync(dir, DIR_MODE);
+  } catch (err) {
+    throw ioError(err, 'set permissions on', dir);
+  }
+}
+
+/**
+ * Atomically replaces (or creates) `path` with `chunks`, mode 0600. On any
+ * failure the temp file is removed and the old file is untouched.
+ */
+export function atomicWrite(path: string, chunks: readonly Uint8Array[]): void {
+  const tmp = tempPathFor(path);
+  let fd: number;
+  try {
+    fd = openSync(tmp, 'wx', FILE_MODE);
+  } catch (err) {
+    throw ioError(err, 'create', tmp);
+  }
+  try {
+    for (const chunk of chunks) {
+      let off = 0;
+      while (off < chunk.length) off += writeSync(fd, chunk, off, chunk.length - off);
+    }
+    fsyncSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    unlinkQuiet(tmp);
+    throw ioError(err, 'write', tmp);
+  }
+  closeSync(fd);
+  try {
+    renameSync(tmp, path);
+  } catch (err) {
+    unlinkQuiet(tmp);
+    throw ioError(err, 'replace', path);
+  }
+  fsyncDir(dirname(path));
+}
+
+/** Removes a file and makes the removal durable; false when it did not exist. */
+export function removeFile(path: string): boolean {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return false;
+    throw ioError(err, 'remove', path);
+  }
+  fsyncDir(dirname(path));
+  return true;
+}
+
+function unlinkQuiet(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Already gone, or the folder vanished: nothing left to clean.
+  }
+}
+
+/**
+ * Reads a whole regular file of at most `maxBytes`. Returns null when it does
+ * not exist. `tooBig` builds the error for a larger file or a non-file (size -1;
+ * each caller names its own corruption code), so a planted multi-gigabyte file cannot exhaust memory.
+ */
+export function readBounded(path: string, maxBytes: number, tooBig: (size: number) => VaultError): Buffer | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw ioError(err, 'open', path);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw tooBig(-1);
+    if (st.size > maxBytes) throw tooBig(st.size);
+    const buf = Buffer.alloc(st.size);
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break; // shrank under us: the caller's parser sees a short file
+      off += n;
+    }
+    return off === buf.length ? buf : buf.subarray(0, off);
+  } catch (err) {
+    if (err instanceof VaultError) throw err;
+    throw ioError(err, 'read', path);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads at most `maxBytes` from the start of a file (container headers).
+ * Returns null when it does not exist; `bad` builds the error for a non-file.
+ */
+export function readPrefix(path: string, maxBytes: number, bad: (why: string) => VaultError): { bytes: Buffer; size: number; mtime: Date } | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return null;
+    throw ioError(err, 'open', path);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) throw bad('it is not a regular file');
+    const buf = Buffer.alloc(Math.min(maxBytes, st.size));
+    let off = 0;
+    while (off < buf.length) {
+      const n = readSync(fd, buf, off, buf.length - off, off);
+      if (n === 0) break;
+      off += n;
+    }
+    return { bytes: buf.subarray(0, off), size: st.size, mtime: st.mtime };
+  } catch (err) {
+    if (err instanceof VaultError) throw err;
+    throw ioError(err, 'read', path);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Deletes leftover temp files of crashed writes in `dir`. Call only while holding the vault lock. */
+export function sweepTempFiles(dir: string): number {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  let removed = 0;
+  for (const name of names) {
+    if (!isTempName(name)) continue;
+    const path = join(dir, name);
+    try {
+      if (lstatSync(path).isFile()) {
+        unlinkSync(path);
+        removed++;
+      }
+    } catch {
+      // Raced with another cleanup; fine.
+    }
+  }
+  return removed;
+}

@@ -1,0 +1,66 @@
+/**
+ * Names and size limits. Container names become file names, so they are held
+ * to a portable, traversal-proof pattern (no separators, no leading dot, no
+ * Windows device names). Entry names are environment-variable friendly so that
+ * `stash env` can export them unchanged.
+ */
+import { VaultError } from './errors.js';
+
+/** Container names: a letter or digit, then letters, digits, '.', '_', '-'; 1..64 chars. */
+export const CONTAINER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+/** Entry names: like environment variables; 1..128 chars. */
+export const ENTRY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/** Largest value of one entry. */
+export const MAX_VALUE_BYTES = 64 * 1024;
+/** Largest serialized body of one container (all names and values). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+/** Most entries in one container. */
+export const MAX_ENTRIES = 4096;
+
+// CON, PRN, AUX, NUL, COM1-9, LPT1-9 cannot be file names on Windows, with or
+// without an extension; refusing them everywhere keeps a vault portable.
+const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$/i;
+
+/** Throws INVALID_NAME unless `name` is a usable container name. */
+export function validateContainerName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !CONTAINER_NAME_RE.test(name)) {
+    throw new VaultError(
+      'INVALID_NAME',
+      `invalid container name ${describe(name)}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit`,
+    );
+  }
+  if (WINDOWS_DEVICE.test(name) || name.endsWith('.')) {
+    throw new VaultError('INVALID_NAME', `invalid container name ${describe(name)}: reserved as a file name on Windows`);
+  }
+}
+
+/** Throws INVALID_NAME unless `name` is a usable entry name. */
+export function validateEntryName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || !ENTRY_NAME_RE.test(name)) {
+    throw new VaultError(
+      'INVALID_NAME',
+      `invalid entry name ${describe(name)}: use 1-128 letters, digits or '_', not starting with a digit (like an environment variable)`,
+    );
+  }
+}
+
+/** Throws CONTAINER_FULL unless `value` fits in one entry. */
+export function validateValue(value: unknown, entryName: string): asserts value is Buffer {
+  if (!Buffer.isBuffer(value)) {
+    throw new VaultError('INVALID_ARGUMENT', `the value of ${entryName} must be a Buffer`);
+  }
+  if (value.length > MAX_VALUE_BYTES) {
+    throw new VaultError(
+      'CONTAINER_FULL',
+      `the value of ${entryName} is ${value.length} bytes; the limit is ${MAX_VALUE_BYTES} bytes (64 KiB) per entry`,
+    );
+  }
+}
+
+/** A short, printable rendering of a rejected name (never more than 80 chars). */
+export function describe(name: unknown): string {
+  if (typeof name !== 'string') return `(${typeof name})`;
+  const shown = JSON.stringify(name.length > 72 ? `${name.slice(0, 72)}...` : name);
+  return name.length === 0 ? '"" (empty)' : shown;
+}

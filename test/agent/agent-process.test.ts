@@ -1,0 +1,270 @@
+/**
+ * The real agent process (`node bin/stash.js __agent`) driven through real
+ * Unix sockets by the real client.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { AgentClient, AgentError } from '../../src/agent/client.js';
+import { agentEndpoint } from '../../src/agent/paths.js';
+import { encodeFrame, encodeRequest, MsgType } from '../../src/protocol/index.js';
+import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor } from '../helpers/agent.js';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+
+function endpointOf(dir: string) {
+  return agentEndpoint({ STASH_SESSION_AGENT_DIR: dir });
+}
+
+async function errorCode(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as AgentError).code;
+  }
+  return 'no error';
+}
+
+test('put/get/forget/forget-all/list round trips through a live agent', async () => {
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  try {
+    const a = randomBytes(16);
+    const b = randomBytes(16);
+    const keyA = randomBytes(32);
+    await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
+    await c.put(b, randomBytes(32), {});
+    const hit = await c.get(a);
+    assert.ok(hit && hit.key.equals(keyA));
+    assert.is(hit!.ttl, 60);
+    assert.is((hit!.key as Buffer & { secure?: boolean }).secure, true, 'the client returns keys in secure memory');
+    assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
+    const list = await c.list();
+    assert.is(list.length, 2);
+    const la = list.find((e) => e.id.equals(a))!;
+    assert.is(la.path, '/vault/containers/work.stash');
+    assert.is(list.find((e) => e.id.equals(b))!.ttl, 900, 'default TTL');
+    assert.ok(await c.forget(a));
+    assert.not.ok(await c.forget(a));
+    assert.is(await c.get(a), null);
+    assert.is(await c.forgetAll(), 1);
+    assert.equal(await c.list(), []);
+    const status = await c.status();
+    assert.is(status.pid, proc.pid);
+    assert.is(status.entries, 0);
+  } finally {
+    c.close();
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
+test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', async () => {
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  try {
+    const slide = randomBytes(16);
+    const still = randomBytes(16);
+    await c.put(slide, randomBytes(32), { ttl: 2 });
+    await c.put(still, randomBytes(32), { ttl: 2 });
+    for (let i = 0; i < 4; i++) {
+      await sleep(700);
+      assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
+      await c.list();
+    }
+    // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
+    const ids = (await c.list()).map((e) => e.id.toString('hex'));
+    assert.ok(ids.includes(slide.toString('hex')));
+    assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
+    await sleep(2300);
+    assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
+    assert.is(await c.get(slide), null);
+
+    // A client can only send TTL <= 0 by hand: the encoder refuses it.
+    const raw = encodeRequest({ type: 'put', id: randomBytes(16), key: randomBytes(32), path: null, ttl: 5 });
+    raw.payload.writeInt32LE(0, raw.payload.length - 4);
+    const { createConnection } = await import('node:net');
+    const s = createConnection(join(t.dir, 'agent.sock'));
+    // sealed-only type sent plain is refused, the connection stays usable
+    s.write(encodeFrame(raw.type, raw.payload));
+    const reply = await new Promise<Buffer>((r) => s.once('data', r));
+    assert.is(reply[4], MsgType.ERROR);
+    assert.is(reply.readUInt16LE(9), 4, 'UNSUPPORTED_TYPE outside a sealed frame');
+    s.destroy();
+    assert.is(await errorCode(c.put(randomBytes(16), randomBytes(32), { ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
+  } finally {
+    c.close();
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
+test('socket folder is 0700 and the socket 0600; an open folder is refused', async () => {
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  try {
+    assert.is(statSync(t.dir).mode & 0o777, 0o700);
+    assert.is(statSync(join(t.dir, 'agent.sock')).mode & 0o777, 0o600);
+  } finally {
+    proc.kill('SIGTERM');
+    await exited(proc);
+  }
+  chmodSync(t.dir, 0o755);
+  const bad = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  bad.stderr!.on('data', (d) => { stderr += d; });
+  assert.is(await exited(bad), 77);
+  assert.match(stderr, /mode 0755; it must be 0700/);
+  t.cleanup();
+});
+
+test('a client running as another uid is refused and logged', async () => {
+  if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv')) return;
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  try {
+    // open the folder and socket up for the test only, so that nobody can reach connect()
+    chmodSync(t.home, 0o755);
+    chmodSync(t.dir, 0o755);
+    chmodSync(join(t.dir, 'agent.sock'), 0o666);
+    const script = `const s=require('net').connect(${JSON.stringify(join(t.dir, 'agent.sock'))});
+      s.on('connect',()=>{s.write(Buffer.from('5342583205000000','hex'))});
+      let got=0;s.on('data',d=>{got+=d.length});
+      s.on('close',()=>{console.log('closed after '+got+' bytes');process.exit(0)});
+      s.on('error',e=>{console.log('error '+e.code);process.exit(0)});
+      setTimeout(()=>{console.log('still open');process.exit(1)},3000)`;
+    const nobody = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    nobody.stdout!.on('data', (d) => { out += d; });
+    assert.is(await exited(nobody), 0, out);
+    assert.match(out, /closed after 0 bytes|error (ECONNRESET|EPIPE)/, out);
+    await waitFor(() => /refused a connection from uid 65534/.test(readLog(t)), 3000, 'refusal in the log');
+    // and our own uid is still served
+    const c = await AgentClient.connect(endpointOf(t.dir));
+    await c.put(randomBytes(16), randomBytes(32), {});
+    c.close();
+  } finally {
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
+test('stop clears everything and exits; SIGTERM wipes and exits', async () => {
+  const t = agentEnv();
+  let proc = await startAgent(t);
+  let c = await AgentClient.connect(endpointOf(t.dir));
+  await c.put(randomBytes(16), randomBytes(32), {});
+  await c.stop();
+  assert.is(await exited(proc), 0);
+  assert.not.ok(existsSync(join(t.dir, 'agent.sock')), 'socket removed on exit');
+  assert.match(readLog(t), /agent exiting \(stop requested\); wiped 1 key/);
+  c.close();
+
+  proc = await startAgent(t);
+  c = await AgentClient.connect(endpointOf(t.dir));
+  await c.put(randomBytes(16), randomBytes(32), {});
+  await c.put(randomBytes(16), randomBytes(32), {});
+  proc.kill('SIGTERM');
+  assert.is(await exited(proc), 0);
+  assert.match(readLog(t), /agent exiting \(SIGTERM\); wiped 2 key/);
+  c.close();
+  t.cleanup();
+});
+
+test('idle exit after the idle time with nothing cached', async () => {
+  const t = agentEnv({ STASH_AGENT_IDLE_SECONDS: '1' });
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  await c.put(randomBytes(16), randomBytes(32), { ttl: 1 });
+  c.close();
+  await sleep(1500);
+  assert.is(proc.exitCode, null, 'an agent holding a key (until its TTL runs out) is not idle');
+  assert.is(await exited(proc, 5000), 0);
+  assert.match(readLog(t), /idle for 1 s/);
+  t.cleanup();
+});
+
+test('the agent exits when its socket file is removed or taken over', async () => {
+  const t = agentEnv();
+  let proc = await startAgent(t);
+  unlinkSync(join(t.dir, 'agent.sock'));
+  assert.is(await exited(proc, 4000), 0);
+  assert.match(readLog(t), /socket file removed or replaced/);
+  proc = await startAgent(t);
+  unlinkSync(join(t.dir, 'agent.sock'));
+  const impostor = createServer().listen(join(t.dir, 'agent.sock'));
+  assert.is(await exited(proc, 4000), 0);
+  impostor.close();
+  t.cleanup();
+});
+
+test('a stale socket file from a dead agent is replaced', async () => {
+  const t = agentEnv();
+  const dead = await startAgent(t);
+  dead.kill('SIGKILL');
+  await exited(dead);
+  assert.ok(existsSync(join(t.dir, 'agent.sock')), 'SIGKILL leaves the socket file behind');
+  // startAgent returns at once (the stale file exists); wait for a live listener instead
+  const proc = await startAgent(t);
+  await waitFor(async () => {
+    try {
+      const c = await AgentClient.connect(endpointOf(t.dir));
+      const s = await c.status();
+      c.close();
+      return s.pid === proc.pid;
+    } catch {
+      return false;
+    }
+  }, 5000, 'the new agent to answer');
+  proc.kill('SIGTERM');
+  await exited(proc);
+  t.cleanup();
+});
+
+test('a second agent exits quietly when one is already serving', async () => {
+  const t = agentEnv();
+  const first = await startAgent(t);
+  const second = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: 'ignore' });
+  assert.is(await exited(second), 0);
+  assert.is(first.exitCode, null);
+  first.kill('SIGTERM');
+  await exited(first);
+  t.cleanup();
+});
+
+test('a peer speaking another protocol version is reported clearly', async () => {
+  const t = agentEnv();
+  mkdirSync(t.dir, { recursive: true, mode: 0o700 });
+  const fake = createServer((s) => s.on('data', () => s.write(Buffer.from('SBX3\x81\x00\x00\x00\x00', 'latin1'))));
+  await new Promise<void>((r) => fake.listen(join(t.dir, 'agent.sock'), r));
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  const code = await errorCode(c.get(randomBytes(16)));
+  assert.is(code, 'AGENT_VERSION');
+  c.close();
+  fake.close();
+  t.cleanup();
+});
+
+test('__agent rejects arguments and an invalid config file', async () => {
+  const t = agentEnv();
+  const p = spawn(process.execPath, [stashBin, '__agent', '--bogus'], { env: t.env, stdio: 'ignore' });
+  assert.is(await exited(p), 64);
+  const cfg = join(t.home, 'bad.toml');
+  writeFileSync(cfg, '[agent]\nprevent_sleep = 3\n');
+  const q = spawn(process.execPath, [stashBin, '__agent'], { env: { ...t.env, STASH_CONFIG: cfg }, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  q.stderr!.on('data', (d) => { err += d; });
+  assert.is(await exited(q), 78);
+  assert.match(err, /bad\.toml: agent\.prevent_sleep must be a boolean/);
+  t.cleanup();
+});
+
+test.run();

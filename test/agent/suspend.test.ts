@@ -1,0 +1,264 @@
+/**
+ * Suspend safety of the live agent process (`node bin/stash.js __agent`) on a
+ * real dbus-daemon with python3-dbusmock's logind (test/fixtures/logind-bus.ts):
+ * the locks as logind lists them, activities, PrepareForSleep from logind and
+ * from a stranger, terminate_on_suspend on and off, 100 cycles, and no bus.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { AgentClient, type AgentError } from '../../src/agent/client.js';
+import { agentEndpoint } from '../../src/agent/paths.js';
+import { logindBusFacility, startLogindBus, type Inhibitor, type LogindBus } from '../fixtures/logind-bus.js';
+import { agentEnv, exited, readLog, sleep, startAgent, waitFor, type TestAgentEnv } from '../helpers/agent.js';
+import { needFacility } from '../helpers/facility.js';
+
+const facility = logindBusFacility();
+const usable = process.platform === 'linux' && facility.available;
+let bus: LogindBus | null = null;
+
+// The stand-in reports a fixed pid for every inhibitor, so locks are told
+// apart by who and mode; each test runs one agent and waits for the previous
+// one's locks to go first.
+const ours = (list: Inhibitor[], mode: string) => list.filter((i) => i.who === 'stash' && i.mode === mode);
+
+interface Running {
+  t: TestAgentEnv;
+  proc: ChildProcess;
+  client: AgentClient;
+  close(): Promise<void>;
+}
+
+/** An agent on the private bus, with the given terminate_on_suspend. */
+async function agentOnBus(terminate: boolean): Promise<Running> {
+  await waitFor(async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'), 5000, 'the previous agent\'s locks to go');
+  const t = agentEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus!.address, STASH_AGENT_TERMINATE_ON_SUSPEND: terminate ? '1' : '0' });
+  const proc = await startAgent(t);
+  const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
+  await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the agent\'s delay lock');
+  return {
+    t,
+    proc,
+    client,
+    async close() {
+      client.close();
+      proc.kill('SIGTERM');
+      await exited(proc);
+      t.cleanup();
+    },
+  };
+}
+
+/** A child of this test process (so the agent accepts it as our descendant). */
+function child(): ChildProcess {
+  return spawn('sleep', ['60'], { stdio: 'ignore' });
+}
+
+async function power(c: AgentClient): Promise<Record<string, unknown>> {
+  return (await c.status()).power as Record<string, unknown>;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    return (err as AgentError).code;
+  }
+  return 'no error';
+}
+
+test.before(async () => {
+  if (!needFacility(usable, 'logind stand-in', process.platform === 'linux' ? facility.reason : 'Linux only')) return;
+  bus = await startLogindBus();
+});
+
+test.after(async () => {
+  await bus?.stop();
+});
+
+test('the delay lock is held once the agent runs; status reports logind', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  try {
+    const delay = ours(await bus.listInhibitors(), 'delay');
+    assert.equal(delay.map((i) => [i.what, i.mode]), [['sleep', 'delay']]);
+    const p = await power(a.client);
+    assert.is(p.backend, 'logind');
+    assert.is(p.available, true);
+    assert.equal(p.delayLock, { held: true, reason: null });
+    assert.match(readLog(a.t), /suspend protection active \(logind/);
+  } finally {
+    await a.close();
+  }
+});
+
+test('an activity holds a block inhibitor; unregistering or the process dying removes it', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  const kid = child();
+  const kid2 = child();
+  try {
+    const token = await a.client.registerActivity(kid.pid!, 'env');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock');
+    assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['env']);
+    await a.client.unregisterActivity(kid.pid!, token);
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 0, 3000, 'the block lock to go after unregister');
+
+    await a.client.registerActivity(kid2.pid!, 'open');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock for the second child');
+    kid2.kill('SIGKILL');
+    await exited(kid2);
+    // No unregister: the agent prunes the dead process on its own (housekeeping tick).
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 0, 5000, 'the block lock to go after the process died');
+    assert.equal((await a.client.status()).activities, []);
+    assert.is(ours(await bus.listInhibitors(), 'delay').length, 1, 'the delay lock is untouched');
+  } finally {
+    kid.kill('SIGKILL');
+    kid2.kill('SIGKILL');
+    await a.close();
+  }
+});
+
+test('unrelated pids are refused: they are neither the caller nor its descendants', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  try {
+    assert.is(await codeOf(a.client.registerActivity(1, 'env')), 'AGENT_ACTIVITY_REFUSED');
+    assert.is(await codeOf(a.client.registerActivity(process.ppid, 'env')), 'AGENT_ACTIVITY_REFUSED');
+    assert.is(await codeOf(a.client.registerActivity(2 ** 22 + 12345, 'env')), 'AGENT_NO_PROCESS');
+    assert.is(ours(await bus.listInhibitors(), 'block').length, 0);
+  } finally {
+    await a.close();
+  }
+});
+
+test('PrepareForSleep(true), terminate on: keys wiped before the delay lock goes, children terminated; (false): lock back', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  const kid = child();
+  try {
+    const ids = Array.from({ length: 5 }, () => randomBytes(16));
+    for (const id of ids) await a.client.put(id, randomBytes(32), { ttl: 600 });
+    await a.client.registerActivity(kid.pid!, 'env');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock');
+
+    await bus.emitPrepareForSleep(true);
+    const how = await exited(kid, 5000);
+    assert.is(how, 'SIGTERM', 'the activity process got SIGTERM');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    for (const id of ids) assert.is(await a.client.get(id), null, 'every get misses after the suspend signal');
+    const p = await power(a.client);
+    assert.is(p.phase, 'sleeping');
+    const last = p.lastSuspend as { wipeLatencyMs: number; releaseLatencyMs: number };
+    assert.ok(last.wipeLatencyMs <= last.releaseLatencyMs, `wiped (${last.wipeLatencyMs} ms) before the release (${last.releaseLatencyMs} ms)`);
+    assert.ok(last.releaseLatencyMs < 5000, 'inside logind\'s 5 s budget');
+    assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'no block lock once the activity is gone');
+    // Until resume, no new key may be cached: it would sleep in memory.
+    assert.is(await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})), 'AGENT_SUSPENDING');
+    assert.match(readLog(a.t), /suspend: wiped 5 key\(s\); activities: 1 terminated, 0 killed/);
+
+    await bus.emitPrepareForSleep(false);
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock to come back');
+    assert.is((await power(a.client)).phase, 'idle');
+    const id = randomBytes(16);
+    await a.client.put(id, randomBytes(32), {});
+    assert.ok(await a.client.get(id), 'keys are cached again after resume');
+  } finally {
+    kid.kill('SIGKILL');
+    await a.close();
+  }
+});
+
+test('PrepareForSleep(true), terminate off: children keep running, the block lock goes, and comes back after resume', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(false);
+  const kid = child();
+  try {
+    const id = randomBytes(16);
+    await a.client.put(id, randomBytes(32), {});
+    await a.client.registerActivity(kid.pid!, 'open');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock');
+
+    await bus.emitPrepareForSleep(true);
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    assert.is(await a.client.get(id), null);
+    assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'the block lock is dropped: the activity is no longer protected');
+    await sleep(300);
+    assert.is(kid.exitCode, null, 'the activity process is left running');
+    assert.is(kid.signalCode, null);
+    assert.match(readLog(a.t), /1 activit\(ies\) left running without a sleep inhibitor/);
+
+    await bus.emitPrepareForSleep(false);
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock to come back');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 5000, 'the block lock for the still-running activity');
+  } finally {
+    kid.kill('SIGKILL');
+    await a.close();
+  }
+});
+
+test('a PrepareForSleep from another sender is ignored', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  try {
+    const id = randomBytes(16);
+    const key = randomBytes(32);
+    await a.client.put(id, key, {});
+    await bus.emitPrepareForSleep(true, { fromOtherSender: true });
+    await sleep(400);
+    const hit = await a.client.get(id);
+    assert.ok(hit && hit.key.equals(key), 'the key is still cached');
+    assert.is(ours(await bus.listInhibitors(), 'delay').length, 1, 'the delay lock is still held');
+    assert.is((await power(a.client)).suspendCount, 0);
+  } finally {
+    await a.close();
+  }
+});
+
+test('100 suspend cycles with keys put between them: every cycle wipes everything', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(true);
+  try {
+    for (let cycle = 1; cycle <= 100; cycle++) {
+      const ids = Array.from({ length: 3 }, () => randomBytes(16));
+      for (const id of ids) await a.client.put(id, randomBytes(32), { ttl: 600 });
+      await bus.emitPrepareForSleep(true);
+      await waitFor(async () => (await power(a.client)).suspendCount === cycle && (await power(a.client)).phase === 'sleeping', 5000, `suspend ${cycle}`);
+      for (const id of ids) assert.is(await a.client.get(id), null, `cycle ${cycle}: every key wiped`);
+      assert.is((await a.client.list()).length, 0, `cycle ${cycle}: nothing listed`);
+      await bus.emitPrepareForSleep(false);
+      await waitFor(async () => (await power(a.client)).phase === 'idle', 5000, `resume ${cycle}`);
+    }
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock after the last resume');
+  } finally {
+    await a.close();
+  }
+});
+
+test('with no bus at all the agent serves normally and reports why protection is missing', async () => {
+  // Needs no logind stand-in: the environment points at a bus that does not exist.
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
+  try {
+    const id = randomBytes(16);
+    const key = randomBytes(32);
+    await c.put(id, key, {});
+    const hit = await c.get(id);
+    assert.ok(hit && hit.key.equals(key));
+    await waitFor(async () => (await power(c)).listener !== undefined && (await power(c)).reason !== null, 5000, 'a reason');
+    const p = await power(c);
+    assert.is(p.available, false);
+    assert.type(p.reason, 'string');
+    assert.ok((p.reason as string).length > 0);
+    await waitFor(() => /suspend protection unavailable: /.test(readLog(t)), 5000, 'the log line');
+  } finally {
+    c.close();
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
+test.run();

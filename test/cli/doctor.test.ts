@@ -1,0 +1,159 @@
+/**
+ * `stash doctor` passes on a healthy setup (real agent, logind stand-in on a
+ * private system bus, a fresh vault) and names the fault, with a fix, on a
+ * broken one: socket folder 0755, no logind, a bad config file, vault files
+ * readable by others. Exit status 0 only when nothing failed.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { logindBusFacility, startLogindBus } from '../fixtures/logind-bus.js';
+import { agentPids } from '../helpers/agent.js';
+import { needFacility } from '../helpers/facility.js';
+import { cliEnv, type CliEnv } from './harness.js';
+
+interface Check { section: string; name: string; status: string; detail: string; fix?: string }
+interface Report { ok: boolean; checks: Check[]; agent: Record<string, unknown> | null; config: { settings: Record<string, { value: unknown; source: string; from: string | null }> } | null }
+
+async function doctor(t: CliEnv, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; report: Report; text: string }> {
+  const json = await t.run(['doctor', '--json'], { env });
+  const text = await t.run(['doctor'], { env });
+  assert.is(json.code, text.code, 'text and JSON agree on the status');
+  return { code: json.code, report: JSON.parse(json.stdout) as Report, text: text.stdout };
+}
+
+const check = (r: Report, name: string): Check => {
+  const c = r.checks.find((x) => x.name === name);
+  assert.ok(c, `check ${name} present`);
+  return c!;
+};
+
+test('healthy setup: every check passes, exit 0', async () => {
+  const facility = logindBusFacility();
+  if (!needFacility(facility.available, 'logind stand-in', facility.reason)) return;
+  const bus = await startLogindBus();
+  const t = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address });
+  try {
+    await t.initVault(['work']);
+    const { code, report, text } = await doctor(t);
+    assert.is(code, 0, text);
+    assert.ok(report.ok);
+    assert.equal(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn'), []);
+    for (const name of ['agent running', 'agent hardening', 'socket folder', 'peer credentials', 'dumpable', 'core dumps', 'mlock limit', 'inhibitor backend', 'delay lock', 'block lock', 'suspend listener', 'config file', 'vault', 'vault files', 'vault permissions', 'identity', 'containers']) {
+      assert.is(check(report, name).status, 'ok', `${name}: ${check(report, name).detail}`);
+    }
+    assert.match(check(report, 'inhibitor backend').detail, /^logind via libsystemd\.so\.0$/);
+    assert.match(check(report, 'agent running').detail, /^pid \d+, up \d+s, 1 cached key\(s\), no activities/);
+    assert.match(text, /^Session agent\n\[ ok \] agent running: pid \d+/);
+    assert.match(text, /\nNo problems found\.\n$/);
+    const inhibitors = await bus.listInhibitors();
+    assert.ok(inhibitors.some((i) => i.mode === 'delay' && i.who === 'stash'), 'the delay lock doctor reports is really held');
+  } finally {
+    await t.dispose();
+    await bus.stop();
+  }
+});
+
+test('no logind: the suspend checks fail and say why; the rest passes', async () => {
+  const t = cliEnv(); // DBUS_SYSTEM_BUS_ADDRESS points at a socket that does not exist
+  try {
+    await t.initVault();
+    const { code, report, text } = await doctor(t);
+    assert.is(code, 1);
+    assert.not.ok(report.ok);
+    const backend = check(report, 'inhibitor backend');
+    assert.is(backend.status, 'fail');
+    assert.match(backend.detail, /^logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus at unix:path=.*no-bus: No such file or directory/);
+    assert.match(backend.fix!, /systemd-logind \(or elogind\)/);
+    for (const name of ['delay lock', 'block lock', 'suspend listener']) assert.is(check(report, name).status, 'fail');
+    assert.equal(report.checks.filter((c) => c.status === 'fail').map((c) => c.section), ['suspend', 'suspend', 'suspend', 'suspend'], 'only suspend protection failed');
+    assert.match(text, /\[FAIL\] inhibitor backend: logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus/);
+    assert.match(text, /\n {7}fix: suspend protection needs systemd-logind/);
+    assert.match(text, /\n4 problems found: inhibitor backend, delay lock, block lock, suspend listener\.\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('socket folder 0755: the agent is refused, doctor names the folder and the fix', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    await t.stopAgents();
+    mkdirSync(t.dir, { recursive: true });
+    chmodSync(t.dir, 0o755);
+    const { code, report, text } = await doctor(t);
+    assert.is(code, 1);
+    const folder = check(report, 'socket folder');
+    assert.is(folder.status, 'fail');
+    assert.is(folder.detail, `${t.dir} (STASH_SESSION_AGENT_DIR): ${t.dir} has mode 0755; it must be 0700`);
+    assert.is(folder.fix, `check its contents, then: chmod 700 ${t.dir}`);
+    const agent = check(report, 'agent running');
+    assert.is(agent.status, 'fail');
+    assert.match(agent.detail, /unsafe agent socket folder/);
+    assert.is(agent.fix, `check the contents of ${t.dir}, then: chmod 700 ${t.dir}`);
+    assert.match(text, /\[FAIL\] socket folder: .* has mode 0755; it must be 0700\n {7}fix: check its contents, then: chmod 700 /);
+    assert.equal(agentPids(t.dir), [], 'no agent was started in the unsafe folder');
+    // Ordinary commands still work, without caching, after one warning.
+    const get = await t.run(['container', 'create', 'other', '--password-file', t.pwFile]);
+    assert.is(get.code, 0, get.stderr);
+    assert.match(get.stderr, /^stash: warning: the session agent is unavailable \(unsafe agent socket folder: .* has mode 0755; it must be 0700\. Check its contents, then fix it with: chmod 700 .*\); continuing without caching keys\n$/);
+    chmodSync(t.dir, 0o700);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('config settings show their source; a broken config file fails with the file named', async () => {
+  const t = cliEnv({ STASH_AGENT_PREVENT_SLEEP: '0' });
+  try {
+    await t.initVault();
+    const cfgDir = join(t.home, 'config', 'stash');
+    mkdirSync(cfgDir, { recursive: true });
+    writeFileSync(join(cfgDir, 'config.toml'), '[agent]\nterminate_on_suspend = false\n');
+    const good = await doctor(t);
+    const s = good.report.config!.settings;
+    assert.equal(s['agent.prevent_sleep'], { value: false, source: 'environment', from: 'STASH_AGENT_PREVENT_SLEEP' });
+    assert.equal(s['agent.terminate_on_suspend'], { value: false, source: 'file', from: 'agent.terminate_on_suspend' });
+    assert.equal(s.key_server_url, { value: null, source: 'default', from: null });
+    assert.match(good.text, /\[info\] agent\.prevent_sleep: false \(environment: STASH_AGENT_PREVENT_SLEEP\)/);
+    assert.match(good.text, /\[info\] agent\.terminate_on_suspend: false \(file: agent\.terminate_on_suspend\)/);
+    assert.match(check(good.report, 'config file').detail, /config\.toml \(default location; found\)$/);
+    await t.stopAgents();
+
+    writeFileSync(join(cfgDir, 'config.toml'), '[agent]\nprevent_sleep = "yes"\n');
+    const bad = await doctor(t);
+    assert.is(bad.code, 1);
+    const cfg = check(bad.report, 'config file');
+    assert.is(cfg.status, 'fail');
+    assert.match(cfg.detail, /config\.toml: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"$/);
+    assert.is(check(bad.report, 'agent running').status, 'fail', 'the agent refuses an invalid config too');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('vault files readable by others and a missing vault are reported', async () => {
+  const t = cliEnv();
+  try {
+    const none = await doctor(t);
+    const vault = check(none.report, 'vault');
+    assert.is(vault.status, 'warn');
+    assert.match(vault.detail, /^no vault at .*\(STASH_VAULT_DIR\)$/);
+    assert.is(vault.fix, 'create one: stash vault init');
+    await t.initVault(['work']);
+    chmodSync(join(t.vault, 'vault.json'), 0o644);
+    chmodSync(join(t.vault, 'containers'), 0o755);
+    const open = await doctor(t);
+    const perms = check(open.report, 'vault permissions');
+    assert.is(perms.status, 'fail');
+    assert.ok(perms.detail.includes(`${join(t.vault, 'vault.json')} is 0644 (want 0600)`), perms.detail);
+    assert.ok(perms.detail.includes(`${join(t.vault, 'containers')} is 0755 (want 0700)`));
+    assert.is(perms.fix, `chmod -R go-rwx ${t.vault}`);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test.run();

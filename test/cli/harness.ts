@@ -1,0 +1,145 @@
+/**
+ * Running the real `node bin/stash.js` (compiled dist/) for end-to-end tests:
+ * a private vault folder, agent socket folder, HOME and XDG folders (from
+ * agentEnv), the 'test' Argon2id preset, and helpers to drive a command on a
+ * pseudo-terminal. Every command runs in its own session (setsid), so it has
+ * no controlling terminal unless the test gives it one with `pty()`.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentEnv, agentPids, sleep, stashBin, type TestAgentEnv } from '../helpers/agent.js';
+
+export const python = '/usr/bin/python3';
+export const ptyRunner = join(process.cwd(), 'test', 'fixtures', 'pty-run.py');
+
+export interface RunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface PtyResult {
+  output: string;
+  status: number;
+  answered: number;
+  killed: boolean;
+}
+
+export interface CliEnv extends TestAgentEnv {
+  vault: string;
+  /** A password file (0600) holding `password`. */
+  pwFile: string;
+  password: string;
+  /** Runs stash with `args`; `input` is written to its stdin (else stdin is empty). */
+  run(args: string[], opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult>;
+  /** Runs stash on a pseudo-terminal, answering prompts: [[regex, answer], ...]. */
+  pty(args: string[], script: Array<[string, string]>, opts?: { env?: NodeJS.ProcessEnv }): PtyResult;
+  /** Creates a vault (password from pwFile) with the given containers. */
+  initVault(containers?: string[]): Promise<void>;
+  /** Stops the agent of this environment and waits until no agent process remains. */
+  stopAgents(): Promise<void>;
+  /** Stops agents, then removes the folders. */
+  dispose(): Promise<void>;
+}
+
+/** True when the pty driver can run here. */
+export function havePty(): boolean {
+  return existsSync(python) && spawnSync(python, ['-c', 'import pty'], { stdio: 'ignore' }).status === 0;
+}
+
+export function cliEnv(extra: NodeJS.ProcessEnv = {}): CliEnv {
+  const t = agentEnv({
+    STASH_KDF: 'test',
+    STASH_PASSWORD_FILE: undefined,
+    STASH_DEBUG: undefined,
+    NO_COLOR: undefined,
+    ...extra,
+  });
+  const vault = join(t.home, 'vault');
+  t.env.STASH_VAULT_DIR = extra.STASH_VAULT_DIR ?? vault;
+  const password = 'correct horse battery staple';
+  const pwFile = join(t.home, 'password');
+  writeFileSync(pwFile, `${password}\n`, { mode: 0o600 });
+
+  const run: CliEnv['run'] = (args, opts = {}) =>
+    new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [stashBin, ...args], {
+        env: { ...t.env, ...opts.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true, // setsid: no controlling terminal, so no prompt can reach the developer's terminal
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => { stdout += d; });
+      child.stderr.on('data', (d) => { stderr += d; });
+      const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 20_000);
+      child.on('error', reject);
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({ code, signal, stdout, stderr });
+      });
+      child.stdin.on('error', () => { /* the command may exit without reading */ });
+      child.stdin.end(opts.input ?? '');
+    });
+
+  const pty: CliEnv['pty'] = (args, script, opts = {}) => {
+    const r = spawnSync(python, [ptyRunner, process.execPath, stashBin, ...args], {
+      env: { ...t.env, ...opts.env, PTY_SCRIPT: JSON.stringify(script) },
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    if (r.status !== 0 && !r.stdout) throw new Error(`pty-run failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as PtyResult;
+  };
+
+  const stopAgents = async (): Promise<void> => {
+    await run(['vault', 'sessions', 'stop']);
+    for (let i = 0; i < 100 && agentPids(t.dir).length > 0; i++) await sleep(20);
+    for (const pid of agentPids(t.dir)) {
+      try {
+        process.kill(pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+    }
+  };
+
+  return {
+    ...t,
+    vault: t.env.STASH_VAULT_DIR,
+    pwFile,
+    password,
+    run,
+    pty,
+    async initVault(containers = []) {
+      const init = await run(['vault', 'init', '--password-file', pwFile]);
+      if (init.code !== 0) throw new Error(`vault init failed: ${init.stderr}`);
+      for (const c of containers) {
+        const r = await run(['container', 'create', c, '--password-file', pwFile]);
+        if (r.code !== 0) throw new Error(`container create ${c} failed: ${r.stderr}`);
+      }
+    },
+    stopAgents,
+    async dispose() {
+      await stopAgents();
+      if (existsSync(pwFile)) chmodSync(pwFile, 0o600);
+      t.cleanup();
+    },
+  };
+}
+
+/** Every file under `dir` with its bytes, for "nothing changed" assertions. */
+export function snapshot(dir: string): Map<string, Buffer> {
+  const out = new Map<string, Buffer>();
+  const walk = (d: string): void => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else out.set(p, readFileSync(p));
+    }
+  };
+  walk(dir);
+  return out;
+}

@@ -1,0 +1,225 @@
+/**
+ * The command surface through the real binary: help on every command, strict
+ * options, usage errors with exit status 64, errors as `stash: ...`, NO_COLOR,
+ * and lazy loading (`stash --help` opens no native addon and imports neither
+ * sodium, Koa, the keyring nor the vault or agent code; `stash get` with a
+ * cached key loads only the container, agent-client and protocol code).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { agentPids, stashBin } from '../helpers/agent.js';
+import { commands } from '../../src/cli/registry.js';
+import { cliEnv } from './harness.js';
+
+const recorder = join(process.cwd(), 'test', 'fixtures', 'load-recorder.mjs');
+
+function stash(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [stashBin, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Runs stash under the load recorder; returns the recorded lines. */
+function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}): { lines: string[]; code: number | null; stdout: string; stderr: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'stash-loads-'));
+  const record = join(dir, 'loads.txt');
+  try {
+    const r = spawnSync(process.execPath, ['--import', recorder, stashBin, ...args], {
+      encoding: 'utf8', env: { ...process.env, ...env, LOAD_RECORD: record }, timeout: 20_000,
+    });
+    let text = '';
+    try {
+      text = readFileSync(record, 'utf8');
+    } catch {
+      /* nothing recorded */
+    }
+    return { lines: text.split('\n').filter(Boolean), code: r.status, stdout: r.stdout, stderr: r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const HEAVY = [/sodium-native/, /\bkoa\b/, /@koa\//, /@napi-rs\/keyring/, /smol-toml/, /\/dist\/native\//, /\/dist\/vault\//, /\/dist\/agent\//, /\/dist\/protocol\//];
+
+test('`stash --help` lists every command and loads no addon, sodium, Koa, keyring or vault code', () => {
+  const r = recordLoads(['--help']);
+  assert.is(r.code, 0, r.stderr);
+  for (const c of commands) assert.ok(r.stdout.includes(c.path.join(' ')), `help lists ${c.path.join(' ')}`);
+  // The recorder works: it saw the CLI's own modules being imported.
+  assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes('/dist/cli/main.js')), `recorder saw main.js: ${r.lines.join('\n')}`);
+  assert.ok(r.lines.some((l) => l.includes('/dist/cli/registry.js')));
+  assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], 'no native addon opened');
+  for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `--help loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+});
+
+test('per-command --help and usage errors also stay light', () => {
+  for (const args of [['get', '--help'], ['vault', 'sessions', 'auto-unlock', 'enable', '--help'], ['env', 'x', '--bogus', '--', 'true'], ['vault']]) {
+    const r = recordLoads(args);
+    assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${args.join(' ')} opened no addon`);
+    for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${args.join(' ')} loaded ${re}`);
+  }
+});
+
+test('the recorder does see an addon when a command needs sodium (control)', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault();
+    const r = recordLoads(['vault', 'identity', 'show'], t.env);
+    assert.is(r.code, 0, r.stderr);
+    assert.ok(r.lines.some((l) => l.startsWith('dlopen ') && /sodium/.test(l)), `sodium's addon was recorded: ${r.lines.filter((l) => l.startsWith('dlopen')).join(', ')}`);
+  } finally {
+    await t.dispose();
+  }
+});
+
+// What `stash get` with a cached key must not load: each was on that path once,
+// or would be an easy regression (docs/benchmarks.md, "`stash get` with a cached key").
+const NOT_ON_GET_PATH = [
+  /smol-toml/, /@napi-rs\/keyring/, /\bkoa\b/, /@koa\//, /\/dist\/keyserver\//, /\/dist\/native\/(index|power)\.js/,
+  /\/dist\/agent\/(config|main|agent|cache|listener|power)/,
+  /\/dist\/vault\/(index|vault|identity|contacts|fingerprint|public-key)\.js/,
+  /\/dist\/cli\/(keyring|prompt|password|secure-read|doctor[a-z-]*|fingerprint-display|key-server-url)\.js/,
+  // sodium's addon comes from the require cache seeded by sodium-preload.ts, not through require-addon's resolver.
+  /^require (require-addon|bare-addon-resolve|bare-module-resolve|bare-semver)$/,
+];
+
+test('`stash get` with a cached key loads only what it uses: no config, keyring, prompt, Koa or project addon', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-lean' });
+    assert.is(set.code, 0, set.stderr);
+    const r = recordLoads(['get', 'work', 'TOKEN'], t.env);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(r.stdout, 'tok-lean', 'the value came from the cached key (no password source was given)');
+    // The recorder works: the container and agent-client code were seen, and sodium's addon opened.
+    for (const m of ['/dist/cli/commands/entry.js', '/dist/vault/containers.js', '/dist/agent/client.js']) {
+      assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes(m)), `recorder saw ${m}`);
+    }
+    // Nothing is spawned when the agent answers, and nothing hashes: child_process and crypto stay unloaded.
+    assert.not.ok(r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)), 'get imported node:child_process or node:crypto');
+    const dlopens = r.lines.filter((l) => l.startsWith('dlopen '));
+    assert.equal(dlopens.length, 1, `only sodium's addon is opened: ${dlopens.join(', ')}`);
+    assert.match(dlopens[0]!, /sodium-native/);
+    for (const re of NOT_ON_GET_PATH) assert.not.ok(r.lines.some((l) => re.test(l)), `get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('sodium-preload seeds exactly the addon that require-addon would resolve', () => {
+  const script = `
+    import { createRequire } from 'node:module';
+    import { preloadSodium } from './dist/cli/sodium-preload.js';
+    const require = createRequire(import.meta.url);
+    const took = preloadSodium();
+    const binding = require.resolve('sodium-native/binding.js');
+    const seeded = require.cache[binding]?.exports;
+    const resolved = createRequire(binding)('require-addon')('.', binding);
+    const sodium = require('sodium-native');
+    const buf = sodium.sodium_malloc(8);
+    console.log(JSON.stringify({ took, same: seeded === resolved, works: buf.secure === true, again: preloadSodium() }));`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+  assert.is(r.status, 0, r.stderr);
+  const out = JSON.parse(r.stdout) as { took: boolean; same: boolean; works: boolean; again: boolean };
+  if (process.platform === 'linux' && !existsSync('/etc/alpine-release')) assert.ok(out.took, 'the fast path is taken on Linux with glibc');
+  if (out.took) assert.ok(out.same, 'the seeded binding is the addon require-addon resolves');
+  assert.ok(out.works, 'sodium works after the preload');
+  assert.is(out.again, false, 'a second call changes nothing');
+});
+
+test('every command has --help with its usage line and options, exit 0', () => {
+  for (const c of commands) {
+    const r = stash([...c.path, '--help']);
+    assert.is(r.code, 0, `${c.path.join(' ')} --help: ${r.stderr}`);
+    assert.ok(r.stdout.startsWith(`usage: stash ${c.path.join(' ')}`), r.stdout);
+    for (const name of Object.keys(c.options)) assert.ok(r.stdout.includes(`--${name}`), `${c.path.join(' ')} --help documents --${name}`);
+    assert.ok(r.stdout.includes('-h, --help'));
+  }
+  const viaHelp = stash(['help', 'get']);
+  assert.is(viaHelp.code, 0);
+  assert.ok(viaHelp.stdout.startsWith('usage: stash get'));
+});
+
+test('unknown options, missing and extra arguments are usage errors (64) naming the problem', () => {
+  const cases: Array<[string[], RegExp]> = [
+    [['get', 'c'], /^stash: missing argument: CONTAINER NAME\nusage: stash get/],
+    [['get', 'c', 'N', 'extra'], /^stash: unexpected argument "extra"/],
+    [['get', '--frobnicate', 'c', 'N'], /^stash: Unknown option '--frobnicate'\nusage: stash get/],
+    [['container', 'list', '--json=yes'], /^stash: Option '--json' does not take an argument/],
+    [['open', 'c', '--ttl'], /^stash: Option '--ttl <value>' argument missing/],
+    [['env', 'c'], /^stash: missing -- CMD/],
+    [['env', 'c', 'ls'], /^stash: unexpected argument "ls" \(put -- before the command to run\)/],
+    [['frobnicate'], /^stash: unknown command: frobnicate\n/],
+    [['vault', 'sessions', 'frob'], /^stash: unknown command: vault sessions frob\nusage: stash vault sessions <command>/],
+    [['vault'], /^stash: stash vault: missing command\nusage: stash vault <command>/],
+  ];
+  for (const [args, re] of cases) {
+    const r = stash(args);
+    assert.is(r.code, 64, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, re);
+    assert.is(r.stdout, '', 'usage errors print nothing on stdout');
+  }
+  const bare = stash([]);
+  assert.is(bare.code, 64);
+  assert.match(bare.stdout, /usage: stash <command>/);
+});
+
+test('bad option values are refused before anything is asked', async () => {
+  const t = cliEnv();
+  try {
+    for (const ttl of ['0', '-5', '1.5', 'abc', '9999999999']) {
+      const r = await t.run(['open', 'c', `--ttl=${ttl}`]);
+      assert.is(r.code, 64, `--ttl ${ttl}`);
+      assert.match(r.stderr, /^stash: --ttl must be a whole number of seconds/);
+    }
+    const both = await t.run(['get', 'c', 'N', '--password-stdin', '--password-file', t.pwFile]);
+    assert.is(both.code, 64);
+    assert.match(both.stderr, /cannot be combined/);
+    const badName = await t.run(['get', '../etc', 'N']);
+    assert.is(badName.code, 64);
+    assert.match(badName.stderr, /^stash: invalid container name "..\/etc"/);
+    const kdf = await t.run(['vault', 'init', '--kdf', 'none', '--password-file', t.pwFile]);
+    assert.is(kdf.code, 64);
+    assert.match(kdf.stderr, /--kdf must be moderate or interactive/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('a missing vault is a clear error (66); no agent is started for it', async () => {
+  const t = cliEnv();
+  try {
+    const r = await t.run(['get', 'c', 'N', '--password-file', t.pwFile]);
+    assert.is(r.code, 66, r.stderr);
+    assert.match(r.stderr, /^stash: no vault at .*vault \(.*vault\.json does not exist\); create one first\n$/);
+    const list = await t.run(['container', 'list']);
+    assert.is(list.code, 66);
+    assert.equal(agentPids(t.dir), [], 'no agent was started');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('NO_COLOR and pipes: no escape codes in doctor output', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault();
+    const plain = await t.run(['doctor'], { env: { NO_COLOR: '1' } });
+    assert.ok(plain.stdout.includes('[ ok ]'));
+    assert.not.ok(plain.stdout.includes('\x1b['), 'no ANSI escapes');
+    // A terminal with NO_COLOR set: still no colour.
+    const tty = t.pty(['doctor'], [], { env: { NO_COLOR: '1' } });
+    assert.ok(tty.output.includes('[ ok ]'));
+    assert.not.ok(tty.output.includes('\x1b['), 'NO_COLOR honoured on a terminal');
+    const colored = t.pty(['doctor'], []);
+    assert.ok(colored.output.includes('\x1b[32m[ ok ]'), 'a terminal without NO_COLOR gets colour');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test.run();

@@ -1,0 +1,211 @@
+/**
+ * The session flow end to end through `node bin/stash.js` and a real agent:
+ * the first command asks for the password (on a terminal, or from a file),
+ * later ones take the keys from the agent without touching the password
+ * source, the TTL brings the question back, and lock / lock-all / stop do
+ * what they say.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentPids, sleep } from '../helpers/agent.js';
+import { needFacility } from '../helpers/facility.js';
+import { cliEnv, havePty, type CliEnv } from './harness.js';
+
+interface SessionRow { name: string | null; path: string | null; ttl: number; expiresInSeconds: number }
+
+async function sessions(t: CliEnv): Promise<SessionRow[]> {
+  const r = await t.run(['vault', 'sessions', '--json']);
+  assert.is(r.code, 0, r.stderr);
+  return (JSON.parse(r.stdout) as { sessions: SessionRow[] }).sessions;
+}
+
+const names = (rows: SessionRow[]): Array<string | null> => rows.map((r) => r.name);
+
+test('on a terminal: the first command asks (no echo), the second does not', async () => {
+  if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
+    const first = t.pty(['set', 'work', 'TOKEN'], [['Password for the vault at .*: ', t.password], ['Value of TOKEN \\(hidden\\): ', 'tok-123']]);
+    assert.is(first.status, 0, first.output);
+    assert.is(first.answered, 2, 'asked for the password, then the value');
+    assert.not.ok(first.output.includes(t.password), 'the password is not echoed');
+    assert.not.ok(first.output.includes('tok-123'), 'the value is not echoed');
+
+    const second = t.pty(['get', 'work', 'TOKEN'], [], { env: { PTY_TIMEOUT: '10' } });
+    assert.is(second.status, 0, second.output);
+    assert.not.ok(second.output.includes('Password'), `no prompt the second time: ${second.output}`);
+    assert.is(second.output, 'tok-123\r\n', 'the value, with a newline on a terminal');
+    // Without a terminal too (no password source at all): the agent has the keys.
+    const piped = await t.run(['get', 'work', 'TOKEN']);
+    assert.is(piped.code, 0, piped.stderr);
+    assert.is(piped.stdout, 'tok-123', 'exact bytes when stdout is not a terminal');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('from a password file: the second command never reads the file (it is gone)', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    assert.is((await t.run(['set', 'work', 'DB_URL', '--password-file', t.pwFile], { input: 'postgres://x\n' })).code, 0);
+    await t.run(['vault', 'sessions', 'lock-all']);
+
+    const first = await t.run(['get', 'work', 'DB_URL'], { env: { STASH_PASSWORD_FILE: t.pwFile } });
+    assert.is(first.code, 0, first.stderr);
+    assert.is(first.stdout, 'postgres://x', 'one trailing newline of the piped value was dropped');
+
+    rmSync(t.pwFile);
+    const second = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile], { env: { STASH_PASSWORD_FILE: t.pwFile } });
+    assert.is(second.code, 0, `the deleted password file was not needed: ${second.stderr}`);
+    assert.is(second.stdout, 'postgres://x');
+    assert.is(second.stderr, '');
+
+    // Control: once the keys are gone the file is read again, and its absence is a clear error.
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const third = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile]);
+    assert.is(third.code, 66, third.stderr);
+    assert.match(third.stderr, /^stash: cannot read password file \(--password-file\) .*password: no such file\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('--password-stdin: used on a miss, ignored on a hit', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const first = await t.run(['container', 'create', 'more', '--password-stdin'], { input: `${t.password}\n` });
+    assert.is(first.code, 0, first.stderr);
+    const second = await t.run(['container', 'create', 'again', '--password-stdin'], { input: 'not the password\n' });
+    assert.is(second.code, 0, `stdin was not consulted: ${second.stderr}`);
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const wrong = await t.run(['container', 'create', 'third', '--password-stdin'], { input: 'not the password\n' });
+    assert.is(wrong.code, 77, wrong.stderr);
+    assert.match(wrong.stderr, /^stash: wrong password for the vault at /);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('without a terminal or a password source: a clear error', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const r = await t.run(['get', 'work', 'X']);
+    assert.is(r.code, 64, r.stderr);
+    assert.is(r.stderr, 'stash: a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin\n');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('after the TTL runs out, the password is asked again', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    await t.run(['set', 'work', 'K', '--password-file', t.pwFile], { input: 'v' });
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const open = await t.run(['open', 'work', '--ttl', '2', '--password-file', t.pwFile]);
+    assert.is(open.code, 0, open.stderr);
+    assert.match(open.stdout, /^Opened work \(1 entry\) for 2s/);
+    const rows = await sessions(t);
+    assert.equal(names(rows), ['(vault)', 'work']);
+    assert.ok(rows.every((r) => r.ttl === 2), 'open --ttl applies to every key it cached');
+    const hit = await t.run(['get', 'work', 'K']);
+    assert.is(hit.code, 0, 'still open');
+    await sleep(4500);
+    assert.equal(await sessions(t), [], 'both keys expired');
+    const after = await t.run(['get', 'work', 'K']);
+    assert.is(after.code, 64, 'a password is needed again');
+    assert.match(after.stderr, /a password is needed/);
+    if (havePty()) {
+      const asked = t.pty(['get', 'work', 'K'], [['Password for the vault at .*: ', t.password]]);
+      assert.is(asked.status, 0, asked.output);
+      assert.is(asked.answered, 1, 'asked again on the terminal');
+      assert.ok(asked.output.endsWith('v\r\n'));
+    }
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('sessions lists names, paths and expiry; lock, lock-all and stop do what they say', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['alpha', 'beta', 'gamma']);
+    for (const c of ['alpha', 'beta']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
+    let rows = await sessions(t);
+    assert.equal(names(rows), ['(vault)', 'alpha', 'beta']);
+    assert.is(rows[0]!.path, t.vault);
+    assert.is(rows[1]!.path, join(t.vault, 'containers', 'alpha.stash'));
+    assert.ok(rows.every((r) => r.ttl === 900 && r.expiresInSeconds > 890 && r.expiresInSeconds <= 900));
+    const text = await t.run(['vault', 'sessions']);
+    assert.match(text.stdout, /^NAME +PATH +EXPIRES IN\n\(vault\) +\S+ +1[45]m \d\ds\nalpha /);
+
+    const lockName = await t.run(['vault', 'sessions', 'lock', 'alpha']);
+    assert.is(lockName.code, 0, lockName.stderr);
+    assert.equal(names(await sessions(t)), ['(vault)', 'beta'], 'lock NAME removed only alpha');
+    const lockPath = await t.run(['vault', 'sessions', 'lock', join(t.vault, 'containers', 'beta.stash')]);
+    assert.is(lockPath.code, 0);
+    assert.equal(names(await sessions(t)), ['(vault)'], 'lock PATH removed beta');
+    const notOpen = await t.run(['vault', 'sessions', 'lock', 'gamma']);
+    assert.is(notOpen.code, 0);
+    assert.match(notOpen.stdout, /gamma is not unlocked/);
+    const unknown = await t.run(['vault', 'sessions', 'lock', 'delta']);
+    assert.is(unknown.code, 66);
+    assert.match(unknown.stderr, /no container named "delta"/);
+
+    await t.run(['open', 'gamma']); // the cached vault key suffices
+    rows = await sessions(t);
+    assert.equal(names(rows), ['(vault)', 'gamma']);
+    const all = await t.run(['vault', 'sessions', 'lock-all']);
+    assert.match(all.stdout, /^Forgot 2 cached keys\./);
+    assert.equal(await sessions(t), []);
+    assert.is((await t.run(['get', 'gamma', 'X'])).code, 64, 'after lock-all a password is needed');
+
+    const pids = agentPids(t.dir);
+    assert.is(pids.length, 1, 'one agent runs');
+    const stop = await t.run(['vault', 'sessions', 'stop']);
+    assert.is(stop.code, 0);
+    assert.match(stop.stdout, new RegExp(`^Stopped the agent \\(pid ${pids[0]}\\)`));
+    assert.equal(agentPids(t.dir), [], 'the agent process is gone');
+    const none = await t.run(['vault', 'sessions']);
+    assert.is(none.stdout, 'No agent is running; nothing is unlocked.\n');
+    assert.equal(agentPids(t.dir), [], 'listing sessions does not start an agent');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('identity show: fingerprint grouped for reading aloud; contacts start empty', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault();
+    const json = await t.run(['vault', 'identity', 'show', '--json']);
+    assert.is(json.code, 0, json.stderr);
+    const id = JSON.parse(json.stdout) as { fingerprint: string; x25519: string; publicKey: string };
+    assert.match(id.fingerprint, /^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){5}$/);
+    assert.match(id.x25519, /^[0-9a-f]{64}$/);
+    const text = await t.run(['vault', 'identity', 'show']);
+    const groups = id.fingerprint.split('-');
+    assert.ok(text.stdout.includes(`Fingerprint: ${id.fingerprint}`));
+    assert.match(text.stdout, new RegExp(`\\n  1  ${groups[0]} +4  ${groups[3]}\\n  2  ${groups[1]} +5  ${groups[4]}\\n  3  ${groups[2]} +6  ${groups[5]}\\n`));
+    const contacts = await t.run(['vault', 'contact', 'list', '--json', '--password-file', t.pwFile]);
+    assert.is(contacts.code, 0, contacts.stderr);
+    assert.equal(JSON.parse(contacts.stdout), []);
+    const missing = await t.run(['vault', 'contact', 'show', 'bob']);
+    assert.is(missing.code, 66);
+    assert.match(missing.stderr, /^stash: no contact named "bob"/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test.run();

@@ -1,0 +1,100 @@
+/**
+ * Starting a real agent process (`node bin/stash.js __agent`, the compiled
+ * dist/) in a private socket folder, for tests.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+
+export const stashBin = join(process.cwd(), 'bin', 'stash.js');
+
+export interface TestAgentEnv {
+  dir: string;
+  home: string;
+  logPath: string;
+  env: NodeJS.ProcessEnv;
+  cleanup(): void;
+}
+
+/** A fresh environment: private socket folder, log file, no config file, no logind. */
+export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
+  const home = mkdtempSync(join(tmpdir(), 'stash-agent-test-'));
+  const dir = join(home, 'run');
+  const logPath = join(home, 'agent.log');
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, 'config'),
+    XDG_STATE_HOME: join(home, 'state'),
+    STASH_SESSION_AGENT_DIR: dir,
+    STASH_SESSION_AGENT_LOG: logPath,
+    // no system bus unless a test brings its own logind stand-in
+    DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${join(home, 'no-bus')}`,
+    ...extra,
+  };
+  delete env.STASH_AGENT_CONFIG;
+  delete env.STASH_CONFIG;
+  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  return { dir, home, logPath, env, cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
+}
+
+/** Starts `stash __agent` in the foreground (not detached) and waits for its socket. */
+export async function startAgent(t: TestAgentEnv, timeoutMs = 5000): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  proc.stderr!.on('data', (d) => { stderr += d; });
+  const sock = join(t.dir, 'agent.sock');
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(sock)) {
+    if (proc.exitCode !== null) throw new Error(`agent exited with ${proc.exitCode}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`agent did not create ${sock}: ${stderr}`);
+    await sleep(20);
+  }
+  return proc;
+}
+
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Waits for a process to exit; returns its exit code (or signal). */
+export async function exited(proc: ChildProcess, timeoutMs = 5000): Promise<number | string> {
+  if (proc.exitCode !== null) return proc.exitCode;
+  if (proc.signalCode !== null) return proc.signalCode;
+  const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
+  const [code, signal] = (await once(proc, 'exit')) as [number | null, string | null];
+  clearTimeout(timer);
+  return code ?? signal ?? -1;
+}
+
+/** Polls until `cond` is true or the time runs out. */
+export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+export function readLog(t: TestAgentEnv): string {
+  return existsSync(t.logPath) ? readFileSync(t.logPath, 'utf8') : '';
+}
+
+/** Pids of live `stash __agent` processes whose environment names this socket folder. */
+export function agentPids(dir: string): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      if (!cmd.includes('__agent')) continue;
+      const environ = fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
+      if (environ.includes(`STASH_SESSION_AGENT_DIR=${dir}`)) out.push(Number(name));
+    } catch {
+      /* gone, or not ours to read */
+    }
+  }
+  return out;
+}
+

@@ -1,0 +1,187 @@
+/**
+ * The operator failover flow of the spec, end to end with real server
+ * processes configured by files as an operator would: two nodes replicate;
+ * A is killed (SIGKILL); B is restarted with A's owner promoted; clients
+ * fetch A's shares from B; A returns; resync-peer from B to A; A has caught
+ * up; the promotion is removed. And the durable queue under kill -9.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fetchShare, publish, status } from '../../src/keyserver/client.js';
+import { fetchAlongRoute } from '../../src/keyserver/routed-fetch.js';
+import { http, identityPublicKey, mailSink, postJson, tempDir, type MailSink } from './harness.js';
+import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, runServerCommand, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
+
+const key = identityPublicKey();
+
+/** An operator's config file for node `id` of a pair on `ports`. */
+function writeNodeConfig(dir: string, id: number, ports: number[], sink: MailSink): string {
+  const other = 1 - id;
+  const path = join(dir, `node-${id}.toml`);
+  writeFileSync(path, [
+    `# node ${id} of the pair`,
+    `bind_addr = "127.0.0.1:${ports[id]}"`,
+    `state_dir = "${join(dir, `state-${id}`)}"`,
+    `server_id = ${id}`,
+    `cluster_id = "${CLUSTER}"`,
+    `public_url = "${baseUrl(ports[id]!)}"`,
+    `topology_server = ["${id}=${baseUrl(ports[id]!)},active", "${other}=${baseUrl(ports[other]!)},standby"]`,
+    'route = "0=0,1"',
+    'route = "1=1,0"',
+    `replication_token = "${TOKEN}"`,
+    `replication_peer_url = "${replicateUrl(ports[other]!)}"`,
+    `verification_email_command = "${sink.command}"`,
+    'rate_limit_per_minute = 0',
+    'verification_email_rate_limit_per_hour = 0',
+    'verification_email_ip_rate_limit_per_hour = 0',
+    '',
+  ].join('\n'));
+  return path;
+}
+
+/** Ports, config files and mail sinks of a pair, and the processes started for it (stopped by cleanup). */
+async function pair(name: string) {
+  const ports = await freePorts(2);
+  const dir = tempDir(name);
+  const sinks = [mailSink(), mailSink()];
+  const conf = [0, 1].map((id) => writeNodeConfig(dir.path, id, ports, sinks[id]!));
+  const procs: ServerProcess[] = [];
+  const cleanup = async () => {
+    await Promise.all(procs.map((p) => p.stop()));
+    for (const s of sinks) s.remove();
+    dir.remove();
+  };
+  return { ports, conf, sinks, procs, cleanup };
+}
+
+async function publishVerified(url: string, sink: MailSink, email: string): Promise<string> {
+  const code = (await publish(url, key, email)).code;
+  assert.is((await http(sink.lastLink(email), { method: 'POST' })).status, 200);
+  return code;
+}
+
+test('failover: A killed, owner 0 promoted on B, fetched from B, A back, resync-peer B -> A, promotion removed', async () => {
+  const { ports, conf, sinks, procs, cleanup } = await pair('failover');
+  const start = async (args: string[]) => {
+    const p = await startServerProcess(args);
+    procs.push(p);
+    return p;
+  };
+  try {
+    let a = await start(['--config', conf[0]!]);
+    let b = await start(['--config', conf[1]!]);
+    const aCodes = [];
+    for (let i = 0; i < 3; i++) aCodes.push(await publishVerified(a.url, sinks[0]!, `a${i}@example.org`));
+    const bCode = await publishVerified(b.url, sinks[1]!, 'b0@example.org');
+    await waitFor('the pair converges', async () => (await status(a.url)).replication_pending === 0 && (await status(b.url)).replication_pending === 0 && (await status(b.url)).shares_live === 4);
+
+    // A dies. B holds A's shares but, as standby for owner 0, does not serve them.
+    await a.kill();
+    const refused = await postJson(b.url, { op: 'fetch', code: aCodes[0] });
+    assert.is(refused.status, 421);
+    let err: unknown;
+    try {
+      await fetchAlongRoute([a.url, b.url], aCodes[0]!, { timeoutMs: 2000 });
+    } catch (e) {
+      err = e;
+    }
+    assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE', 'before the promotion nobody serves owner 0');
+    assert.match((err as Error).message, new RegExp(`server 1 \\(${b.url}\\): .*ask server 0`), 'the refusal of each server tried is named');
+
+    // Steps 1-3: promote owner 0 on B, update statuses and routes, restart B.
+    await b.stop();
+    b = await start(['--config', conf[1]!, '--promoted-owner', '0', '--topology-server', `0=${baseUrl(ports[0]!)},disabled`,
+      '--topology-server', `1=${baseUrl(ports[1]!)},promoted`, '--route', '0=1,0']);
+    for (const code of aCodes) {
+      const got = await fetchAlongRoute([a.url, b.url], code, { timeoutMs: 2000 });
+      assert.is(got.answeredBy.url, b.url);
+      assert.equal(got.share.publicKey, key);
+      assert.is(got.share.fetchCount, 1);
+    }
+    // Life goes on on B meanwhile; its queue for A grows while A is down.
+    const during = await publishVerified(b.url, sinks[1]!, 'b1@example.org');
+    assert.ok((await status(b.url)).replication_pending > 0, 'B queues for the absent A');
+
+    // Step 4: A returns with its old state, then resync-peer from B to A.
+    a = await start(['--config', conf[0]!]);
+    const resync = await runServerCommand(['resync-peer', '--config', conf[1]!, '--peer-url', replicateUrl(ports[0]!)]);
+    assert.is(resync.code, 0, resync.stderr);
+    assert.match(resync.stdout, /resync-peer: sent 5 share\(s\) \(0 pending verification\) .* \(server 0\)/);
+    let seen = '';
+    await waitFor('A caught up and both queues drained', async () => {
+      const [sa, sb] = await Promise.all([a, b].map(async (p) => (await http(`${p.url}/v1/status`, { headers: { Accept: 'application/json' } })).json()));
+      seen = JSON.stringify({ a: sa, b: sb });
+      return sa.shares_live === 5 && sb.shares_live === 5 && sa.replication_pending === 0 && sb.replication_pending === 0;
+    }, 15_000).catch((err) => {
+      throw new Error(`${(err as Error).message}\nlast status: ${seen}\nA: ${a.stderr().slice(-1500)}\nB: ${b.stderr().slice(-1500)}`);
+    });
+
+    // The promotion is removed: B back to its own configuration.
+    await b.stop();
+    b = await start(['--config', conf[1]!]);
+    assert.is((await postJson(b.url, { op: 'fetch', code: aCodes[1] })).status, 421);
+    const back = await fetchAlongRoute([b.url], aCodes[1]!);
+    assert.is(back.answeredBy.url, a.url, 'owner 0 is served by A again');
+    assert.is(back.share.fetchCount, 2, 'the fetch served by B during the failover reached A');
+    assert.equal((await fetchShare(b.url, during)).publicKey, key);
+    assert.equal((await fetchShare(b.url, bCode)).publicKey, key);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('kill -9 of a server with events queued for a down peer loses none of them', async () => {
+  const { ports, conf, sinks, procs, cleanup } = await pair('kill9');
+  try {
+    const first = await startServerProcess(['--config', conf[0]!]);
+    procs.push(first);
+    const codes = await Promise.all(Array.from({ length: 20 }, (_v, i) => publish(first.url, key, `k${i}@example.org`).then((p) => p.code)));
+    assert.ok((await status(first.url)).replication_pending >= 20);
+    await first.kill();
+    const again = await startServerProcess(['--config', conf[0]!]);
+    procs.push(again);
+    assert.ok((await status(again.url)).replication_pending >= 20, 'the queue survived kill -9');
+    const peer = await startServerProcess(['--config', conf[1]!]);
+    procs.push(peer);
+    await waitFor('every queued event arrives', async () => (await status(peer.url)).shares_pending === codes.length && (await status(again.url)).replication_pending === 0, 15_000);
+  } finally {
+    await cleanup();
+  }
+});
+
+test('kill -9 in the middle of live replication: after a restart the peer holds every acknowledged publish', async () => {
+  const { ports, conf, sinks, procs, cleanup } = await pair('kill9-live');
+  try {
+    const first = await startServerProcess(['--config', conf[0]!]);
+    const peer = await startServerProcess(['--config', conf[1]!]);
+    procs.push(first, peer);
+    const acked: string[] = [];
+    let stop = false;
+    const worker = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        try {
+          acked.push((await publish(first.url, key, `live${w}.${i}@example.org`, { timeoutMs: 5000 })).code);
+        } catch {
+          return; // the server is gone
+        }
+      }
+    };
+    const workers = Array.from({ length: 4 }, (_v, w) => worker(w));
+    await waitFor('publishes flow and replicate', async () => acked.length >= 60 && (await status(peer.url)).shares_pending > 0);
+    await first.kill();
+    stop = true;
+    await Promise.all(workers);
+    const again = await startServerProcess(['--config', conf[0]!]);
+    procs.push(again);
+    await waitFor('both hold the same shares, every acknowledged one included', async () => {
+      const [sa, sp] = await Promise.all([status(again.url), status(peer.url)]);
+      return sa.replication_pending === 0 && sa.shares_pending === sp.shares_pending && sp.shares_pending >= acked.length;
+    }, 15_000);
+  } finally {
+    await cleanup();
+  }
+});
+
+test.run();

@@ -1,0 +1,207 @@
+/**
+ * The fetch fast path (src/keyserver/http/fast-fetch.ts) against the Koa app
+ * alone: two real servers with the same shares and the same clock, one with
+ * the fast path and one without, get the same requests; their answers must
+ * be the same bytes (status line, headers in order, body; only Date differs).
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { defaultConfig, type ServerConfig } from '../../src/keyserver/cli/options.js';
+import { startServer, type RunningServer } from '../../src/keyserver/server.js';
+import { generateShareCode } from '../../src/keyserver/share-code.js';
+import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
+import { FetchedCache } from '../../src/keyserver/wire/fetched-cache.js';
+import { shareResponseJson } from '../../src/keyserver/wire/json.js';
+import { decodeShareResponse, encodeShareRequest, encodeShareResponse, type FetchedResponse } from '../../src/keyserver/wire/messages.js';
+import { BINARY, JSON_TYPE, ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
+
+const key = identityPublicKey();
+
+interface Server {
+  running: RunningServer;
+  logger: MemoryLogger;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+async function start(clock: ManualClock, fastFetch: boolean, config: Partial<ServerConfig> = {}, dir?: string, fetchFlushMs = 5): Promise<Server> {
+  const state = dir !== undefined ? { path: dir, remove: () => {} } : tempDir('fast');
+  const logger = new MemoryLogger();
+  const running = await startServer({
+    config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: state.path, developer: true, ...config },
+    clock,
+    logger,
+    mailer: { send: async () => ({ verification: 'sent', message: 'test' }) },
+    timeouts: { bodyMs: 300 },
+    store: { sweepIntervalMs: 0, fetchFlushMs },
+    fastFetch,
+  });
+  return { running, logger, dir: state.path, stop: async () => { await running.close(); state.remove(); } };
+}
+
+/** Puts the same share in a store: verified unless `pending`. */
+async function seed(s: Server, code: string, email: string, now: number, ttlMs: number, pending = false): Promise<void> {
+  const tokenHash = createHash('sha256').update(code).digest();
+  await s.running.store.put({ code, publicKey: key, email, createdAt: now, expiresAt: now + ttlMs, tokenHash });
+  if (!pending) await s.running.store.verify(tokenHash);
+}
+
+/** Sends raw bytes on a fresh connection; the whole answer, Date header blanked. */
+function raw(url: string, bytes: Buffer | string, pauseAfter?: number): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(port), hostname);
+    const chunks: Buffer[] = [];
+    sock.on('data', (c: Buffer) => {
+      chunks.push(c);
+      // A request cut short keeps node:http's side open until its request timeout: stop once answered.
+      if (pauseAfter !== undefined) setTimeout(() => sock.destroy(), 100);
+    });
+    sock.on('error', reject);
+    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1').replace(/\r\nDate: [^\r]*/, '\r\nDate: -')));
+    const data = typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes;
+    // Not end(): a half-closed socket is dropped by node:http before a slow (publish) answer; Connection: close ends it.
+    sock.write(pauseAfter === undefined ? data : data.subarray(0, pauseAfter)); // with pauseAfter, the rest never comes
+  });
+}
+
+function post(body: Buffer | string, headers: Record<string, string>): string {
+  const b = Buffer.from(body);
+  const lines = Object.entries({ Host: 'x', Connection: 'close', 'Content-Length': String(b.length), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+  return `POST /v1/share HTTP/1.1\r\n${lines.join('')}\r\n${b.toString('latin1')}`;
+}
+
+const fetchBin = (code: string, headers: Record<string, string> = {}) => post(encodeShareRequest({ op: 'fetch', code }), { 'Content-Type': BINARY, ...headers });
+const fetchJson = (code: string, headers: Record<string, string> = {}) => post(JSON.stringify({ op: 'fetch', code }), { 'Content-Type': JSON_TYPE, ...headers });
+
+async function same(fast: Server, koa: Server, bytes: string, what: string, pauseAfter?: number): Promise<string> {
+  const a = await raw(fast.running.url, bytes, pauseAfter);
+  const b = await raw(koa.running.url, bytes, pauseAfter);
+  assert.ok(a.startsWith('HTTP/1.1 '), `${what}: an answer (${JSON.stringify(a.slice(0, 60))})`);
+  assert.is(a, b, `${what}: same bytes from the fast path and from Koa`);
+  return a;
+}
+
+const status = (answer: string) => Number(answer.split(' ')[1]);
+
+test('fast path and Koa answer every fetch, error and fallback with the same bytes', async () => {
+  const clock = new ManualClock(Date.now());
+  const fast = await start(clock, true, { rateLimitPerMinute: 0 });
+  const koa = await start(clock, false, { rateLimitPerMinute: 0 });
+  try {
+    const now = clock.now();
+    const live = generateShareCode(0, 0);
+    const pending = generateShareCode(0, 0);
+    const soon = generateShareCode(0, 0);
+    const elsewhere = generateShareCode(5, 6);
+    for (const s of [fast, koa]) {
+      await seed(s, live.canonical, 'Zoë <zoe@example.org>'.replace(/[<> ]/g, ''), now, 3_600_000);
+      await seed(s, pending.canonical, 'p@example.org', now, 3_600_000, true);
+      await seed(s, soon.canonical, 's@example.org', now, 1_000);
+    }
+    clock.advance(2_000);
+    const cases: Array<[string, string, number]> = [
+      ['binary fetch', fetchBin(live.display), 200],
+      ['binary fetch again (count 2)', fetchBin(live.canonical.toLowerCase()), 200],
+      ['JSON fetch', fetchJson(live.display), 200],
+      ['JSON fetch, binary answer asked for', fetchJson(live.display, { Accept: BINARY }), 200],
+      ['binary fetch, JSON answer asked for', fetchBin(live.display, { Accept: JSON_TYPE }), 200],
+      ['unknown code', fetchBin(generateShareCode(0, 0).display), 404],
+      ['unknown code, JSON', fetchJson(generateShareCode(0, 0).display), 404],
+      ['typo', fetchBin(`${live.display.slice(0, -1)}${live.display.endsWith('0') ? '1' : '0'}`), 400],
+      ['pending', fetchJson(pending.display), 409],
+      ['expired', fetchBin(soon.display), 410],
+      ['owner served elsewhere', fetchBin(elsewhere.display), 421],
+      ['wrong content type', post(encodeShareRequest({ op: 'fetch', code: live.display }), { 'Content-Type': 'text/plain' }), 415],
+      ['oversize body', post(Buffer.alloc(5000, 1), { 'Content-Type': BINARY }), 413],
+      ['garbage bytes', post(randomBytes(40), { 'Content-Type': BINARY }), 400],
+      ['garbage JSON', post('{"op":"fetch","code":1}', { 'Content-Type': JSON_TYPE }), 400],
+      ['publish with a bad key', post(encodeShareRequest({ op: 'create', publicKey: Buffer.alloc(65), email: 'a@example.org' }), { 'Content-Type': BINARY }), 400],
+      ['query string (Koa route)', fetchBin(live.display).replace('/v1/share', '/v1/share?x=1'), 200],
+    ];
+    for (const [what, bytes, expected] of cases) assert.is(status(await same(fast, koa, bytes, what)), expected, what);
+    // A body that never completes: 408 from both, after the body deadline.
+    const slow = fetchBin(live.display);
+    const timedOut = await same(fast, koa, slow, 'slow body', slow.indexOf('\r\n\r\n') + 4 + 2);
+    assert.is(status(timedOut), 408);
+    assert.match(timedOut, /REQUEST_TIMEOUT/, 'our own answer, not node:http\'s header timeout');
+    // The count went on in step on both servers (5 fetches of `live` above).
+    const body = (await raw(fast.running.url, fetchBin(live.display))).split('\r\n\r\n')[1]!;
+    const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
+    assert.is(res.type === 'fetched' && res.fetchCount, 7);
+    // A publish through the fast path's server still reaches the app, body handed over.
+    const created = await raw(fast.running.url, post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }));
+    assert.is(status(created), 201, `${created.slice(0, 200)}\n${fast.logger.text()}`);
+  } finally {
+    await fast.stop();
+    await koa.stop();
+  }
+});
+
+test('rate limited fetches: the same 429 and Retry-After on both paths, per client address with --trust-proxy', async () => {
+  const clock = new ManualClock(Date.now());
+  const config = { rateLimitPerMinute: 60, rateLimitBurst: 2, trustProxy: true };
+  const fast = await start(clock, true, config);
+  const koa = await start(clock, false, config);
+  try {
+    const live = generateShareCode(0, 0);
+    for (const s of [fast, koa]) await seed(s, live.canonical, 'r@example.org', clock.now(), 3_600_000);
+    const from = (ip: string) => fetchBin(live.display, { 'X-Forwarded-For': `203.0.113.9, ${ip}` });
+    assert.is(status(await same(fast, koa, from('198.51.100.1'), '1st')), 200);
+    assert.is(status(await same(fast, koa, from('198.51.100.1'), '2nd')), 200);
+    const limited = await same(fast, koa, from('198.51.100.1'), '3rd');
+    assert.is(status(limited), 429);
+    assert.match(limited, /\r\nRetry-After: 1\r\n/);
+    assert.is(status(await same(fast, koa, fetchJson(live.display, { 'X-Forwarded-For': '198.51.100.1' }), '4th, JSON')), 429);
+    assert.is(status(await same(fast, koa, from('198.51.100.2'), 'another address')), 200);
+    clock.advance(1_000);
+    assert.is(status(await same(fast, koa, from('198.51.100.1'), 'a token back after a second')), 200);
+  } finally {
+    await fast.stop();
+    await koa.stop();
+  }
+});
+
+test('cached fetched answers are the bytes of the plain encoders, and follow a changed share', () => {
+  const cache = new FetchedCache(2);
+  const base: FetchedResponse = { type: 'fetched', code: generateShareCode(0, 0).display, publicKey: key, email: 'é@example.org', verifiedAt: 1_700_000_000_123, fetchCount: 1, expiresAt: 1_800_000_000_000 };
+  for (const res of [base, { ...base, fetchCount: 2 ** 32 - 1 }, { ...base, fetchCount: 12345, email: 'other@example.org' }, { ...base, code: generateShareCode(1, 2).display, fetchCount: 9 }, { ...base, expiresAt: 1 }]) {
+    assert.equal(cache.encode(res, 'binary'), encodeShareResponse(res));
+    assert.is(cache.encode(res, 'json').toString(), JSON.stringify(shareResponseJson(res)));
+  }
+  assert.ok(cache.size <= 2, 'bounded');
+});
+
+test('fetch counts are coalesced per share and durable after the flush window, across a restart', async () => {
+  const clock = new ManualClock(Date.now());
+  const dir = tempDir('fast-count');
+  try {
+    let s = await start(clock, true, { rateLimitPerMinute: 0 }, dir.path, 150);
+    const live = generateShareCode(0, 0);
+    await seed(s, live.canonical, 'c@example.org', clock.now(), 3_600_000);
+    for (let i = 0; i < 20; i++) await raw(s.running.url, fetchBin(live.display));
+    await new Promise((r) => setTimeout(r, 600));
+    // Read from disk while the server still runs: the count is durable without a clean stop.
+    const onDisk = await readStateReadOnly(dir.path, 0);
+    assert.is(onDisk.index.shares.get(live.canonical)?.fetchCount, 20);
+    const records = onDisk.records;
+    assert.ok(records <= 2 + 3, `20 fetches within one window coalesce into a few fetch_count records (${records} records in all)`);
+    await s.running.close();
+    s = await start(clock, true, { rateLimitPerMinute: 0 }, dir.path, 150);
+    try {
+      const body = (await raw(s.running.url, fetchBin(live.display))).split('\r\n\r\n')[1]!;
+      const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
+      assert.is(res.type === 'fetched' && res.fetchCount, 21);
+    } finally {
+      await s.running.close();
+    }
+  } finally {
+    dir.remove();
+  }
+});
+
+test.before.each((ctx) => { console.log("START", Date.now() % 100000, (ctx as any).__test__); });
+test.run();

@@ -1,0 +1,112 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { randomBytes, randomInt } from 'node:crypto';
+import type { ShareState } from '../../src/keyserver/store/records.js';
+import { KEY_WIDTH, ShareTable } from '../../src/keyserver/store/share-table.js';
+
+function share(i: number, extra: Partial<ShareState> = {}): ShareState {
+  return {
+    code: `c${i.toString(36)}${randomBytes(3).toString('hex')}`,
+    publicKey: randomBytes(KEY_WIDTH),
+    email: `user-${i}-é@example.org`,
+    createdAt: 1_893_456_000_000 + i,
+    expiresAt: 1_893_456_900_000 + i,
+    verifiedAt: i % 2 === 0 ? 0 : 1_893_456_100_000 + i,
+    fetchCount: i % 2 === 0 ? 0 : randomInt(1, 2 ** 32 - 1),
+    tokenHash: i % 2 === 0 ? randomBytes(32) : undefined,
+    stamp: { origin: i % 32, epoch: 1_700_000_000_000 + i, seq: 2 ** 40 + i },
+    ...extra,
+  };
+}
+
+test('every field round-trips exactly, past several growths of the initial capacity', () => {
+  const table = new ShareTable(4);
+  const all: ShareState[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const s = share(i);
+    if (i % 3 === 0) s.fetchStamp = { origin: 7, epoch: 1_700_000_000_500 + i, seq: 99 + i };
+    all.push(s);
+    table.set(s);
+  }
+  assert.is(table.size, 1000);
+  assert.ok(table.slotCapacity >= 1000 && table.slotCapacity <= 2048, `capacity ${table.slotCapacity}`);
+  for (const s of all) assert.equal(table.get(s.code), s);
+  assert.equal(new Set([...table.values()].map((s) => s.code)), new Set(all.map((s) => s.code)));
+  assert.is(table.get('nope'), undefined);
+});
+
+test('keys and token hashes of unusual widths round-trip (side maps), and a key goes back to the slab on overwrite', () => {
+  const table = new ShareTable(2);
+  const cases = [
+    share(1, { publicKey: randomBytes(255) }),
+    share(2, { publicKey: Buffer.alloc(0) }),
+    share(3, { publicKey: randomBytes(32) }),
+    share(4, { tokenHash: randomBytes(20) }),
+    share(5, { tokenHash: randomBytes(64) }),
+    share(6, { tokenHash: Buffer.alloc(0) }),
+  ];
+  for (const s of cases) table.set(s);
+  for (const s of cases) assert.equal(table.get(s.code), s);
+  const narrowed = { ...cases[0]!, publicKey: randomBytes(KEY_WIDTH), tokenHash: randomBytes(32) };
+  table.set(narrowed);
+  assert.equal(table.get(narrowed.code), narrowed);
+});
+
+test('deleted slots are reused: churn at a steady size does not grow the table; a reused slot keeps nothing of its past', () => {
+  const table = new ShareTable(64);
+  let live: ShareState[] = [];
+  for (let i = 0; i < 64; i++) {
+    const s = share(i, { fetchStamp: { origin: 1, epoch: 2, seq: 3 }, publicKey: randomBytes(300) });
+    live.push(s);
+    table.set(s);
+  }
+  const old = table.get(live[0]!.code)!;
+  for (let round = 0; round < 20; round++) {
+    for (const s of live) assert.ok(table.delete(s.code));
+    assert.not.ok(table.delete(live[0]!.code), 'deleted twice');
+    live = live.map((_, j) => share(round * 1000 + j));
+    for (const s of live) table.set(s);
+  }
+  assert.is(table.slotCapacity, 64);
+  assert.is(table.size, 64);
+  // New shares in reused slots: no stale fetch stamp, wide key or token hash.
+  for (const s of live) assert.equal(table.get(s.code), s);
+  // A copy handed out before its slot was reused does not change.
+  assert.is(old.publicKey.length, 300);
+  assert.equal(old.fetchStamp, { origin: 1, epoch: 2, seq: 3 });
+});
+
+test('copies are independent of the table; fetch counts and expiry scans go through the table', () => {
+  const table = new ShareTable(8);
+  const a = share(1);
+  const b = share(2, { expiresAt: 50 });
+  table.set(a);
+  table.set(b);
+  const copy = table.get(a.code)!;
+  copy.publicKey.fill(0);
+  copy.fetchCount = 12345;
+  assert.equal(table.get(a.code), a);
+  assert.ok(table.setFetchCount(a.code, 77, { origin: 3, epoch: 4, seq: 5 }));
+  assert.not.ok(table.setFetchCount('missing', 1, { origin: 3, epoch: 4, seq: 5 }));
+  assert.equal(table.get(a.code), { ...a, fetchCount: 77, fetchStamp: { origin: 3, epoch: 4, seq: 5 } });
+  assert.equal(table.expiredCodes(50), [b.code]);
+  assert.equal(table.expiredCodes(49), []);
+  // A put without a fetch stamp replaces the whole share, the stamp included.
+  table.set(a);
+  assert.equal(table.get(a.code), a);
+});
+
+test('a snapshot is a cut: later writes, deletes, slot reuse and growth do not change what it yields', () => {
+  const table = new ShareTable(4);
+  const before = Array.from({ length: 4 }, (_, i) => share(i, i === 1 ? { publicKey: randomBytes(100) } : {}));
+  for (const s of before) table.set(s);
+  table.delete(before[3]!.code);
+  const cut = table.snapshot();
+  table.setFetchCount(before[0]!.code, 999, { origin: 9, epoch: 9, seq: 9 });
+  table.set({ ...before[1]!, publicKey: randomBytes(65), email: 'changed@example.org' });
+  table.delete(before[2]!.code);
+  for (let i = 10; i < 20; i++) table.set(share(i)); // reuses the freed slots, then grows
+  assert.equal([...cut], before.slice(0, 3));
+});
+
+test.run();

@@ -1,0 +1,189 @@
+/**
+ * install / uninstall / status into a temporary root
+ * (STASH_KEY_SERVER_ROOT_PREFIX), through the real entry point: the files
+ * and folders, the unit checked by `systemd-analyze verify` and rated by
+ * `systemd-analyze security --offline=yes`, the config kept unless
+ * --force-config and valid for the server's own parser, uninstall
+ * --purge-data leaving the root as it found it; refusals for a non-root
+ * user (a second uid through setpriv) and on other platforms.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { defaultConfig } from '../../src/keyserver/cli/options.js';
+import { parseCommandLine } from '../../src/keyserver/cli/parse.js';
+import { install, serviceStatus, uninstall, type HostFacts } from '../../src/keyserver/install/install.js';
+import { installPaths } from '../../src/keyserver/install/paths.js';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { tempDir } from './harness.js';
+import { runServerCommand } from './cluster.js';
+
+/** Every path under `root`, relative, sorted. */
+function tree(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      out.push(relative(root, path));
+      if (statSync(path).isDirectory()) walk(path);
+    }
+  };
+  walk(root);
+  return out.sort();
+}
+
+/** A root with the folders every Linux system has. */
+function fakeRoot(): { path: string; remove(): void } {
+  const root = tempDir('root');
+  for (const d of ['etc/systemd/system', 'var/lib', 'var/cache', 'var/log']) mkdirSync(join(root.path, d), { recursive: true });
+  return root;
+}
+
+const env = (root: string) => ({ ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
+
+test('install writes a hardened unit that systemd-analyze verifies and rates OK, a valid config and the folders; uninstall --purge-data removes them', async () => {
+  if (!needFacility(isRoot, 'root', 'install refuses to run without root')) return;
+  const root = fakeRoot();
+  try {
+    const before = tree(root.path);
+    const r = await runServerCommand(['install'], env(root.path));
+    assert.is(r.code, 0, r.stderr);
+    assert.match(r.stdout, /systemctl not run/);
+    const p = installPaths(root.path);
+    const unit = readFileSync(p.unit, 'utf8');
+    assert.is(statSync(p.unit).mode & 0o777, 0o644);
+    for (const line of ['DynamicUser=yes', 'ProtectSystem=strict', 'NoNewPrivileges=yes', 'StateDirectory=stash-key-server', 'CacheDirectory=stash-key-server',
+      'LogsDirectory=stash-key-server', 'CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE',
+      'StandardOutput=append:/var/log/stash-key-server/server.log', 'WantedBy=multi-user.target']) {
+      assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
+    }
+    assert.match(unit, /^ExecStart=\S+node\S* \S+\/bin\/stash_key_server\.js run --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m);
+    assert.match(unit, /^LoadCredential=replication-token:\/etc\/stash\/replication-token$/m);
+    // The token: random, root-only, and what the server reads with --replication-token-file; never in the config.
+    assert.is(statSync(p.token).mode & 0o777, 0o600);
+    const token = readFileSync(p.token, 'utf8');
+    assert.match(token, /^[0-9a-f]{64}\n$/);
+    assert.not.ok(readFileSync(p.config, 'utf8').includes(token.trim()));
+    const withToken = parseCommandLine(['run', '--config', p.config, '--replication-token-file', p.token]);
+    assert.ok(withToken.command === 'run' && withToken.config.replicationToken === token.trim());
+    assert.throws(() => parseCommandLine(['run', '--replication-token', 'x'.repeat(20), '--replication-token-file', p.token]), /--replication-token or --replication-token-file, not both/);
+    for (const dir of [p.state, p.cache, p.logDir]) assert.ok(statSync(dir).isDirectory(), dir);
+    assert.is(statSync(p.state).mode & 0o777, 0o700);
+
+    // The written config is what the server itself accepts.
+    const inv = parseCommandLine(['run', '--config', p.config]);
+    assert.ok(inv.command === 'run' && inv.config.stateDir === '/var/lib/stash-key-server');
+
+    if (needFacility(haveCommand('systemd-analyze'), 'systemd-analyze', 'not installed')) {
+      const verify = spawnSync('systemd-analyze', ['verify', p.unit], { encoding: 'utf8' });
+      assert.is(verify.status, 0, verify.stderr);
+      assert.is(verify.stderr.trim(), '', 'no warnings');
+      const security = spawnSync('systemd-analyze', ['security', '--offline=yes', p.unit], { encoding: 'utf8' });
+      const m = /Overall exposure level for stash-key-server\.service: ([0-9.]+) (\w+)/.exec(security.stdout);
+      assert.ok(m, security.stdout + security.stderr);
+      assert.ok(['OK', 'SAFE'].includes(m![2]!), `rating ${m![1]} ${m![2]}`);
+      assert.ok(Number(m![1]) < 2, `exposure ${m![1]}`);
+    }
+
+    const status = await runServerCommand(['status'], env(root.path));
+    assert.is(status.code, 0, status.stderr);
+    assert.match(status.stdout, /^unit: .*stash-key-server\.service installed, systemd not running/m);
+    assert.match(status.stdout, /^config: .*key-server\.toml ok \(bind 127\.0\.0\.1:8089, server 0, cluster default/m);
+    assert.match(status.stdout, /^token: .*replication-token present, mode 0600$/m);
+    assert.match(status.stdout, /^state: .*stash-key-server, store\.log missing, not in use$/m);
+    assert.match(status.stdout, /^log: .*server\.log no log yet$/m);
+
+    const keep = await runServerCommand(['uninstall'], env(root.path));
+    assert.is(keep.code, 0, keep.stderr);
+    assert.ok(!existsSync(p.unit) && existsSync(p.config) && existsSync(p.token) && existsSync(p.state), 'plain uninstall keeps config, token and data');
+    const purge = await runServerCommand(['uninstall', '--purge-data'], env(root.path));
+    assert.is(purge.code, 0, purge.stderr);
+    assert.equal(tree(root.path), before, 'everything install created is gone');
+    const gone = await runServerCommand(['status'], env(root.path));
+    assert.is(gone.code, 3);
+    assert.match(gone.stdout, /not installed/);
+  } finally {
+    root.remove();
+  }
+});
+
+test('a second install keeps an edited config; --force-config rewrites it', async () => {
+  if (!needFacility(isRoot, 'root', 'install refuses to run without root')) return;
+  const root = fakeRoot();
+  try {
+    const p = installPaths(root.path);
+    const lines: string[] = [];
+    const host: HostFacts = { platform: 'linux', uid: 0, systemdRunning: false, systemctl: () => ({ status: 1, output: 'must not run' }) };
+    await install(defaultConfig(), (l) => lines.push(l), host, p);
+    writeFileSync(p.config, 'server_id = 3\n');
+    await install(defaultConfig(), (l) => lines.push(l), host, p);
+    assert.is(readFileSync(p.config, 'utf8'), 'server_id = 3\n');
+    assert.ok(lines.some((l) => /kept .*--force-config rewrites it/.test(l)));
+    await install({ ...defaultConfig(), forceConfig: true }, (l) => lines.push(l), host, p);
+    assert.match(readFileSync(p.config, 'utf8'), /^state_dir = "\/var\/lib\/stash-key-server"$/m);
+    // On a real root without systemd (this container) the files are written and the output says what was not done.
+    lines.length = 0;
+    await install(defaultConfig(), (l) => lines.push(l), host, { ...p, prefix: '' });
+    assert.match(lines.at(-1)!, /^systemd is not running on this system \(no \/run\/systemd\/system\): the files are written, but the service was NOT enabled or started; once systemd runs: systemctl daemon-reload && systemctl enable --now stash-key-server\.service$/);
+  } finally {
+    root.remove();
+  }
+});
+
+test('with systemd running, install enables and starts the service through systemctl; uninstall disables it', async () => {
+  const root = fakeRoot();
+  try {
+    const calls: string[] = [];
+    const host: HostFacts = { platform: 'linux', uid: 0, systemdRunning: true, systemctl: (a) => { calls.push(a.join(' ')); return { status: 0, output: 'enabled' }; } };
+    const p = installPaths(root.path);
+    await install(defaultConfig(), () => {}, host, p);
+    assert.equal(calls, ['daemon-reload', 'enable --now stash-key-server.service']);
+    calls.length = 0;
+    const lines: string[] = [];
+    assert.is(await serviceStatus((l) => lines.push(l), host, p), 0);
+    assert.match(lines[0]!, /installed, enabled, enabled/);
+    calls.length = 0;
+    await uninstall(defaultConfig(), () => {}, host, p);
+    assert.equal(calls, ['disable --now stash-key-server.service', 'daemon-reload']);
+    // A failing systemctl is an error that says which step failed.
+    const failing: HostFacts = { ...host, systemctl: () => ({ status: 1, output: 'Failed to connect to bus' }) };
+    try {
+      await install(defaultConfig(), () => {}, failing, p);
+      assert.unreachable('should fail');
+    } catch (err) {
+      assert.match((err as Error).message, /systemctl daemon-reload failed \(exit 1\): Failed to connect to bus/);
+    }
+  } finally {
+    root.remove();
+  }
+});
+
+test('refusals: not root (a real second uid), not Linux', async () => {
+  const root = fakeRoot();
+  try {
+    chmodSync(root.path, 0o755);
+    const host = (platform: NodeJS.Platform, uid: number): HostFacts => ({ platform, uid, systemdRunning: false, systemctl: () => ({ status: 0, output: '' }) });
+    for (const run of [install, uninstall]) {
+      try {
+        await run(defaultConfig(), () => {}, host('darwin', 0), installPaths(root.path));
+        assert.unreachable('darwin');
+      } catch (err) {
+        assert.is((err as { code?: string }).code, 'UNSUPPORTED_PLATFORM');
+        assert.match((err as Error).message, /runs on Linux only \(this is darwin\)/);
+      }
+    }
+    if (needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run as nobody')) {
+      const [node, ...rest] = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', `STASH_KEY_SERVER_ROOT_PREFIX=${root.path}`];
+      const nobody = spawnSync(node!, [...rest, process.execPath, '--import', 'tsx', 'test/fixtures/keyserver-main.ts', 'install'], { encoding: 'utf8', timeout: 30_000 });
+      assert.is(nobody.status, 77, nobody.stderr);
+      assert.match(nobody.stderr, /`install` must run as root/);
+      assert.ok(!existsSync(installPaths(root.path).unit), 'nothing written');
+    }
+  } finally {
+    root.remove();
+  }
+});
+
+test.run();

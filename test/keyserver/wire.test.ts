@@ -1,0 +1,137 @@
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { Writer } from '../../src/keyserver/wire/codec.js';
+import {
+  decodeError,
+  decodeShareRequest,
+  decodeShareResponse,
+  decodeStatus,
+  decodeTopology,
+  encodeError,
+  encodeShareRequest,
+  encodeShareResponse,
+  encodeStatus,
+  encodeTopology,
+  type StatusResponse,
+  type TopologyResponse,
+} from '../../src/keyserver/wire/messages.js';
+import { decodeJsonShareRequest } from '../../src/keyserver/wire/json.js';
+import { maskEmail, validateEmail, validatePublicKey } from '../../src/keyserver/validate.js';
+import { identityPublicKey } from './harness.js';
+
+const fail = (m: string) => new Error(m);
+const key = identityPublicKey();
+
+test('share requests and responses round-trip through the binary encoding', () => {
+  const create = { op: 'create' as const, publicKey: key, email: 'a@example.org' };
+  const bytes = encodeShareRequest(create);
+  assert.equal([...bytes.subarray(0, 3)], [1, 0x01, 65], 'version, type, key length');
+  assert.is(bytes.length, 3 + 65 + 1 + 13);
+  assert.equal(decodeShareRequest(bytes, fail), create);
+  const fetchReq = { op: 'fetch' as const, code: '0A-7K3M-9QXD-W2HF-Z' };
+  assert.equal(decodeShareRequest(encodeShareRequest(fetchReq), fail), fetchReq);
+
+  const created = { type: 'created' as const, code: '0A-7K3M-9QXD-W2HF-Z', expiresAt: 1_900_000_000_123, verification: 'failed' as const, message: 'é ok' };
+  assert.equal(decodeShareResponse(encodeShareResponse(created), fail), created);
+  const fetched = { type: 'fetched' as const, code: '0A-7K3M-9QXD-W2HF-Z', publicKey: key, email: 'a@example.org', verifiedAt: 1, fetchCount: 4_000_000_000, expiresAt: 2 ** 53 - 1 };
+  assert.equal(decodeShareResponse(encodeShareResponse(fetched), fail), fetched);
+});
+
+test('topology, status and errors round-trip; unknown status fields are skipped', () => {
+  const t: TopologyResponse = {
+    clusterId: 'eu',
+    topologyVersion: 0xffffffff,
+    serverId: 9,
+    servers: [{ id: 0, url: 'https://a.example.org', status: 'active' }, { id: 9, url: 'https://b.example.org', status: 'promoted' }],
+    routes: [{ owner: 0, primary: 0, failovers: [9, 1] }],
+    promotedOwners: [0],
+  };
+  assert.equal(decodeTopology(encodeTopology(t), fail), t);
+  const st: StatusResponse = {
+    replication_pending: 3, replication_last_sequence: 99, shares_live: 5, shares_pending: 1,
+    store_bytes: 12345, uptime_seconds: 60, server_id: 2, origin_epoch: 1_700_000_000_000,
+  };
+  assert.equal(decodeStatus(encodeStatus(st), fail), { ...st, unknown: 0 });
+  // A newer server adds field 200: an older client reads the rest.
+  const w = new Writer().u8(1).u8(0x84).u8(2).u8(2).u64(7).u8(200).u64(1);
+  const decoded = decodeStatus(w.finish(), fail);
+  assert.is(decoded.replication_last_sequence, 7);
+  assert.is(decoded.replication_pending, 0);
+  assert.is(decoded.unknown, 1);
+  const e = { code: 'RATE_LIMITED', message: 'slow down', retryAfter: 42, limit: 'emails-per-ip' };
+  assert.equal(decodeError(encodeError(e), fail), e);
+});
+
+test('decoders refuse values beyond 2^53, bad UTF-8 and unknown enum values', () => {
+  const big = new Writer().u8(1).u8(0x84).u8(1).u8(1).bytes(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])).finish();
+  assert.throws(() => decodeStatus(big, fail), /too large/);
+  const badText = new Writer().u8(1).u8(0x02).u8(2).bytes(Buffer.from([0xc3, 0x28])).finish();
+  assert.throws(() => decodeShareRequest(badText, fail), /share code is not valid UTF-8/);
+  const badVerification = Buffer.from(encodeShareResponse({ type: 'created', code: 'x', expiresAt: 0, verification: 'sent', message: '' }));
+  badVerification[3 + 8 + 1] = 9;
+  assert.throws(() => decodeShareResponse(badVerification, fail), /unknown verification state 9/);
+});
+
+test('the JSON request decoder accepts exactly the documented shapes', () => {
+  const b64 = key.toString('base64');
+  const body = (v: unknown) => Buffer.from(JSON.stringify(v));
+  const req = decodeJsonShareRequest(body({ op: 'create', public_key: b64, email: 'a@example.org' }), fail);
+  assert.is(req.op, 'create');
+  if (req.op === 'create') assert.ok(Buffer.from(req.publicKey).equals(key));
+  assert.equal(decodeJsonShareRequest(body({ op: 'fetch', code: 'abc' }), fail), { op: 'fetch', code: 'abc' });
+  assert.throws(() => decodeJsonShareRequest(body({ op: 'create', public_key: `-${b64.slice(1)}`, email: 'a@b.org' }), fail), /base64/);
+});
+
+test('email validation: accepted and refused addresses', () => {
+  const ok: Array<[string, string]> = [
+    ['alice@example.org', 'alice@example.org'],
+    ['Alice.B+tag@Mail.Example.ORG', 'Alice.B+tag@mail.example.org'],
+    ['a_b%c=d-e@xn--bcher-kva.example', 'a_b%c=d-e@xn--bcher-kva.example'],
+    [`${'a'.repeat(64)}@example.org`, `${'a'.repeat(64)}@example.org`],
+  ];
+  for (const [input, out] of ok) assert.is(validateEmail(input), out, input);
+  const bad: Array<[string, RegExp]> = [
+    ['', /empty/],
+    ['-x@example.org', /must not start with "-"/],
+    ['a b@example.org', /whitespace or control/],
+    ['a@example.org\n', /whitespace or control/],
+    ['a\u0000@example.org', /whitespace or control/],
+    ['ä@example.org', /must be ASCII/],
+    ['a@b@example.org', /local@domain/],
+    ['@example.org', /local@domain/],
+    ['a@', /at least two labels/],
+    ['a@localhost', /at least two labels/],
+    ['a..b@example.org', /no leading, trailing or double dots/],
+    ['.a@example.org', /no leading, trailing or double dots/],
+    ['"a"@example.org', /part before @ may hold/],
+    ['a;rm@example.org', /part before @ may hold/],
+    ['a$(id)@example.org', /part before @ may hold/],
+    ['a@-example.org', /domain label/],
+    ['a@example-.org', /domain label/],
+    ['a@exa_mple.org', /domain label/],
+    ['a@example..org', /domain label/],
+    ['a@1.2.3.4', /not an IP address/],
+    [`${'a'.repeat(65)}@example.org`, /longer than 64/],
+    [`a@${'b'.repeat(64)}.org`, /domain label/],
+    [`a@${'b.'.repeat(130)}org`, /longer than 254/],
+  ];
+  for (const [input, pattern] of bad) {
+    try {
+      validateEmail(input);
+      assert.unreachable(`accepted ${JSON.stringify(input)}`);
+    } catch (err) {
+      assert.is((err as { code?: string }).code, 'INVALID_EMAIL', input);
+      assert.match((err as Error).message, pattern, input);
+      assert.not.ok((err as Error).message.includes(input) && input.length > 3, 'the address is not echoed');
+    }
+  }
+  assert.is(maskEmail('alice@example.org'), 'a***@example.org');
+});
+
+test('a real identity key is accepted and returned as a copy', () => {
+  const out = validatePublicKey(key);
+  assert.ok(out.equals(key));
+  assert.ok(out.buffer !== key.buffer || out.byteOffset !== key.byteOffset);
+});
+
+test.run();

@@ -1,0 +1,91 @@
+/**
+ * The parsers behind the AEAD. Bit flips never reach them (authentication
+ * fails first), so these feed them authentic-but-malformed plaintext, as a
+ * buggy or hostile writer holding the key could.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { sealWithNonce } from '../../src/vault/aead.js';
+import { decodeBody, encodeBody, PAD_BLOCK } from '../../src/vault/container-body.js';
+import { listContacts, MAX_VALUE_BYTES, vaultPaths } from '../../src/vault/index.js';
+import { cleanup, expectCode, newVault } from './vault-fixture.js';
+
+test.after.each(cleanup);
+
+/** A body plaintext from raw parts, padded like the real encoder. */
+function body(count: number, parts: Buffer[], pad = true): Buffer {
+  const head = Buffer.alloc(4);
+  head.writeUInt32LE(count);
+  const raw = Buffer.concat([head, ...parts]);
+  if (!pad) return raw;
+  return Buffer.concat([raw, Buffer.alloc(Math.ceil((raw.length + 1) / PAD_BLOCK) * PAD_BLOCK - raw.length)]);
+}
+
+function entry(name: string, value: Buffer, declaredLength = value.length): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(declaredLength);
+  return Buffer.concat([Buffer.from([name.length]), Buffer.from(name, 'latin1'), len, value]);
+}
+
+test('the body encoder and decoder agree', () => {
+  const entries = new Map([['B', Buffer.from('2')], ['A', Buffer.from('1')], ['E', Buffer.alloc(0)]]);
+  const plain = encodeBody(entries);
+  assert.is(plain.length % PAD_BLOCK, 0);
+  const back = decodeBody(plain, 'x');
+  assert.equal([...back.keys()], ['A', 'B', 'E']);
+  assert.ok(back.get('B')!.equals(Buffer.from('2')));
+  assert.ok(decodeBody(body(1, [entry('A', Buffer.from('1'))]), 'x').get('A')!.equals(Buffer.from('1')));
+  // A body exactly filling its blocks still carries one full padding block.
+  const exact = encodeBody(new Map([['A', Buffer.alloc(PAD_BLOCK - 4 - 1 - 1 - 4)]]));
+  assert.is(exact.length, 2 * PAD_BLOCK);
+  decodeBody(exact, 'x');
+});
+
+test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {
+  const v = (s: string) => Buffer.from(s);
+  const cases: Array<[string, Buffer]> = [
+    ['empty', Buffer.alloc(0)],
+    ['not a block multiple', Buffer.alloc(100)],
+    ['count larger than the entries', body(2, [entry('A', v('1'))])],
+    ['huge count', body(0xffffffff, [])],
+    ['duplicate names', body(2, [entry('A', v('1')), entry('A', v('2'))])],
+    ['names out of order', body(2, [entry('B', v('1')), entry('A', v('2'))])],
+    ['invalid entry name', body(1, [entry('1A', v('1'))])],
+    ['empty entry name', body(1, [entry('', v('1'))])],
+    ['value length past the end', body(1, [entry('A', v('1'), 10_000)])],
+    ['value over 64 KiB', body(1, [entry('A', Buffer.alloc(MAX_VALUE_BYTES + 1))])],
+    ['non-zero padding', (() => { const b = body(1, [entry('A', v('1'))]); b[b.length - 1] = 1; return b; })()],
+    ['no padding', (() => { const raw = body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 10))], false); return raw; })()],
+    ['a whole extra block of padding', Buffer.concat([body(1, [entry('A', v('1'))]), Buffer.alloc(PAD_BLOCK)])],
+  ];
+  for (const [what, plain] of cases) {
+    const e = expectCode(() => decodeBody(plain, '/v/containers/x.stash'), 'CONTAINER_CORRUPT', what);
+    assert.match(e.message, /\/v\/containers\/x\.stash/, what);
+  }
+});
+
+test('authentic but malformed contact lists are VAULT_CORRUPT', async () => {
+  const t = await newVault();
+  const path = vaultPaths(t.dir).contacts;
+  const header = readFileSync(path).subarray(0, 50);
+  const nonce = header.subarray(26, 50);
+  const good = { name: 'Bob', email: 'b@x.y', x25519: '11'.repeat(32), ed25519: '22'.repeat(32), fingerprint: 'x', addedAt: 'now' };
+  const cases: Array<[string, string]> = [
+    ['not JSON', '{"contacts": ['],
+    ['null', 'null'],
+    ['array', '[]'],
+    ['no list', '{}'],
+    ['list of numbers', '{"contacts":[1]}'],
+    ['missing fields', '{"contacts":[{"name":"Bob"}]}'],
+    ['fingerprint not matching the keys', JSON.stringify({ contacts: [good] })],
+    ['key of wrong length', JSON.stringify({ contacts: [{ ...good, x25519: '11' }] })],
+  ];
+  for (const [what, text] of cases) {
+    writeFileSync(path, Buffer.concat([header, sealWithNonce(Buffer.from(text), header, nonce, t.key)]));
+    const e = expectCode(() => listContacts(t.dir, t.key), 'VAULT_CORRUPT', what);
+    assert.ok(e.message.includes(path), what);
+  }
+});
+
+test.run();
