@@ -11,6 +11,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish, status } from '../../src/keyserver/client.js';
 import { fetchAlongRoute } from '../../src/keyserver/routed-fetch.js';
+import { FETCH_FLUSH_MS } from '../../src/keyserver/server.js';
 import { http, identityPublicKey, mailSink, postJson, tempDir, type MailSink } from './harness.js';
 import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, runServerCommand, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
 
@@ -100,9 +101,11 @@ test('failover: A killed, owner 0 promoted on B, fetched from B, A back, resync-
       assert.equal(got.share.publicKey, key);
       assert.is(got.share.fetchCount, 1);
     }
-    // Life goes on on B meanwhile; its queue for A grows while A is down.
+    // Life goes on on B meanwhile; its queue for A grows while A is down. Fetch counts are written (and so
+    // queued) up to FETCH_FLUSH_MS after the fetch: wait until all three are, or the resync below may read B's
+    // state before they are and the counts reach A only after this test has looked (the CI flake of 2026-11-23).
     const during = await publishVerified(b.url, sinks[1]!, 'b1@example.org');
-    assert.ok((await status(b.url)).replication_pending > 0, 'B queues for the absent A');
+    await waitFor('B queued the 3 fetch counts and the new share for the absent A', async () => (await status(b.url)).replication_pending === 4, FETCH_FLUSH_MS + 5_000);
 
     // Step 4: A returns with its old state, then resync-peer from B to A.
     a = await start(['--config', conf[0]!]);
@@ -124,7 +127,7 @@ test('failover: A killed, owner 0 promoted on B, fetched from B, A back, resync-
     assert.is((await postJson(b.url, { op: 'fetch', code: aCodes[1] })).status, 421);
     const back = await fetchAlongRoute([b.url], aCodes[1]!);
     assert.is(back.answeredBy.url, a.url, 'owner 0 is served by A again');
-    assert.is(back.share.fetchCount, 2, 'the fetch served by B during the failover reached A');
+    assert.is(back.share.fetchCount, 2, `the fetch served by B during the failover reached A\nresync: ${resync.stdout}${resync.stderr}\nA: ${a.stderr().slice(-3000)}\nB: ${b.stderr().slice(-3000)}`);
     assert.equal((await fetchShare(b.url, during)).publicKey, key);
     assert.equal((await fetchShare(b.url, bCode)).publicKey, key);
   } finally {
