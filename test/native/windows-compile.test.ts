@@ -98,7 +98,7 @@ test('binding.gyp adds every native source exactly once per OS', async () => {
 });
 
 test('the Win32 pipe core runs under Wine: claim, stored DACL, pid and SID checks both ways, bytes, stop', async () => {
-  if (!needFacility(haveWine(), 'mingw-w64 and Wine', 'apt-get install g++-mingw-w64-x86-64 wine64')) return;
+  if (!needFacility(haveWine(), 'mingw-w64 and Wine', 'apt-get install g++-mingw-w64-x86-64 wine wine64')) return;
   try {
     const build = await selftestBuild!;
     assert.is(build.status, 0, build.stderr);
