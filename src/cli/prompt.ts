@@ -4,7 +4,7 @@
  * input is read in raw mode (no echo) byte by byte straight into sodium secure
  * memory; each chunk Node hands us is zeroed once copied.
  */
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { ReadStream } from 'node:tty';
 import { StashError } from '../errors.js';
 import { secureAlloc, wipe } from '../vault/secure.js';
@@ -45,6 +45,39 @@ function backspace(buf: Buffer, len: number): number {
 }
 
 /**
+ * Discards what was typed on the terminal before a hidden prompt appeared, as
+ * sudo and ssh do (readpassphrase's TCSAFLUSH): it was typed with echo on, so
+ * it was shown on the screen, and a line meant for an earlier question would
+ * otherwise answer this one. Reads through a second, non-blocking descriptor
+ * (O_NONBLOCK belongs to that open file only) until nothing is left; every
+ * byte read is zeroed. Returns how many bytes were dropped.
+ */
+function discardTypeAhead(): number {
+  let fd: number;
+  try {
+    fd = openSync(TTY_PATH, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch {
+    return 0;
+  }
+  const scratch = secureAlloc(256);
+  let dropped = 0;
+  try {
+    for (let i = 0; i < 4096; i++) {
+      const n = readSync(fd, scratch, 0, scratch.length, null);
+      if (n <= 0) break;
+      dropped += n;
+      scratch.fill(0, 0, n);
+    }
+  } catch {
+    // EAGAIN: nothing (more) is waiting.
+  } finally {
+    wipe(scratch);
+    closeSync(fd);
+  }
+  return dropped;
+}
+
+/**
  * Asks `question` on the terminal and reads a line with echo off, into a
  * secure buffer of exact length (release it with wipe()). Ctrl-C or Ctrl-D on
  * an empty line cancel (INTERRUPTED). Lines longer than maxBytes are refused.
@@ -58,6 +91,7 @@ export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer>
   // Echo goes off before the question appears: an answer typed (or sent by a
   // script) the moment the question shows must never be echoed.
   input.setRawMode(true);
+  if (discardTypeAhead() > 0) writeSync(fd, '(what was typed before this prompt was shown on the screen and has been discarded)\n');
   writeSync(fd, question);
 
   return new Promise<Buffer>((resolve, reject) => {

@@ -34,6 +34,30 @@ test('init on a terminal: asked twice, retried when the two differ, never echoed
   }
 });
 
+test('input typed before the prompt appears is discarded, not taken as the password', async () => {
+  if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+  const t = cliEnv();
+  try {
+    // The first step matches at once: its line reaches the terminal while stash is still starting (echo on).
+    const r = t.pty(['vault', 'init'], [
+      ['', 'typed-too-early'],
+      ['New vault password: ', 'the real one'], ['Repeat the new vault password: ', 'the real one'],
+    ]);
+    assert.is(r.status, 0, r.output);
+    assert.match(r.output, /what was typed before this prompt was shown on the screen and has been discarded/);
+    assert.not.ok(r.output.includes('The two passwords differ'), r.output);
+    const early = join(t.home, 'early');
+    writeFileSync(early, 'typed-too-early', { mode: 0o600 });
+    assert.is((await t.run(['container', 'create', 'x', '--password-file', early])).code, 77, 'the early line is not the password');
+    const real = join(t.home, 'real');
+    writeFileSync(real, 'the real one', { mode: 0o600 });
+    const ok = await t.run(['container', 'create', 'x', '--password-file', real]);
+    assert.is(ok.code, 0, ok.stderr);
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('three mismatches give up (64); Ctrl-C cancels (130); nothing is created', async () => {
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const t = cliEnv();
