@@ -18,7 +18,9 @@ export function parseOptions(argv: string[], options: OptionSpec, usage: string,
     const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals });
     return { values: values as Parsed['values'], positionals };
   } catch (err) {
-    const message = err instanceof Error ? err.message.replace(/\. To specify a positional argument.*$/s, '') : String(err);
+    const raw = err instanceof Error ? err.message.replace(/\. To specify a positional argument.*$/s, '') : String(err);
+    // node:util capitalises its messages ("Unknown option"); every other stash error starts in lower case.
+    const message = raw.charAt(0).toLowerCase() + raw.slice(1);
     throw new UsageError(`${message}\n${usage}`);
   }
 }

@@ -148,9 +148,9 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
   const cases: Array<[string[], RegExp]> = [
     [['get', 'c'], /^stash: missing argument: CONTAINER NAME\nusage: stash get/],
     [['get', 'c', 'N', 'extra'], /^stash: unexpected argument "extra"/],
-    [['get', '--frobnicate', 'c', 'N'], /^stash: Unknown option '--frobnicate'\nusage: stash get/],
-    [['container', 'list', '--json=yes'], /^stash: Option '--json' does not take an argument/],
-    [['open', 'c', '--ttl'], /^stash: Option '--ttl <value>' argument missing/],
+    [['get', '--frobnicate', 'c', 'N'], /^stash: unknown option '--frobnicate'\nusage: stash get/],
+    [['container', 'list', '--json=yes'], /^stash: option '--json' does not take an argument/],
+    [['open', 'c', '--ttl'], /^stash: option '--ttl <value>' argument missing/],
     [['env', 'c'], /^stash: missing -- CMD/],
     [['env', 'c', 'ls'], /^stash: unexpected argument "ls" \(put -- before the command to run\)/],
     [['frobnicate'], /^stash: unknown command: frobnicate\n/],
