@@ -111,6 +111,33 @@ test('tampered, replayed and reordered sealed frames are rejected by the live ag
   channel.destroy();
 }));
 
+test('the live agent refuses a sealed put with a zero or negative TTL, stores nothing and keeps serving', () => withSealedConnection(async ({ s, next, channel }) => {
+  // The client's encoder refuses such a TTL before sending: patch the i32 TTL (the payload's last 4 bytes) by hand.
+  const ask = async (frame: Buffer) => {
+    s.write(frame);
+    const f = await next();
+    if (f.type !== MsgType.SEALED) return decodeReply(f);
+    const opened = channel.open(f);
+    try {
+      return decodeReply(opened.inner);
+    } finally {
+      opened.release();
+    }
+  };
+  const id = randomBytes(16);
+  for (const ttl of [0, -5]) {
+    const put = encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 60 });
+    put.payload.writeInt32LE(ttl, put.payload.length - 4);
+    const reply = await ask(channel.seal(put));
+    assert.equal(reply.type === 'error' && reply.code, ProtocolErrorCode.NON_POSITIVE_TTL, `TTL ${ttl}: ${JSON.stringify(reply)}`);
+    assert.match(reply.type === 'error' ? reply.message : '', /TTL must be a positive/);
+  }
+  assert.is((await ask(channel.seal(encodeRequest({ type: 'get', id })))).type, 'cache-miss', 'nothing was stored');
+  assert.is((await ask(channel.seal(encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 60 })))).type, 'ack');
+  assert.is((await ask(channel.seal(encodeRequest({ type: 'get', id })))).type, 'cache-key', 'the connection still serves');
+  channel.destroy();
+}));
+
 test('key bytes never appear in socket traffic, the log, or error messages', async () => {
   const t = agentEnv();
   const proc = await startAgent(t);

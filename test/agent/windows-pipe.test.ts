@@ -78,10 +78,7 @@ test('native wrappers: bad names and timeouts refused before the addon; Linux ha
   assert.is(code(() => native.createPipeServer('\\\\server\\pipe\\x', noop)), 'EINVAL');
   assert.is(code(() => native.pipeConnect(windowsPipeName('alice'), -1)), 'EINVAL');
   assert.is(code(() => native.pipeConnect(windowsPipeName('alice'), 1.5)), 'EINVAL');
-  if (!existsSync('build/Release/stash_native.node')) {
-    console.log('SKIP: ENOTSUP check: the addon is not built (npm run build:native)');
-    return;
-  }
+  if (!needFacility(existsSync('build/Release/stash_native.node'), 'a locally built addon', 'the ENOTSUP check needs build/Release (npm run build:native)')) return;
   assert.is(code(() => native.createPipeServer(windowsPipeName('alice', 'x'), noop)), 'ENOTSUP');
   assert.is(code(() => native.pipeConnect(windowsPipeName('alice', 'x'), 100)), 'ENOTSUP');
 });

@@ -175,10 +175,7 @@ test('unknown code: 66 with a clear message, nothing added', async () => {
 });
 
 test('on a terminal the fingerprint is asked; a line that is no fingerprint is asked again', async () => {
-  if (!havePty()) {
-    console.log('SKIP: python3 with the pty module is missing');
-    return;
-  }
+  if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const { code } = await published('alice-tty@example.test');
   const r = await ptyAsync(bob, ['vault', 'contact', 'receive', code, '--name', 'alice-tty', '--server', server.url, '--password-file', bob.pwFile], [
     ['gave you \\(XXXX-XXXX-XXXX-XXXX-XXXX-XXXX\\): ', 'not a fingerprint'],
