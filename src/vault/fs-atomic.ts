@@ -8,7 +8,7 @@
  */
 import {
   closeSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
-  renameSync, unlinkSync, writeSync, chmodSync,
+  renameSync, unlinkSync, writeSync, chmodSync, type Stats,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { errnoCode, ioError, VaultError } from './errors.js';
@@ -121,11 +121,11 @@ function unlinkQuiet(path: string): void {
 }
 
 /**
- * Reads a whole regular file of at most `maxBytes`. Returns null when it does
- * not exist. `tooBig` builds the error for a larger file or a non-file (size -1;
- * each caller names its own corruption code), so a planted multi-gigabyte file cannot exhaust memory.
+ * Opens `path` read-only and runs `read` on it with the file's stat; null when
+ * the file does not exist. Errors other than a VaultError from `read` become
+ * I/O errors naming the path; the descriptor is always closed.
  */
-export function readBounded(path: string, maxBytes: number, tooBig: (size: number) => VaultError): Buffer | null {
+function withOpenFile<T>(path: string, read: (fd: number, st: Stats) => T): T | null {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -134,17 +134,7 @@ export function readBounded(path: string, maxBytes: number, tooBig: (size: numbe
     throw ioError(err, 'open', path);
   }
   try {
-    const st = fstatSync(fd);
-    if (!st.isFile()) throw tooBig(-1);
-    if (st.size > maxBytes) throw tooBig(st.size);
-    const buf = Buffer.alloc(st.size);
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) break; // shrank under us: the caller's parser sees a short file
-      off += n;
-    }
-    return off === buf.length ? buf : buf.subarray(0, off);
+    return read(fd, fstatSync(fd));
   } catch (err) {
     if (err instanceof VaultError) throw err;
     throw ioError(err, 'read', path);
@@ -153,35 +143,39 @@ export function readBounded(path: string, maxBytes: number, tooBig: (size: numbe
   }
 }
 
+/** Fills `buf` from the start of `fd`; returns the bytes read (fewer when the file shrank under us). */
+function readFromStart(fd: number, buf: Buffer): Buffer {
+  let off = 0;
+  while (off < buf.length) {
+    const n = readSync(fd, buf, off, buf.length - off, off);
+    if (n === 0) break; // shrank under us: the caller's parser sees a short file
+    off += n;
+  }
+  return off === buf.length ? buf : buf.subarray(0, off);
+}
+
+/**
+ * Reads a whole regular file of at most `maxBytes`. Returns null when it does
+ * not exist. `tooBig` builds the error for a larger file or a non-file (size -1;
+ * each caller names its own corruption code), so a planted multi-gigabyte file cannot exhaust memory.
+ */
+export function readBounded(path: string, maxBytes: number, tooBig: (size: number) => VaultError): Buffer | null {
+  return withOpenFile(path, (fd, st) => {
+    if (!st.isFile()) throw tooBig(-1);
+    if (st.size > maxBytes) throw tooBig(st.size);
+    return readFromStart(fd, Buffer.alloc(st.size));
+  });
+}
+
 /**
  * Reads at most `maxBytes` from the start of a file (container headers).
  * Returns null when it does not exist; `bad` builds the error for a non-file.
  */
 export function readPrefix(path: string, maxBytes: number, bad: (why: string) => VaultError): { bytes: Buffer; size: number; mtime: Date } | null {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return null;
-    throw ioError(err, 'open', path);
-  }
-  try {
-    const st = fstatSync(fd);
+  return withOpenFile(path, (fd, st) => {
     if (!st.isFile()) throw bad('it is not a regular file');
-    const buf = Buffer.alloc(Math.min(maxBytes, st.size));
-    let off = 0;
-    while (off < buf.length) {
-      const n = readSync(fd, buf, off, buf.length - off, off);
-      if (n === 0) break;
-      off += n;
-    }
-    return { bytes: buf.subarray(0, off), size: st.size, mtime: st.mtime };
-  } catch (err) {
-    if (err instanceof VaultError) throw err;
-    throw ioError(err, 'read', path);
-  } finally {
-    closeSync(fd);
-  }
+    return { bytes: readFromStart(fd, Buffer.alloc(Math.min(maxBytes, st.size))), size: st.size, mtime: st.mtime };
+  });
 }
 
 /** Deletes leftover temp files of crashed writes in `dir`. Call only while holding the vault lock. */
