@@ -22,6 +22,7 @@
 #include <mutex>
 #include <string>
 
+#include "../common/deliver_event.h"
 #include "../common/errors.h"
 #include "../common/platform.h"
 #include "win_error.h"
@@ -188,24 +189,7 @@ Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
   return o;
 }
 
-void CallJs(Napi::Env env, Napi::Function callback, std::nullptr_t*, WatchEvent* raw) {
-  std::unique_ptr<WatchEvent> ev(raw);
-  if (env == nullptr || callback == nullptr) return;  // the TSFN is being torn down
-  // No C++ exception may unwind into libuv (that aborts node). A failure here
-  // means the environment is shutting down, or the callback threw: that one
-  // goes back to node as an uncaught exception.
-  try {
-    callback.Call({EventObject(env, *ev)});
-  } catch (const Napi::Error& e) {
-    try {
-      e.ThrowAsJavaScriptException();
-    } catch (...) {
-    }
-  } catch (...) {
-  }
-}
-
-using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, CallJs>;
+using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, DeliverEvent<WatchEvent, EventObject>>;
 
 class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
  public:
