@@ -187,7 +187,6 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
           serverId: config.serverId,
           clusterId: config.clusterId,
           token: config.replicationToken,
-          originEpoch,
           peers: config.replicationPeerUrls.map((url) => ({ url, serverId: peerIdFromTopology(config, url) })),
           ...opts.replication,
         },

@@ -199,6 +199,33 @@ test('durable queue: peer down, origin restarted, peer up: the pending events ar
   }
 });
 
+test('a sender restarted with a fixed origin_epoch is not refused as a replay by its peer', async () => {
+  // origin_epoch may be fixed in the config file; the batch stream must still be new after a restart,
+  // or the peer, which remembers each stream's highest batch, refuses batches 1..N as replays.
+  const ports = await freePorts(2);
+  const state = tempDir('fixed-epoch');
+  const configA = { ...ringConfig(0, ports), originEpoch: 1_700_000_000_000 };
+  let a: TestServer | undefined = await startTestServer({ config: configA, stateDir: state.path, replication: fast });
+  const b = await startTestServer({ config: ringConfig(1, ports), replication: fast });
+  try {
+    for (let i = 0; i < 4; i++) {
+      const code = await publishVerified(a, `epoch${i}@example.org`);
+      await waitFor(`share ${i} reaches B`, () => holds(b, code));
+    }
+    await waitFor('A drains', async () => (await status(a!.url)).replication_pending === 0);
+    await a.stop();
+    a = await startTestServer({ config: configA, stateDir: state.path, replication: fast });
+    const after = await publishVerified(a, 'after-restart@example.org');
+    await waitFor('the publish after the restart reaches B at once', () => holds(b, after), 2_000).catch((err) => {
+      throw new Error(`${(err as Error).message}; A's peer status: ${JSON.stringify(a!.replicator!.peers()[0])}`);
+    });
+    assert.not.match(a.logger.text(), /REPLICATION_REPLAY/, 'no batch of the restarted sender was refused as a replay');
+  } finally {
+    await stopAll([a, b]);
+    state.remove();
+  }
+});
+
 test('an expiry on one node reaches the other as a tombstone', async () => {
   const ports = await freePorts(2);
   const clock = new ManualClock(Date.now());

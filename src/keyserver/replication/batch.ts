@@ -19,7 +19,7 @@ export interface ReplicateBatch {
   clusterId: string;
   /** Server id of the sender. */
   sender: number;
-  /** The sender's stream: its origin_epoch (resync-peer: its own start time). */
+  /** The sender's stream: a new id per outbound worker and process start (resync-peer: its own start time). */
   stream: number;
   /** 1, 2, 3, ... per stream; a receiver refuses a sequence it has already seen. */
   batchSeq: number;

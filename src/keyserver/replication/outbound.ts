@@ -25,7 +25,6 @@ export interface ReplicationSettings {
   serverId: number;
   clusterId: string;
   token: string;
-  originEpoch: number;
   /** Peer URLs with the server id they are known by (from the topology), if any. */
   peers: Array<{ url: string; serverId: number | undefined }>;
   minBackoffMs?: number;
@@ -50,12 +49,26 @@ export interface PeerStatus {
 
 const keyOf = (c: ChangeKey) => `${c.kind}:${c.code}`;
 
+let lastStream = 0;
+/**
+ * A replication stream id of its own for each worker of each process: the
+ * time it was made, in ms (made unique within the process). Not origin_epoch:
+ * that may be fixed in the configuration, and a restarted sender that went on
+ * with an old stream from batch 1 would be refused as a replay by its peer
+ * (which remembers the stream's highest batch) until it caught up with it.
+ */
+function newStream(): number {
+  lastStream = Math.max(lastStream + 1, Date.now());
+  return lastStream;
+}
+
 class PeerWorker {
   private readonly dirty = new Map<string, { key: ChangeKey; since: number }>();
   private wake: (() => void) | undefined;
   private stopWake: (() => void) | undefined;
   private stopped = false;
   private abort = new AbortController();
+  private readonly stream = newStream();
   private batchSeq = 0;
   private failures = 0;
   private loop: Promise<void> | undefined;
@@ -160,7 +173,7 @@ class PeerWorker {
           const ack = await sendBatch(this.url, this.s.token, {
             clusterId: this.s.clusterId,
             sender: this.s.serverId,
-            stream: this.s.originEpoch,
+            stream: this.stream,
             batchSeq: ++this.batchSeq,
             flags: 0,
             events,
