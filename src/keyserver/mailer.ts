@@ -11,6 +11,8 @@ import type { Logger } from './logger.js';
 import type { Verification } from './wire/messages.js';
 import { maskEmail } from './validate.js';
 
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 export interface MailResult {
   verification: Verification;
   message: string;
@@ -47,7 +49,9 @@ export function commandMailer(command: string, logger: Logger, timeoutMs = 15_00
             }
             const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: number | string | null };
             const why = e.killed ? `timed out after ${timeoutMs} ms` : e.signal ? `killed by ${e.signal}` : typeof e.code === 'number' ? `exit status ${e.code}` : `${e.code ?? 'error'}`;
-            const output = `${stderr}${stdout}`.split(token).join('[token]').replace(/\s+/g, ' ').trim().slice(0, 300);
+            // Mail programs print the recipient in their errors: the log gets the masked address, as everywhere else.
+            const output = `${stderr}${stdout}`.split(token).join('[token]').replace(new RegExp(escapeRegExp(email), 'gi'), maskEmail(email))
+              .replace(/\s+/g, ' ').trim().slice(0, 300);
             logger.error(`mail: verification command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`);
             resolve(failed(why.startsWith('exit') || why.startsWith('timed') || why.startsWith('killed') ? why : 'the mail command could not be run'));
           },

@@ -178,7 +178,10 @@ test('config-file errors carry file:line and the key', () => {
     ['bind = 127.0.0.1:1', /\/e\.conf:1: unknown key "bind" \(the config key of --bind is bind_addr\)/],
     ['config = /x', /unknown key "config"/],
     ['peer_url = https://x.org', /unknown key "peer_url"/],
-    ['just words', /\/e\.conf:1: expected key = value/],
+    ['just words', /\/e\.conf:1: expected key = value \(the line starts with "just"\)/],
+    // A typo on a secret's line must not put the secret in the error (errors reach the service log).
+    ['replication_token: "tok-SECRET-0123456789abcdef"', /^(?![\s\S]*SECRET)[\s\S]*expected key = value \(the line starts with "replication_token"\)/],
+    ['replication_token = "tok-0123456789abcdef" SECRET-TAIL', /^(?![\s\S]*SECRET)[\s\S]*replication_token: unexpected text after the value \(not shown/],
     ['[server]', /sections are not supported/],
     ['route = 1=', /\/e\.conf:1: route has no primary server id/],
     ['topology_server = 1=https://a.org,broken', /\/e\.conf:1: topology_server status must be one of/],

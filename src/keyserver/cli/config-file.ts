@@ -27,7 +27,8 @@ export function parseConfigText(text: string, path: string): RawSetting[] {
     if (trimmed === '' || trimmed.startsWith('#')) return;
     if (trimmed.startsWith('[')) throw new UsageError(`${at}: sections are not supported; write key = value lines`);
     const m = /^([A-Za-z0-9_-]+)\s*=\s*(.*)$/.exec(trimmed);
-    if (!m) throw new UsageError(`${at}: expected key = value, got ${JSON.stringify(trimmed.slice(0, 60))}`);
+    // The line itself is not echoed: it may hold a secret (a `replication_token: ...` typo), and errors reach the log.
+    if (!m) throw new UsageError(`${at}: expected key = value (the line starts with ${JSON.stringify(/^[A-Za-z0-9_-]{0,40}/.exec(trimmed)![0] || trimmed[0])})`);
     const key = m[1]!;
     const def = optionByKey.get(key);
     if (!def) {
@@ -110,5 +111,5 @@ function readQuoted(s: string, where: string): { value: string; rest: string } {
 
 function expectEnd(rest: string, where: string): void {
   const r = rest.trim();
-  if (r !== '' && !r.startsWith('#')) throw new UsageError(`${where}: unexpected text after the value: ${JSON.stringify(r.slice(0, 40))}`);
+  if (r !== '' && !r.startsWith('#')) throw new UsageError(`${where}: unexpected text after the value (not shown: it may be part of a secret)`);
 }
