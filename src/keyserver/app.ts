@@ -115,7 +115,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
     for (const [k, v] of COMMON_HEADERS) ctx.set(k, v);
     ctx.state.client = clientAddress(ctx.req, config.trustProxy);
     // Signed replication traffic is not rate limited per address; refused attempts are (see the route).
-    if (ctx.path === '/v1/replicate') return next();
+    if (ctx.path === '/v1/replicate' && ctx.method === 'POST') return next();
     checkRequestRate(limiters.requests, config, ctx.state.client.key);
     await next();
   });
@@ -146,6 +146,11 @@ export function createApp(deps: AppDeps): KeyServerApp {
   });
 
   router.post('/v1/replicate', async (ctx) => {
+    const refused = (retryAfter: number) =>
+      new RateLimitedError(`too many refused replication requests from your address; try again in ${retryAfter} seconds`, retryAfter, 'requests-per-ip');
+    // An address whose refused attempts used up its tokens is turned away before its body (up to 1 MiB) is read and checked.
+    const early = limiters.requests.check(ctx.state.client.key);
+    if (!early.ok) throw refused(early.retryAfter);
     try {
       if (!deps.receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
       const body = await readBody(ctx.req, MAX_REPLICATE_BODY, bodyTimeoutMs);
@@ -154,7 +159,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
     } catch (err) {
       // Only refused attempts count against the caller's address: a guesser is slowed down, a peer is not.
       const decision = limiters.requests.take(ctx.state.client.key);
-      if (!decision.ok) throw new RateLimitedError(`too many refused replication requests from your address; try again in ${decision.retryAfter} seconds`, decision.retryAfter, 'requests-per-ip');
+      if (!decision.ok) throw refused(decision.retryAfter);
       throw err;
     }
   });

@@ -12,6 +12,18 @@ import { encodeBatch, type ReplicateBatch } from '../../src/keyserver/replicatio
 import { parseShareCode } from '../../src/keyserver/share-code.js';
 import { ManualClock, http, identityPublicKey, startTestServer, tempDir, type TestServer } from './harness.js';
 import { CLUSTER, TOKEN, freePorts, postSigned, ringConfig, waitFor } from './cluster.js';
+import { connect } from 'node:net';
+
+/** Writes `request` on a fresh connection and resolves with what comes back first (bounded by 5 s). */
+function rawExchange(base: string, request: string): Promise<string> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve, reject) => {
+    const sock = connect(Number(port), hostname, () => sock.write(request));
+    const timer = setTimeout(() => { sock.destroy(); resolve(''); }, 5000);
+    sock.once('data', (d) => { clearTimeout(timer); sock.destroy(); resolve(d.toString('latin1')); });
+    sock.once('error', (e) => { clearTimeout(timer); reject(e); });
+  });
+}
 
 const key = identityPublicKey();
 const fast = { minBackoffMs: 50, maxBackoffMs: 300, timeoutMs: 2000 };
@@ -255,6 +267,24 @@ test('refused replication attempts count against the caller\'s address; signed t
     const statuses = [];
     for (let i = 0; i < 5; i++) statuses.push((await bad()).status);
     assert.equal(statuses, [401, 401, 401, 429, 429]);
+    // Exhausted: the next POST is turned away before its body is read. Only the head of a 1 MB body is sent:
+    // a server that waited for the rest would answer only at its body timeout.
+    const started = Date.now();
+    const head = await rawExchange(target.url, `POST /v1/replicate HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n`);
+    assert.match(head, /^HTTP\/1\.1 429 /, head);
+    assert.ok(Date.now() - started < 2000, 'answered without waiting for the body');
+  } finally {
+    await target.stop();
+  }
+});
+
+test('other methods on /v1/replicate count against the request limit like any request', async () => {
+  const ports = await freePorts(2);
+  const target = await startTestServer({ config: { ...ringConfig(1, ports), replicationPeerUrls: [], rateLimitPerMinute: 1, rateLimitBurst: 3 } });
+  try {
+    const statuses = [];
+    for (const method of ['GET', 'PUT', 'DELETE', 'GET', 'PUT']) statuses.push((await http(`${target.url}/v1/replicate`, { method })).status);
+    assert.equal(statuses, [405, 405, 405, 429, 429]);
   } finally {
     await target.stop();
   }

@@ -43,13 +43,30 @@ export class RequestLimiter {
       b = { tokens: this.opts.burst, at: now };
       this.buckets.set(key, b);
     }
-    b.tokens = Math.min(this.opts.burst, b.tokens + Math.max(0, now - b.at) * this.ratePerMs);
+    b.tokens = this.refilled(b, now);
     b.at = now;
     if (b.tokens >= 1) {
       b.tokens -= 1;
       return { ok: true };
     }
-    return { ok: false, retryAfter: Math.max(1, Math.ceil((1 - b.tokens) / this.ratePerMs / 1000)) };
+    return this.refusal(b.tokens);
+  }
+
+  /** Whether `key` has a token left, without taking it (a request that is expensive to judge asks first). */
+  check(key: string): Decision {
+    if (!this.enabled) return { ok: true };
+    const b = this.buckets.get(key);
+    if (b === undefined) return { ok: true };
+    const tokens = this.refilled(b, this.opts.clock.now());
+    return tokens >= 1 ? { ok: true } : this.refusal(tokens);
+  }
+
+  private refilled(b: Bucket, now: number): number {
+    return Math.min(this.opts.burst, b.tokens + Math.max(0, now - b.at) * this.ratePerMs);
+  }
+
+  private refusal(tokens: number): Decision {
+    return { ok: false, retryAfter: Math.max(1, Math.ceil((1 - tokens) / this.ratePerMs / 1000)) };
   }
 
   /** Drops buckets that have refilled completely: they hold no information. */
