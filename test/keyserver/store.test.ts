@@ -3,7 +3,9 @@ import * as assert from 'uvu/assert';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdirSync } from 'node:fs';
 import { ShareStore, type StoreOptions } from '../../src/keyserver/store/share-store.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
@@ -313,12 +315,49 @@ test('the state directory is locked; a lock left by a dead process is taken over
     const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
     writeFileSync(join(dir.path, 'lock'), `${dead.stdout}\n`);
     const again = await ShareStore.open(options(dir.path, clock));
-    assert.is(readFileSync(join(dir.path, 'lock'), 'utf8').trim(), String(process.pid));
+    const lock = readFileSync(join(dir.path, 'lock'), 'utf8').trim().split(' ');
+    assert.is(lock[0], String(process.pid));
+    if (process.platform === 'linux') assert.is(lock.length, 3, 'pid, start time and boot id');
     await again.close();
     assert.ok(!existsSync(join(dir.path, 'lock')));
     assert.is(statSync(dir.path).mode & 0o777, 0o700);
     assert.is(statSync(join(dir.path, 'store.log')).mode & 0o777, 0o600);
   } finally {
+    dir.remove();
+  }
+});
+
+test('a lock whose pid now belongs to another process (reboot, container) is taken over; a live holder is not', async () => {
+  if (process.platform !== 'linux') return;
+  const dir = tempDir('store');
+  const clock = new ManualClock();
+  const other = spawn('sleep', ['30'], { stdio: 'ignore' });
+  try {
+    await once(other, 'spawn');
+    const stat = readFileSync(`/proc/${other.pid}/stat`, 'utf8');
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    const lockPath = join(dir.path, 'lock');
+    // The holder runs (same pid, start time and boot): refused, with the old pid-only format too.
+    for (const text of [`${other.pid} ${start} ${boot}\n`, `${other.pid}\n`]) {
+      mkdirSync(dir.path, { recursive: true });
+      writeFileSync(lockPath, text);
+      try {
+        await ShareStore.open(options(dir.path, clock));
+        assert.unreachable(`opened over a live holder (${text.trim()})`);
+      } catch (err) {
+        assert.is((err as { code?: string }).code, 'STATE_DIR_LOCKED');
+      }
+    }
+    // The same pid, but another process: an earlier start time, or another boot.
+    for (const text of [`${other.pid} 1 ${boot}\n`, `${other.pid} ${start} 00000000-0000-0000-0000-000000000000\n`]) {
+      writeFileSync(lockPath, text);
+      const store = await ShareStore.open(options(dir.path, clock));
+      assert.is(readFileSync(lockPath, 'utf8').split(' ')[0], String(process.pid), `took over ${text.trim()}`);
+      await store.close();
+    }
+  } finally {
+    other.kill('SIGKILL');
     dir.remove();
   }
 });

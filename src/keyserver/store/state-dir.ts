@@ -3,7 +3,7 @@
  * servers never append to one log, and made durable after renames (fsync of
  * the directory itself).
  */
-import { constants } from 'node:fs';
+import { constants, readFileSync } from 'node:fs';
 import { mkdir, open, readFile, unlink, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StashError } from '../../errors.js';
@@ -38,6 +38,39 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * What names a process beyond its pid, on Linux: its start time (field 22 of
+ * /proc/<pid>/stat, clock ticks since boot) and the boot id. null elsewhere,
+ * and for a zombie (killed, not yet reaped: it holds nothing any more).
+ */
+function processIdentity(pid: number): string | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (fields[0] === 'Z' || fields[0] === 'X') return null;
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return fields[19] === undefined ? null : `${fields[19]} ${boot}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the holder written in a lock file still runs. The lock names the
+ * pid and, on Linux, the process's start time and the boot id: after a crash
+ * and a reboot (or in a container) another process may have the same pid,
+ * and a pid alone would keep the server from starting until someone removed
+ * the lock by hand.
+ */
+function holderRuns(pid: number, identity: string): boolean {
+  if (!alive(pid)) return false;
+  if (process.platform !== 'linux') return true;
+  const now = processIdentity(pid);
+  if (now === null) return false; // a zombie, or gone meanwhile
+  return identity === '' || identity === now; // an old lock (pid only): the pid check decides
+}
+
 /** Directories locked by this process (a pid equal to ours is then not stale). */
 const heldHere = new Set<string>();
 
@@ -50,21 +83,22 @@ export async function lockStateDir(dir: string): Promise<() => Promise<void>> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      await fh.writeFile(`${process.pid}\n`);
+      await fh.writeFile(`${process.pid} ${processIdentity(process.pid) ?? ''}`.trim() + '\n');
       await fh.close();
       heldHere.add(path);
       return async () => {
         heldHere.delete(path);
         const text = await readFile(path, 'utf8').catch(() => '');
-        if (Number(text.trim()) === process.pid) await unlink(path).catch(() => undefined);
+        if (Number(text.trim().split(' ')[0]) === process.pid) await unlink(path).catch(() => undefined);
       };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      const holder = Number((await readFile(path, 'utf8').catch(() => '')).trim());
+      const [pidText = '', ...identity] = (await readFile(path, 'utf8').catch(() => '')).trim().split(' ');
+      const holder = Number(pidText);
       // Our own pid counts as stale unless this process really holds it: in a
       // container the server may be pid 1 on every start.
       const ours = holder === process.pid;
-      if (Number.isInteger(holder) && holder > 0 && ((ours && heldHere.has(path)) || (!ours && alive(holder)))) {
+      if (Number.isInteger(holder) && holder > 0 && ((ours && heldHere.has(path)) || (!ours && holderRuns(holder, identity.join(' '))))) {
         throw new StashError('STATE_DIR_LOCKED', `the state directory ${dir} is in use by process ${holder}`);
       }
       // Stale: written by a process that is gone. Remove and retry the exclusive create.
