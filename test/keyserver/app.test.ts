@@ -60,6 +60,13 @@ test('publish, the GET page does not verify, the POST does (once), then fetch co
     assert.is(again.status, 404, 'the token is single-use');
     assert.match(again.text, /already been used, or has expired/);
     assert.is((await http(link)).status, 404);
+    // Every page on /verify, error pages included, forbids framing (clickjacking of the confirm button).
+    for (const [path, method, status] of [[link, 'GET', 404], [link, 'PUT', 405], [`${s.url}/verify/a/b`, 'GET', 404]] as const) {
+      const page = await http(path, { method });
+      assert.is(page.status, status, `${method} ${path}`);
+      assert.is(page.headers['x-frame-options'], 'DENY', `${method} ${path}: X-Frame-Options`);
+      assert.match(String(page.headers['content-security-policy']), /frame-ancestors 'none'/);
+    }
 
     const first = await fetchShare(s.url, pub.code.toLowerCase().replace(/-/g, ' '));
     assert.ok(first.publicKey.equals(key));

@@ -42,7 +42,7 @@ export function failureAnswer(f: HttpFailure, path: string, method: string, head
   // After a refused body the rest of it may still be arriving: do not reuse the connection.
   if (f.status === 408 || f.status === 413 || f.status === 400) out.push(['Connection', 'close']);
   if (isPagePath(path)) {
-    out.push(['Content-Security-Policy', PAGE_CSP]);
+    out.push(['Content-Security-Policy', PAGE_CSP], ['X-Frame-Options', 'DENY']);
     const html = f.status === 404 ? invalidLinkPage() : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
     return { status: f.status, headers: out, type: HTML_CONTENT_TYPE, body: html };
   }
