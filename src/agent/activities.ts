@@ -14,7 +14,7 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { StashError } from '../errors.js';
-import { isSameProcess, isSelfOrDescendant, readProcInfo, signalIfSame, type ProcInfo } from './proc-info.js';
+import { isSameProcess, isSelfOrDescendant, readProcInfo, signalIfSame, type ProcInfo, type SignalResult } from './proc-info.js';
 
 export const ACTIVITY_KINDS = ['unlock', 'open', 'env', 'form', 'recovery', 'vault'] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
@@ -144,14 +144,18 @@ export class ActivityRegistry {
 
   /**
    * Suspend with terminate-on-suspend: SIGTERM to every registered process,
-   * SIGKILL after `graceMs` to those still running, then an empty registry.
-   * The start time is re-checked before every signal, so a recycled pid is
-   * never signalled (it counts as skipped), and the agent never signals itself.
+   * SIGKILL after `graceMs` to those still running, then the registry forgets
+   * them. The start time is re-checked before every signal, so a recycled pid
+   * is never signalled (it counts as skipped), and the agent never signals
+   * itself. A signal the kernel refuses (EPERM: say, `stash env -- sudo ...`
+   * registered a child that became root) counts as failed and does not stop
+   * the others from being signalled.
    */
-  async terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number }> {
+  async terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number; failed: number }> {
     const grace = Number.isFinite(graceMs) ? Math.min(Math.max(0, graceMs), MAX_GRACE_MS) : 0;
     const seen = new Set<string>();
     const targets: Entry[] = [];
+    const before = new Set(this.entries);
     for (const e of this.entries) {
       const key = `${e.pid}:${e.startTime}`;
       if (!seen.has(key)) {
@@ -159,24 +163,41 @@ export class ActivityRegistry {
         targets.push(e);
       }
     }
+    const send = (e: Entry, signal: NodeJS.Signals): SignalResult | 'failed' => {
+      try {
+        return signalIfSame(e.pid, e.startTime, signal);
+      } catch {
+        return 'failed';
+      }
+    };
     let skipped = 0;
-    let signalled: Entry[] = [];
-    for (const e of targets) {
-      if (e.pid === process.pid || signalIfSame(e.pid, e.startTime, 'SIGTERM') === 'gone') skipped++;
-      else signalled.push(e);
-    }
-    const deadline = Date.now() + grace;
-    while (signalled.length > 0 && Date.now() < deadline) {
-      await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
-      signalled = signalled.filter((e) => isSameProcess(e.pid, e.startTime, this.read));
-    }
+    let failed = 0;
     let killed = 0;
-    for (const e of signalled) {
-      if (signalIfSame(e.pid, e.startTime, 'SIGKILL') === 'signalled') killed++;
+    try {
+      let signalled: Entry[] = [];
+      for (const e of targets) {
+        const r = e.pid === process.pid ? 'gone' : send(e, 'SIGTERM');
+        if (r === 'gone') skipped++;
+        else if (r === 'failed') failed++;
+        else signalled.push(e);
+      }
+      const deadline = Date.now() + grace;
+      while (signalled.length > 0 && Date.now() < deadline) {
+        await sleep(Math.min(20, Math.max(1, deadline - Date.now())));
+        signalled = signalled.filter((e) => isSameProcess(e.pid, e.startTime, this.read));
+      }
+      for (const e of signalled) {
+        const r = send(e, 'SIGKILL');
+        if (r === 'signalled') killed++;
+        else if (r === 'failed') failed++;
+      }
+    } finally {
+      // Only what was registered when this began: nothing may register meanwhile (the agent refuses it while
+      // suspending), but if it did, it would stay tracked rather than vanish unsignalled.
+      this.entries = this.entries.filter((e) => !before.has(e));
+      if (before.size > 0) this.changed();
     }
-    const terminated = targets.length - skipped - killed;
-    this.clear();
-    return { terminated, killed, skipped };
+    return { terminated: targets.length - skipped - killed - failed, killed, skipped, failed };
   }
 
   get size(): number {

@@ -15,7 +15,7 @@ export interface Activities {
   unregister(pid: number, token: string): void;
   list(): Array<{ pid: number; kind: string; ageMs: number }>;
   prune(): number;
-  terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number }>;
+  terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number; failed: number }>;
   readonly size: number;
   clear(): void;
 }
@@ -104,7 +104,7 @@ export class Agent implements RequestHandler {
     const wiped = this.opts.cache.forgetAll();
     if (this.opts.terminateOnSuspend) {
       const r = await this.opts.activities.terminateAll(this.opts.terminateGraceMs ?? defaultTerminateGraceMs());
-      this.log('info', `suspend: wiped ${wiped} key(s); activities: ${r.terminated} terminated, ${r.killed} killed, ${r.skipped} skipped`);
+      this.log(r.failed > 0 ? 'warning' : 'info', `suspend: wiped ${wiped} key(s); activities: ${r.terminated} terminated, ${r.killed} killed, ${r.skipped} skipped${r.failed > 0 ? `, ${r.failed} could not be signalled (another user's process?)` : ''}`);
     } else {
       this.opts.power?.setActivityInhibit([]);
       this.log('info', `suspend: wiped ${wiped} key(s); ${this.opts.activities.size} activit(ies) left running without a sleep inhibitor`);
@@ -155,6 +155,8 @@ export class Agent implements RequestHandler {
         return { type: 'status', status: this.status() };
       case 'register': {
         if (peerPid === null) throw new ProtocolError('ACTIVITY_REFUSED', 'cannot verify the caller\'s process on this platform');
+        // Like put: an activity started while the machine goes to sleep could be neither protected nor terminated.
+        if (this.opts.power?.suspending) throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; secret activities can be registered again after it resumes');
         this.opts.activities.prune();
         const token = this.opts.activities.register(peerPid, req.pid, req.kind);
         this.log('info', `activity ${req.kind} registered for pid ${req.pid}`);

@@ -4,11 +4,12 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { ActivityError, ActivityRegistry, type ActivityKind } from '../../src/agent/activities.js';
 import { parseProcStat, readProcInfo } from '../../src/agent/proc-info.js';
 import { errorCode } from '../../src/errors.js';
+import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
 
 const children = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
@@ -150,7 +151,7 @@ test('terminateAll: SIGTERM first, SIGKILL for a child that ignores it, then an 
   const started = Date.now();
   const result = await reg.terminateAll(300);
   const took = Date.now() - started;
-  assert.equal(result, { terminated: 1, killed: 1, skipped: 0 });
+  assert.equal(result, { terminated: 1, killed: 1, skipped: 0, failed: 0 });
   assert.ok(took >= 280 && took < 3000, `grace respected (${took} ms)`);
   assert.equal((await exited(polite)).signal, 'SIGTERM');
   assert.equal((await exited(stubborn)).signal, 'SIGKILL');
@@ -163,9 +164,23 @@ test('terminateAll returns as soon as every process is gone, well before the gra
   const { reg } = registry();
   reg.register(process.pid, child.pid!, 'env');
   const started = Date.now();
-  assert.equal(await reg.terminateAll(5000), { terminated: 1, killed: 0, skipped: 0 });
+  assert.equal(await reg.terminateAll(5000), { terminated: 1, killed: 0, skipped: 0, failed: 0 });
   assert.ok(Date.now() - started < 2000);
   await exited(child);
+});
+
+test('a process the kernel will not let us signal (EPERM) does not stop the others from being terminated', async () => {
+  if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run the registry as nobody')) return;
+  const { child: rootOwned } = await sleeper();
+  const run = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...tsxNode, 'test/fixtures/terminate-as-other-user.ts', String(rootOwned.pid)], { encoding: 'utf8', timeout: 30_000 });
+  assert.is(run.status, 0, run.stderr);
+  const out = JSON.parse(run.stdout.trim().split('\n').pop()!);
+  assert.equal(out.result, { terminated: 1, killed: 0, skipped: 0, failed: 1 });
+  assert.is(out.childSignal, 'SIGTERM', 'the process registered after the refused one was still terminated');
+  assert.is(out.size, 0, 'the registry forgot both (its inhibitor goes)');
+  assert.is(rootOwned.exitCode, null, 'the root-owned process was not touched');
+  rootOwned.kill('SIGKILL');
+  await exited(rootOwned);
 });
 
 test('a pid whose recorded start time no longer matches is never signalled', async () => {
@@ -176,7 +191,7 @@ test('a pid whose recorded start time no longer matches is never signalled', asy
   // What a recycled pid looks like to the registry (see _testSetStartTime).
   reg._testSetStartTime(child.pid!, '1');
   const result = await reg.terminateAll(100);
-  assert.equal(result, { terminated: 0, killed: 0, skipped: 2 });
+  assert.equal(result, { terminated: 0, killed: 0, skipped: 2, failed: 0 });
   await new Promise((r) => setTimeout(r, 150));
   assert.is(child.exitCode, null);
   assert.is(child.signalCode, null, 'the process behind the reused pid is untouched');

@@ -156,6 +156,9 @@ test('PrepareForSleep(true), terminate on: keys wiped before the delay lock goes
     assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'no block lock once the activity is gone');
     // Until resume, no new key may be cached: it would sleep in memory.
     assert.is(await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})), 'AGENT_SUSPENDING');
+    // Nor may a secret activity start: it could be neither kept awake nor terminated.
+    const late = child();
+    assert.is(await codeOf(a.client.registerActivity(late.pid!, 'env')), 'AGENT_SUSPENDING');
     assert.match(readLog(a.t), /suspend: wiped 5 key\(s\); activities: 1 terminated, 0 killed/);
 
     await bus.emitPrepareForSleep(false);
@@ -164,6 +167,9 @@ test('PrepareForSleep(true), terminate on: keys wiped before the delay lock goes
     const id = randomBytes(16);
     await a.client.put(id, randomBytes(32), {});
     assert.ok(await a.client.get(id), 'keys are cached again after resume');
+    const token = await a.client.registerActivity(late.pid!, 'env');
+    await a.client.unregisterActivity(late.pid!, token);
+    late.kill('SIGKILL');
   } finally {
     kid.kill('SIGKILL');
     await a.close();
