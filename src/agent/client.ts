@@ -35,6 +35,7 @@ export class AgentClient {
   private readonly decoder = new FrameDecoder();
   private readonly pending: Pending[] = [];
   private channel: SecureChannel | null = null;
+  private handshaking: Promise<SecureChannel> | null = null;
   private failure: Error | null = null;
   agentPid: number | null = null;
 
@@ -110,8 +111,16 @@ export class AgentClient {
     return AgentClient.check(decodeReply(await this.roundTrip(encodeFrame(f.type, f.payload))));
   }
 
-  private async handshake(): Promise<SecureChannel> {
-    if (this.channel) return this.channel;
+  /** The sealed channel, after one HELLO however many requests start at once (a second HELLO would replace the session under the first). */
+  private handshake(): Promise<SecureChannel> {
+    if (this.channel) return Promise.resolve(this.channel);
+    this.handshaking ??= this.hello().finally(() => {
+      this.handshaking = null;
+    });
+    return this.handshaking;
+  }
+
+  private async hello(): Promise<SecureChannel> {
     const ours = ephemeralKeys();
     let reply: Reply;
     try {
@@ -121,7 +130,10 @@ export class AgentClient {
       if (err instanceof AgentError && err.code === 'AGENT_VERSION_MISMATCH') throw new AgentError('AGENT_VERSION', err.message);
       throw err;
     }
-    if (reply.type !== 'hello-ok') throw new AgentError('AGENT_PROTOCOL', `unexpected ${reply.type} reply to hello`);
+    if (reply.type !== 'hello-ok') {
+      wipe(ours.secretKey);
+      throw new AgentError('AGENT_PROTOCOL', `unexpected ${reply.type} reply to hello`);
+    }
     this.agentPid = reply.pid;
     this.channel = SecureChannel.forClient(ours, reply.publicKey);
     return this.channel;

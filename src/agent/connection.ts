@@ -32,11 +32,13 @@ const domainErrors: Record<string, ProtocolError['protocolCode']> = {
   ACTIVITY_NO_PROCESS: 17,
 };
 
-function errorReply(err: unknown): Reply {
+/** The ERROR reply for `err`; an unexpected error is answered as INTERNAL and its message goes to `logInternal`. */
+function errorReply(err: unknown, logInternal: (message: string) => void): Reply {
   if (err instanceof ProtocolError) return { type: 'error', code: err.protocolCode, message: err.message };
   if (err instanceof StashError && domainErrors[err.code] !== undefined) {
     return { type: 'error', code: domainErrors[err.code]!, message: err.message };
   }
+  logInternal(`internal error answered as INTERNAL (18): ${err instanceof Error ? err.message : String(err)}`);
   return { type: 'error', code: 18, message: 'internal agent error' };
 }
 
@@ -46,6 +48,7 @@ export class AgentConnection {
   /** Where the handler copies a cached key for the reply: reused, zeroed after each sealing, freed on close. */
   private readonly keyScratch = new SecureScratch(MAX_KEY_BYTES);
   private readonly keyMemory = (length: number): Buffer => this.keyScratch.take(length);
+  private readonly replyFor = (err: unknown): Reply => errorReply(err, (m) => this.handler.log('error', m));
   /** Frames (or a framing failure) not yet handled; requests are answered strictly in order. */
   private readonly backlog: Array<Frame | { failure: unknown }> = [];
   /** True while an asynchronous request is in flight: later frames wait in the backlog. */
@@ -110,14 +113,14 @@ export class AgentConnection {
       this.write(encodeFrame(...frameParts(encodeReply(reply))));
       if (req.type === 'stop') this.handler.stopRequested();
     } catch (err) {
-      this.write(encodeFrame(...frameParts(encodeReply(errorReply(err)))));
+      this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(err)))));
       if (err instanceof ProtocolError && err.fatal) this.close();
     }
   }
 
   private processSealed(frame: Frame): void | Promise<void> {
     if (!this.channel) {
-      this.write(encodeFrame(...frameParts(encodeReply(errorReply(new ProtocolError('NO_SESSION', 'sealed frame before the HELLO handshake'))))));
+      this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(new ProtocolError('NO_SESSION', 'sealed frame before the HELLO handshake'))))));
       return;
     }
     let opened: OpenedFrame;
@@ -126,7 +129,7 @@ export class AgentConnection {
     } catch (err) {
       // Envelope failures are answered in clear: the payload could not be trusted.
       this.handler.log('warning', `rejected a sealed frame from pid ${this.peerPid ?? '?'}: ${(err as Error).message}`);
-      this.write(encodeFrame(...frameParts(encodeReply(errorReply(err)))));
+      this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(err)))));
       return;
     }
     let reply: Reply | Promise<Reply>;
@@ -136,10 +139,10 @@ export class AgentConnection {
       }
       reply = this.handler.handle(decodeRequest(opened.inner), this.peerPid, true, this.keyMemory);
     } catch (err) {
-      reply = errorReply(err);
+      reply = this.replyFor(err);
     }
     if (!(reply instanceof Promise)) return this.answerSealed(opened, reply);
-    return reply.then((r) => this.answerSealed(opened, r), (err: unknown) => this.answerSealed(opened, errorReply(err)));
+    return reply.then((r) => this.answerSealed(opened, r), (err: unknown) => this.answerSealed(opened, this.replyFor(err)));
   }
 
   /** Zeroes the request's plaintext, then seals the reply, encoded straight into the channel's secure scratch. */
@@ -157,13 +160,15 @@ export class AgentConnection {
       throw new ProtocolError('VERSION_MISMATCH', `client speaks protocol version ${version}; this agent speaks ${PROTOCOL_VERSION}`);
     }
     const ours = ephemeralKeys();
+    // The new session first: a refused HELLO must leave the one in use intact.
+    const next = SecureChannel.forServer(ours, clientKey);
     this.channel?.destroy();
-    this.channel = SecureChannel.forServer(ours, clientKey);
+    this.channel = next;
     return { type: 'hello-ok', version: PROTOCOL_VERSION, publicKey: ours.publicKey, pid: process.pid };
   }
 
   private fail(err: unknown): void {
-    this.write(encodeFrame(...frameParts(encodeReply(errorReply(err)))));
+    this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(err)))));
     this.handler.log('warning', `closing a connection from pid ${this.peerPid ?? '?'}: ${(err as Error).message}`);
     this.close();
   }

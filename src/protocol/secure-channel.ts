@@ -148,15 +148,16 @@ export class SecureChannel {
 
   /** Agent side: derive keys from our ephemeral pair and the client's public key. Wipes our secret key. */
   static forServer(ours: EphemeralKeys, clientPublicKey: Buffer): SecureChannel {
-    checkPeerKey(clientPublicKey);
     const rx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
     const tx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
     try {
+      // Inside the try: a refused peer key still wipes our secret key and the session buffers.
+      checkPeerKey(clientPublicKey);
       sodium.crypto_kx_server_session_keys(rx, tx, ours.publicKey, ours.secretKey, clientPublicKey);
-    } catch {
+    } catch (err) {
       wipe(rx);
       wipe(tx);
-      throw new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key was rejected');
+      throw err instanceof ProtocolError ? err : new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key was rejected');
     } finally {
       wipe(ours.secretKey);
     }
@@ -165,15 +166,16 @@ export class SecureChannel {
 
   /** Client side: derive keys from our ephemeral pair and the agent's public key. Wipes our secret key. */
   static forClient(ours: EphemeralKeys, serverPublicKey: Buffer): SecureChannel {
-    checkPeerKey(serverPublicKey);
     const rx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
     const tx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
     try {
+      // Inside the try: a refused peer key still wipes our secret key and the session buffers.
+      checkPeerKey(serverPublicKey);
       sodium.crypto_kx_client_session_keys(rx, tx, ours.publicKey, ours.secretKey, serverPublicKey);
-    } catch {
+    } catch (err) {
       wipe(rx);
       wipe(tx);
-      throw new ProtocolError('MALFORMED_PAYLOAD', 'agent handshake public key was rejected');
+      throw err instanceof ProtocolError ? err : new ProtocolError('MALFORMED_PAYLOAD', 'agent handshake public key was rejected');
     } finally {
       wipe(ours.secretKey);
     }

@@ -28,6 +28,25 @@ async function errorCode(p: Promise<unknown>): Promise<string> {
   return 'no error';
 }
 
+test('concurrent first requests on a new client share one handshake', async () => {
+  const t = agentEnv();
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  try {
+    const [a, b] = [randomBytes(16), randomBytes(16)];
+    // Nothing awaited in between: without a shared HELLO the second replaces the session under the first.
+    const results = await Promise.allSettled([c.put(a, randomBytes(32), { ttl: 60 }), c.get(b), c.put(b, randomBytes(32), { ttl: 60 }), c.list()]);
+    assert.equal(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'], JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
+    assert.ok(await c.get(a));
+    assert.ok(await c.get(b));
+  } finally {
+    c.close();
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
 test('put/get/forget/forget-all/list round trips through a live agent', async () => {
   const t = agentEnv();
   const proc = await startAgent(t);

@@ -138,6 +138,26 @@ test('the live agent refuses a sealed put with a zero or negative TTL, stores no
   channel.destroy();
 }));
 
+test('a refused HELLO (all-zero key) leaves the session in use intact', () => withSealedConnection(async ({ s, next, channel }) => {
+  const id = randomBytes(16);
+  s.write(channel.seal(encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 60 })));
+  const ack = channel.open(await next());
+  assert.is(decodeReply(ack.inner).type, 'ack');
+  ack.release();
+  const hello = encodeRequest({ type: 'hello', version: 2, publicKey: Buffer.alloc(32, 1) });
+  hello.payload.fill(0, hello.payload.length - 32); // the public key is the payload's last 32 bytes
+  s.write(encodeFrame(hello.type, hello.payload));
+  const refused = decodeReply(await next());
+  assert.equal(refused.type === 'error' && refused.code, ProtocolErrorCode.MALFORMED_PAYLOAD, JSON.stringify(refused));
+  s.write(channel.seal(encodeRequest({ type: 'get', id })));
+  const hit = await next();
+  assert.is(hit.type, MsgType.SEALED, 'the old session still answers sealed');
+  const opened = channel.open(hit);
+  assert.is(decodeReply(opened.inner).type, 'cache-key');
+  opened.release();
+  channel.destroy();
+}));
+
 test('key bytes never appear in socket traffic, the log, or error messages', async () => {
   const t = agentEnv();
   const proc = await startAgent(t);

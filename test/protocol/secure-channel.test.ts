@@ -81,7 +81,12 @@ test('a frame sealed for another session does not open', () => {
 });
 
 test('an all-zero handshake key is refused; destroyed channels refuse work', () => {
-  assert.is(errCode(() => SecureChannel.forServer(ephemeralKeys(), Buffer.alloc(32))), 'AGENT_MALFORMED_PAYLOAD');
+  for (const [side, bad] of [['server', Buffer.alloc(32)], ['client', Buffer.alloc(32)], ['server', Buffer.alloc(31, 1)]] as const) {
+    const ours = ephemeralKeys();
+    const open = side === 'server' ? () => SecureChannel.forServer(ours, bad) : () => SecureChannel.forClient(ours, bad);
+    assert.is(errCode(open), 'AGENT_MALFORMED_PAYLOAD', `${side}, ${bad.length}-byte key`);
+    assert.is(ours.secretKey.byteLength, 0, `${side}: our secret key is wiped and freed even when the peer key is refused`);
+  }
   const { client } = pair();
   client.destroy();
   assert.is(errCode(() => client.seal(encodeRequest({ type: 'forget-all' }))), 'AGENT_NO_SESSION');
