@@ -39,17 +39,61 @@ export class AgentClient {
   private failure: Error | null = null;
   agentPid: number | null = null;
 
-  private constructor(private readonly socket: Socket, readonly endpoint: Endpoint) {
+  /** True when the agent closed the connection while no request was in flight (its idle timeout): the next request reconnects. */
+  private closedIdle = false;
+  private reopening: Promise<void> | null = null;
+  private closing = false;
+
+  private constructor(private socket: Socket, readonly endpoint: Endpoint) {
+    this.attach(socket);
+  }
+
+  private attach(socket: Socket): void {
     socket.on('data', (d: Buffer) => this.onData(d));
     socket.on('error', (e) => this.failAll(new AgentError('AGENT_UNAVAILABLE', `agent connection failed: ${e.message}`)));
-    socket.on('close', () => this.failAll(new AgentError('AGENT_UNAVAILABLE', 'the agent closed the connection')));
+    socket.on('close', () => {
+      if (this.failure === null && this.pending.length === 0 && !this.closing) this.closedIdle = true;
+      this.failAll(new AgentError('AGENT_UNAVAILABLE', 'the agent closed the connection'));
+    });
+  }
+
+  /**
+   * After the agent closed an idle connection (it does after 5 minutes without
+   * traffic), opens a new one and forgets the old session: a command that
+   * waited at a password prompt, or for a long `stash env` child, goes on.
+   * Activities are not tied to a connection, so their tokens stay valid.
+   */
+  private reopenIfIdle(): Promise<void> {
+    if (this.reopening === null && this.closedIdle) {
+      this.reopening = this.reopen().finally(() => {
+        this.reopening = null;
+      });
+    }
+    return this.reopening ?? Promise.resolve();
+  }
+
+  private async reopen(): Promise<void> {
+    this.closedIdle = false;
+    const socket = await AgentClient.openSocket(this.endpoint, 2000).catch((err: Error) => {
+      throw new AgentError('AGENT_UNAVAILABLE', `cannot reconnect to the agent: ${err.message}`);
+    });
+    this.channel?.destroy();
+    this.channel = null;
+    this.decoder.clear();
+    this.failure = null;
+    this.socket = socket;
+    this.attach(socket);
   }
 
   /** Connects to a running agent (no autostart). Rejects with the socket error. */
-  static connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000): Promise<AgentClient> {
+  static async connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000): Promise<AgentClient> {
+    return new AgentClient(await AgentClient.openSocket(endpoint, timeoutMs), endpoint);
+  }
+
+  private static openSocket(endpoint: Endpoint, timeoutMs: number): Promise<Socket> {
     if (process.platform === 'win32') {
       // The pipe namespace is machine-wide: connect natively and only to a server running as us (windows-pipe.ts).
-      return import('./windows-pipe.js').then(async (m) => new AgentClient(await m.connectWindowsPipe(endpoint.path, timeoutMs), endpoint));
+      return import('./windows-pipe.js').then((m) => m.connectWindowsPipe(endpoint.path, timeoutMs));
     }
     return new Promise((resolve, reject) => {
       const socket = connect(endpoint.path);
@@ -60,7 +104,7 @@ export class AgentClient {
       socket.once('connect', () => {
         clearTimeout(timer);
         socket.removeAllListeners('error');
-        resolve(new AgentClient(socket, endpoint));
+        resolve(socket);
       });
       socket.once('error', (err) => {
         clearTimeout(timer);
@@ -107,6 +151,7 @@ export class AgentClient {
   }
 
   private async plain(req: Request): Promise<Reply> {
+    await this.reopenIfIdle();
     const f = encodeRequest(req);
     return AgentClient.check(decodeReply(await this.roundTrip(encodeFrame(f.type, f.payload))));
   }
@@ -145,6 +190,7 @@ export class AgentClient {
    * before this returns (read() copies out what it keeps).
    */
   private async sealed<T>(req: Request, read: (reply: Reply) => T): Promise<T> {
+    await this.reopenIfIdle();
     const channel = this.channel ?? (await this.handshake());
     const frame = await this.roundTrip(channel.sealEncoded((alloc) => encodeRequest(req, alloc)));
     if (frame.type !== MsgType.SEALED) return read(AgentClient.check(decodeReply(frame)));
@@ -228,6 +274,8 @@ export class AgentClient {
   }
 
   close(): void {
+    this.closing = true;
+    this.closedIdle = false;
     this.channel?.destroy();
     this.channel = null;
     this.decoder.clear();

@@ -15,13 +15,28 @@ import { AgentRunningError, claimEndpoint, stillOurs } from './listener.js';
 import { createLogger, type Logger } from './log.js';
 import { agentEndpoint, ensureAgentDir } from './paths.js';
 
+/** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
+function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, defaultMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return defaultMs;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
+  return n * 1000;
+}
+
 /** Idle time before exit: 10 minutes, or STASH_AGENT_IDLE_SECONDS (tests). */
 export function idleMs(env: NodeJS.ProcessEnv = process.env): number {
-  const raw = env.STASH_AGENT_IDLE_SECONDS;
-  if (raw === undefined || raw === '') return 600_000;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`STASH_AGENT_IDLE_SECONDS must be a positive number of seconds, got ${JSON.stringify(raw)}`);
-  return n * 1000;
+  return secondsFromEnv(env, 'STASH_AGENT_IDLE_SECONDS', 600_000);
+}
+
+/**
+ * A connection with no traffic for this long is closed: 5 minutes, or
+ * STASH_AGENT_CONNECTION_IDLE_SECONDS (tests). Clients reconnect on their next
+ * request (client.ts), so a command that waits longer (a password prompt, a
+ * long `stash env` child) loses nothing.
+ */
+export function connectionIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return secondsFromEnv(env, 'STASH_AGENT_CONNECTION_IDLE_SECONDS', 300_000);
 }
 
 function describeSetting(s: StashConfig['preventSleep']): Record<string, unknown> {
@@ -59,9 +74,11 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
 
   let config: StashConfig;
   let idle: number;
+  let connectionIdle: number;
   try {
     config = await loadConfig();
     idle = idleMs();
+    connectionIdle = connectionIdleMs();
   } catch (err) {
     return fatal(errorMessage(err), 78);
   }
@@ -142,7 +159,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
       socket.destroy();
       return;
     }
-    socket.setTimeout(300_000, () => socket.destroy());
+    socket.setTimeout(connectionIdle, () => socket.destroy());
     const conn = new AgentConnection(socket, peerPid, theAgent);
     connections.add(conn);
     socket.on('close', () => connections.delete(conn));

@@ -47,6 +47,31 @@ test('concurrent first requests on a new client share one handshake', async () =
   }
 });
 
+test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', async () => {
+  const t = agentEnv({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' });
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  try {
+    // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
+    const id = randomBytes(16);
+    assert.is(await c.get(id), null);
+    const token = await c.registerActivity(process.pid, 'unlock');
+    await sleep(1200);
+    await c.unregisterActivity(process.pid, token);
+    await c.put(id, randomBytes(32), { ttl: 60 });
+    assert.ok(await c.get(id), 'the key was cached over the new connection');
+    // Two requests at once after the next idle close share one reconnection.
+    await sleep(1200);
+    const both = await Promise.allSettled([c.get(id), c.list()]);
+    assert.equal(both.map((r) => r.status), ['fulfilled', 'fulfilled'], JSON.stringify(both.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
+  } finally {
+    c.close();
+    proc.kill('SIGTERM');
+    await exited(proc);
+    t.cleanup();
+  }
+});
+
 test('put/get/forget/forget-all/list round trips through a live agent', async () => {
   const t = agentEnv();
   const proc = await startAgent(t);
