@@ -218,7 +218,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
   setInterval(() => {
     theAgent.housekeeping();
     if (!stillOurs(endpoint.path, claimed.inode)) return shutdown('socket file removed or replaced');
-    if (!theAgent.idle()) idleSince = Date.now();
+    // An open connection is a command at work (between its first miss and its put, say): not idle either.
+    if (!theAgent.idle() || connections.size > 0) idleSince = Date.now();
     else if (Date.now() - idleSince >= idle) shutdown(`idle for ${Math.round(idle / 1000)} s`);
   }, tick);
 

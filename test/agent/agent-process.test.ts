@@ -236,6 +236,22 @@ test('idle exit after the idle time with nothing cached', async () => {
   t.cleanup();
 });
 
+test('an open connection keeps an agent with nothing cached from its idle exit', async () => {
+  const t = agentEnv({ STASH_AGENT_IDLE_SECONDS: '1' });
+  const proc = await startAgent(t);
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  try {
+    assert.is(await c.get(randomBytes(16)), null);
+    await sleep(1800);
+    assert.is(proc.exitCode, null, 'a command between its cache miss and its put is not cut off');
+    await c.put(randomBytes(16), randomBytes(32), { ttl: 1 });
+  } finally {
+    c.close();
+  }
+  assert.is(await exited(proc, 6000), 0, 'idle exit once the connection is gone and the key expired');
+  t.cleanup();
+});
+
 test('the agent exits when its socket file is removed or taken over', async () => {
   const t = agentEnv();
   let proc = await startAgent(t);
