@@ -4,7 +4,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { AgentClient, AgentError } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { encodeFrame, encodeRequest, MsgType } from '../../src/protocol/index.js';
-import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor } from '../helpers/agent.js';
+import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 
 function endpointOf(dir: string) {
@@ -28,127 +28,106 @@ async function errorCode(p: Promise<unknown>): Promise<string> {
   return 'no error';
 }
 
-test('concurrent first requests on a new client share one handshake', async () => {
-  const t = agentEnv();
+/** A live agent (with `env` added to its environment) and a connected client for the length of `fn`; both stopped after. */
+async function withAgentClient(env: NodeJS.ProcessEnv, fn: (c: AgentClient, t: TestAgentEnv, proc: ChildProcess) => Promise<void>): Promise<void> {
+  const t = agentEnv(env);
   const proc = await startAgent(t);
   const c = await AgentClient.connect(endpointOf(t.dir));
   try {
-    const [a, b] = [randomBytes(16), randomBytes(16)];
-    // Nothing awaited in between: without a shared HELLO the second replaces the session under the first.
-    const results = await Promise.allSettled([c.put(a, randomBytes(32), { ttl: 60 }), c.get(b), c.put(b, randomBytes(32), { ttl: 60 }), c.list()]);
-    assert.equal(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled'], JSON.stringify(results.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
-    assert.ok(await c.get(a));
-    assert.ok(await c.get(b));
+    await fn(c, t, proc);
   } finally {
     c.close();
     proc.kill('SIGTERM');
     await exited(proc);
     t.cleanup();
   }
-});
+}
 
-test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', async () => {
-  const t = agentEnv({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' });
-  const proc = await startAgent(t);
-  const c = await AgentClient.connect(endpointOf(t.dir));
-  try {
-    // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
-    const id = randomBytes(16);
-    assert.is(await c.get(id), null);
-    const token = await c.registerActivity(process.pid, 'unlock');
-    await sleep(1200);
-    await c.unregisterActivity(process.pid, token);
-    await c.put(id, randomBytes(32), { ttl: 60 });
-    assert.ok(await c.get(id), 'the key was cached over the new connection');
-    // Two requests at once after the next idle close share one reconnection.
-    await sleep(1200);
-    const both = await Promise.allSettled([c.get(id), c.list()]);
-    assert.equal(both.map((r) => r.status), ['fulfilled', 'fulfilled'], JSON.stringify(both.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))));
-  } finally {
-    c.close();
-    proc.kill('SIGTERM');
-    await exited(proc);
-    t.cleanup();
+/** Asserts that every promise of an allSettled batch was fulfilled, naming the rejections. */
+function allFulfilled(results: Array<PromiseSettledResult<unknown>>): void {
+  const rejected = results.flatMap((r, i) => (r.status === 'rejected' ? [`#${i}: ${String(r.reason)}`] : []));
+  assert.equal(rejected, [], 'every request succeeded');
+}
+
+test('concurrent first requests on a new client share one handshake', () => withAgentClient({}, async (c) => {
+  const [a, b] = [randomBytes(16), randomBytes(16)];
+  // Nothing awaited in between: without a shared HELLO the second replaces the session under the first.
+  allFulfilled(await Promise.allSettled([c.put(a, randomBytes(32), { ttl: 60 }), c.get(b), c.put(b, randomBytes(32), { ttl: 60 }), c.list()]));
+  assert.ok(await c.get(a));
+  assert.ok(await c.get(b));
+}));
+
+test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', () => withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c) => {
+  // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
+  const id = randomBytes(16);
+  assert.is(await c.get(id), null);
+  const token = await c.registerActivity(process.pid, 'unlock');
+  await sleep(1200);
+  await c.unregisterActivity(process.pid, token);
+  await c.put(id, randomBytes(32), { ttl: 60 });
+  assert.ok(await c.get(id), 'the key was cached over the new connection');
+  // Two requests at once after the next idle close share one reconnection.
+  await sleep(1200);
+  allFulfilled(await Promise.allSettled([c.get(id), c.list()]));
+}));
+
+test('put/get/forget/forget-all/list round trips through a live agent', () => withAgentClient({}, async (c, _t, proc) => {
+  const a = randomBytes(16);
+  const b = randomBytes(16);
+  const keyA = randomBytes(32);
+  await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
+  await c.put(b, randomBytes(32), {});
+  const hit = await c.get(a);
+  assert.ok(hit && hit.key.equals(keyA));
+  assert.is(hit!.ttl, 60);
+  assert.is((hit!.key as Buffer & { secure?: boolean }).secure, true, 'the client returns keys in secure memory');
+  assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
+  const list = await c.list();
+  assert.is(list.length, 2);
+  const la = list.find((e) => e.id.equals(a))!;
+  assert.is(la.path, '/vault/containers/work.stash');
+  assert.is(list.find((e) => e.id.equals(b))!.ttl, 900, 'default TTL');
+  assert.ok(await c.forget(a));
+  assert.not.ok(await c.forget(a));
+  assert.is(await c.get(a), null);
+  assert.is(await c.forgetAll(), 1);
+  assert.equal(await c.list(), []);
+  const status = await c.status();
+  assert.is(status.pid, proc.pid);
+  assert.is(status.entries, 0);
+}));
+
+test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', () => withAgentClient({}, async (c, t) => {
+  const slide = randomBytes(16);
+  const still = randomBytes(16);
+  await c.put(slide, randomBytes(32), { ttl: 2 });
+  await c.put(still, randomBytes(32), { ttl: 2 });
+  for (let i = 0; i < 4; i++) {
+    await sleep(700);
+    assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
+    await c.list();
   }
-});
+  // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
+  const ids = (await c.list()).map((e) => e.id.toString('hex'));
+  assert.ok(ids.includes(slide.toString('hex')));
+  assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
+  await sleep(2300);
+  assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
+  assert.is(await c.get(slide), null);
 
-test('put/get/forget/forget-all/list round trips through a live agent', async () => {
-  const t = agentEnv();
-  const proc = await startAgent(t);
-  const c = await AgentClient.connect(endpointOf(t.dir));
-  try {
-    const a = randomBytes(16);
-    const b = randomBytes(16);
-    const keyA = randomBytes(32);
-    await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
-    await c.put(b, randomBytes(32), {});
-    const hit = await c.get(a);
-    assert.ok(hit && hit.key.equals(keyA));
-    assert.is(hit!.ttl, 60);
-    assert.is((hit!.key as Buffer & { secure?: boolean }).secure, true, 'the client returns keys in secure memory');
-    assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
-    const list = await c.list();
-    assert.is(list.length, 2);
-    const la = list.find((e) => e.id.equals(a))!;
-    assert.is(la.path, '/vault/containers/work.stash');
-    assert.is(list.find((e) => e.id.equals(b))!.ttl, 900, 'default TTL');
-    assert.ok(await c.forget(a));
-    assert.not.ok(await c.forget(a));
-    assert.is(await c.get(a), null);
-    assert.is(await c.forgetAll(), 1);
-    assert.equal(await c.list(), []);
-    const status = await c.status();
-    assert.is(status.pid, proc.pid);
-    assert.is(status.entries, 0);
-  } finally {
-    c.close();
-    proc.kill('SIGTERM');
-    await exited(proc);
-    t.cleanup();
-  }
-});
-
-test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', async () => {
-  const t = agentEnv();
-  const proc = await startAgent(t);
-  const c = await AgentClient.connect(endpointOf(t.dir));
-  try {
-    const slide = randomBytes(16);
-    const still = randomBytes(16);
-    await c.put(slide, randomBytes(32), { ttl: 2 });
-    await c.put(still, randomBytes(32), { ttl: 2 });
-    for (let i = 0; i < 4; i++) {
-      await sleep(700);
-      assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
-      await c.list();
-    }
-    // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
-    const ids = (await c.list()).map((e) => e.id.toString('hex'));
-    assert.ok(ids.includes(slide.toString('hex')));
-    assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
-    await sleep(2300);
-    assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
-    assert.is(await c.get(slide), null);
-
-    // A client can only send TTL <= 0 by hand: the encoder refuses it.
-    const raw = encodeRequest({ type: 'put', id: randomBytes(16), key: randomBytes(32), path: null, ttl: 5 });
-    raw.payload.writeInt32LE(0, raw.payload.length - 4);
-    const { createConnection } = await import('node:net');
-    const s = createConnection(join(t.dir, 'agent.sock'));
-    // sealed-only type sent plain is refused, the connection stays usable
-    s.write(encodeFrame(raw.type, raw.payload));
-    const reply = await new Promise<Buffer>((r) => s.once('data', r));
-    assert.is(reply[4], MsgType.ERROR);
-    assert.is(reply.readUInt16LE(9), 4, 'UNSUPPORTED_TYPE outside a sealed frame');
-    s.destroy();
-    assert.is(await errorCode(c.put(randomBytes(16), randomBytes(32), { ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
-  } finally {
-    c.close();
-    proc.kill('SIGTERM');
-    await exited(proc);
-    t.cleanup();
-  }
-});
+  // A client can only send TTL <= 0 by hand: the encoder refuses it.
+  const raw = encodeRequest({ type: 'put', id: randomBytes(16), key: randomBytes(32), path: null, ttl: 5 });
+  raw.payload.writeInt32LE(0, raw.payload.length - 4);
+  const { createConnection } = await import('node:net');
+  const s = createConnection(join(t.dir, 'agent.sock'));
+  // sealed-only type sent plain is refused, the connection stays usable
+  s.write(encodeFrame(raw.type, raw.payload));
+  const reply = await new Promise<Buffer>((r) => s.once('data', r));
+  assert.is(reply[4], MsgType.ERROR);
+  assert.is(reply.readUInt16LE(9), 4, 'UNSUPPORTED_TYPE outside a sealed frame');
+  s.destroy();
+  assert.is(await errorCode(c.put(randomBytes(16), randomBytes(32), { ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
+}));
 
 test('socket folder is 0700 and the socket 0600; an open folder is refused', async () => {
   const t = agentEnv();
