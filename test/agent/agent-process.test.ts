@@ -153,6 +153,11 @@ test('a client running as another uid is refused and logged', async () => {
   const t = agentEnv();
   const proc = await startAgent(t);
   try {
+    // startAgent returns once the socket file exists; the agent sets its mode (0600) just after listen().
+    // Wait until it answers, or the chmod below can come first and be undone (CI, 2026-11-23: EACCES).
+    const ready = await AgentClient.connect(endpointOf(t.dir));
+    await ready.list();
+    ready.close();
     // open the folder and socket up for the test only, so that nobody can reach connect()
     chmodSync(t.home, 0o755);
     chmodSync(t.dir, 0o755);
