@@ -77,6 +77,8 @@ export async function claimEndpoint(
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
     }
+    // The file judged stale below must be this one: another agent starting now may replace it meanwhile.
+    const suspect = inodeOf(path);
     if (await probe(path)) throw new AgentRunningError(path);
     // Between another agent's bind() and listen() a connect is refused too:
     // look twice before calling the socket stale.
@@ -96,7 +98,7 @@ export async function claimEndpoint(
       continue;
     }
     try {
-      if (!(await probe(path))) {
+      if (!(await probe(path)) && suspect !== null && inodeOf(path) === suspect) {
         try {
           unlinkSync(path);
         } catch {
@@ -144,6 +146,15 @@ function ownSocketInode(path: string): number {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return -1;
     throw err;
+  }
+}
+
+/** The inode of the file at `path`, or null when there is none. */
+function inodeOf(path: string): number | null {
+  try {
+    return lstatSync(path).ino;
+  } catch {
+    return null;
   }
 }
 
