@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
+import { connect } from 'node:net';
 
 export const stashBin = join(process.cwd(), 'bin', 'stash.js');
 
@@ -41,16 +42,32 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
   return { dir, home, logPath, env, cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
 }
 
-/** Starts `stash __agent` in the foreground (not detached) and waits for its socket. */
+/** True when a connection to the Unix socket `path` is accepted. */
+function accepts(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = connect(path);
+    s.once('connect', () => {
+      s.destroy();
+      resolve(true);
+    });
+    s.once('error', () => resolve(false));
+  });
+}
+
+/**
+ * Starts `stash __agent` in the foreground (not detached) and waits until its
+ * socket accepts a connection: the file exists a moment before the agent
+ * listens on it (a test that connected then got ECONNREFUSED, 2026-11-23).
+ */
 export async function startAgent(t: TestAgentEnv, timeoutMs = 5000): Promise<ChildProcess> {
   const proc = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   proc.stderr!.on('data', (d) => { stderr += d; });
   const sock = join(t.dir, 'agent.sock');
   const deadline = Date.now() + timeoutMs;
-  while (!existsSync(sock)) {
+  while (!existsSync(sock) || !(await accepts(sock))) {
     if (proc.exitCode !== null) throw new Error(`agent exited with ${proc.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`agent did not create ${sock}: ${stderr}`);
+    if (Date.now() > deadline) throw new Error(`agent did not start listening on ${sock}: ${stderr}`);
     await sleep(20);
   }
   return proc;
