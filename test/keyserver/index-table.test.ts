@@ -2,7 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes, randomInt } from 'node:crypto';
 import type { ShareState } from '../../src/keyserver/store/records.js';
-import { KEY_WIDTH, ShareTable } from '../../src/keyserver/store/share-table.js';
+import { CODE_WIDTH, KEY_WIDTH, ShareTable } from '../../src/keyserver/store/share-table.js';
 
 function share(i: number, extra: Partial<ShareState> = {}): ShareState {
   return {
@@ -107,6 +107,76 @@ test('a snapshot is a cut: later writes, deletes, slot reuse and growth do not c
   table.delete(before[2]!.code);
   for (let i = 10; i < 20; i++) table.set(share(i)); // reuses the freed slots, then grows
   assert.equal([...cut], before.slice(0, 3));
+});
+
+test('codes the code column cannot hold (too long, not ASCII, empty) round-trip and are found, deleted and reused like any other', () => {
+  const table = new ShareTable(2);
+  const odd = [
+    share(1, { code: 'X'.repeat(CODE_WIDTH) }),
+    share(2, { code: 'X'.repeat(CODE_WIDTH + 1) }),
+    share(3, { code: 'CODÉ' }),
+    share(4, { code: '' }),
+    share(5, { code: '\u{1F511}KEY' }),
+  ];
+  for (const s of odd) table.set(s);
+  for (const s of odd) assert.equal(table.get(s.code), s);
+  assert.is(table.get('X'.repeat(CODE_WIDTH - 1)), undefined, 'a prefix is another code');
+  assert.is(table.get('CODE'), undefined, 'no folding of accents');
+  assert.ok(table.delete(odd[2]!.code));
+  assert.is(table.get(odd[2]!.code), undefined);
+  const narrow = share(6, { code: 'NARROW' });
+  table.set(narrow); // takes the freed slot of the wide code
+  assert.equal(table.get(narrow.code), narrow);
+  assert.equal(new Set(table.expiredCodes(Number.MAX_VALUE)), new Set([odd[0]!, odd[1]!, odd[3]!, odd[4]!, narrow].map((s) => s.code)));
+});
+
+test('emails: a changed email is stored anew, dead bytes are rewritten away, non-ASCII and very long ones round-trip', () => {
+  const table = new ShareTable(16);
+  const shares = Array.from({ length: 16 }, (_, i) => share(i, { email: `owner-${i}@example.org` }));
+  for (const s of shares) table.set(s);
+  const start = table.emailArenaBytes;
+  for (const s of shares) table.set(s); // the same email: stays in place
+  assert.is(table.emailArenaBytes, start);
+  for (let round = 0; round < 6000; round++) {
+    const i = round % 16;
+    shares[i] = { ...shares[i]!, email: `owner-${i}-round-${round}-${'x'.repeat(round % 40)}@example.org` };
+    table.set(shares[i]!);
+  }
+  for (const s of shares) assert.equal(table.get(s.code), s);
+  // 6,000 changes wrote ~280 KB; the arena keeps only a bounded multiple of the ~1 KB alive.
+  assert.ok(table.emailArenaBytes < (1 << 16) * 2, `arena ${table.emailArenaBytes} bytes`);
+  const wide = [share(100, { email: 'x'.repeat(70_000) + '@example.org' }), share(101, { email: 'ünïcode@example.org' }), share(102, { email: '' })];
+  for (const s of wide) table.set(s);
+  for (const s of wide) assert.equal(table.get(s.code), s);
+  // Back from the side map to the arena, and the other way.
+  table.set({ ...wide[1]!, email: 'ascii@example.org' });
+  table.set({ ...shares[0]!, email: 'wïde@example.org' });
+  assert.is(table.get(wide[1]!.code)!.email, 'ascii@example.org');
+  assert.is(table.get(shares[0]!.code)!.email, 'wïde@example.org');
+});
+
+test('hash table: 20,000 inserts and deletes in churn keep every live code findable and every deleted one gone', () => {
+  const table = new ShareTable(8);
+  const live = new Map<string, ShareState>();
+  const gone = new Set<string>();
+  for (let i = 0; i < 20_000; i++) {
+    const s = share(i, { code: `K${i}` });
+    table.set(s);
+    live.set(s.code, s);
+    if (i % 3 === 2) {
+      // Delete an older one: leaves deleted entries in the probe chains of later codes.
+      const victim = `K${i - 2}`;
+      assert.ok(table.delete(victim));
+      live.delete(victim);
+      gone.add(victim);
+    }
+  }
+  assert.is(table.size, live.size);
+  for (const [code, s] of live) assert.equal(table.get(code), s);
+  for (const code of gone) assert.not.ok(table.has(code));
+  assert.equal(new Set([...table.values()].map((s) => s.code)), new Set(live.keys()));
+  // Slots were reused: the table holds about as many slots as live shares, not as many as were ever set.
+  assert.ok(table.slotCapacity <= 16_384, `capacity ${table.slotCapacity}`);
 });
 
 test.run();

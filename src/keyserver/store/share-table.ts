@@ -1,14 +1,23 @@
 /**
- * The shares of the index in a few large typed arrays instead of one object
- * graph per share (an object, two Buffers, two stamps: ~530 bytes of heap
- * each). A share lives in a numbered slot: numbers in one Float64Array
- * (8 per slot), small fields in one Uint8Array (4 per slot), the public key
- * in a 65-byte-wide slab; only the code (the Map key) and the email stay JS
- * strings. Token hashes live in a Map by slot: only pending shares have one,
- * and they are few (15 minutes of publishes), so a column would be mostly
- * empty. Freed slots are reused; the arrays double when full. Keys wider than
- * the column (possible in the record format, unusual in practice) go to a
- * side Map, so every field round-trips exactly.
+ * The shares of the index in a few large typed arrays, off the V8 heap,
+ * instead of one object graph per share (an object, two Buffers, two stamps,
+ * two strings and a Map entry: ~530 bytes of heap each). A share lives in a
+ * numbered slot: numbers in one Float64Array (8 per slot), small fields in
+ * one Uint8Array (6 per slot), the public key in a 65-byte-wide slab, the code
+ * in a 16-byte-wide slab, the email in a byte arena (offset and length per
+ * slot). Codes are found through an open-addressing hash table of slot
+ * numbers (an Int32Array, linear probing, at most half full). The heap holds
+ * no object per share, so a full garbage collection costs the same with
+ * 100,000 shares as with none (docs/benchmarks.md, "Memory").
+ *
+ * Token hashes live in a Map by slot: only pending shares have one, and they
+ * are few (15 minutes of publishes), so a column would be mostly empty.
+ * Freed slots are reused; the arrays double when full; an email that changes
+ * leaves its old bytes in the arena until they are a third of it, then the
+ * arena is rewritten. Fields the columns cannot hold exactly (a key wider
+ * than 65 bytes, a code wider than 16 bytes or not ASCII, an email not ASCII
+ * or over 65,535 bytes: possible in the record format, unusual in practice)
+ * go to side Maps, so every field round-trips exactly.
  *
  * `get` and `values` hand out fresh ShareState objects (copies): a caller may
  * keep one while the slot is freed and reused.
@@ -17,32 +26,76 @@ import type { ShareState, Stamp } from './records.js';
 
 /** Width of the public key column: an uncompressed P-256 point. */
 export const KEY_WIDTH = 65;
+/** Width of the code column: a canonical share code is 15 characters. */
+export const CODE_WIDTH = 16;
 const NUMS = 8; // createdAt, expiresAt, verifiedAt, fetchCount, stamp epoch, stamp seq, fetch epoch, fetch seq
-const SMALL = 4; // stamp origin, fetch origin, key length, flags
+const SMALL = 6; // stamp origin, fetch origin, key length, flags, code length, spare
 const HAS_TOKEN = 1;
 const HAS_FETCH_STAMP = 2;
+const LIVE = 4;
+const WIDE_CODE = 8;
+const WIDE_EMAIL = 16;
+/** Hash table entries: 0 = never used, -1 = deleted, n > 0 = slot n - 1. */
+const EMPTY = 0;
+const DELETED = -1;
+const MAX_EMAIL_BYTES = 0xffff;
+/** Arena rewrite: when dead bytes exceed a third of it and this many bytes. */
+const ARENA_REWRITE_MIN = 1 << 16;
+
+const ASCII = /^[\x00-\x7f]*$/;
+
+/** FNV-1a over the UTF-16 code units of `code`. */
+function hashOf(code: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < code.length; i++) {
+    h ^= code.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** The smallest power of two >= n (n >= 1). */
+function powerOfTwoAtLeast(n: number): number {
+  let p = 1;
+  while (p < n) p *= 2;
+  return p;
+}
 
 export class ShareTable {
-  private readonly slots = new Map<string, number>();
-  private codes: string[] = [];
-  private emails: string[] = [];
   private nums: Float64Array;
   private small: Uint8Array;
   private keys: Uint8Array;
+  private codes: Buffer;
+  private emailAt: Uint32Array;
+  private emailLen: Uint16Array;
+  private emails: Buffer;
+  private emailEnd = 0;
+  private emailDead = 0;
+  private hash: Int32Array;
+  /** Hash table entries not EMPTY (live and deleted): the probe chains' length bound. */
+  private hashFilled = 0;
   private readonly wideKeys = new Map<number, Buffer>();
+  private readonly wideCodes = new Map<number, string>();
+  private readonly wideEmails = new Map<number, string>();
   private readonly tokenHashes = new Map<number, Buffer>();
   private readonly free: number[] = [];
   private used = 0;
+  private count = 0;
 
   constructor(private capacity = 1024) {
     if (!(capacity >= 1)) throw new RangeError('capacity must be at least 1');
     this.nums = new Float64Array(capacity * NUMS);
     this.small = new Uint8Array(capacity * SMALL);
     this.keys = new Uint8Array(capacity * KEY_WIDTH);
+    this.codes = Buffer.alloc(capacity * CODE_WIDTH);
+    this.emailAt = new Uint32Array(capacity);
+    this.emailLen = new Uint16Array(capacity);
+    this.emails = Buffer.alloc(capacity * 32);
+    this.hash = new Int32Array(powerOfTwoAtLeast(capacity * 2));
   }
 
   get size(): number {
-    return this.slots.size;
+    return this.count;
   }
 
   /** Slots allocated (tests: growth and reuse). */
@@ -50,25 +103,32 @@ export class ShareTable {
     return this.capacity;
   }
 
+  /** Bytes of the email arena, dead ones included (tests: rewriting). */
+  get emailArenaBytes(): number {
+    return this.emailEnd;
+  }
+
   has(code: string): boolean {
-    return this.slots.has(code);
+    return this.slotOf(code) >= 0;
   }
 
   /** A copy of the share, or undefined. */
   get(code: string): ShareState | undefined {
-    const slot = this.slots.get(code);
-    return slot === undefined ? undefined : this.read(slot);
+    const slot = this.slotOf(code);
+    return slot < 0 ? undefined : this.read(slot);
   }
 
   /** Stores every field of `share` (a new slot, or the code's slot overwritten). */
   set(share: ShareState): void {
-    let slot = this.slots.get(share.code);
-    if (slot === undefined) {
+    let slot = this.slotOf(share.code);
+    const fresh = slot < 0;
+    if (fresh) {
       slot = this.allocate();
-      this.slots.set(share.code, slot);
-      this.codes[slot] = share.code;
+      this.writeCode(slot, share.code);
     }
-    this.emails[slot] = share.email;
+    const s = slot * SMALL;
+    const oldFlags = fresh ? 0 : this.small[s + 3]!;
+    this.writeEmail(slot, share.email, oldFlags);
     const n = slot * NUMS;
     this.nums[n] = share.createdAt;
     this.nums[n + 1] = share.expiresAt;
@@ -76,10 +136,9 @@ export class ShareTable {
     this.nums[n + 3] = share.fetchCount;
     this.nums[n + 4] = share.stamp.epoch;
     this.nums[n + 5] = share.stamp.seq;
-    const s = slot * SMALL;
     this.small[s] = share.stamp.origin;
     this.small[s + 2] = share.publicKey.length;
-    let flags = 0;
+    let flags = LIVE | (this.small[s + 3]! & (WIDE_CODE | WIDE_EMAIL));
     if (share.publicKey.length > KEY_WIDTH) {
       this.wideKeys.set(slot, Buffer.from(share.publicKey));
     } else {
@@ -93,33 +152,44 @@ export class ShareTable {
       this.tokenHashes.delete(slot);
     }
     this.small[s + 3] = flags;
+    if (fresh) {
+      this.insertHash(slot, share.code);
+      this.count++;
+    }
     if (share.fetchStamp) this.setFetch(slot, share.fetchCount, share.fetchStamp);
   }
 
   /** Sets the fetch count and the stamp that set it; false when `code` is not here. */
   setFetchCount(code: string, fetchCount: number, stamp: Stamp): boolean {
-    const slot = this.slots.get(code);
-    if (slot === undefined) return false;
+    const slot = this.slotOf(code);
+    if (slot < 0) return false;
     this.setFetch(slot, fetchCount, stamp);
     return true;
   }
 
   delete(code: string): boolean {
-    const slot = this.slots.get(code);
-    if (slot === undefined) return false;
-    this.slots.delete(code);
+    const at = this.hashPosition(code);
+    if (at < 0) return false;
+    const slot = this.hash[at]! - 1;
+    this.hash[at] = DELETED;
+    const s = slot * SMALL;
+    if (this.small[s + 3]! & WIDE_EMAIL) this.wideEmails.delete(slot);
+    else this.emailDead += this.emailLen[slot]!;
     this.wideKeys.delete(slot);
+    this.wideCodes.delete(slot);
     this.tokenHashes.delete(slot);
-    // Drop the strings now: a free slot must not keep them alive.
-    this.codes[slot] = '';
-    this.emails[slot] = '';
+    this.small[s + 3] = 0;
+    this.count--;
     this.free.push(slot);
     return true;
   }
 
   /** Copies of every share, in no particular order. */
   *values(): IterableIterator<ShareState> {
-    for (const slot of [...this.slots.values()]) yield this.read(slot);
+    const slots: number[] = [];
+    for (let slot = 0; slot < this.used; slot++) if (this.small[slot * SMALL + 3]! & LIVE) slots.push(slot);
+    // A share deleted while the iteration runs is skipped (its slot may hold another share by then: a copy of that is fine).
+    for (const slot of slots) if (this.small[slot * SMALL + 3]! & LIVE) yield this.read(slot);
   }
 
   /**
@@ -130,26 +200,154 @@ export class ShareTable {
    */
   snapshot(): Iterable<ShareState> {
     const cut = new ShareTable(1);
-    cut.codes = this.codes.slice(0, this.used);
-    cut.emails = this.emails.slice(0, this.used);
-    cut.nums = this.nums.slice(0, this.used * NUMS);
-    cut.small = this.small.slice(0, this.used * SMALL);
-    cut.keys = this.keys.slice(0, this.used * KEY_WIDTH);
-    // Buffers in these maps are replaced by set(), never written into: sharing them is safe.
-    for (const [slot, key] of this.wideKeys) cut.wideKeys.set(slot, key);
-    for (const [slot, hash] of this.tokenHashes) cut.tokenHashes.set(slot, hash);
     const used = this.used;
+    cut.nums = this.nums.slice(0, used * NUMS);
+    cut.small = this.small.slice(0, used * SMALL);
+    cut.keys = this.keys.slice(0, used * KEY_WIDTH);
+    cut.codes = Buffer.from(this.codes.subarray(0, used * CODE_WIDTH));
+    cut.emailAt = this.emailAt.slice(0, used);
+    cut.emailLen = this.emailLen.slice(0, used);
+    cut.emails = Buffer.from(this.emails.subarray(0, this.emailEnd));
+    // Buffers and strings in these maps are replaced by set(), never written into: sharing them is safe.
+    for (const [slot, key] of this.wideKeys) cut.wideKeys.set(slot, key);
+    for (const [slot, code] of this.wideCodes) cut.wideCodes.set(slot, code);
+    for (const [slot, email] of this.wideEmails) cut.wideEmails.set(slot, email);
+    for (const [slot, hash] of this.tokenHashes) cut.tokenHashes.set(slot, hash);
     return (function* () {
-      // A free slot has an empty code (delete()); every code of a share is non-empty.
-      for (let slot = 0; slot < used; slot++) if (cut.codes[slot] !== '') yield cut.read(slot);
+      for (let slot = 0; slot < used; slot++) if (cut.small[slot * SMALL + 3]! & LIVE) yield cut.read(slot);
     })();
   }
 
-  /** Codes of the shares whose expiry is at or before `now` (no copies made). */
+  /** Codes of the shares whose expiry is at or before `now` (no share copies made). */
   expiredCodes(now: number): string[] {
     const out: string[] = [];
-    for (const [code, slot] of this.slots) if (this.nums[slot * NUMS + 1]! <= now) out.push(code);
+    for (let slot = 0; slot < this.used; slot++) {
+      if (this.small[slot * SMALL + 3]! & LIVE && this.nums[slot * NUMS + 1]! <= now) out.push(this.codeOf(slot));
+    }
     return out;
+  }
+
+  private slotOf(code: string): number {
+    const at = this.hashPosition(code);
+    return at < 0 ? -1 : this.hash[at]! - 1;
+  }
+
+  /** Position of `code` in the hash table, or -1. */
+  private hashPosition(code: string): number {
+    const mask = this.hash.length - 1;
+    // Terminates: the table is never more than half full, so an EMPTY entry is always reached.
+    for (let i = hashOf(code) & mask; ; i = (i + 1) & mask) {
+      const e = this.hash[i]!;
+      if (e === EMPTY) return -1;
+      if (e > 0 && this.codeIs(e - 1, code)) return i;
+    }
+  }
+
+  private insertHash(slot: number, code: string): void {
+    const mask = this.hash.length - 1;
+    let i = hashOf(code) & mask;
+    while (this.hash[i]! > 0) i = (i + 1) & mask;
+    if (this.hash[i] === EMPTY) this.hashFilled++;
+    this.hash[i] = slot + 1;
+    if (this.hashFilled * 2 > this.hash.length) this.rehash();
+  }
+
+  /** Rebuilds the hash table without deleted entries, at most a quarter full. */
+  private rehash(): void {
+    this.hash = new Int32Array(powerOfTwoAtLeast(Math.max(this.capacity * 2, this.count * 4)));
+    this.hashFilled = 0;
+    const mask = this.hash.length - 1;
+    for (let slot = 0; slot < this.used; slot++) {
+      if (!(this.small[slot * SMALL + 3]! & LIVE)) continue;
+      let i = hashOf(this.codeOf(slot)) & mask;
+      while (this.hash[i] !== EMPTY) i = (i + 1) & mask;
+      this.hash[i] = slot + 1;
+      this.hashFilled++;
+    }
+  }
+
+  private codeIs(slot: number, code: string): boolean {
+    const s = slot * SMALL;
+    if (this.small[s + 3]! & WIDE_CODE) return this.wideCodes.get(slot) === code;
+    const length = this.small[s + 4]!;
+    if (code.length !== length) return false;
+    const at = slot * CODE_WIDTH;
+    for (let i = 0; i < length; i++) if (this.codes[at + i] !== code.charCodeAt(i)) return false;
+    return true;
+  }
+
+  private codeOf(slot: number): string {
+    if (this.small[slot * SMALL + 3]! & WIDE_CODE) return this.wideCodes.get(slot)!;
+    const at = slot * CODE_WIDTH;
+    return this.codes.toString('latin1', at, at + this.small[slot * SMALL + 4]!);
+  }
+
+  /** Writes the code of a new slot; sets or clears WIDE_CODE (the slot's other flags are rewritten by set()). */
+  private writeCode(slot: number, code: string): void {
+    const s = slot * SMALL;
+    if (code.length <= CODE_WIDTH && ASCII.test(code)) {
+      this.codes.write(code, slot * CODE_WIDTH, 'latin1');
+      this.small[s + 4] = code.length;
+      this.small[s + 3] = 0;
+    } else {
+      this.wideCodes.set(slot, code);
+      this.small[s + 4] = 0;
+      this.small[s + 3] = WIDE_CODE;
+    }
+  }
+
+  private emailOf(slot: number, flags: number): string {
+    if (flags & WIDE_EMAIL) return this.wideEmails.get(slot)!;
+    const at = this.emailAt[slot]!;
+    return this.emails.toString('latin1', at, at + this.emailLen[slot]!);
+  }
+
+  /** Stores the email of `slot` (kept in place when unchanged); sets or clears WIDE_EMAIL in the slot's flags. */
+  private writeEmail(slot: number, email: string, oldFlags: number): void {
+    const s = slot * SMALL;
+    if (oldFlags & LIVE && this.emailOf(slot, oldFlags) === email) return;
+    if (oldFlags & LIVE) {
+      if (oldFlags & WIDE_EMAIL) this.wideEmails.delete(slot);
+      else this.emailDead += this.emailLen[slot]!;
+    }
+    if (email.length > MAX_EMAIL_BYTES || !ASCII.test(email)) {
+      this.wideEmails.set(slot, email);
+      this.emailLen[slot] = 0;
+      this.small[s + 3]! |= WIDE_EMAIL;
+      return;
+    }
+    this.small[s + 3]! &= ~WIDE_EMAIL;
+    if (this.emailEnd + email.length > this.emails.length) this.makeEmailRoom(email.length);
+    this.emails.write(email, this.emailEnd, 'latin1');
+    this.emailAt[slot] = this.emailEnd;
+    this.emailLen[slot] = email.length;
+    this.emailEnd += email.length;
+  }
+
+  /** Rewrites the arena without dead bytes when they are many, and grows it when the live ones need more room. */
+  private makeEmailRoom(needed: number): void {
+    const live = this.emailEnd - this.emailDead;
+    const rewrite = this.emailDead > ARENA_REWRITE_MIN && this.emailDead * 3 > this.emailEnd;
+    let size = this.emails.length;
+    while (size < (rewrite ? live : this.emailEnd) + needed) size *= 2;
+    const next = Buffer.alloc(size);
+    if (!rewrite) {
+      this.emails.copy(next, 0, 0, this.emailEnd);
+    } else {
+      let end = 0;
+      for (let slot = 0; slot < this.used; slot++) {
+        const flags = this.small[slot * SMALL + 3]!;
+        if (!(flags & LIVE) || flags & WIDE_EMAIL) continue;
+        const at = this.emailAt[slot]!;
+        const length = this.emailLen[slot]!;
+        this.emails.copy(next, end, at, at + length);
+        this.emailAt[slot] = end;
+        end += length;
+      }
+      this.emailEnd = end;
+      this.emailDead = 0;
+    }
+    this.emails = next;
   }
 
   private setFetch(slot: number, fetchCount: number, stamp: Stamp): void {
@@ -166,9 +364,9 @@ export class ShareTable {
     const s = slot * SMALL;
     const flags = this.small[s + 3]!;
     const share: ShareState = {
-      code: this.codes[slot]!,
+      code: this.codeOf(slot),
       publicKey: this.key(slot, this.small[s + 2]!),
-      email: this.emails[slot]!,
+      email: this.emailOf(slot, flags),
       createdAt: this.nums[n]!,
       expiresAt: this.nums[n + 1]!,
       verifiedAt: this.nums[n + 2]!,
@@ -200,10 +398,13 @@ export class ShareTable {
     this.nums = widen(this.nums, new Float64Array(this.capacity * NUMS));
     this.small = widen(this.small, new Uint8Array(this.capacity * SMALL));
     this.keys = widen(this.keys, new Uint8Array(this.capacity * KEY_WIDTH));
+    this.codes = widen(this.codes, Buffer.alloc(this.capacity * CODE_WIDTH));
+    this.emailAt = widen(this.emailAt, new Uint32Array(this.capacity));
+    this.emailLen = widen(this.emailLen, new Uint16Array(this.capacity));
   }
 }
 
-function widen<T extends Float64Array | Uint8Array>(old: T, bigger: T): T {
-  bigger.set(old);
+function widen<T extends Float64Array | Uint8Array | Uint32Array | Uint16Array>(old: T, bigger: T): T {
+  bigger.set(old as never);
   return bigger;
 }
