@@ -1,0 +1,94 @@
+// The key server's resident memory as an operator sees it: the real
+// `stash_key_server run` process, restarted over a store of 100,000 live
+// shares (recovered from its log), under fetch load from a separate load
+// generator. The RSS is the kernel's exact figure (/proc/PID/smaps_rollup),
+// sampled every 50 ms during the load. Rows: the server with node's defaults,
+// then with the memory settings of docs/operations.md ("Memory"). Baseline in
+// the same run: the same server over an empty store, idle.
+//   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { bin, conditions, dist, fmt, quick, report } from './lib.js';
+
+const { preloadShares } = await import(dist('keyserver/bench/bench-server.js'));
+const { runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
+const { benchPublicKey } = await import(dist('keyserver/bench/requests.js'));
+const { ShareStore } = await import(dist('keyserver/store/share-store.js'));
+const { defaultConfig } = await import(dist('keyserver/cli/options.js'));
+
+const SHARES = quick ? 2000 : 100000;
+const REQUESTS = quick ? 2000 : 50000;
+const TTL = 30 * 24 * 3600;
+/** The settings docs/operations.md recommends (and explains). */
+const MEMORY_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=64'];
+const MEMORY_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_TRIM_THRESHOLD_: '65536' };
+
+const rssOf = (pid) => Number(/^Rss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]) * 1024;
+/** A loopback port free at this moment (the kernel picks it). */
+const freePort = () => new Promise((resolve, reject) => {
+  const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const quiet = { info() {}, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) };
+
+async function startServer(dir, flags, env) {
+  const port = await freePort();
+  const child = spawn(process.execPath, [...flags, bin('stash_key_server.js'), 'run', '--state-dir', dir, '--bind', `127.0.0.1:${port}`,
+    '--rate-limit-per-minute', '0', '--share-ttl', String(TTL)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  let err = '';
+  child.stderr.on('data', (d) => { err += d; });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited: ${err.slice(-2000)}`);
+    try { if ((await fetch(`${url}/v1/status`)).ok) return { child, url }; } catch { /* not listening yet */ }
+    await sleep(100);
+  }
+  child.kill();
+  throw new Error('server did not answer within 30 s');
+}
+
+const stop = (child) => new Promise((resolve) => { child.once('close', resolve); child.kill(); });
+
+const work = mkdtempSync(join(tmpdir(), 'stash-rss-'));
+try {
+  const empty = join(work, 'empty');
+  const full = join(work, 'full');
+  const keys = Array.from({ length: 16 }, benchPublicKey);
+  const store = await ShareStore.open({ dir: full, serverId: 0, originEpoch: Date.now(), compactMinBytes: 1 << 30, clock: { now: () => Date.now() }, logger: quiet });
+  const codes = await preloadShares(store, { ...defaultConfig(), shareTtlSeconds: TTL }, SHARES, keys);
+  await store.close();
+
+  const rows = [];
+  for (const [name, flags, env] of [['node defaults', [], {}], ['memory settings', MEMORY_FLAGS, MEMORY_ENV]]) {
+    const idle = await startServer(empty, flags, env);
+    await sleep(1000);
+    const baseline = rssOf(idle.child.pid);
+    await stop(idle.child);
+    const { child, url } = await startServer(full, flags, env);
+    await sleep(1000);
+    const started = rssOf(child.pid);
+    let peak = 0;
+    const timer = setInterval(() => { try { peak = Math.max(peak, rssOf(child.pid)); } catch { /* exited */ } }, 50);
+    const summary = await runLoadProcess({ mode: 'fetch', url, total: REQUESTS, concurrency: 64, payloadBytes: 0,
+      keys: keys.map((k) => k.toString('base64')), codes, progress: false, cpu: undefined, client: 'raw' });
+    clearInterval(timer);
+    peak = Math.max(peak, rssOf(child.pid));
+    await stop(child);
+    rows.push([name, fmt.mb(baseline), fmt.mb(started), fmt.mb(peak), fmt.int(summary.requests / summary.seconds), String(summary.errors),
+      peak < 100 * 1048576 ? 'met' : 'not met']);
+  }
+  report(`Key server process RSS, ${fmt.int(SHARES)} live shares, ${fmt.int(REQUESTS)} fetches`,
+    ['settings', 'empty store, idle MB', `${fmt.int(SHARES)} shares, 1 s after start MB`, 'peak under fetch load MB', 'fetches/s', 'errors', 'target < 100 MB'],
+    rows,
+    [
+      'command: `node bench/keyserver-rss-process.js` (the real `stash_key_server run` in its own process, its store written beforehand and recovered at start; RSS from /proc/PID/smaps_rollup every 50 ms; MB = 2^20 bytes)',
+      `memory settings: node ${MEMORY_FLAGS.join(' ')}, ${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')} (docs/operations.md, "Memory")`,
+      'unpinned: the load generator shares the two CPUs with the server',
+      `conditions: ${conditions()}`,
+    ]);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
