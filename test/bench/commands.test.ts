@@ -247,7 +247,7 @@ test('histogram percentiles are within 2% of the exact ones', () => {
   assert.is(merged.percentile(50), h.percentile(50));
 });
 
-for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js', 'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js']) {
+for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js', 'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js', 'keyserver-rss-process.js']) {
   test(`bench/${script} in quick mode prints a markdown table`, async () => {
     const r = await runArgv([process.execPath, join('bench', script)], { BENCH_QUICK: '1' }, 45_000);
     assert.is(r.code, 0, r.stderr);
