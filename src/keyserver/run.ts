@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { ServerConfig } from './cli/options.js';
 import { streamLogger } from './logger.js';
 import { startServer } from './server.js';
+import { collectGarbageNow } from './settle-memory.js';
 
 /** Runs until a termination signal; sets process.exitCode. */
 export async function runForeground(input: ServerConfig): Promise<void> {
@@ -21,6 +22,7 @@ export async function runForeground(input: ServerConfig): Promise<void> {
   }
   try {
     const running = await startServer({ config, logger });
+    collectGarbageNow();
     process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
       process.once('SIGINT', done);

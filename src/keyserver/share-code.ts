@@ -90,16 +90,35 @@ export function generateShareCode(primary: number, secondary: number, random: Ui
   return { canonical, display: format(canonical), primary, secondary };
 }
 
-function crockfordValue(ch: string): number {
-  const up = ch.toUpperCase();
-  const folded = up === 'I' || up === 'L' ? '1' : up === 'O' ? '0' : up;
-  return CROCKFORD_ALPHABET.indexOf(folded);
+/** Symbol values by character code, both cases (-1: not a symbol of that alphabet). */
+function valueTable(alphabet: string, aliases: Record<string, number>): Int8Array {
+  const table = new Int8Array(128).fill(-1);
+  const set = (ch: string, v: number): void => {
+    table[ch.toUpperCase().charCodeAt(0)] = v;
+    table[ch.toLowerCase().charCodeAt(0)] = v;
+  };
+  for (let v = 0; v < alphabet.length; v++) set(alphabet[v]!, v);
+  for (const [ch, v] of Object.entries(aliases)) set(ch, v);
+  return table;
 }
+
+const LOCATOR_VALUE = valueTable(LOCATOR_ALPHABET, {});
+const LOCATOR_UPPER = LOCATOR_ALPHABET.toUpperCase();
+/** Crockford's aliases: I and L read as 1, O as 0. */
+const CROCKFORD_VALUE = valueTable(CROCKFORD_ALPHABET, { I: 1, L: 1, O: 0 });
+const DISPLAY_LENGTH = CODE_LENGTH + 4;
+const HYPHEN = 0x2d;
+/** Character codes of the two forms being built (parsing is synchronous: one pair serves every call). */
+const canonicalChars = new Array<number>(CODE_LENGTH).fill(0);
+const displayChars = new Array<number>(DISPLAY_LENGTH).fill(HYPHEN);
+/** Position of canonical character i in the display form LL-RRRR-RRRR-RRRR-C. */
+const displayAt = (i: number): number => (i < 2 ? i : i < 6 ? i + 1 : i < 10 ? i + 2 : i < 14 ? i + 3 : i + 4);
 
 /**
  * Normalises what a person typed (any case, hyphens or spaces anywhere,
  * I/L/O aliases) and checks it. Every problem is a CodeTypoError whose
  * message says what is wrong, never which code would be right.
+ * Called for every fetch, so it allocates only the strings it returns.
  */
 export function parseShareCode(input: string): ShareCode {
   if (typeof input !== 'string') throw new CodeTypoError('a share code must be text');
@@ -110,20 +129,23 @@ export function parseShareCode(input: string): ShareCode {
       `this share code has a typo: it has ${compact.length} characters instead of ${CODE_LENGTH} (a code looks like ${example})`,
     );
   }
-  const values: number[] = [];
+  let interim = 0;
   for (let i = 0; i < CODE_LENGTH; i++) {
-    const ch = compact[i]!;
-    const v = i < 2 ? LOCATOR_ALPHABET.indexOf(ch.toLowerCase()) : crockfordValue(ch);
+    const c = compact.charCodeAt(i);
+    const v = c < 128 ? (i < 2 ? LOCATOR_VALUE : CROCKFORD_VALUE)[c]! : -1;
     if (v < 0) {
       const allowed = i < 2 ? '0-9 and A-V' : 'digits and letters except U';
-      throw new CodeTypoError(`this share code has a typo: character ${i + 1} (${JSON.stringify(ch)}) is not used there (${allowed})`);
+      throw new CodeTypoError(`this share code has a typo: character ${i + 1} (${JSON.stringify(compact[i])}) is not used there (${allowed})`);
     }
-    values.push(v);
+    interim = gfMul(2, interim) ^ v;
+    const out = (i < 2 ? LOCATOR_UPPER : CROCKFORD_ALPHABET).charCodeAt(v);
+    canonicalChars[i] = out;
+    displayChars[displayAt(i)] = out;
   }
-  if (damm(values) !== 0) throw new CodeTypoError();
-  let canonical = '';
-  for (let i = 0; i < CODE_LENGTH; i++) canonical += i < 2 ? LOCATOR_ALPHABET[values[i]!]!.toUpperCase() : CROCKFORD_ALPHABET[values[i]!];
-  return { canonical, display: format(canonical), primary: values[0]!, secondary: values[1]! };
+  if (interim !== 0) throw new CodeTypoError();
+  const primary = LOCATOR_VALUE[canonicalChars[0]!]!;
+  const secondary = LOCATOR_VALUE[canonicalChars[1]!]!;
+  return { canonical: String.fromCharCode(...canonicalChars), display: String.fromCharCode(...displayChars), primary, secondary };
 }
 
 const example = '0A-7K3M-9QXD-W2HF-Z';

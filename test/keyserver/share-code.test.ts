@@ -106,6 +106,9 @@ test('wrong length, strange characters and huge input: a typo with a clear messa
   const wrongCheck = code.endsWith('Q') ? 'R' : 'Q';
   assert.throws(() => parseShareCode(code.slice(0, -1) + wrongCheck), /this share code has a typo/);
   for (const bad of [code.slice(0, -1), 'x'.repeat(1000), '']) assert.ok(isTypo(bad));
+  // Letters whose case mapping lands on ASCII (Kelvin sign -> k, dotless i -> I) are not symbols.
+  assert.throws(() => parseShareCode(`0\u212a${code.slice(2)}`), /character 2 \("\u212a"\) is not used there/);
+  assert.throws(() => parseShareCode(`${code.slice(0, 3)}\u0131${code.slice(4)}`), /character 3 \("\u0131"\) is not used there/);
 });
 
 test('random parts are spread out: 5000 codes, no repeats, every symbol used at every position', () => {

@@ -22,6 +22,22 @@ import { identityPublicKey } from './harness.js';
 const fail = (m: string) => new Error(m);
 const key = identityPublicKey();
 
+test('the writer grows past its first buffer and writes every field big-endian, exactly', () => {
+  const w = new Writer(16);
+  const expected: number[] = [];
+  for (let i = 0; i < 200; i++) {
+    w.u8(i).u16(0xbeef).u32(0xdeadbeef).u64(2 ** 53 - 1 - i).text('é', 1).bytes(Uint8Array.of(i, 255 - i));
+    expected.push(i, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff - i, 2, 0xc3, 0xa9, i, 255 - i);
+  }
+  w.setU32(1, 0x01020304).setU8(0, 9);
+  expected.splice(1, 4, 1, 2, 3, 4);
+  expected[0] = 9;
+  assert.equal([...w.finish()], expected);
+  assert.throws(() => new Writer().u64(2 ** 53), /out of range/);
+  assert.throws(() => new Writer().text('x'.repeat(256), 1), /too long/);
+  assert.throws(() => new Writer().u8(1).setU32(0, 1), /no u32 written/);
+});
+
 test('share requests and responses round-trip through the binary encoding', () => {
   const create = { op: 'create' as const, publicKey: key, email: 'a@example.org' };
   const bytes = encodeShareRequest(create);

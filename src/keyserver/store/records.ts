@@ -68,8 +68,9 @@ export type StoreRecord =
 export class RecordDecodeError extends Error {}
 const fail = (message: string): Error => new RecordDecodeError(message);
 
-function payload(rec: StoreRecord): { type: number; body: Buffer } {
-  const w = new Writer().u8(rec.stamp.origin).u64(rec.stamp.epoch).u64(rec.stamp.seq);
+/** Writes the payload of `rec` and returns its record type. */
+function writePayload(w: Writer, rec: StoreRecord): number {
+  w.u8(rec.stamp.origin).u64(rec.stamp.epoch).u64(rec.stamp.seq);
   switch (rec.type) {
     case 'putShare': {
       const s = rec.share;
@@ -77,36 +78,40 @@ function payload(rec: StoreRecord): { type: number; body: Buffer } {
         .u8(s.publicKey.length).bytes(s.publicKey).text(s.email, 1);
       w.u8(s.tokenHash ? s.tokenHash.length : 0);
       if (s.tokenHash) w.bytes(s.tokenHash);
-      return { type: RecordType.putShare, body: w.finish() };
+      return RecordType.putShare;
     }
     case 'verify':
-      return { type: RecordType.verify, body: w.text(rec.code, 1).u64(rec.verifiedAt).finish() };
+      w.text(rec.code, 1).u64(rec.verifiedAt);
+      return RecordType.verify;
     case 'fetchCount':
-      return { type: RecordType.fetchCount, body: w.text(rec.code, 1).u32(rec.fetchCount).finish() };
+      w.text(rec.code, 1).u32(rec.fetchCount);
+      return RecordType.fetchCount;
     case 'tombstone':
-      return {
-        type: RecordType.tombstone,
-        body: w.text(rec.code, 1).u64(rec.deletedAt).u64(rec.expiresAt).u8(rec.reason === 'expired' ? 1 : 2).finish(),
-      };
+      w.text(rec.code, 1).u64(rec.deletedAt).u64(rec.expiresAt).u8(rec.reason === 'expired' ? 1 : 2);
+      return RecordType.tombstone;
     case 'checkpoint':
-      return { type: RecordType.checkpoint, body: w.text('', 1).u64(rec.writtenAt).finish() };
+      w.text('', 1).u64(rec.writtenAt);
+      return RecordType.checkpoint;
     case 'replAck': {
       w.text('', 1).text(rec.ack.peer, 2).u8(rec.ack.acked.length);
       for (const a of rec.ack.acked) w.u8(a.origin).u64(a.epoch).u64(a.seq);
-      return { type: RecordType.replAck, body: w.finish() };
+      return RecordType.replAck;
     }
   }
 }
 
 /** One framed record, ready to append. */
 export function encodeRecord(rec: StoreRecord): Buffer {
-  const { type, body } = payload(rec);
-  const frame = Buffer.alloc(4 + 1 + body.length + 4);
-  frame.writeUInt32BE(1 + body.length, 0);
-  frame[4] = type;
-  body.copy(frame, 5);
-  frame.writeUInt32BE(crc32c(frame.subarray(0, 5 + body.length)), 5 + body.length);
-  return frame;
+  return writeRecord(new Writer(), rec).finish();
+}
+
+/** Appends the framed `rec` to `w` (several records to one buffer: one log write). */
+export function writeRecord(w: Writer, rec: StoreRecord): Writer {
+  const start = w.length;
+  w.u32(0).u8(0);
+  const type = writePayload(w, rec);
+  w.setU32(start, w.length - start - 4).setU8(start + 4, type);
+  return w.u32(crc32c(w.written(start)));
 }
 
 /**

@@ -21,7 +21,8 @@ import type { Logger } from '../logger.js';
 import { StashError } from '../../errors.js';
 import { compactLog, type CompactionResult } from './compaction.js';
 import { LogWriter } from './log-writer.js';
-import { encodeRecord, type ShareState, type Stamp, type StoreRecord } from './records.js';
+import { Writer } from '../wire/codec.js';
+import { encodeRecord, writeRecord, type ShareState, type Stamp, type StoreRecord } from './records.js';
 import { openAndRecover } from './recovery.js';
 import { ShareIndex, laterOfOrigin, snapshotEvents } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
@@ -324,22 +325,33 @@ export class ShareStore {
     return count;
   }
 
+  /** Writes every count changed since the last flush: one buffer, one append, however many shares. */
   private async flushFetches(): Promise<void> {
     this.fetchTimer = undefined;
-    const codes = [...this.dirtyFetches];
-    this.dirtyFetches.clear();
-    const writes = codes.map((code) => {
+    const recs: Array<StoreRecord & { type: 'fetchCount' }> = [];
+    const w = new Writer(48 * this.dirtyFetches.size);
+    for (const code of this.dirtyFetches) {
       const count = this.counted.get(code);
       if (!this.index.shares.has(code) || count === undefined) {
         this.counted.delete(code);
-        return Promise.resolve();
+        continue;
       }
-      return this.append({ type: 'fetchCount', stamp: this.stamp(), code, fetchCount: count }).then(() => {
-        if (this.counted.get(code) === count) this.counted.delete(code);
+      const rec = { type: 'fetchCount' as const, stamp: this.stamp(), code, fetchCount: count };
+      writeRecord(w, rec);
+      recs.push(rec);
+    }
+    this.dirtyFetches.clear();
+    if (recs.length === 0) return;
+    try {
+      await this.writer.append(w.finish(), () => {
+        for (const rec of recs) this.applyDurable(rec);
       });
-    });
-    const failed = (await Promise.allSettled(writes)).filter((r) => r.status === 'rejected').length;
-    if (failed > 0) this.opts.logger.warn(`store: ${failed} fetch count update(s) could not be written`);
+    } catch {
+      this.opts.logger.warn(`store: ${recs.length} fetch count update(s) could not be written`);
+      return;
+    }
+    for (const rec of recs) if (this.counted.get(rec.code) === rec.fetchCount) this.counted.delete(rec.code);
+    this.maybeCompact();
   }
 
   /** Tombstones every expired share and forgets old tombstones. */

@@ -252,9 +252,13 @@ export class ShareTable {
     if (this.hashFilled * 2 > this.hash.length) this.rehash();
   }
 
-  /** Rebuilds the hash table without deleted entries, at most a quarter full. */
+  /**
+   * Rebuilds the hash table without deleted entries, at most 40 % full (a
+   * quarter of the live count free before the next rehash: amortized O(1)
+   * per insert), and at least twice the slot capacity.
+   */
   private rehash(): void {
-    this.hash = new Int32Array(powerOfTwoAtLeast(Math.max(this.capacity * 2, this.count * 4)));
+    this.hash = new Int32Array(powerOfTwoAtLeast(Math.max(this.capacity * 2, Math.ceil(this.count * 2.5) + 2)));
     this.hashFilled = 0;
     const mask = this.hash.length - 1;
     for (let slot = 0; slot < this.used; slot++) {

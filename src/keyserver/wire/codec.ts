@@ -60,7 +60,7 @@ export class Reader {
     const n = lengthBytes === 1 ? this.u8(`${field} length`) : this.u16(`${field} length`);
     const raw = this.bytesOf(n, field);
     try {
-      return new TextDecoder('utf-8', { fatal: true }).decode(raw);
+      return utf8.decode(raw);
     } catch {
       throw this.fail(`${this.what}: ${field} is not valid UTF-8`);
     }
@@ -73,50 +73,104 @@ export class Reader {
   }
 }
 
+/** One shared fatal UTF-8 decoder: decode() without { stream } keeps no state between calls. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Writes into one growing buffer (no allocation per field). `finish()` hands
+ * out the bytes written; the writer must not be used after it.
+ */
 export class Writer {
-  private chunks: Buffer[] = [];
+  private buf: Buffer;
+  private end = 0;
+
+  constructor(initialBytes = 128) {
+    this.buf = Buffer.allocUnsafe(Math.max(16, initialBytes));
+  }
+
+  /** Bytes written so far. */
+  get length(): number {
+    return this.end;
+  }
+
+  /** Reserves `n` bytes and returns where they start (call it before reading this.buf: it may replace it). */
+  private room(n: number): number {
+    const at = this.end;
+    if (at + n > this.buf.length) {
+      let size = this.buf.length * 2;
+      while (size < at + n) size *= 2;
+      const bigger = Buffer.allocUnsafe(size);
+      this.buf.copy(bigger, 0, 0, at);
+      this.buf = bigger;
+    }
+    this.end = at + n;
+    return at;
+  }
 
   u8(v: number): this {
-    this.chunks.push(Buffer.from([v & 0xff]));
+    const at = this.room(1);
+    this.buf[at] = v & 0xff;
     return this;
   }
 
   u16(v: number): this {
-    const b = Buffer.alloc(2);
-    b.writeUInt16BE(v);
-    this.chunks.push(b);
+    const at = this.room(2);
+    this.buf.writeUInt16BE(v & 0xffff, at);
     return this;
   }
 
   u32(v: number): this {
-    const b = Buffer.alloc(4);
-    b.writeUInt32BE(v >>> 0);
-    this.chunks.push(b);
+    const at = this.room(4);
+    this.buf.writeUInt32BE(v >>> 0, at);
     return this;
   }
 
   u64(v: number): this {
     if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`u64 out of range: ${v}`);
-    const b = Buffer.alloc(8);
-    b.writeBigUInt64BE(BigInt(v));
-    this.chunks.push(b);
+    const at = this.room(8);
+    this.buf.writeUInt32BE(Math.floor(v / 0x1_0000_0000), at);
+    this.buf.writeUInt32BE(v >>> 0, at + 4);
     return this;
   }
 
   bytes(v: Uint8Array): this {
-    this.chunks.push(Buffer.from(v));
+    const at = this.room(v.length);
+    this.buf.set(v, at);
     return this;
   }
 
   /** Text with a u8 or u16 length prefix; throws if it does not fit. */
   text(v: string, lengthBytes: 1 | 2): this {
-    const b = Buffer.from(v, 'utf8');
+    const n = Buffer.byteLength(v, 'utf8');
     const max = lengthBytes === 1 ? 0xff : 0xffff;
-    if (b.length > max) throw new RangeError(`text too long for a ${lengthBytes}-byte length: ${b.length}`);
-    return (lengthBytes === 1 ? this.u8(b.length) : this.u16(b.length)).bytes(b);
+    if (n > max) throw new RangeError(`text too long for a ${lengthBytes}-byte length: ${n}`);
+    if (lengthBytes === 1) this.u8(n);
+    else this.u16(n);
+    const at = this.room(n);
+    this.buf.write(v, at, n, 'utf8');
+    return this;
+  }
+
+  /** Overwrites a u32 already written at `at`. */
+  setU32(at: number, v: number): this {
+    if (at < 0 || at + 4 > this.end) throw new RangeError(`no u32 written at ${at}`);
+    this.buf.writeUInt32BE(v >>> 0, at);
+    return this;
+  }
+
+  /** Overwrites a byte already written at `at`. */
+  setU8(at: number, v: number): this {
+    if (at < 0 || at >= this.end) throw new RangeError(`no byte written at ${at}`);
+    this.buf[at] = v & 0xff;
+    return this;
+  }
+
+  /** A view of the bytes written from `from` on (valid until the next write). */
+  written(from = 0): Uint8Array {
+    return this.buf.subarray(from, this.end);
   }
 
   finish(): Buffer {
-    return Buffer.concat(this.chunks);
+    return this.buf.subarray(0, this.end);
   }
 }

@@ -8,6 +8,11 @@
  * The cache is bounded (hot shares only): when full it is emptied and refills
  * with whatever is fetched next. An entry is used only while the share's
  * immutable fields are still the ones it was built from.
+ *
+ * An entry holds its bytes in buffers of its own (Buffer.allocUnsafeSlow), not
+ * in slices of node's shared 8 KiB allocation pool: a cached slice would keep
+ * its whole pool chunk alive, a few MB over a full cache (docs/operations.md,
+ * "Memory").
  */
 import { shareResponseJson } from './json.js';
 import { encodeShareResponse, type FetchedResponse } from './messages.js';
@@ -29,7 +34,7 @@ const COUNT_FROM_END = 8 + 4; // u32 fetch_count, then u64 expires_at
 export class FetchedCache {
   private readonly entries = new Map<string, Entry>();
 
-  constructor(private readonly maxEntries = 8192) {}
+  constructor(private readonly maxEntries = 1024) {}
 
   get size(): number {
     return this.entries.size;
@@ -39,7 +44,7 @@ export class FetchedCache {
   encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
     const e = this.entry(res);
     if (encoding === 'binary') {
-      e.binary ??= encodeShareResponse({ ...res, fetchCount: 0 });
+      e.binary ??= ownCopy(encodeShareResponse({ ...res, fetchCount: 0 }));
       const out = Buffer.allocUnsafe(e.binary.length);
       e.binary.copy(out);
       out.writeUInt32BE(res.fetchCount >>> 0, out.length - COUNT_FROM_END);
@@ -65,10 +70,17 @@ export class FetchedCache {
     }
     if (this.entries.size >= this.maxEntries) this.entries.clear();
     const fresh: Entry = {
-      publicKey: res.publicKey, email: res.email, verifiedAt: res.verifiedAt, expiresAt: res.expiresAt,
+      publicKey: ownCopy(res.publicKey), email: res.email, verifiedAt: res.verifiedAt, expiresAt: res.expiresAt,
       binary: undefined, jsonHead: undefined, jsonTail: undefined,
     };
     this.entries.set(res.code, fresh);
     return fresh;
   }
+}
+
+/** `bytes` in a buffer of its own (not a slice of node's allocation pool). */
+function ownCopy(bytes: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafeSlow(bytes.length);
+  out.set(bytes);
+  return out;
 }
