@@ -3,7 +3,8 @@
 // shares (recovered from its log), under fetch load from a separate load
 // generator. The RSS is the kernel's exact figure (/proc/PID/smaps_rollup),
 // sampled every 50 ms during the load. Rows: the server with node's defaults,
-// then with the memory settings of docs/operations.md ("Memory"). Baseline in
+// then with the memory settings of the installed service (`stash_key_server
+// install` writes them into the unit; docs/operations.md, "Memory"). Baseline in
 // the same run: the same server over an empty store, idle.
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
 import { spawn } from 'node:child_process';
@@ -18,13 +19,11 @@ const { runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
 const { benchPublicKey } = await import(dist('keyserver/bench/requests.js'));
 const { ShareStore } = await import(dist('keyserver/store/share-store.js'));
 const { defaultConfig } = await import(dist('keyserver/cli/options.js'));
+const { MEMORY_NODE_FLAGS, MEMORY_ENV } = await import(dist('keyserver/install/unit.js'));
 
 const SHARES = quick ? 2000 : 100000;
 const REQUESTS = quick ? 2000 : 50000;
 const TTL = 30 * 24 * 3600;
-/** The settings docs/operations.md recommends (and explains). */
-const MEMORY_FLAGS = ['--max-semi-space-size=1', '--max-old-space-size=64'];
-const MEMORY_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_TRIM_THRESHOLD_: '65536' };
 
 const rssOf = (pid) => Number(/^Rss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))[1]) * 1024;
 /** A loopback port free at this moment (the kernel picks it). */
@@ -62,7 +61,7 @@ try {
   await store.close();
 
   const rows = [];
-  for (const [name, flags, env] of [['node defaults', [], {}], ['memory settings', MEMORY_FLAGS, MEMORY_ENV]]) {
+  for (const [name, flags, env] of [['node defaults', [], {}], ['installed service settings', MEMORY_NODE_FLAGS, MEMORY_ENV]]) {
     const idle = await startServer(empty, flags, env);
     await sleep(1000);
     const baseline = rssOf(idle.child.pid);
@@ -86,7 +85,7 @@ try {
     rows,
     [
       'command: `node bench/keyserver-rss-process.js` (the real `stash_key_server run` in its own process, its store written beforehand and recovered at start; RSS from /proc/PID/smaps_rollup every 50 ms; MB = 2^20 bytes)',
-      `memory settings: node ${MEMORY_FLAGS.join(' ')}, ${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')} (docs/operations.md, "Memory")`,
+      `installed service settings: node ${MEMORY_NODE_FLAGS.join(' ')}, ${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')} (the unit written by \`stash_key_server install\`; docs/operations.md, "Memory")`,
       'unpinned: the load generator shares the two CPUs with the server',
       `conditions: ${conditions()}`,
     ]);

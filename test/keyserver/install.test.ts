@@ -59,7 +59,18 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
       'StandardOutput=append:/var/log/stash-key-server/server.log', 'WantedBy=multi-user.target']) {
       assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
     }
-    assert.match(unit, /^ExecStart=\S+node\S* \S+\/bin\/stash_key_server\.js run --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m);
+    const exec = /^ExecStart=(\S+node\S*) ((?:--\S+ )*)\S+\/bin\/stash_key_server\.js run --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m.exec(unit);
+    assert.ok(exec, `ExecStart line as expected in:\n${unit}`);
+    // The memory settings (docs/operations.md, "Memory"): node takes the flags and they cap the heap; the allocator settings reach the process.
+    const envLine = /^Environment=(.*)$/m.exec(unit);
+    assert.ok(envLine, 'unit has an Environment= line');
+    const probe = spawnSync(exec[1]!, [...exec[2]!.trim().split(' '), '-e',
+      'console.log(JSON.stringify({ limit: require("v8").getHeapStatistics().heap_size_limit, env: [process.env.MALLOC_ARENA_MAX, process.env.MALLOC_MMAP_THRESHOLD_, process.env.MALLOC_TRIM_THRESHOLD_] }))'],
+    { encoding: 'utf8', env: { ...process.env, ...Object.fromEntries(envLine[1]!.split(' ').map((kv) => kv.split('=') as [string, string])) } });
+    assert.is(probe.status, 0, probe.stderr);
+    const seen = JSON.parse(probe.stdout) as { limit: number; env: string[] };
+    assert.ok(seen.limit < 100 * 1024 * 1024, `heap limit ${seen.limit}`);
+    assert.equal(seen.env, ['2', '65536', '65536']);
     assert.match(unit, /^LoadCredential=replication-token:\/etc\/stash\/replication-token$/m);
     // The token: random, root-only, and what the server reads with --replication-token-file; never in the config.
     assert.is(statSync(p.token).mode & 0o777, 0o600);

@@ -10,6 +10,10 @@
  * root-only file that systemd hands over with LoadCredential=.
  * MemoryDenyWriteExecute stays off: V8's JIT needs writable+executable pages
  * and Node aborts at start-up without them.
+ *
+ * Memory: node runs with a small young generation and a capped old one, and
+ * glibc's allocator is told to hand freed memory back (docs/operations.md,
+ * "Memory"; bench/keyserver-rss-process.js measures both ways).
  */
 import { realPaths } from './paths.js';
 
@@ -19,6 +23,15 @@ export interface UnitInputs {
   /** Absolute path of bin/stash_key_server.js. */
   script: string;
 }
+
+/** Node flags of the installed service: young generation 2 x 1 MB, old generation capped at 64 MB. */
+export const MEMORY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--max-old-space-size=64'];
+/** glibc allocator settings of the installed service: two arenas, buffers >= 64 KiB mapped apart, freed memory trimmed. */
+export const MEMORY_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: '2',
+  MALLOC_MMAP_THRESHOLD_: '65536',
+  MALLOC_TRIM_THRESHOLD_: '65536',
+};
 
 /** Quotes an ExecStart argument when it needs it (systemd's own quoting rules). */
 function execArg(arg: string): string {
@@ -37,9 +50,10 @@ Wants=network-online.target
 
 [Service]
 Type=simple
-ExecStart=${execArg(u.node)} ${execArg(u.script)} run --config ${realPaths.config} --replication-token-file %d/replication-token
+ExecStart=${execArg(u.node)} ${MEMORY_NODE_FLAGS.join(' ')} ${execArg(u.script)} run --config ${realPaths.config} --replication-token-file %d/replication-token
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
 LoadCredential=replication-token:${realPaths.token}
+Environment=${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}
 Restart=on-failure
 RestartSec=2
 TimeoutStopSec=10
