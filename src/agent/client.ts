@@ -213,6 +213,29 @@ export class AgentClient {
     });
   }
 
+  /**
+   * Like get(), for a caller that asks again and again (a long-lived process):
+   * the key is copied into `out`, a sodium secure buffer the caller keeps and
+   * reuses, instead of a fresh one per call (sodium_malloc and sodium_free are
+   * about ten system calls each time). Bytes of `out` past the key are zeroed.
+   * Returns the key's length and TTL, or null on a miss (`out` zeroed).
+   */
+  getInto(id: Buffer, out: Buffer): Promise<{ length: number; ttl: number } | null> {
+    if (!(out as Buffer & { secure?: boolean }).secure) {
+      return Promise.reject(new AgentError('AGENT_INSECURE_BUFFER', 'getInto needs a sodium secure buffer (sodium_malloc) to copy the key into'));
+    }
+    return this.sealed({ type: 'get', id }, (r) => {
+      sodium.sodium_memzero(out);
+      if (r.type === 'cache-miss') return null;
+      if (r.type !== 'cache-key') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to get`);
+      if (r.key.length > out.length) {
+        throw new AgentError('AGENT_BUFFER_TOO_SMALL', `the cached key has ${r.key.length} bytes; the buffer given to getInto has ${out.length}`);
+      }
+      r.key.copy(out);
+      return { length: r.key.length, ttl: r.ttl };
+    });
+  }
+
   /** Stores a key (copied; the caller keeps its buffer). ttl null = the agent's default (900 s). */
   put(id: Buffer, key: Buffer, opts: { path?: string | null; ttl?: number | null } = {}): Promise<void> {
     return this.sealed({ type: 'put', id, key, path: opts.path ?? null, ttl: opts.ttl ?? null }, (r) => {

@@ -8,12 +8,15 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { AgentClient, AgentError } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
-import { encodeFrame, encodeRequest, MsgType } from '../../src/protocol/index.js';
+import { encodeFrame, encodeRequest, MsgType, wipe } from '../../src/protocol/index.js';
 import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+
+const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
 
 function endpointOf(dir: string) {
   return agentEndpoint({ STASH_SESSION_AGENT_DIR: dir });
@@ -95,6 +98,34 @@ test('put/get/forget/forget-all/list round trips through a live agent', () => wi
   const status = await c.status();
   assert.is(status.pid, proc.pid);
   assert.is(status.entries, 0);
+}));
+
+test('getInto copies the key into the caller\'s secure buffer, zeroes the rest, and refuses plain or short buffers', () => withAgentClient({}, async (c) => {
+  const id = randomBytes(16);
+  const key = randomBytes(32);
+  await c.put(id, key, { ttl: 60 });
+  const out = sodium.sodium_malloc(48);
+  try {
+    out.fill(0xaa);
+    assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 });
+    assert.ok(out.subarray(0, 32).equals(key));
+    assert.ok(out.subarray(32).every((b) => b === 0), 'bytes past the key are zeroed');
+    out.fill(0xaa);
+    assert.is(await c.getInto(randomBytes(16), out), null, 'a miss');
+    assert.ok(out.every((b) => b === 0), 'a miss leaves the buffer zeroed');
+    const short = sodium.sodium_malloc(16);
+    try {
+      short.fill(0xaa);
+      assert.is(await errorCode(c.getInto(id, short)), 'AGENT_BUFFER_TOO_SMALL');
+      assert.ok(short.every((b) => b === 0), 'no part of the key lands in a short buffer');
+    } finally {
+      wipe(short);
+    }
+    assert.is(await errorCode(c.getInto(id, Buffer.alloc(64))), 'AGENT_INSECURE_BUFFER');
+    assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 }, 'the connection still serves after the refusals');
+  } finally {
+    wipe(out);
+  }
 }));
 
 test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', () => withAgentClient({}, async (c, t) => {
