@@ -116,7 +116,9 @@ export class ActivityRegistry {
    */
   unregister(pid: number, token: string): void {
     if (typeof token !== 'string' || !tokenPattern.test(token)) throw new ActivityError('ACTIVITY_BAD_TOKEN', 'malformed activity token');
-    const hash = hashToken(Buffer.from(token, 'hex'));
+    const raw = Buffer.from(token, 'hex');
+    const hash = hashToken(raw);
+    raw.fill(0); // the token's bytes do not linger in node's shared Buffer pool
     let match = -1;
     // Compare against every entry of the pid, without an early exit.
     this.entries.forEach((entry, index) => {

@@ -109,6 +109,58 @@ test('a snapshot is a cut: later writes, deletes, slot reuse and growth do not c
   assert.equal([...cut], before.slice(0, 3));
 });
 
+test('a snapshot read while the table changes (copy on write) yields exactly the shares of the cut', () => {
+  const table = new ShareTable(8);
+  const live = new Map<string, ShareState>();
+  const put = (x: ShareState) => {
+    table.set(x);
+    live.set(x.code, x);
+  };
+  for (let i = 0; i < 600; i++) put(share(i));
+  for (const code of [...live.keys()].slice(0, 100)) {
+    table.delete(code); // free slots at the cut, reused while the snapshot is read
+    live.delete(code);
+  }
+  const atCut = [...table.values()];
+  const cut = table.snapshot();
+  assert.is(table.openSnapshots, 1);
+  const got: ShareState[] = [];
+  let n = 1000;
+  for (const x of cut) {
+    got.push(x);
+    // Three changes per share read: new shares, rewrites (email churn moves the arena), fetch counts, deletes.
+    for (let k = 0; k < 3; k++) {
+      const codes = [...live.keys()];
+      const pick = codes[randomInt(codes.length)]!;
+      const op = randomInt(4);
+      if (op === 0) put(share(n++));
+      else if (op === 1) put({ ...live.get(pick)!, email: `moved-${n++}@example.org`, publicKey: randomBytes(KEY_WIDTH) });
+      else if (op === 2) {
+        const stamp = { origin: 1, epoch: 2, seq: n };
+        table.setFetchCount(pick, n, stamp);
+        live.set(pick, { ...live.get(pick)!, fetchCount: n++, fetchStamp: stamp });
+      }
+      else {
+        table.delete(pick);
+        live.delete(pick);
+      }
+    }
+  }
+  const byCode = (a: ShareState, b: ShareState) => (a.code < b.code ? -1 : 1);
+  assert.equal(got.sort(byCode), atCut.sort(byCode));
+  assert.is(table.openSnapshots, 0, 'a snapshot read to the end is closed');
+  for (const [code, x] of live) assert.equal(table.get(code), x, 'the table itself kept every change');
+
+  // Closed early (a compaction that failed before reading it): nothing is kept for it any more.
+  const early = table.snapshot();
+  const it = early[Symbol.iterator]();
+  it.next();
+  early.close();
+  assert.is(table.openSnapshots, 0);
+  table.delete([...live.keys()][0]!);
+  assert.ok(it.next().done, 'a closed snapshot yields nothing more');
+});
+
 test('codes the code column cannot hold (too long, not ASCII, empty) round-trip and are found, deleted and reused like any other', () => {
   const table = new ShareTable(2);
   const odd = [

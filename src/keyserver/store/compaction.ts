@@ -11,13 +11,14 @@ import { constants } from 'node:fs';
 import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LogWriter } from './log-writer.js';
-import { MAGIC, encodeRecord, type ShareState, type StoreRecord } from './records.js';
+import { Writer } from '../wire/codec.js';
+import { MAGIC, writeRecord, type ShareState, type StoreRecord } from './records.js';
 import type { Tombstone } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
 
 export interface Snapshot {
-  /** Read after the cut and while requests run: must not change with the index. */
-  shares: Iterable<ShareState>;
+  /** Read after the cut and while requests run: must not change with the index. close() ends it early. */
+  shares: Iterable<ShareState> & { close?(): void };
   tombstones: Tombstone[];
   /** Replication acknowledgements (replAck records), kept so a restart resends only what is unacknowledged. */
   acks: StoreRecord[];
@@ -55,30 +56,30 @@ export async function compactLog(args: {
       while (done < buf.length) done += (await out.write(buf, done, buf.length - done, size + done)).bytesWritten;
       size += buf.length;
     };
-    // 2. The snapshot, in chunks: each await lets requests run.
-    let parts: Buffer[] = [MAGIC, encodeRecord(snap.checkpoint)];
-    let partBytes = parts.reduce((n, b) => n + b.length, 0);
-    const push = async (buf: Buffer) => {
-      parts.push(buf);
-      partBytes += buf.length;
-      if (partBytes >= CHUNK) {
-        await write(Buffer.concat(parts));
-        parts = [];
-        partBytes = 0;
-      }
+    // 2. The snapshot, in chunks of about 1 MiB encoded into one buffer each: each await lets requests run.
+    let w = new Writer(CHUNK + 4096);
+    w.bytes(MAGIC);
+    writeRecord(w, snap.checkpoint);
+    const flush = async () => {
+      await write(w.finish());
+      w = new Writer(CHUNK + 4096);
+    };
+    const push = async (rec: StoreRecord) => {
+      writeRecord(w, rec);
+      if (w.length >= CHUNK) await flush();
     };
     for (const share of snap.shares) {
       if (share.expiresAt <= now) continue;
       kept++;
-      await push(encodeRecord({ type: 'putShare', stamp: share.stamp, share }));
+      await push({ type: 'putShare', stamp: share.stamp, share });
       // The put carries the count; this record keeps the stamp of the fetch that set it.
-      if (share.fetchStamp) await push(encodeRecord({ type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount }));
+      if (share.fetchStamp) await push({ type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
     }
     for (const t of snap.tombstones) {
-      await push(encodeRecord({ type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason }));
+      await push({ type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
     }
-    for (const ack of snap.acks) await push(encodeRecord(ack));
-    if (parts.length > 0) await write(Buffer.concat(parts));
+    for (const ack of snap.acks) await push(ack);
+    if (w.length > 0) await write(w.finish());
     await out.sync();
 
     // 3. The swap: copy what was appended since the cut, then rename.
@@ -103,6 +104,7 @@ export async function compactLog(args: {
       return { oldSize, newSize: size, shares: kept, tailBytes };
     });
   } finally {
+    snap.shares.close?.();
     if (!swapped) {
       await out.close().catch(() => undefined);
       await rm(tmpPath, { force: true });

@@ -61,6 +61,21 @@ function powerOfTwoAtLeast(n: number): number {
   return p;
 }
 
+/** A snapshot in progress: the slots it has not reached keep here their state as of the cut when they change. */
+interface Cut {
+  /** Slots in use at the cut; later ones are not part of it. */
+  used: number;
+  /** The next slot the iteration reads. */
+  next: number;
+  /** State at the cut of changed slots not yet read (null: free at the cut). */
+  saved: Map<number, ShareState | null>;
+}
+
+/** Every share as of one instant, read lazily; close() it if it is not iterated to the end. */
+export interface TableSnapshot extends Iterable<ShareState> {
+  close(): void;
+}
+
 export class ShareTable {
   private nums: Float64Array;
   private small: Uint8Array;
@@ -79,6 +94,7 @@ export class ShareTable {
   private readonly wideEmails = new Map<number, string>();
   private readonly tokenHashes = new Map<number, Buffer>();
   private readonly free: number[] = [];
+  private readonly cuts = new Set<Cut>();
   private used = 0;
   private count = 0;
 
@@ -122,10 +138,9 @@ export class ShareTable {
   set(share: ShareState): void {
     let slot = this.slotOf(share.code);
     const fresh = slot < 0;
-    if (fresh) {
-      slot = this.allocate();
-      this.writeCode(slot, share.code);
-    }
+    if (fresh) slot = this.allocate();
+    if (this.cuts.size !== 0) this.beforeChange(slot);
+    if (fresh) this.writeCode(slot, share.code);
     const s = slot * SMALL;
     const oldFlags = fresh ? 0 : this.small[s + 3]!;
     this.writeEmail(slot, share.email, oldFlags);
@@ -163,6 +178,7 @@ export class ShareTable {
   setFetchCount(code: string, fetchCount: number, stamp: Stamp): boolean {
     const slot = this.slotOf(code);
     if (slot < 0) return false;
+    if (this.cuts.size !== 0) this.beforeChange(slot);
     this.setFetch(slot, fetchCount, stamp);
     return true;
   }
@@ -171,6 +187,7 @@ export class ShareTable {
     const at = this.hashPosition(code);
     if (at < 0) return false;
     const slot = this.hash[at]! - 1;
+    if (this.cuts.size !== 0) this.beforeChange(slot);
     this.hash[at] = DELETED;
     const s = slot * SMALL;
     if (this.small[s + 3]! & WIDE_EMAIL) this.wideEmails.delete(slot);
@@ -193,29 +210,56 @@ export class ShareTable {
   }
 
   /**
-   * Every share as of now, for compaction: the slabs are copied at once (off
-   * the JS heap, freed when the iteration is dropped), the share objects made
-   * one by one as the iteration reaches them, so a 100,000-share cut does not
-   * put 100,000 objects on the heap at the same time.
+   * Every share as of now, for compaction, without copying the table: the
+   * iteration reads the live slots one by one, and a slot that changes
+   * before the iteration has reached it first leaves its state as of now
+   * with the snapshot (copy on write; a compaction sees a few such slots,
+   * not 100,000). Share objects are made one by one as the iteration
+   * reaches them. Iterate it to the end or close() it: until then every
+   * change of an unread slot saves a copy.
    */
-  snapshot(): Iterable<ShareState> {
-    const cut = new ShareTable(1);
-    const used = this.used;
-    cut.nums = this.nums.slice(0, used * NUMS);
-    cut.small = this.small.slice(0, used * SMALL);
-    cut.keys = this.keys.slice(0, used * KEY_WIDTH);
-    cut.codes = Buffer.from(this.codes.subarray(0, used * CODE_WIDTH));
-    cut.emailAt = this.emailAt.slice(0, used);
-    cut.emailLen = this.emailLen.slice(0, used);
-    cut.emails = Buffer.from(this.emails.subarray(0, this.emailEnd));
-    // Buffers and strings in these maps are replaced by set(), never written into: sharing them is safe.
-    for (const [slot, key] of this.wideKeys) cut.wideKeys.set(slot, key);
-    for (const [slot, code] of this.wideCodes) cut.wideCodes.set(slot, code);
-    for (const [slot, email] of this.wideEmails) cut.wideEmails.set(slot, email);
-    for (const [slot, hash] of this.tokenHashes) cut.tokenHashes.set(slot, hash);
-    return (function* () {
-      for (let slot = 0; slot < used; slot++) if (cut.small[slot * SMALL + 3]! & LIVE) yield cut.read(slot);
-    })();
+  snapshot(): TableSnapshot {
+    const cut: Cut = { used: this.used, next: 0, saved: new Map() };
+    this.cuts.add(cut);
+    const close = (): void => {
+      this.cuts.delete(cut);
+      cut.saved.clear();
+      cut.next = cut.used;
+    };
+    const table = this;
+    return {
+      close,
+      *[Symbol.iterator]() {
+        try {
+          while (cut.next < cut.used) {
+            const slot = cut.next++;
+            const saved = cut.saved.get(slot);
+            if (saved !== undefined) {
+              cut.saved.delete(slot);
+              if (saved !== null) yield saved;
+            } else if (table.small[slot * SMALL + 3]! & LIVE) {
+              yield table.read(slot);
+            }
+          }
+        } finally {
+          close();
+        }
+      },
+    };
+  }
+
+  /** Open snapshots (tests: none is left behind). */
+  get openSnapshots(): number {
+    return this.cuts.size;
+  }
+
+  /** Saves the state of `slot` for every open snapshot that has not read it yet. */
+  private beforeChange(slot: number): void {
+    for (const cut of this.cuts) {
+      if (slot >= cut.next && slot < cut.used && !cut.saved.has(slot)) {
+        cut.saved.set(slot, this.small[slot * SMALL + 3]! & LIVE ? this.read(slot) : null);
+      }
+    }
   }
 
   /** Codes of the shares whose expiry is at or before `now` (no share copies made). */
