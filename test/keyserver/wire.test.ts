@@ -36,6 +36,8 @@ test('the writer grows past its first buffer and writes every field big-endian, 
   assert.throws(() => new Writer().u64(2 ** 53), /out of range/);
   assert.throws(() => new Writer().text('x'.repeat(256), 1), /too long/);
   assert.throws(() => new Writer().u8(1).setU32(0, 1), /no u32 written/);
+  const again = new Writer(16).u32(1).u32(2);
+  assert.equal([...again.reset().u8(7).finish()], [7], 'reset starts over in the same buffer');
 });
 
 test('share requests and responses round-trip through the binary encoding', () => {

@@ -57,28 +57,27 @@ export async function compactLog(args: {
       size += buf.length;
     };
     // 2. The snapshot, in chunks of about 1 MiB encoded into one buffer each: each await lets requests run.
-    let w = new Writer(CHUNK + 4096);
+    // One buffer for every chunk: it is reused once its bytes are written.
+    const w = new Writer(CHUNK + 4096);
     w.bytes(MAGIC);
     writeRecord(w, snap.checkpoint);
     const flush = async () => {
       await write(w.finish());
-      w = new Writer(CHUNK + 4096);
-    };
-    const push = async (rec: StoreRecord) => {
-      writeRecord(w, rec);
-      if (w.length >= CHUNK) await flush();
+      w.reset();
     };
     for (const share of snap.shares) {
       if (share.expiresAt <= now) continue;
       kept++;
-      await push({ type: 'putShare', stamp: share.stamp, share });
+      writeRecord(w, { type: 'putShare', stamp: share.stamp, share });
       // The put carries the count; this record keeps the stamp of the fetch that set it.
-      if (share.fetchStamp) await push({ type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+      if (share.fetchStamp) writeRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+      if (w.length >= CHUNK) await flush();
     }
     for (const t of snap.tombstones) {
-      await push({ type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
+      writeRecord(w, { type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
+      if (w.length >= CHUNK) await flush();
     }
-    for (const ack of snap.acks) await push(ack);
+    for (const ack of snap.acks) writeRecord(w, ack);
     if (w.length > 0) await write(w.finish());
     await out.sync();
 
