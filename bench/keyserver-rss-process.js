@@ -4,7 +4,8 @@
 // generator. The RSS is the kernel's exact figure (/proc/PID/smaps_rollup),
 // sampled every 50 ms during the load. Rows: the server with node's defaults,
 // then with the memory settings of the installed service (`stash_key_server
-// install` writes them into the unit; docs/operations.md, "Memory"). Baseline in
+// install` writes them into the unit; docs/operations.md, "Memory"), then the
+// same while the server compacts its store during the load. Baseline in
 // the same run: the same server over an empty store, idle.
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
 import { spawn } from 'node:child_process';
@@ -33,16 +34,16 @@ const freePort = () => new Promise((resolve, reject) => {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const quiet = { info() {}, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) };
 
-async function startServer(dir, flags, env) {
+async function startServer(dir, flags, env, extra = []) {
   const port = await freePort();
   const child = spawn(process.execPath, [...flags, bin('stash_key_server.js'), 'run', '--state-dir', dir, '--bind', `127.0.0.1:${port}`,
-    '--rate-limit-per-minute', '0', '--share-ttl', String(TTL)], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+    '--rate-limit-per-minute', '0', '--share-ttl', String(TTL), ...extra], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`server exited: ${err.slice(-2000)}`);
-    try { if ((await fetch(`${url}/v1/status`)).ok) return { child, url }; } catch { /* not listening yet */ }
+    try { if ((await fetch(`${url}/v1/status`)).ok) return { child, url, log: () => err }; } catch { /* not listening yet */ }
     await sleep(100);
   }
   child.kill();
@@ -61,22 +62,33 @@ try {
   await store.close();
 
   const rows = [];
-  for (const [name, flags, env] of [['node defaults', [], {}], ['installed service settings', MEMORY_NODE_FLAGS, MEMORY_ENV]]) {
+  // The last row compacts the store while the load runs: a compaction threshold below the log's size
+  // makes the first batch of fetch counts start one (the server logs "store: compacted" when it is done).
+  const compactNow = ['--compact-min-bytes', '4096'];
+  for (const [name, flags, env, extra] of [
+    ['node defaults', [], {}, []],
+    ['installed service settings', MEMORY_NODE_FLAGS, MEMORY_ENV, []],
+    ['installed service settings, compacting during the load', MEMORY_NODE_FLAGS, MEMORY_ENV, compactNow],
+  ]) {
     const idle = await startServer(empty, flags, env);
     await sleep(1000);
     const baseline = rssOf(idle.child.pid);
     await stop(idle.child);
-    const { child, url } = await startServer(full, flags, env);
+    const { child, url, log } = await startServer(full, flags, env, extra);
     await sleep(1000);
     const started = rssOf(child.pid);
     let peak = 0;
     const timer = setInterval(() => { try { peak = Math.max(peak, rssOf(child.pid)); } catch { /* exited */ } }, 50);
     const summary = await runLoadProcess({ mode: 'fetch', url, total: REQUESTS, concurrency: 64, payloadBytes: 0,
       keys: keys.map((k) => k.toString('base64')), codes, progress: false, cpu: undefined, client: 'raw' });
+    // A short (quick) load can end before the compaction does: keep sampling until it has finished.
+    for (let i = 0; extra === compactNow && !/store: compacted/.test(log()) && i < 300; i++) await sleep(50);
     clearInterval(timer);
     peak = Math.max(peak, rssOf(child.pid));
+    const compacted = /store: compacted/.test(log());
     await stop(child);
     if (summary.errors > 0) throw new Error(`${name}: ${summary.errors} fetch(es) failed: ${summary.firstError}`);
+    if (extra === compactNow && !compacted) throw new Error(`${name}: the server did not compact during the load`);
     rows.push([name, fmt.mb(baseline), fmt.mb(started), fmt.mb(peak), fmt.int(summary.requests / summary.seconds),
       peak < 100 * 1048576 ? 'met' : 'not met']);
   }
