@@ -8,7 +8,9 @@ import { exitCodeFor, ExitCode } from './exit-codes.js';
 import { terminalSafe } from './output.js';
 import { toParseSpec } from './options.js';
 import { preloadSodium } from './sodium-preload.js';
-import { commandHelp, commands, commandsUnder, findCommand, groupHelp, topLevelHelp, usageOf, type Command, type Invocation } from './registry.js';
+import {
+  argNames, commandHelp, commands, commandsUnder, findCommand, groupHelp, suggestCommand, topLevelHelp, usageOf, type Command, type Invocation,
+} from './registry.js';
 
 /** Runs the CLI with argv (without node and script); sets process.exitCode. */
 export async function main(argv: string[]): Promise<void> {
@@ -62,11 +64,13 @@ async function dispatch(argv: string[]): Promise<number> {
 
 /**
  * `stash vault sessions frob`: the longest match (`vault sessions`) takes no
- * arguments, so a following word is a mistyped subcommand, not an argument.
+ * arguments and has subcommands, so a following word is a mistyped
+ * subcommand. After a command without subcommands (`stash doctor extra`) the
+ * word is a surplus argument, reported as such by parseInvocation.
  */
 function isUnknownSubcommand(command: Command, rest: string[]): boolean {
   const [next] = rest;
-  return next !== undefined && !next.startsWith('-') && command.positionals[1] === 0;
+  return next !== undefined && !next.startsWith('-') && command.positionals[1] === 0 && commandsUnder(command.path).length > 0;
 }
 
 /** `stash vault` (a group without its subcommand) or a word that is no command. */
@@ -86,8 +90,11 @@ function groupOrUnknown(argv: string[]): number {
     }
     throw new UsageError(`stash ${prefix.join(' ')}: missing command\n${groupHelp(prefix)}`);
   }
+  // One line and a hint, as git and gh do: the whole help would bury the mistake.
   const shown = words.slice(0, prefix.length + 1).join(' ');
-  throw new UsageError(`unknown command: ${shown}\n${prefix.length > 0 ? groupHelp(prefix) : topLevelHelp()}`);
+  const guess = suggestCommand(words.slice(0, prefix.length + 1));
+  const hint = `see stash ${prefix.length > 0 ? `${prefix.join(' ')} ` : ''}--help`;
+  throw new UsageError(`unknown command '${shown}'${guess ? `; did you mean 'stash ${guess}'?` : ''} (${hint})`);
 }
 
 /** Strict parse of a command's arguments; 'help' when --help/-h comes before `--`. */
@@ -104,10 +111,13 @@ function parseInvocation(command: Command, args: string[]): Invocation | 'help' 
   const parsed = parseOptions(own, toParseSpec(command.options), `${usage}\n(see stash ${command.path.join(' ')} --help)`);
   const [min, max] = command.positionals;
   const n = parsed.positionals.length;
-  if (n < min) throw new UsageError(`missing argument${min - n > 1 ? 's' : ''}: ${command.args}\n${usage}`);
+  if (n < min) {
+    const missing = argNames(command).slice(n, min);
+    throw new UsageError(`missing argument${missing.length > 1 ? 's' : ''}: ${missing.join(' ')}\n${usage}`);
+  }
   if (n > max) {
     const hint = command.passthrough ? ' (put -- before the command to run)' : '';
-    throw new UsageError(`unexpected argument ${JSON.stringify(parsed.positionals[max])}${hint}\n${usage}`);
+    throw new UsageError(`unexpected argument '${parsed.positionals[max]}'${hint}\n${usage}`);
   }
   if (command.passthrough && (dash < 0 || rest.length === 0)) throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
   const values: Invocation['values'] = {};

@@ -221,6 +221,51 @@ export function usageOf(command: Command): string {
   return `usage: stash ${command.path.join(' ')}${opts}${command.args ? ` ${command.args}` : ''}`;
 }
 
+/**
+ * The names of a command's positional arguments, in order, from its usage
+ * (`CONTAINER NAME` -> ['CONTAINER', 'NAME']): what `missing argument` names.
+ */
+export function argNames(command: Command): string[] {
+  const words = command.args.split(' ');
+  const end = words.indexOf('--');
+  return (end < 0 ? words : words.slice(0, end)).filter((w) => /^[A-Z][A-Z_]*$/.test(w));
+}
+
+/** Edit distance of two short words (insertions, deletions, substitutions). */
+function distance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length]!;
+}
+
+/**
+ * A likely meant command for mistyped words (`stash gte` -> `get`): the last
+ * word is compared with the words that may follow the ones before it. Null
+ * when nothing is close (at most 2 edits, and fewer than the word's length).
+ */
+export function suggestCommand(words: string[]): string | null {
+  const prefix = words.slice(0, -1);
+  const typo = words[words.length - 1];
+  if (typo === undefined) return null;
+  const next = new Set(commandsUnder(prefix).map((c) => c.path[prefix.length]!));
+  let best: string | null = null;
+  let bestDistance = Math.min(3, typo.length);
+  for (const word of next) {
+    const d = distance(typo, word);
+    if (d < bestDistance) {
+      best = word;
+      bestDistance = d;
+    }
+  }
+  return best === null ? null : [...prefix, best].join(' ');
+}
+
 /** Longest command path that prefixes argv. */
 export function findCommand(argv: string[]): { command: Command; rest: string[] } | undefined {
   let best: Command | undefined;
@@ -270,7 +315,8 @@ export function topLevelHelp(): string {
     'commands:',
     ...table(commands),
     '',
-    'Every command takes --help. Exit statuses and environment variables are listed in docs/cli.md.',
+    'Every command takes --help; stash --version prints the version.',
+    'Exit statuses and environment variables are listed in docs/cli.md.',
     '',
   ].join('\n');
 }

@@ -5,7 +5,7 @@
  * `stash_key_server: <message>` with an exit status by code.
  */
 import { errorCode, errorMessage } from '../errors.js';
-import { helpText } from './cli/help.js';
+import { commandHelpText, helpText } from './cli/help.js';
 import { parseCommandLine } from './cli/parse.js';
 
 const exitByCode: Record<string, number> = {
@@ -26,9 +26,14 @@ const exitByCode: Record<string, number> = {
 /** Runs the server command line (argv without node and script). */
 export async function main(argv: string[]): Promise<void> {
   try {
+    if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
+      const { readVersion } = await import('../cli/version.js');
+      process.stdout.write(`stash_key_server ${readVersion()}\n`);
+      return;
+    }
     const inv = parseCommandLine(argv);
     if (inv.command === 'help') {
-      process.stdout.write(helpText());
+      process.stdout.write(inv.topic === undefined ? helpText() : commandHelpText(inv.topic));
       process.exitCode = 0;
       return;
     }

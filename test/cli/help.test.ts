@@ -16,9 +16,15 @@ import { commands } from '../../src/cli/registry.js';
 import { cliEnv } from './harness.js';
 
 const recorder = join(process.cwd(), 'test', 'fixtures', 'load-recorder.mjs');
+const keyServerBin = join(process.cwd(), 'bin', 'stash_key_server.js');
 
 function stash(args: string[], env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, [stashBin, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+function keyServer(args: string[]) {
+  const r = spawnSync(process.execPath, [keyServerBin, ...args], { encoding: 'utf8', timeout: 20_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -146,15 +152,24 @@ test('every command has --help with its usage line and options, exit 0', () => {
 
 test('unknown options, missing and extra arguments are usage errors (64) naming the problem', () => {
   const cases: Array<[string[], RegExp]> = [
-    [['get', 'c'], /^stash: missing argument: CONTAINER NAME\nusage: stash get/],
-    [['get', 'c', 'N', 'extra'], /^stash: unexpected argument "extra"/],
+    [['get'], /^stash: missing arguments: CONTAINER NAME\nusage: stash get/],
+    // Only what is missing is named.
+    [['get', 'c'], /^stash: missing argument: NAME\nusage: stash get/],
+    [['set', 'work'], /^stash: missing argument: NAME\nusage: stash set/],
+    [['get', 'c', 'N', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash get/],
+    // A word after a command without subcommands is a surplus argument, not an unknown command.
+    [['doctor', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash doctor/],
+    [['container', 'list', 'x'], /^stash: unexpected argument 'x'\nusage: stash container list/],
+    [['vault', 'init', 'x'], /^stash: unexpected argument 'x'\nusage: stash vault init/],
     [['get', '--frobnicate', 'c', 'N'], /^stash: unknown option '--frobnicate'\nusage: stash get/],
     [['container', 'list', '--json=yes'], /^stash: option '--json' does not take an argument/],
     [['open', 'c', '--ttl'], /^stash: option '--ttl <value>' argument missing/],
     [['env', 'c'], /^stash: missing -- CMD/],
-    [['env', 'c', 'ls'], /^stash: unexpected argument "ls" \(put -- before the command to run\)/],
-    [['frobnicate'], /^stash: unknown command: frobnicate\n/],
-    [['vault', 'sessions', 'frob'], /^stash: unknown command: vault sessions frob\nusage: stash vault sessions <command>/],
+    [['env', 'c', 'ls'], /^stash: unexpected argument 'ls' \(put -- before the command to run\)/],
+    // An unknown command is one line with a hint, not the whole help.
+    [['frobnicate'], /^stash: unknown command 'frobnicate' \(see stash --help\)\n$/],
+    [['gte', 'c', 'N'], /^stash: unknown command 'gte'; did you mean 'stash get'\? \(see stash --help\)\n$/],
+    [['vault', 'sessions', 'frob'], /^stash: unknown command 'vault sessions frob' \(see stash vault sessions --help\)\n$/],
     [['vault'], /^stash: stash vault: missing command\nusage: stash vault <command>/],
   ];
   for (const [args, re] of cases) {
@@ -166,6 +181,42 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
   const bare = stash([]);
   assert.is(bare.code, 64);
   assert.match(bare.stdout, /usage: stash <command>/);
+});
+
+test('--version of both executables prints the version of package.json', () => {
+  const { version } = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as { version: string };
+  for (const flag of ['--version', '-V']) {
+    const r = stash([flag]);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(r.stdout, `stash ${version}\n`);
+    const k = keyServer([flag]);
+    assert.is(k.code, 0, k.stderr);
+    assert.is(k.stdout, `stash_key_server ${version}\n`);
+  }
+});
+
+test('every stash_key_server command has its own --help with only the options it accepts', () => {
+  const commands = ['run', 'install', 'uninstall', 'status', 'resync-peer', 'bench-store', 'bench-http', 'bench-http-fetch', 'bench-http-flow'];
+  for (const c of commands) {
+    for (const args of [[c, '--help'], [c, '-h'], ['help', c]]) {
+      const r = keyServer(args);
+      assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+      assert.ok(r.stdout.startsWith(`usage: stash_key_server ${c}`), `${args.join(' ')}: ${r.stdout}`);
+      assert.ok(r.stdout.includes('--help'), r.stdout);
+    }
+  }
+  const install = keyServer(['install', '--help']).stdout;
+  assert.ok(install.includes('--force-config'));
+  assert.not.ok(install.includes('--bind'), 'install does not take --bind, so its help does not list it');
+  const run = keyServer(['run', '--help']).stdout;
+  assert.ok(run.includes('--bind ADDR') && !run.includes('--purge-data'), run);
+  // The general help still lists everything.
+  const all = keyServer(['--help']);
+  assert.is(all.code, 0);
+  assert.ok(all.stdout.includes('--purge-data') && all.stdout.includes('--bind'));
+  const unknown = keyServer(['help', 'frob']);
+  assert.is(unknown.code, 64);
+  assert.is(unknown.stderr, "stash_key_server: unknown command 'frob' (see stash_key_server --help)\n");
 });
 
 test('bad option values are refused before anything is asked', async () => {

@@ -59,6 +59,11 @@ test('help forms', () => {
   for (const argv of [['help'], ['--help'], ['-h'], ['run', '--help'], ['run', '--bind', 'x:1', '-h']]) {
     assert.is(parseCommandLine(argv, reader).command, 'help', argv.join(' '));
   }
+  // A command's own help names it; the general help names none.
+  assert.equal(parseCommandLine(['run', '--help'], reader), { command: 'help', topic: 'run' });
+  assert.equal(parseCommandLine(['help', 'status'], reader), { command: 'help', topic: 'status' });
+  assert.equal(parseCommandLine(['--bind', 'x:1', '-h'], reader), { command: 'help' });
+  assert.equal(parseCommandLine(['--help'], reader), { command: 'help' });
 });
 
 test('every option is in the help text', () => {
@@ -123,7 +128,7 @@ test('config files are read first, later files win, flags override, repeatables 
 test('command-line errors name the option', () => {
   fails(['--nope'], /unknown option: --nope/);
   fails(['run', 'extra'], /unexpected argument: "extra"/);
-  fails(['frobnicate'], /unknown command: frobnicate/);
+  fails(['frobnicate'], /unknown command 'frobnicate'/);
   fails(['--bind'], /--bind needs a value/);
   fails(['--bind', '--developer'], /--bind needs a value/);
   fails(['--developer=yes'], /--developer takes no value/);

@@ -19,7 +19,8 @@ import {
 } from './options.js';
 
 export type Invocation =
-  | { command: 'help' }
+  /** topic: the command whose help was asked for (`run --help`, `help run`); none for the general help. */
+  | { command: 'help'; topic?: Command }
   | { command: Command; config: ServerConfig; configFiles: string[] };
 
 /** Reads a config file; injectable for tests. */
@@ -39,7 +40,11 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     rest = [];
   } else if (helpWords.has(first)) {
     if (argv.length > 1 && first !== 'help') throw new UsageError(`unexpected argument after ${first}: ${argv[1]}`);
-    return { command: 'help' };
+    const topic = argv[1];
+    if (topic === undefined) return { command: 'help' };
+    if (!(commandNames as readonly string[]).includes(topic)) throw new UsageError(`unknown command '${topic}' (see stash_key_server --help)`);
+    if (argv.length > 2) throw new UsageError(`unexpected argument after help ${topic}: ${argv[2]}`);
+    return { command: 'help', topic: topic as Command };
   } else if ((commandNames as readonly string[]).includes(first)) {
     command = first as Command;
     rest = argv.slice(1);
@@ -47,9 +52,9 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     command = 'run';
     rest = argv;
   } else {
-    throw new UsageError(`unknown command: ${first} (commands: ${commandNames.join(', ')}, help)`);
+    throw new UsageError(`unknown command '${first}' (commands: ${commandNames.join(', ')}, help; see stash_key_server --help)`);
   }
-  if (rest.includes('--help') || rest.includes('-h')) return { command: 'help' };
+  if (rest.includes('--help') || rest.includes('-h')) return first === undefined || first.startsWith('--') ? { command: 'help' } : { command: 'help', topic: command };
 
   const flags = readFlags(command, rest);
   const configFiles = flags.filter((s) => s.def.flag === 'config').map((s) => s.raw);
