@@ -89,14 +89,36 @@ export async function run(inv: Invocation): Promise<number> {
   }
 }
 
+const hasExited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
+
+/** True once `child` has exited, false if it still runs after `ms`. */
+function exitsWithin(child: ChildProcess, ms: number): Promise<boolean> {
+  if (hasExited(child)) return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.removeListener('exit', onExit);
+      resolve(false);
+    }, ms);
+    const onExit = (): void => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    child.once('exit', onExit);
+  });
+}
+
 async function registerChild(session: Session, child: ChildProcess): Promise<string | null> {
   const agent = await session.agent();
   if (!agent || child.pid === undefined) return null;
   try {
     return await agent.registerActivity(child.pid, 'env');
   } catch (err) {
-    // A child that has already exited cannot be registered; that is not worth a warning.
-    if (child.exitCode === null && child.signalCode === null) warn(`could not register the env activity: ${errorMessage(err)}`);
+    // A child that has already exited cannot be registered; that is not worth a
+    // warning. The agent sees it as a zombie before Node has reaped it (exitCode
+    // still null), so on NO_PROCESS wait briefly for the exit to arrive; a child
+    // still running after that is a real problem (an agent that cannot see it).
+    const exited = hasExited(child) || (errorCode(err) === 'AGENT_NO_PROCESS' && (await exitsWithin(child, 1000)));
+    if (!exited) warn(`could not register the env activity: ${errorMessage(err)}`);
     return null;
   }
 }
