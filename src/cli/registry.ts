@@ -182,8 +182,13 @@ export const commands: Command[] = [
   {
     path: ['set'], args: 'CONTAINER NAME', positionals: [2, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt)',
-    details: 'One trailing newline of a value read from stdin is removed. NAME is like an environment variable name.',
-    options: unlock,
+    details: 'One trailing newline of a value read from stdin is removed; a value is at most 64 KiB. NAME is like an environment '
+      + 'variable name. An empty value (empty stdin, Enter at the prompt) is refused unless --allow-empty is given, so that '
+      + 'a slip cannot overwrite a secret.',
+    options: {
+      ...unlock,
+      'allow-empty': { type: 'boolean', help: 'store an empty value (refused otherwise)' },
+    },
     load: () => import('./commands/entry.js'),
   },
   {

@@ -32,16 +32,19 @@ function finish(buf: Buffer, len: number): Buffer {
 /**
  * Reads `fd` to its end into secure memory. More than `maxBytes` is an
  * INPUT_TOO_LARGE error (nothing is kept). With `stripNewline`, one trailing
- * newline is dropped (what `echo` and editors add).
+ * newline is dropped (what `echo` and editors add) before the size is
+ * checked, so a value of exactly `maxBytes` followed by its newline fits.
  */
 export function readFdSecure(fd: number, opts: { maxBytes: number; what: string; stripNewline: boolean }): Buffer {
-  let buf = secureAlloc(Math.min(256, opts.maxBytes + 1));
+  // Room for the "\r\n" that may be stripped; what is left must still fit maxBytes.
+  const maxRead = opts.maxBytes + (opts.stripNewline ? 2 : 0);
+  let buf = secureAlloc(Math.min(256, maxRead + 1));
   let len = 0;
   try {
     for (;;) {
       if (len === buf.length) {
-        if (buf.length > opts.maxBytes) throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
-        const bigger = secureAlloc(Math.min(buf.length * 2, opts.maxBytes + 1));
+        if (buf.length > maxRead) throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
+        const bigger = secureAlloc(Math.min(buf.length * 2, maxRead + 1));
         buf.copy(bigger, 0, 0, len);
         wipe(buf);
         buf = bigger;
@@ -61,12 +64,13 @@ export function readFdSecure(fd: number, opts: { maxBytes: number; what: string;
       if (n === 0) break;
       len += n;
     }
+    if (opts.stripNewline) len = withoutNewline(buf, len);
     if (len > opts.maxBytes) throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
   } catch (err) {
     wipe(buf);
     throw err;
   }
-  return finish(buf, opts.stripNewline ? withoutNewline(buf, len) : len);
+  return finish(buf, len);
 }
 
 /**

@@ -17,7 +17,7 @@ export async function run(inv: Invocation): Promise<number> {
   validateEntryName(name);
   const session = new Session(inv.values);
   try {
-    return inv.command.path[0] === 'get' ? await get(session, container, name) : await set(session, container, name);
+    return inv.command.path[0] === 'get' ? await get(session, container, name) : await set(session, container, name, inv.values['allow-empty'] === true);
   } finally {
     session.close();
   }
@@ -52,12 +52,23 @@ async function readValue(session: Session, name: string): Promise<Buffer> {
   return promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
 }
 
-async function set(session: Session, container: string, name: string): Promise<number> {
-  // A value piped in is read first, so that a password prompt cannot consume it.
-  let value = process.stdin.isTTY ? null : await readValue(session, name);
+/**
+ * An empty value is nearly always a slip (Enter at the prompt, a pipe whose
+ * producer failed) that would silently replace a secret with "".
+ */
+function refuseEmpty(value: Buffer, name: string, allowEmpty: boolean): Buffer {
+  if (value.length > 0 || allowEmpty) return value;
+  wipe(value);
+  throw new UsageError(`the value of ${name} is empty; nothing was stored (add --allow-empty to store an empty value)`);
+}
+
+async function set(session: Session, container: string, name: string, allowEmpty: boolean): Promise<number> {
+  // A value piped in is read first, so that a password prompt cannot consume it
+  // and an empty one is refused before any password is asked.
+  let value = process.stdin.isTTY ? null : refuseEmpty(await readValue(session, name), name, allowEmpty);
   try {
     await session.withContentKey(container, async (key) => {
-      value ??= await readValue(session, name);
+      value ??= refuseEmpty(await readValue(session, name), name, allowEmpty);
       writeEntry(session.dir, container, key, name, value);
     });
   } finally {

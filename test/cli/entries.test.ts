@@ -1,0 +1,82 @@
+/**
+ * Entries through the real binary: `stash set` refuses an empty value (an
+ * Enter at the hidden prompt, an empty pipe) unless --allow-empty, and takes a
+ * value of exactly 64 KiB followed by the one newline it strips.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { needFacility } from '../helpers/facility.js';
+import { cliEnv, havePty, snapshot } from './harness.js';
+
+const EMPTY_REFUSED = /^stash: the value of TOKEN is empty; nothing was stored \(add --allow-empty to store an empty value\)\n$/;
+
+test('an empty value from stdin is refused (64) and the stored one kept; --allow-empty stores it', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-1\n' });
+    assert.is(set.code, 0, set.stderr);
+    const before = snapshot(t.vault);
+    for (const input of ['', '\n', '\r\n']) {
+      const r = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input });
+      assert.is(r.code, 64, `${JSON.stringify(input)}: ${r.stderr}`);
+      assert.match(r.stderr, EMPTY_REFUSED);
+    }
+    // Refused before any password is needed: no source at all gives the same answer.
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const noSource = await t.run(['set', 'work', 'TOKEN'], { input: '' });
+    assert.is(noSource.code, 64);
+    assert.match(noSource.stderr, EMPTY_REFUSED);
+    assert.equal(snapshot(t.vault), before, 'nothing in the vault changed');
+    assert.is((await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile])).stdout, 'tok-1');
+
+    const allowed = await t.run(['set', 'work', 'TOKEN', '--allow-empty', '--password-file', t.pwFile], { input: '' });
+    assert.is(allowed.code, 0, allowed.stderr);
+    const get = await t.run(['get', 'work', 'TOKEN']);
+    assert.is(get.code, 0, get.stderr);
+    assert.is(get.stdout, '');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('Enter at the hidden value prompt is refused (64) and the stored value kept', async () => {
+  if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-1' })).code, 0);
+    const r = t.pty(['set', 'work', 'TOKEN', '--password-file', t.pwFile], [['Value of TOKEN \\(hidden\\): ', '']]);
+    assert.is(r.answered, 1, r.output);
+    assert.is(r.status, 64, r.output);
+    assert.match(r.output, /the value of TOKEN is empty; nothing was stored/);
+    assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'tok-1');
+    const allowed = t.pty(['set', 'work', 'TOKEN', '--allow-empty'], [['Value of TOKEN \\(hidden\\): ', '']]);
+    assert.is(allowed.status, 0, allowed.output);
+    assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, '');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('a 64 KiB value followed by its newline is stored whole; one byte more is refused', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const value = Buffer.alloc(64 * 1024, 'x');
+    for (const ending of ['\n', '\r\n', '']) {
+      const r = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], { input: Buffer.concat([value, Buffer.from(ending)]) });
+      assert.is(r.code, 0, `${JSON.stringify(ending)}: ${r.stderr}`);
+      const get = await t.run(['get', 'work', 'BIG']);
+      assert.is(get.stdout.length, value.length);
+      assert.ok(Buffer.from(get.stdout).equals(value));
+    }
+    const over = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], { input: Buffer.concat([value, Buffer.from('y\n')]) });
+    assert.is(over.code, 65, over.stderr);
+    assert.match(over.stderr, /^stash: the value of BIG on standard input is larger than 65536 bytes\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test.run();
