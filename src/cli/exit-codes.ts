@@ -18,6 +18,14 @@ export const ExitCode = {
   protocol: 76,
   noPermission: 77,
   config: 78,
+  /** Shared containers: a file refused, one status per reason (docs/container-format.md). */
+  shareBadSignature: 80,
+  shareMembershipInvalid: 81,
+  shareSignerNotMember: 82,
+  shareRollback: 83,
+  shareDiverged: 84,
+  shareNotRecipient: 85,
+  shareUntrustedOwner: 86,
   /** Cancelled at a prompt (Ctrl-C, Ctrl-D). */
   interrupted: 130,
 } as const;
@@ -76,6 +84,17 @@ const byErrorCode: Record<string, number> = {
   SERVER_UNTRUSTED: ExitCode.noPermission,
   SERVER_PROTOCOL: ExitCode.protocol,
   CONTACT_EXISTS: ExitCode.cantCreate,
+  // shared containers
+  SHARE_BAD_SIGNATURE: ExitCode.shareBadSignature,
+  SHARE_MEMBERSHIP_INVALID: ExitCode.shareMembershipInvalid,
+  SHARE_SIGNER_NOT_MEMBER: ExitCode.shareSignerNotMember,
+  SHARE_ROLLBACK: ExitCode.shareRollback,
+  SHARE_DIVERGED: ExitCode.shareDiverged,
+  SHARE_NOT_RECIPIENT: ExitCode.shareNotRecipient,
+  SHARE_UNTRUSTED_OWNER: ExitCode.shareUntrustedOwner,
+  SHARE_NOT_OWNER: ExitCode.noPermission,
+  SHARE_NOT_MEMBER: ExitCode.noInput,
+  SHARE_CHANGED: ExitCode.tempFail,
 };
 
 /** The exit status for an error code; 1 for anything not in the table. */

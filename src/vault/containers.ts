@@ -18,6 +18,8 @@ import { loadMeta, requireVaultKey } from './meta-file.js';
 import { MAX_BODY_BYTES, validateContainerName, validateEntryName, validateValue } from './names.js';
 import { CONTAINER_EXT, vaultPaths } from './paths.js';
 import { assertKey, constantTimeEqual, KEY_BYTES, randomBytes, secureCopy, secureRandom, wipe } from './secure.js';
+import { containerVersion, decodeMembership, headerLength, MAX_RECIPIENTS } from './sharing/format.js';
+import { listRecords, readRecord, recordPath, removeRecord } from './sharing/records.js';
 
 export type { Entries } from './container-body.js';
 export { wipeEntries } from './container-body.js';
@@ -30,6 +32,10 @@ export interface ContainerInfo {
   /** Container id, 32 hex characters; the agent caches content keys under it. */
   id: string;
   path: string;
+  /** A shared (version 2) container: opened with the identity key, every write signed (src/vault/sharing/). */
+  shared: boolean;
+  /** For a linked shared container, the file outside the vault (also in `path`); else null. */
+  link: string | null;
 }
 
 export interface ContainerListing extends ContainerInfo {
@@ -37,6 +43,26 @@ export interface ContainerListing extends ContainerInfo {
   modified: Date;
   /** Null for a healthy header; otherwise why the file cannot be used (id is then ''). */
   problem: string | null;
+  /** Recipients of a shared container (the owner included); null for a private one. */
+  members: number | null;
+}
+
+/** Enough of a file to read a version 1 header or a version 2 recipient list. */
+const HEADER_PREFIX_BYTES = Math.max(MAX_HEADER_BYTES, headerLength(MAX_RECIPIENTS));
+
+/**
+ * Id and recipient count from a header prefix, either version; null id for a
+ * file that names another container or vault. Throws CONTAINER_CORRUPT.
+ */
+function headerFacts(prefix: Buffer, name: string, vaultId: Buffer, path: string, expectedId: Buffer | null): { id: string; members: number | null } {
+  if (containerVersion(prefix) === 2) {
+    const { membership } = decodeMembership(prefix, path);
+    if (expectedId && !membership.containerId.equals(expectedId)) throw corrupt(path, `it holds another container than ${name}; was the file swapped?`);
+    return { id: membership.containerId.toString('hex'), members: membership.stanzas.length };
+  }
+  const { header } = decodeHeader(prefix, path);
+  checkHeader(header, name, vaultId, path);
+  return { id: header.containerId.toString('hex'), members: null };
 }
 
 function corrupt(path: string, why: string): VaultError {
@@ -105,7 +131,7 @@ export function createContainer(dir: string, vaultKey: Buffer, name: string): Co
   const path = paths.container(name);
   ensureDir(paths.containers);
   return withVaultLock(dir, () => {
-    if (existsSync(path)) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists`);
+    if (existsSync(path) || existsSync(recordPath(dir, name))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists`);
     const contentKey = secureRandom(KEY_BYTES);
     try {
       const partial = { version: CONTAINER_VERSION, vaultId: meta.vaultId, containerId: randomBytes(16), name };
@@ -118,7 +144,7 @@ export function createContainer(dir: string, vaultKey: Buffer, name: string): Co
         bodyNonce: Buffer.alloc(NONCE_BYTES),
       };
       writeContainer(path, header, contentKey, new Map());
-      return { name, id: partial.containerId.toString('hex'), path, entries: 0 };
+      return { name, id: partial.containerId.toString('hex'), path, shared: false, link: null, entries: 0 };
     } finally {
       wipe(contentKey);
     }
@@ -126,9 +152,11 @@ export function createContainer(dir: string, vaultKey: Buffer, name: string): Co
 }
 
 /**
- * Every container, sorted by name, from headers alone (no key needed). A file
- * whose header is damaged is still listed, with `problem` set; temp files of
- * crashed writes and files whose names are not container names are skipped.
+ * Every container, sorted by name, from headers alone (no key needed): the
+ * files in containers/ (private and shared) and the linked shared files. A
+ * file whose header is damaged is still listed, with `problem` set; temp
+ * files of crashed writes and files whose names are not container names are
+ * skipped.
  */
 export function listContainers(dir: string): ContainerListing[] {
   const meta = loadMeta(dir);
@@ -137,10 +165,32 @@ export function listContainers(dir: string): ContainerListing[] {
   try {
     names = readdirSync(paths.containers);
   } catch {
-    return [];
+    names = [];
   }
+  const records = new Map(listRecords(dir).map((r) => [r.name, r]));
   const out: ContainerListing[] = [];
-  for (const file of names.sort()) {
+  const add = (name: string, path: string, link: string | null, expectedId: Buffer | null): void => {
+    const base = { name, path, link, shared: link !== null };
+    let prefix: ReturnType<typeof readPrefix>;
+    try {
+      prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
+      if (prefix === null && link !== null) throw new VaultError('CONTAINER_NOT_FOUND', `the linked file ${link} does not exist`);
+    } catch (err) {
+      if (!(err instanceof VaultError)) throw err;
+      out.push({ ...base, size: 0, modified: new Date(0), id: '', problem: err.message, members: null });
+      return;
+    }
+    if (prefix === null) return; // removed while we listed
+    const entry = { ...base, size: prefix.size, modified: prefix.mtime };
+    try {
+      const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, expectedId);
+      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members });
+    } catch (err) {
+      if (!(err instanceof VaultError)) throw err;
+      out.push({ ...entry, id: '', problem: err.message, members: null });
+    }
+  };
+  for (const file of names) {
     if (isTempName(file) || !file.endsWith(CONTAINER_EXT)) continue;
     const name = file.slice(0, -CONTAINER_EXT.length);
     try {
@@ -148,48 +198,48 @@ export function listContainers(dir: string): ContainerListing[] {
     } catch {
       continue;
     }
-    const path = paths.container(name);
-    let prefix: ReturnType<typeof readPrefix>;
-    try {
-      prefix = readPrefix(path, MAX_HEADER_BYTES, (why) => corrupt(path, why));
-    } catch (err) {
-      if (!(err instanceof VaultError)) throw err;
-      out.push({ name, path, size: 0, modified: new Date(0), id: '', problem: err.message });
-      continue;
-    }
-    if (prefix === null) continue; // removed while we listed
-    const entry = { name, path, size: prefix.size, modified: prefix.mtime };
-    try {
-      const { header } = decodeHeader(prefix.bytes, path);
-      checkHeader(header, name, meta.vaultId, path);
-      out.push({ ...entry, id: header.containerId.toString('hex'), problem: null });
-    } catch (err) {
-      if (!(err instanceof VaultError)) throw err;
-      out.push({ ...entry, id: '', problem: err.message });
-    }
+    add(name, paths.container(name), null, records.get(name)?.record?.containerId ?? null);
   }
-  return out;
+  for (const [name, r] of records) {
+    if (r.record?.link) add(name, r.record.link, r.record.link, r.record.containerId);
+    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
+  }
+  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
-/** Name, id and path from the header alone; CONTAINER_NOT_FOUND or CONTAINER_CORRUPT. */
+/** Name, id, path and kind from the header alone; CONTAINER_NOT_FOUND or CONTAINER_CORRUPT. */
 export function containerInfo(dir: string, name: string): ContainerInfo & { size: number; modified: Date } {
   validateContainerName(name);
   const meta = loadMeta(dir);
-  const path = vaultPaths(dir).container(name);
-  const prefix = readPrefix(path, MAX_HEADER_BYTES, (why) => corrupt(path, why));
-  if (prefix === null) throw notFound(dir, name);
-  const { header } = decodeHeader(prefix.bytes, path);
-  checkHeader(header, name, meta.vaultId, path);
-  return { name, id: header.containerId.toString('hex'), path, size: prefix.size, modified: prefix.mtime };
+  const record = readRecord(dir, name);
+  const path = record?.link ?? vaultPaths(dir).container(name);
+  const prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
+  if (prefix === null) {
+    if (record?.link) throw new VaultError('CONTAINER_NOT_FOUND', `container ${name} is linked to ${record.link}, which does not exist (moved, or not pulled yet?)`);
+    throw notFound(dir, name);
+  }
+  const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, record?.containerId ?? null);
+  return { name, id: facts.id, path, shared: facts.members !== null, link: record?.link ?? null, size: prefix.size, modified: prefix.mtime };
 }
 
-/** Deletes a container file. CONTAINER_NOT_FOUND when there is none. */
+/**
+ * Deletes a container file, and what the vault remembers of it when it is
+ * shared. A linked container is only unlinked: the file it names is kept.
+ * CONTAINER_NOT_FOUND when there is none.
+ */
 export function removeContainer(dir: string, name: string): void {
   validateContainerName(name);
   loadMeta(dir);
   const path = vaultPaths(dir).container(name);
   withVaultLock(dir, () => {
-    if (!removeFile(path)) throw notFound(dir, name);
+    let record: ReturnType<typeof readRecord> = null;
+    try {
+      record = readRecord(dir, name);
+    } catch {
+      /* a damaged record is removed all the same */
+    }
+    const removedFile = record?.link ? false : removeFile(path);
+    if (!removeRecord(dir, name) && !removedFile) throw notFound(dir, name);
   });
 }
 

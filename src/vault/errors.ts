@@ -28,7 +28,20 @@ export type VaultErrorCode =
   | 'CONTACT_NOT_FOUND'
   | 'INVALID_CONTACT'
   | 'BAD_FINGERPRINT'
-  | 'BAD_PUBLIC_KEY';
+  | 'BAD_PUBLIC_KEY'
+  // shared containers (src/vault/sharing/, docs/container-format.md)
+  | 'SHARE_BAD_SIGNATURE'
+  | 'SHARE_MEMBERSHIP_INVALID'
+  | 'SHARE_SIGNER_NOT_MEMBER'
+  | 'SHARE_ROLLBACK'
+  | 'SHARE_DIVERGED'
+  | 'SHARE_NOT_RECIPIENT'
+  | 'SHARE_UNTRUSTED_OWNER'
+  | 'SHARE_NOT_OWNER'
+  | 'SHARE_NOT_SHARED'
+  | 'SHARE_NOT_MEMBER'
+  | 'SHARE_CHANGED'
+  | 'FILE_NOT_FOUND';
 
 export class VaultError extends StashError {
   declare readonly code: VaultErrorCode;

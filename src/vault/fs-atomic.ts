@@ -70,8 +70,11 @@ export function restrictDir(dir: string): void {
 /**
  * Atomically replaces (or creates) `path` with `chunks`, mode 0600. On any
  * failure the temp file is removed and the old file is untouched.
+ * `beforeRename` runs once the new bytes are durable, right before the rename;
+ * if it throws, nothing is replaced (a compare-and-swap for files that other
+ * programs may change, such as a shared container in a git checkout).
  */
-export function atomicWrite(path: string, chunks: readonly Uint8Array[]): void {
+export function atomicWrite(path: string, chunks: readonly Uint8Array[], opts: { beforeRename?: () => void } = {}): void {
   const tmp = tempPathFor(path);
   let fd: number;
   try {
@@ -91,6 +94,12 @@ export function atomicWrite(path: string, chunks: readonly Uint8Array[]): void {
     throw ioError(err, 'write', tmp);
   }
   closeSync(fd);
+  try {
+    opts.beforeRename?.();
+  } catch (err) {
+    unlinkQuiet(tmp);
+    throw err;
+  }
   try {
     renameSync(tmp, path);
   } catch (err) {

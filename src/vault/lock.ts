@@ -137,6 +137,7 @@ export function withVaultLock<T>(dir: string, fn: () => T, timeoutMs = DEFAULT_T
   try {
     sweepTempFiles(dir);
     sweepTempFiles(join(dir, 'containers'));
+    sweepTempFiles(join(dir, 'shared'));
     return fn();
   } finally {
     held.delete(id);

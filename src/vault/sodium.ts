@@ -49,6 +49,13 @@ export interface Sodium {
   /** Throws when the result is the all-zero point (a low-order input). */
   crypto_scalarmult(q: Buffer, n: Buffer, p: Buffer): void;
   crypto_core_ed25519_is_valid_point(p: Buffer): boolean;
+
+  /** c must be m.length + 48 bytes. */
+  crypto_box_seal(c: Buffer, m: Buffer, pk: Buffer): void;
+  /** False when `c` was not sealed to this key pair (or was modified). */
+  crypto_box_seal_open(m: Buffer, c: Buffer, pk: Buffer, sk: Buffer): boolean;
+  crypto_sign_detached(sig: Buffer, m: Buffer, sk: Buffer): void;
+  crypto_sign_verify_detached(sig: Buffer, m: Buffer, pk: Buffer): boolean;
 }
 
 let loaded: Sodium | undefined;

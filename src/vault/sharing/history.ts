@@ -1,0 +1,92 @@
+/**
+ * Judging a revision against the one a vault saw last. Each file carries, per
+ * member, the revision that member last wrote (a version vector); an honest
+ * writer carries every other member's value forward and sets its own. So:
+ *
+ *   same hash                                   -> the same revision
+ *   newer revision, no member's value went down -> a later revision (accepted)
+ *   older revision, no member's value went up   -> an earlier one: rollback
+ *   older membership epoch                      -> rollback (a stale recipient list)
+ *   anything else (same number, other bytes; a member's write missing) -> diverged
+ *
+ * "Diverged" is what two members writing at once from the same base produce,
+ * and what taking one side of a git conflict would silently lose; both are
+ * refused. Members missing from either side (added or removed since) are not
+ * compared.
+ */
+import { VaultError } from '../errors.js';
+import { fingerprintOf, formatFingerprint } from '../fingerprint.js';
+import { fileHash } from './crypto.js';
+import type { SharedFile } from './format.js';
+import type { SeenRevision } from './records.js';
+
+export type Relation = 'same' | 'newer' | 'rollback' | 'diverged';
+
+/** What a reader remembers of a file it accepted. */
+export function seenOf(file: SharedFile, bytes: Buffer): SeenRevision {
+  const lastWrites = new Map<string, number>();
+  file.membership.stanzas.forEach((s, i) => lastWrites.set(s.ed25519.toString('hex'), file.write.lastWrites[i]!));
+  return {
+    revision: file.write.revision,
+    epoch: file.membership.epoch,
+    hash: fileHash(bytes),
+    lastWrites,
+    writer: file.write.writer.toString('hex'),
+    writtenAt: file.write.writtenAt,
+  };
+}
+
+/** How `next` relates to `seen`. */
+export function relate(seen: SeenRevision, next: SeenRevision): Relation {
+  if (next.hash.equals(seen.hash)) return 'same';
+  if (next.epoch < seen.epoch) return 'rollback';
+  let up = false;
+  let down = false;
+  for (const [member, was] of seen.lastWrites) {
+    const now = next.lastWrites.get(member);
+    if (now === undefined) continue;
+    if (now > was) up = true;
+    if (now < was) down = true;
+  }
+  if (next.revision > seen.revision && !down) return 'newer';
+  if (next.revision < seen.revision && !up) return 'rollback';
+  return 'diverged';
+}
+
+/** "revision 7 (written by <who> at <when>)" for messages. */
+export function describeRevision(s: SeenRevision, nameOf: (ed25519Hex: string) => string): string {
+  return `revision ${s.revision} (written by ${nameOf(s.writer)} at ${new Date(s.writtenAt).toISOString()})`;
+}
+
+/**
+ * The error for a refused relation, or null for an acceptable one. `what` names
+ * the file; `nameOf` turns a member key into something a person recognises.
+ */
+export function historyError(relation: Relation, seen: SeenRevision, next: SeenRevision, what: string, name: string, nameOf: (ed25519Hex: string) => string): VaultError | null {
+  if (relation === 'same' || relation === 'newer') return null;
+  const had = describeRevision(seen, nameOf);
+  const got = describeRevision(next, nameOf);
+  if (relation === 'rollback') {
+    const why = next.epoch < seen.epoch
+      ? `its recipient list (epoch ${next.epoch}) is older than the one this vault already saw (epoch ${seen.epoch})`
+      : `this vault already saw ${had}`;
+    return new VaultError(
+      'SHARE_ROLLBACK',
+      `${what} holds ${got}, an older version of container ${name}: ${why}. It was refused, so that an old copy cannot bring back removed members or old secrets. `
+        + `Get the current file back (for example git pull, or from the owner); if you really mean to go back to this version, run: stash container accept ${name}`,
+    );
+  }
+  return new VaultError(
+    'SHARE_DIVERGED',
+    `${what} holds ${got}, but this vault last saw ${had}, and neither contains the other's changes: `
+      + 'two members wrote at the same time, or one side of a conflict replaced the other. Nothing was read or written, so nothing is lost yet. '
+      + `Put back the version that has your changes (for a git conflict: keep both files, for example with git show), then either merge by hand (stash get from one, stash set into the other) `
+      + `or, to take this file as it is and give up the changes it lacks, run: stash container accept ${name}`,
+  );
+}
+
+/** A member key shown as a fingerprint-like short form when nothing better is known. */
+export function shortKey(ed25519Hex: string, x25519?: Buffer): string {
+  if (x25519) return formatFingerprint(fingerprintOf(x25519, Buffer.from(ed25519Hex, 'hex')));
+  return `key ${ed25519Hex.slice(0, 16)}`;
+}

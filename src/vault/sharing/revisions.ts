@@ -1,0 +1,89 @@
+/**
+ * Making a new revision of a shared container: the recipient list (signed by
+ * the owner), the write block, the body encrypted under the content key, and
+ * the writer's signature; then a compare-and-swap write, so a file that
+ * another member or program replaced meanwhile is never overwritten.
+ */
+import { NONCE_BYTES, sealWithNonce } from '../aead.js';
+import { encodeBody } from '../container-body.js';
+import { keyCommitment } from '../container-format.js';
+import { VaultError } from '../errors.js';
+import { atomicWrite, readBounded } from '../fs-atomic.js';
+import { randomBytes, wipe } from '../secure.js';
+import { fileHash, sealKey, signMembership, signWrite } from './crypto.js';
+import { decodeShared, encodeMembership, encodeWrite, MAX_SHARED_FILE_BYTES, type SharedFile, type Stanza, type WriteInfo } from './format.js';
+import { seenOf } from './history.js';
+import { writeRecord, type SharedRecord } from './records.js';
+import type { PublicIdentity } from './verify.js';
+
+/**
+ * The signed recipient list: bytes 0 .. S+63. `reuse` keeps the sealed keys
+ * of members who stay (when the content key does not change); everyone else
+ * gets the content key sealed anew.
+ */
+export function signedMembership(
+  containerId: Buffer, epoch: number, contentKey: Buffer, members: PublicIdentity[], ownerSecret: Buffer, reuse: Stanza[] = [],
+): { bytes: Buffer; stanzas: Stanza[] } {
+  const stanzas = members.map((m) => {
+    const kept = reuse.find((s) => s.ed25519.equals(m.ed25519) && s.x25519.equals(m.x25519));
+    return { x25519: m.x25519, ed25519: m.ed25519, sealedKey: kept ? kept.sealedKey : sealKey(contentKey, m.x25519) };
+  });
+  const unsigned = encodeMembership({ containerId, epoch, commitment: keyCommitment(contentKey, containerId), stanzas });
+  return { bytes: Buffer.concat([unsigned, signMembership(unsigned, ownerSecret)]), stanzas };
+}
+
+/**
+ * The write block of the revision after `base` (null: the first), written by
+ * `writer`: every member's last write carried forward, the writer's set to
+ * the new revision, members new to the list at 0.
+ */
+export function nextWrite(base: SharedFile | null, stanzas: Stanza[], writer: Buffer): WriteInfo {
+  const revision = (base?.write.revision ?? 0) + 1;
+  const lastWrites = stanzas.map((s) => {
+    if (s.ed25519.equals(writer)) return revision;
+    const i = base ? base.membership.stanzas.findIndex((b) => b.ed25519.equals(s.ed25519)) : -1;
+    return i >= 0 ? base!.write.lastWrites[i]! : 0;
+  });
+  return { revision, writtenAt: Date.now(), writer, lastWrites, bodyNonce: randomBytes(NONCE_BYTES) };
+}
+
+/** The whole file: membership, write block, body under `contentKey`, writer signature. */
+export function assembleFile(
+  membership: Buffer, recipients: number, write: WriteInfo, contentKey: Buffer, entries: ReadonlyMap<string, Uint8Array>, writerSecret: Buffer,
+): Buffer {
+  const header = Buffer.concat([membership, encodeWrite(write, recipients)]);
+  const plain = encodeBody(entries);
+  try {
+    const signed = Buffer.concat([header, sealWithNonce(plain, header, write.bodyNonce, contentKey)]);
+    return Buffer.concat([signed, signWrite(signed, writerSecret)]);
+  } finally {
+    wipe(plain);
+  }
+}
+
+/**
+ * Replaces `path` with `bytes` only if it still holds the bytes whose hash is
+ * `expected` (null: only if it does not exist). SHARE_CHANGED otherwise.
+ */
+export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer | null): void {
+  atomicWrite(path, [bytes], {
+    beforeRename() {
+      const now = readBounded(path, MAX_SHARED_FILE_BYTES + 1024 * 1024, () => new VaultError('SHARE_CHANGED', `${path} was replaced by something that is not a container file while this write was made; nothing was written`));
+      const same = expected === null ? now === null : now !== null && fileHash(now).equals(expected);
+      if (!same) {
+        throw new VaultError(
+          'SHARE_CHANGED',
+          `${path} changed while this write was being made (another member or program wrote it at the same moment); nothing was written: run the command again`,
+        );
+      }
+    },
+  });
+}
+
+/** Writes a new revision over `base` (compare-and-swap) and remembers it as seen. Call under the vault lock. */
+export function commitRevision(dir: string, path: string, baseBytes: Buffer | null, bytes: Buffer, record: Omit<SharedRecord, 'seen'>): SharedFile {
+  const file = decodeShared(bytes, path);
+  writeIfUnchanged(path, bytes, baseBytes === null ? null : fileHash(baseBytes));
+  writeRecord(dir, { ...record, seen: seenOf(file, bytes) });
+  return file;
+}
