@@ -50,6 +50,19 @@ export async function promptPassword(question: string): Promise<Buffer> {
 }
 
 /**
+ * Asks until the answer is not empty (three times at most): an Enter pressed
+ * too early is a slip, not a reason to give up.
+ */
+async function promptNonEmpty(question: string): Promise<Buffer> {
+  for (let attempt = 1; ; attempt++) {
+    const pw = await promptHidden(question, MAX_PASSWORD_BYTES);
+    if (pw.length > 0 || attempt >= 3) return nonEmpty(pw, 'the prompt');
+    wipe(pw);
+    process.stderr.write('The password cannot be empty; try again.\n');
+  }
+}
+
+/**
  * A new password: from `file` when given (no confirmation), else from the
  * explicit source, else asked twice on the terminal (three tries to type the
  * same thing twice).
@@ -62,7 +75,7 @@ export async function readNewPassword(src: PasswordSource, file: string | null, 
   if (explicit) return explicit;
   if (!haveTerminal()) throw noSource();
   for (let attempt = 1; attempt <= 3; attempt++) {
-    const first = await promptPassword(`${capitalize(what)}: `);
+    const first = await promptNonEmpty(`${capitalize(what)}: `);
     let second: Buffer;
     try {
       second = await promptPassword(`Repeat the ${what}: `);

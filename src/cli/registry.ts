@@ -46,9 +46,10 @@ const server = {
 export const commands: Command[] = [
   {
     path: ['vault', 'init'], args: '', positionals: [0, 0],
-    summary: 'create a new vault (asks for a new password twice)',
-    details: 'The vault folder is STASH_VAULT_DIR, else the platform data folder (Linux: $XDG_DATA_HOME/stash or ~/.local/share/stash).',
-    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf },
+    summary: 'create a new vault (asks for a new password twice) and unlock it for this session',
+    details: 'The vault folder is STASH_VAULT_DIR, else the platform data folder (Linux: $XDG_DATA_HOME/stash or ~/.local/share/stash). '
+      + 'The new vault key is cached in the session agent, as the first command of a session would do.',
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl },
     load: () => import('./commands/vault-init.js'),
   },
   {

@@ -187,7 +187,15 @@ export class Session {
     const fromKeyring = useKeyring ? await this.keyringUnlock(vaultId) : null;
     if (fromKeyring) return fromKeyring;
     for (let attempt = 1; ; attempt++) {
-      const pw = await promptPassword(`Password for the vault at ${this.dir}: `);
+      let pw: Buffer;
+      try {
+        pw = await promptPassword(`Password for the vault at ${this.dir}: `);
+      } catch (err) {
+        // An Enter pressed too early counts as a try, not as the end.
+        if (errorCode(err) !== 'INVALID_PASSWORD' || attempt >= 3) throw err;
+        process.stderr.write('The password cannot be empty; try again.\n');
+        continue;
+      }
       try {
         return await unlockVault(this.dir, pw);
       } catch (err) {

@@ -9,7 +9,7 @@
  */
 export { VaultError, type VaultErrorCode } from './errors.js';
 export { defaultVaultDir, vaultExists, vaultPaths, VAULT_FILE, IDENTITY_FILE, CONTACTS_FILE, CONTAINERS_DIR, CONTAINER_EXT } from './paths.js';
-export { initVault, readVaultInfo, unlockVault, changePassword, verifyVaultKey, type VaultInfo, type KdfOptions } from './vault.js';
+export { initVault, createVault, readVaultInfo, unlockVault, changePassword, verifyVaultKey, type VaultInfo, type KdfOptions } from './vault.js';
 export { kdfPreset, DEFAULT_KDF, type KdfPreset, type KdfParams } from './kdf.js';
 export { identityPublic, identitySecret, type IdentityPublic, type IdentitySecret } from './identity.js';
 export {

@@ -50,6 +50,17 @@ function writeMeta(dir: string, meta: VaultMeta): void {
  * or pieces of one. The password buffer is not modified.
  */
 export async function initVault(dir: string, password: Buffer, opts: KdfOptions = {}): Promise<VaultInfo> {
+  const { info, vaultKey } = await createVault(dir, password, opts);
+  wipe(vaultKey);
+  return info;
+}
+
+/**
+ * initVault that also hands back the new vault key (a secure buffer the
+ * caller releases with wipe()), so `stash vault init` can cache it in the
+ * agent without a second Argon2id run.
+ */
+export async function createVault(dir: string, password: Buffer, opts: KdfOptions = {}): Promise<{ info: VaultInfo; vaultKey: Buffer }> {
   assertPassword(password);
   const params = kdfPreset(opts.kdf);
   if (vaultExists(dir)) throw new VaultError('VAULT_EXISTS', `a vault already exists at ${dir}`);
@@ -78,11 +89,13 @@ export async function initVault(dir: string, password: Buffer, opts: KdfOptions 
         master,
       );
       writeMeta(dir, meta);
-      return metaInfo(meta);
+      return { info: metaInfo(meta), vaultKey };
     });
+  } catch (err) {
+    wipe(vaultKey);
+    throw err;
   } finally {
     wipe(master);
-    wipe(vaultKey);
   }
 }
 

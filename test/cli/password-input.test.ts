@@ -24,11 +24,38 @@ test('init on a terminal: asked twice, retried when the two differ, never echoed
     for (const secret of ['first-try-1', 'first-try-2', 'my long passphrase']) assert.not.ok(r.output.includes(secret), 'no echo');
     const pw = join(t.home, 'pw');
     writeFileSync(pw, 'my long passphrase', { mode: 0o600 });
+    await t.run(['vault', 'sessions', 'lock-all']); // init left the vault unlocked
     const ok = await t.run(['container', 'create', 'c', '--password-file', pw]);
     assert.is(ok.code, 0, `the confirmed password opens the vault: ${ok.stderr}`);
     const again = await t.run(['vault', 'init', '--password-file', pw]);
     assert.is(again.code, 73);
     assert.is(again.stderr, `stash: a vault already exists at ${t.vault}\n`);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('init: Enter at the first prompt asks again; the new vault is left unlocked and the next step is shown', async () => {
+  if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+  const t = cliEnv();
+  try {
+    const r = t.pty(['vault', 'init'], [
+      ['New vault password: ', ''],
+      ['New vault password: ', 'my long passphrase'], ['Repeat the new vault password: ', 'my long passphrase'],
+    ]);
+    assert.is(r.status, 0, r.output);
+    assert.is(r.answered, 3);
+    assert.match(r.output, /The password cannot be empty; try again\.\r?\n/);
+    assert.not.ok(r.output.includes('The two passwords differ'), r.output);
+    assert.match(r.output, /Next: create a container with `stash container create NAME`\./);
+    // No password source and no terminal: only the cached vault key can make this work.
+    const create = await t.run(['container', 'create', 'work']);
+    assert.is(create.code, 0, create.stderr);
+    // The unlock prompt, too, asks again after an empty answer.
+    await t.run(['vault', 'sessions', 'lock-all']);
+    const open = t.pty(['open', 'work'], [['Password for the vault at .*: ', ''], ['Password for the vault at .*: ', 'my long passphrase']]);
+    assert.is(open.status, 0, open.output);
+    assert.match(open.output, /The password cannot be empty; try again\./);
   } finally {
     await t.dispose();
   }
@@ -46,6 +73,7 @@ test('input typed before the prompt appears is discarded, not taken as the passw
     assert.is(r.status, 0, r.output);
     assert.match(r.output, /what was typed before this prompt was shown on the screen and has been discarded/);
     assert.not.ok(r.output.includes('The two passwords differ'), r.output);
+    await t.run(['vault', 'sessions', 'lock-all']); // init left the vault unlocked
     const early = join(t.home, 'early');
     writeFileSync(early, 'typed-too-early', { mode: 0o600 });
     assert.is((await t.run(['container', 'create', 'x', '--password-file', early])).code, 77, 'the early line is not the password');

@@ -23,6 +23,22 @@ async function sessions(t: CliEnv): Promise<SessionRow[]> {
 
 const names = (rows: SessionRow[]): Array<string | null> => rows.map((r) => r.name);
 
+test('vault init leaves the session unlocked, as any first command would, and names the next step', async () => {
+  const t = cliEnv();
+  try {
+    const init = await t.run(['vault', 'init', '--password-file', t.pwFile]);
+    assert.is(init.code, 0, init.stderr);
+    assert.match(init.stdout, /\nUnlocked: +the session agent keeps the vault key for 15m 00s after its last use/);
+    assert.match(init.stdout, /\nNext: create a container with `stash container create NAME`\.\n$/);
+    assert.equal(names(await sessions(t)), ['(vault)']);
+    // No password source at all: the cached vault key is enough.
+    const create = await t.run(['container', 'create', 'work']);
+    assert.is(create.code, 0, create.stderr);
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('on a terminal: the first command asks (no echo), the second does not', async () => {
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const t = cliEnv();

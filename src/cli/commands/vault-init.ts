@@ -5,10 +5,12 @@
  * vault.
  */
 import { UsageError } from '../../errors.js';
-import { defaultVaultDir, identityPublic, initVault, vaultExists, VaultError, wipe, type KdfPreset } from '../../vault/index.js';
-import { formatBytes, out, warn } from '../output.js';
-import { passwordSource, readNewPassword } from '../password.js';
+import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
+import { createVault, defaultVaultDir, identityPublic, vaultExists, VaultError, wipe, type KdfPreset } from '../../vault/index.js';
+import { formatBytes, formatDuration, out, warn } from '../output.js';
+import { readNewPassword } from '../password.js';
 import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
 
 /**
  * The Argon2id preset from --kdf, else (for init only) STASH_KDF, whose 'test'
@@ -30,21 +32,46 @@ export function kdfChoice(values: Invocation['values'], env: NodeJS.ProcessEnv |
   return fromEnv;
 }
 
+/**
+ * Creates the vault, then caches its key in the agent as the first command of
+ * a session would (so `stash container create` next asks nothing), and says
+ * what to do next.
+ */
 export async function run(inv: Invocation): Promise<number> {
   const dir = defaultVaultDir();
-  // Checked before asking for a password twice; initVault checks again under its lock.
+  // Checked before asking for a password twice; createVault checks again under its lock.
   if (vaultExists(dir)) throw new VaultError('VAULT_EXISTS', `a vault already exists at ${dir}`);
   const kdf = kdfChoice(inv.values);
-  const password = await readNewPassword(passwordSource(inv.values), null);
+  const session = new Session(inv.values, { dir });
   try {
-    const info = await initVault(dir, password, kdf === undefined ? {} : { kdf });
+    const password = await readNewPassword(session.source, null);
+    let created: Awaited<ReturnType<typeof createVault>>;
+    try {
+      // An `unlock` activity while Argon2id runs, as for every unlock.
+      created = await session.withActivity('unlock', process.pid, () => createVault(dir, password, kdf === undefined ? {} : { kdf }));
+    } finally {
+      wipe(password);
+    }
+    const { info, vaultKey } = created;
+    let cached: boolean;
+    try {
+      cached = await session.cache(Buffer.from(info.vaultId, 'hex'), vaultKey, dir);
+    } finally {
+      wipe(vaultKey);
+    }
     const id = identityPublic(dir);
     out(`Created a vault at ${dir}`);
     out(`Vault id:    ${info.vaultId}`);
     out(`Fingerprint: ${id.fingerprint}`);
     out(`Argon2id:    ${info.kdf.opslimit} pass(es), ${formatBytes(info.kdf.memlimit)}`);
+    if (cached) {
+      const ttl = formatDuration((session.ttl ?? DEFAULT_TTL_SECONDS) * 1000);
+      out(`Unlocked:    the session agent keeps the vault key for ${ttl} after its last use (stash vault sessions lock-all forgets it)`);
+    }
+    out('');
+    out('Next: create a container with `stash container create NAME`.');
     return 0;
   } finally {
-    wipe(password);
+    session.close();
   }
 }
