@@ -5,6 +5,7 @@
  *
  *   vault key     cached under the vault id,     path = the vault folder
  *   content key   cached under the container id, path = the container file
+ *                 (a shared container's linked file outside the vault too)
  *
  * A key from the agent is checked before use (verifyVaultKey; the content
  * key's commitment inside the vault library), so a stale entry is dropped and
@@ -249,7 +250,8 @@ export class Session {
     const vaultKey = await this.vaultKey();
     let key: Buffer;
     try {
-      key = unwrapContentKey(this.dir, vaultKey, name);
+      // A shared container's key is sealed to this vault's identity, not wrapped by the vault key.
+      key = info.shared ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name) : unwrapContentKey(this.dir, vaultKey, name);
     } finally {
       wipe(vaultKey);
     }

@@ -203,7 +203,7 @@ test('rollback: an older revision replayed over a newer one is refused; accept t
   read(alice, 'team');
   writeFileSync(file, old);
   const err = expectCode(() => read(alice, 'team'), 'SHARE_ROLLBACK');
-  assert.match(err.message, /holds revision 1 .*already saw revision 2 /);
+  assert.match(err.message, /holds version 1 .*already saw version 2 /);
   expectCode(() => read(bob, 'team'), 'SHARE_ROLLBACK');
   expectCode(() => write(bob, 'team', 'C', 'charlie'), 'SHARE_ROLLBACK');
   assert.ok(readFileSync(file).equals(old), 'the refused write changed nothing');

@@ -2,11 +2,13 @@
  * `stash container create NAME | list | rm NAME [--force]`.
  * list reads headers only (no password); create needs the vault key; rm needs
  * neither, but asks to confirm and drops the container's key from the agent.
+ * rm of a linked shared container only unlinks it: the file is kept.
  */
 import { StashError, UsageError } from '../../errors.js';
 import {
   containerInfo, createContainer, defaultVaultDir, listContainers, removeContainer, validateContainerName, wipe,
 } from '../../vault/index.js';
+import { readRecord } from '../../vault/sharing/records.js';
 import { formatTable, out, outJson } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
 import type { Invocation } from '../registry.js';
@@ -44,14 +46,22 @@ async function create(inv: Invocation): Promise<number> {
 function list(json: boolean): number {
   const all = listContainers(defaultVaultDir());
   if (json) {
-    outJson(all.map((c) => ({ name: c.name, id: c.id || null, path: c.path, size: c.size, modified: c.modified.toISOString(), problem: c.problem })));
+    outJson(all.map((c) => ({
+      name: c.name, id: c.id || null, path: c.path, size: c.size, modified: c.modified.toISOString(), problem: c.problem,
+      shared: c.shared, members: c.members, link: c.link,
+    })));
     return 0;
   }
   if (all.length === 0) {
     out('No containers yet: create one with `stash container create NAME`.');
     return 0;
   }
-  const rows = all.map((c) => [c.name, String(c.size), c.modified.toISOString().replace('T', ' ').slice(0, 19), c.problem ? `DAMAGED: ${c.problem}` : 'ok']);
+  const state = (c: (typeof all)[number]): string => {
+    if (c.problem) return `DAMAGED: ${c.problem}`;
+    if (!c.shared) return 'ok';
+    return `shared, ${c.members} member${c.members === 1 ? '' : 's'}${c.link ? `, linked to ${c.link}` : ''}`;
+  };
+  const rows = all.map((c) => [c.name, String(c.size), c.modified.toISOString().replace('T', ' ').slice(0, 19), state(c)]);
   for (const line of formatTable(['NAME', 'BYTES', 'MODIFIED', 'STATE'], rows)) out(line);
   return 0;
 }
@@ -59,12 +69,26 @@ function list(json: boolean): number {
 async function remove(name: string, force: boolean): Promise<number> {
   validateContainerName(name);
   const dir = defaultVaultDir();
+  let link: string | null = null;
+  try {
+    link = readRecord(dir, name)?.link ?? null;
+  } catch {
+    /* a damaged record is removed with the container */
+  }
   let id: string | null = null;
   try {
     id = containerInfo(dir, name).id;
   } catch (err) {
-    // A damaged header can still be removed; a missing container cannot.
-    if ((err as StashError).code !== 'CONTAINER_CORRUPT') throw err;
+    // A damaged header can still be removed, and so can a link whose file is gone; a missing container cannot.
+    const code = (err as StashError).code;
+    if (code !== 'CONTAINER_CORRUPT' && !(link !== null && code === 'CONTAINER_NOT_FOUND')) throw err;
+  }
+  if (link !== null) {
+    // Unlinking deletes nothing: the file stays where it is.
+    removeContainer(dir, name);
+    if (id !== null) await forgetCached(Buffer.from(id, 'hex'));
+    out(`Unlinked ${name}; the file ${link} is kept.`);
+    return 0;
   }
   if (!force) {
     if (!haveTerminal()) throw new UsageError(`refusing to delete container ${name} without confirmation: there is no terminal to ask on; add --force`);

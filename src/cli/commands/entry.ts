@@ -4,7 +4,7 @@
  * newline only when stdout is a terminal) and wipes them once written.
  */
 import { UsageError } from '../../errors.js';
-import { readEntry, writeEntry } from '../../vault/containers.js';
+import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { note } from '../output.js';
@@ -24,7 +24,7 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function get(session: Session, container: string, name: string): Promise<number> {
-  const value = await session.withContentKey(container, (key) => readEntry(session.dir, container, key, name));
+  const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
   try {
     await new Promise<void>((resolve, reject) => {
       process.stdout.write(value, (err) => (err ? reject(err) : resolve()));
@@ -67,9 +67,9 @@ async function set(session: Session, container: string, name: string, allowEmpty
   // and an empty one is refused before any password is asked.
   let value = process.stdin.isTTY ? null : refuseEmpty(await readValue(session, name), name, allowEmpty);
   try {
-    await session.withContentKey(container, async (key) => {
+    await session.withContentKey(container, async (key, info) => {
       value ??= refuseEmpty(await readValue(session, name), name, allowEmpty);
-      writeEntry(session.dir, container, key, name, value);
+      await updateEntriesOf(session, info, key, new Map([[name, value]]));
     });
   } finally {
     wipe(value);

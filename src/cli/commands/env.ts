@@ -13,7 +13,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import { StashError, errorCode, errorMessage } from '../../errors.js';
-import { readEntries, validateContainerName, wipeEntries } from '../../vault/index.js';
+import { validateContainerName, wipeEntries } from '../../vault/index.js';
+import { readEntriesOf } from '../container-access.js';
 import { warn } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -48,8 +49,8 @@ export async function run(inv: Invocation): Promise<number> {
   const [cmd, ...args] = inv.rest as [string, ...string[]];
   const session = new Session(inv.values);
   try {
-    let env: NodeJS.ProcessEnv | null = await session.withContentKey(name, (key) => {
-      const entries = readEntries(session.dir, name, key);
+    let env: NodeJS.ProcessEnv | null = await session.withContentKey(name, async (key, info) => {
+      const entries = await readEntriesOf(session.dir, info, key);
       try {
         return buildEnv(entries);
       } finally {

@@ -6,7 +6,8 @@
  */
 import { StashError } from '../../errors.js';
 import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
-import { readEntries, validateContainerName, wipeEntries } from '../../vault/index.js';
+import { validateContainerName, wipeEntries } from '../../vault/index.js';
+import { readEntriesOf } from '../container-access.js';
 import { formatDuration, out } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -22,7 +23,7 @@ export async function run(inv: Invocation): Promise<number> {
     let count = 0;
     await session.withActivity('open', process.pid, () =>
       session.withContentKey(name, async (key, info) => {
-        const entries = readEntries(session.dir, name, key);
+        const entries = await readEntriesOf(session.dir, info, key);
         count = entries.size;
         wipeEntries(entries);
         // Re-put even a cached key so that --ttl takes effect now.

@@ -55,7 +55,7 @@ export function relate(seen: SeenRevision, next: SeenRevision): Relation {
 
 /** "revision 7 (written by <who> at <when>)" for messages. */
 export function describeRevision(s: SeenRevision, nameOf: (ed25519Hex: string) => string): string {
-  return `revision ${s.revision} (written by ${nameOf(s.writer)} at ${new Date(s.writtenAt).toISOString()})`;
+  return `version ${s.revision} (written by ${nameOf(s.writer)} at ${new Date(s.writtenAt).toISOString()})`;
 }
 
 /**

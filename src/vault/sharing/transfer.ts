@@ -162,7 +162,7 @@ export function linkShared(dir: string, vaultKey: Buffer, path: string, name = d
       relation = judge(l, record, name, me);
     } catch (err) {
       if (record.link === null && (err as VaultError).code === 'SHARE_ROLLBACK') {
-        throw new VaultError('SHARE_ROLLBACK', `the copy of ${name} in this vault (revision ${record.seen.revision}) is newer than ${target} (revision ${l.next.revision}); write it there first: stash container export ${name} ${target}`);
+        throw new VaultError('SHARE_ROLLBACK', `the copy of ${name} in this vault (version ${record.seen.revision}) is newer than ${target} (version ${l.next.revision}); write it there first: stash container export ${name} ${target}`);
       }
       throw err;
     }
@@ -205,12 +205,12 @@ export function exportShared(dir: string, name: string, file: string): TransferR
   const relation = relate(l.next, theirs);
   if (relation === 'same') return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: theirs };
   if (relation === 'newer') {
-    throw new VaultError('SHARE_DIVERGED', `${target} holds revision ${theirs.revision}, newer than this vault's revision ${l.next.revision} of ${name}; nothing was written. Take it in first (stash container import, or link it)`);
+    throw new VaultError('SHARE_DIVERGED', `${target} holds version ${theirs.revision}, newer than this vault's version ${l.next.revision} of ${name}; nothing was written. Take it in first (stash container import, or link it)`);
   }
   if (relation === 'diverged') {
     throw new VaultError(
       'SHARE_DIVERGED',
-      `${target} holds revision ${theirs.revision} of ${name}, which has changes that this vault's revision ${l.next.revision} lacks, and the other way round; nothing was written. `
+      `${target} holds version ${theirs.revision} of ${name}, which has changes that this vault's version ${l.next.revision} lacks, and the other way round; nothing was written. `
         + `Take its changes in first (read it with a separate name: stash container import ${target} --name ${name}-theirs, then stash get / stash set), then export again`,
     );
   }

@@ -100,7 +100,7 @@ export function verifySignatures(file: SharedFile, path: string, pinnedOwner: Pu
   }
   const w = stanzaIndex(m, file.write.writer);
   if (w < 0) {
-    throw new VaultError('SHARE_SIGNER_NOT_MEMBER', `${path} was refused: revision ${file.write.revision} is signed by ${shortKey(file.write.writer.toString('hex'))}, who is not one of its recipients`);
+    throw new VaultError('SHARE_SIGNER_NOT_MEMBER', `${path} was refused: version ${file.write.revision} is signed by ${shortKey(file.write.writer.toString('hex'))}, who is not one of its recipients`);
   }
   if (file.write.lastWrites[w] !== file.write.revision) throw corrupt(path, "the writer's last-write revision is not this revision");
 }
@@ -130,8 +130,8 @@ export function recipientIndex(l: { file: SharedFile; path: string; name: string
   if (i < 0 || !l.file.membership.stanzas[i]!.x25519.equals(me.x25519)) {
     throw new VaultError(
       'SHARE_NOT_RECIPIENT',
-      `you are not a recipient of ${l.path} (revision ${l.file.write.revision}): the owner has not shared it with you, or removed you. `
-        + 'Copies of earlier revisions you hold still open with your key.',
+      `you are not a recipient of ${l.path} (version ${l.file.write.revision}): the owner has not shared it with you, or removed you. `
+        + 'Copies of earlier versions you hold still open with your key.',
     );
   }
   return i;

@@ -1,0 +1,66 @@
+/**
+ * `stash container export NAME FILE | import FILE [--name NAME] |
+ * link PATH [--name NAME]`: shared container files between vaults and places.
+ * export needs no key (the file is already encrypted, and is verified, not
+ * opened); import and link need the vault key, to open the file with this
+ * vault's identity and to check its owner against the contacts.
+ */
+import { UsageError } from '../../errors.js';
+import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
+import { exportShared, importShared, linkShared, type TransferResult } from '../../vault/sharing/index.js';
+import { out } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+export async function run(inv: Invocation): Promise<number> {
+  const action = inv.command.path[1];
+  if (action === 'export') return exportFile(inv.positionals[0]!, inv.positionals[1]!);
+  const file = inv.positionals[0]!;
+  const name = typeof inv.values.name === 'string' ? inv.values.name : undefined;
+  if (name !== undefined) validateContainerName(name);
+  if (file.length === 0) throw new UsageError(`${action === 'link' ? 'PATH' : 'FILE'} must not be empty`);
+  const session = new Session(inv.values);
+  try {
+    const vaultKey = await session.vaultKey();
+    try {
+      const r = action === 'import' ? importShared(session.dir, vaultKey, file, name) : linkShared(session.dir, vaultKey, file, name);
+      report(action === 'import' ? 'import' : 'link', r);
+      return 0;
+    } finally {
+      wipe(vaultKey);
+    }
+  } finally {
+    session.close();
+  }
+}
+
+function exportFile(name: string, file: string): number {
+  validateContainerName(name);
+  if (file.length === 0) throw new UsageError('FILE must not be empty');
+  const r = exportShared(defaultVaultDir(), name, file);
+  if (r.outcome === 'unchanged') out(`${r.path} already holds version ${r.revision} of ${name}; nothing written.`);
+  else if (r.outcome === 'updated') out(`Updated ${r.path} from version ${r.previous!.revision} to version ${r.revision} of ${name}.`);
+  else out(`Wrote version ${r.revision} of ${name} to ${r.path}.`);
+  return 0;
+}
+
+function report(action: 'import' | 'link', r: TransferResult): void {
+  switch (r.outcome) {
+    case 'unchanged':
+      out(`${r.name} is already at version ${r.revision}${action === 'link' ? `, linked to ${r.path}` : ''}; nothing changed.`);
+      return;
+    case 'updated':
+      out(action === 'link'
+        ? `${r.name} now uses ${r.path} (version ${r.revision}).`
+        : `Updated ${r.name} from version ${r.previous!.revision} to version ${r.revision}.`);
+      return;
+    case 'replaced-copy':
+      out(`${r.name} now uses ${r.path} (version ${r.revision}); the copy in the vault, version ${r.previous!.revision}, was removed.`);
+      break;
+    default:
+      out(action === 'link'
+        ? `Linked ${r.name} to ${r.path} (version ${r.revision}).`
+        : `Imported ${r.path} as ${r.name} (version ${r.revision}).`);
+  }
+  if (action === 'link') out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
+}

@@ -1,0 +1,66 @@
+/**
+ * Entries of any container for the commands: private ones (format version 1)
+ * through src/vault/containers.ts, shared ones through src/vault/sharing/,
+ * which is imported only when a shared container is used, so that `stash get`
+ * on a private container loads none of it.
+ *
+ * A write to a shared container is a revision signed with the identity's
+ * Ed25519 key, so it needs the vault key (from the agent, else the password)
+ * besides the content key.
+ */
+import { readEntries, readEntry, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
+import { wipe } from '../vault/secure.js';
+import type { Session } from './session.js';
+
+const sharing = () => import('../vault/sharing/index.js');
+
+/** Every entry (release with wipeEntries()). */
+export async function readEntriesOf(dir: string, info: ContainerInfo, key: Buffer): Promise<Entries> {
+  if (!info.shared) return readEntries(dir, info.name, key);
+  return (await sharing()).readSharedEntries(dir, info.name, key);
+}
+
+/** One entry as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
+export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer, entryName: string): Promise<Buffer> {
+  if (!info.shared) return readEntry(dir, info.name, key, entryName);
+  const [{ secureCopy }, { VaultError }, { wipeEntries }] = await Promise.all([import('../vault/secure.js'), import('../vault/errors.js'), import('../vault/container-body.js')]);
+  const entries = await readEntriesOf(dir, info, key);
+  try {
+    const value = entries.get(entryName);
+    if (value === undefined) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(info.name)} has no entry ${entryName}`);
+    return secureCopy(value);
+  } finally {
+    wipeEntries(entries);
+  }
+}
+
+/** Applies changes (a Buffer sets, null deletes) in one write; returns the names that changed. */
+export async function updateEntriesOf(session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>): Promise<string[]> {
+  if (!info.shared) return updateEntries(session.dir, info.name, key, changes);
+  const { identitySecret } = await import('../vault/identity.js');
+  const vaultKey = await session.vaultKey();
+  let secret;
+  try {
+    secret = identitySecret(session.dir, vaultKey);
+  } finally {
+    wipe(vaultKey);
+  }
+  try {
+    return (await sharing()).updateSharedEntries(session.dir, info.name, key, changes, secret);
+  } finally {
+    wipe(secret.x25519);
+    wipe(secret.ed25519);
+  }
+}
+
+/** The content key of a shared container, from this vault's sealed stanza (release with wipe()). */
+export async function openSharedKey(dir: string, vaultKey: Buffer, name: string): Promise<Buffer> {
+  const [{ identitySecret }, { openSharedContentKey }] = await Promise.all([import('../vault/identity.js'), sharing()]);
+  const secret = identitySecret(dir, vaultKey);
+  try {
+    return openSharedContentKey(dir, name, secret);
+  } finally {
+    wipe(secret.x25519);
+    wipe(secret.ed25519);
+  }
+}
