@@ -2,7 +2,8 @@
  * Suspend safety of the live agent process (`node bin/stash.js __agent`) on a
  * real dbus-daemon with python3-dbusmock's logind (test/fixtures/logind-bus.ts):
  * the locks as logind lists them, activities, PrepareForSleep from logind and
- * from a stranger, terminate_on_suspend on and off, 100 cycles, and no bus.
+ * from a stranger, terminate_on_suspend on and off, 100 cycles, a shared
+ * container's key cached by the CLI and wiped, and no bus.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -13,6 +14,9 @@ import { agentEndpoint } from '../../src/agent/paths.js';
 import { logindBusFacility, startLogindBus, type Inhibitor, type LogindBus } from '../fixtures/logind-bus.js';
 import { agentEnv, exited, readLog, sleep, startAgent, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
+import { join } from 'node:path';
+import { addContact, identityPublic, unlockVault, wipe } from '../../src/vault/index.js';
+import { cliEnv, type CliEnv } from '../cli/harness.js';
 
 const facility = logindBusFacility();
 const usable = process.platform === 'linux' && facility.available;
@@ -239,6 +243,58 @@ test('100 suspend cycles with keys put between them: every cycle wipes everythin
     await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock after the last resume');
   } finally {
     await a.close();
+  }
+});
+
+/** `t` adds `other` as contact `name` (through the library; the key server flow is test/cli/teams.test.ts). */
+async function befriend(t: CliEnv, other: CliEnv, name: string): Promise<void> {
+  const key = await unlockVault(t.vault, Buffer.from(t.password));
+  const p = identityPublic(other.vault);
+  addContact(t.vault, key, { name, email: `${name}@example.test`, x25519: p.x25519, ed25519: p.ed25519 });
+  wipe(key);
+}
+
+test('a shared container opened through the CLI: cached like any other key, wiped by the suspend signal', async () => {
+  if (!bus) return;
+  await waitFor(async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'), 5000, 'the previous agent\'s locks to go');
+  const alice = cliEnv(); // no bus: only Bob's agent takes part
+  const bob = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address, STASH_AGENT_TERMINATE_ON_SUSPEND: '1' });
+  const run = async (t: CliEnv, args: string[], input?: string) => {
+    const r = await t.run(args, { env: { STASH_PASSWORD_FILE: t.pwFile }, ...(input === undefined ? {} : { input }) });
+    assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    return r;
+  };
+  const sessionNames = async () => (JSON.parse((await bob.run(['vault', 'sessions', '--json'])).stdout) as { sessions: Array<{ name: string }> }).sessions.map((x) => x.name);
+  try {
+    await alice.initVault();
+    await bob.initVault();
+    await befriend(alice, bob, 'bob');
+    await befriend(bob, alice, 'alice');
+    await run(alice, ['container', 'create', 'team']);
+    await run(alice, ['set', 'team', 'TOKEN'], 'tok-shared');
+    await run(alice, ['container', 'share', 'team', 'bob']);
+    const file = join(alice.home, 'team.stash');
+    await run(alice, ['container', 'export', 'team', file]);
+    await run(bob, ['container', 'import', file]);
+    await run(bob, ['vault', 'sessions', 'lock-all']);
+    await run(bob, ['open', 'team']);
+    assert.equal(await sessionNames(), ['(vault)', 'team'], 'the shared container\'s key is cached');
+    assert.is((await bob.run(['get', 'team', 'TOKEN'])).stdout, 'tok-shared', 'served from the agent, no password given');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the CLI-started agent\'s delay lock');
+
+    await bus.emitPrepareForSleep(true);
+    await waitFor(async () => (await sessionNames()).length === 0, 5000, 'the suspend wipe');
+    const after = await bob.run(['get', 'team', 'TOKEN']);
+    assert.is(after.code, 64, `a password is needed again: ${after.stderr}`);
+    assert.match(after.stderr, /a password is needed/);
+
+    await bus.emitPrepareForSleep(false);
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock after resume');
+    assert.is((await run(bob, ['get', 'team', 'TOKEN'])).stdout, 'tok-shared', 'opened again with Bob\'s own password');
+    assert.equal(await sessionNames(), ['(vault)', 'team'], 'and cached again');
+  } finally {
+    await alice.dispose();
+    await bob.dispose();
   }
 });
 

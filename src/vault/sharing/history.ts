@@ -80,8 +80,8 @@ export function historyError(relation: Relation, seen: SeenRevision, next: SeenR
     'SHARE_DIVERGED',
     `${what} holds ${got}, but this vault last saw ${had}, and neither contains the other's changes: `
       + 'two members wrote at the same time, or one side of a conflict replaced the other. Nothing was read or written, so nothing is lost yet. '
-      + `Put back the version that has your changes (for a git conflict: keep both files, for example with git show), then either merge by hand (stash get from one, stash set into the other) `
-      + `or, to take this file as it is and give up the changes it lacks, run: stash container accept ${name}`,
+      + `Put back the version that has your changes (after a git conflict, git keeps yours in the working tree), `
+      + `or take this file as it is, giving up the changes it lacks (enter them again afterwards), with: stash container accept ${name}`,
   );
 }
 
