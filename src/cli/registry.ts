@@ -254,6 +254,20 @@ export const commands: Command[] = [
     load: () => import('./commands/entry.js'),
   },
   {
+    path: ['ls'], args: 'CONTAINER', positionals: [1, 1],
+    summary: "list a container's entries: name, size, last change (never a value)",
+    details: 'A change time is "-" (null in JSON) for an entry last written by a stash that did not record change times.',
+    options: { json, ...unlock },
+    load: () => import('./commands/entries.js'),
+  },
+  {
+    path: ['rm'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: 'remove one entry from a container',
+    details: 'An unknown NAME is an error (exit 66). The container keeps its key, so keys cached in the agent stay valid.',
+    options: unlock,
+    load: () => import('./commands/entries.js'),
+  },
+  {
     path: ['open'], args: 'CONTAINER', positionals: [1, 1],
     summary: 'unlock a container into the session agent (default 900 s)',
     details: '--ttl applies to every key this command caches (the vault key too when it had to be unlocked).',

@@ -2,23 +2,60 @@
  * The plaintext of a container body: a map of entry name -> value bytes.
  *
  *   u32 count, then per entry in name order: u8 name length, name (ASCII),
- *   u32 value length, value; then zero bytes up to the next multiple of 256.
+ *   u32 value length, value; then, optionally, the change times (u8 tag 0x01,
+ *   then per entry in the same order a u64 of milliseconds since 1970, 0 =
+ *   unknown); then zero bytes up to the next multiple of 256.
  *
- * The padding hides the exact size of the secrets from the file size. The
- * plaintext always lives in one secure buffer; decoded values are views into
- * it, so one wipe clears them all.
+ * Bodies written before the change times existed end in zero padding right
+ * after the entries, so the non-zero tag tells the two apart and old bodies
+ * decode unchanged (docs/container-format.md). The padding hides the exact
+ * size of the secrets from the file size. The plaintext always lives in one
+ * secure buffer; decoded values are views into it, so one wipe clears them all.
  */
 import { VaultError } from './errors.js';
 import { ENTRY_NAME_RE, MAX_BODY_BYTES, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
 import { secureAlloc, wipe } from './secure.js';
 
 export const PAD_BLOCK = 256;
+/** First byte of the optional change-times block (old bodies have a zero padding byte there). */
+const TIMES_TAG = 0x01;
 
 /** Entries decoded from a container; values are views into one secure buffer. */
 export type Entries = Map<string, Buffer>;
 
 const BACKING = Symbol('stash.entries.backing');
+const TIMES = Symbol('stash.entries.times');
 type Backed = Entries & { [BACKING]?: Buffer };
+/** Any entry map may carry its change times (ms since 1970; 0 = unknown) under TIMES. */
+type Timed = ReadonlyMap<string, Uint8Array> & { [TIMES]?: ReadonlyMap<string, number> };
+
+/**
+ * When each entry last changed, as milliseconds since 1970, 0 when unknown
+ * (written before change times were kept, or left out of a full container).
+ * Only maps from decodeBody or withChangeTimes carry times; others give 0.
+ */
+export function changeTime(entries: ReadonlyMap<string, Uint8Array>, name: string): number {
+  return (entries as Timed)[TIMES]?.get(name) ?? 0;
+}
+
+/**
+ * `next` (a new map of entries made from `previous`) marked with change
+ * times: `changed` names now, the others as they were in `previous`. The
+ * times travel with the map into encodeBody.
+ */
+export function withChangeTimes<T extends ReadonlyMap<string, Uint8Array>>(
+  next: T, previous: ReadonlyMap<string, Uint8Array>, changed: Iterable<string>, now = Date.now(),
+): T {
+  const times = new Map<string, number>();
+  for (const name of next.keys()) times.set(name, changeTime(previous, name));
+  for (const name of changed) if (next.has(name)) times.set(name, now);
+  (next as Timed)[TIMES] = times;
+  return next;
+}
+
+function timesBlockSize(count: number): number {
+  return 1 + 8 * count;
+}
 
 /** Bytes the serialized entries take before padding. */
 export function bodySize(entries: ReadonlyMap<string, Uint8Array>): number {
@@ -28,8 +65,12 @@ export function bodySize(entries: ReadonlyMap<string, Uint8Array>): number {
 }
 
 /**
- * Serializes `entries` into a new padded secure buffer. CONTAINER_FULL when
- * over the limits; the caller validated names and single values already.
+ * Serializes `entries` into a new padded secure buffer, with their change
+ * times when the map carries them (from decodeBody or withChangeTimes) and
+ * they fit: the times never push the plaintext over the 1 MiB limit, so a
+ * container filled to the limit before times existed keeps working and just
+ * records none. CONTAINER_FULL when the entries are over the limits; the
+ * caller validated names and single values already.
  */
 export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   if (entries.size > MAX_ENTRIES) {
@@ -39,15 +80,26 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   if (size > MAX_BODY_BYTES) {
     throw new VaultError('CONTAINER_FULL', `the container would hold ${size} bytes; the limit is ${MAX_BODY_BYTES} bytes (1 MiB)`);
   }
-  const out = secureAlloc(Math.ceil((size + 1) / PAD_BLOCK) * PAD_BLOCK);
+  const times = (entries as Timed)[TIMES];
+  const withTimes = times !== undefined && entries.size > 0 && size + timesBlockSize(entries.size) <= MAX_BODY_BYTES;
+  const total = size + (withTimes ? timesBlockSize(entries.size) : 0);
+  const out = secureAlloc(Math.ceil((total + 1) / PAD_BLOCK) * PAD_BLOCK);
+  const names = [...entries.keys()].sort();
   let o = out.writeUInt32LE(entries.size, 0);
-  for (const name of [...entries.keys()].sort()) {
+  for (const name of names) {
     const value = entries.get(name)!;
     o = out.writeUInt8(name.length, o);
     o += out.write(name, o, 'latin1');
     o = out.writeUInt32LE(value.length, o);
     out.set(value, o);
     o += value.length;
+  }
+  if (withTimes) {
+    o = out.writeUInt8(TIMES_TAG, o);
+    for (const name of names) {
+      const t = times.get(name) ?? 0;
+      o = out.writeBigUInt64LE(BigInt(Number.isSafeInteger(t) && t > 0 ? t : 0), o);
+    }
   }
   return out; // the rest is already zero
 }
@@ -81,9 +133,21 @@ export function decodeBody(plain: Buffer, path: string): Entries {
     entries.set(name, plain.subarray(o, o + valueLen));
     o += valueLen;
   }
+  const times = new Map<string, number>();
+  if (o < plain.length && plain[o] === TIMES_TAG) {
+    if (count === 0 || o + timesBlockSize(count) > plain.length) throw bad('truncated change times');
+    o += 1;
+    for (const name of entries.keys()) {
+      const t = plain.readBigUInt64LE(o);
+      o += 8;
+      if (t > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('change time out of range');
+      times.set(name, Number(t));
+    }
+  }
   if (plain.length - o > PAD_BLOCK || plain.length - o < 1) throw bad('bad padding length');
   for (let i = o; i < plain.length; i++) if (plain[i] !== 0) throw bad('non-zero padding');
   entries[BACKING] = plain;
+  (entries as Timed)[TIMES] = times;
   return entries;
 }
 
@@ -93,5 +157,6 @@ export function wipeEntries(entries: Entries): void {
   for (const value of entries.values()) value.fill(0);
   wipe(backed[BACKING]);
   delete backed[BACKING];
+  delete (entries as Timed)[TIMES];
   entries.clear();
 }

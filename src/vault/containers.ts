@@ -6,7 +6,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { NONCE_BYTES, open, sealWithNonce, TAG_BYTES } from './aead.js';
-import { decodeBody, encodeBody, wipeEntries, type Entries } from './container-body.js';
+import { decodeBody, encodeBody, wipeEntries, withChangeTimes, type Entries } from './container-body.js';
 import {
   CONTAINER_VERSION, decodeHeader, encodeHeader, keyCommitment, MAX_HEADER_BYTES, parseContainer, wrapAd,
   type ContainerHeader, type ParsedContainer,
@@ -22,7 +22,7 @@ import { containerVersion, decodeMembership, headerLength, MAX_RECIPIENTS } from
 import { listRecords, readRecord, recordPath, removeRecord } from './sharing/records.js';
 
 export type { Entries } from './container-body.js';
-export { wipeEntries } from './container-body.js';
+export { changeTime, wipeEntries } from './container-body.js';
 
 /** Largest container file we will read: header, a full body, padding and tag. */
 const MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BODY_BYTES + 256 + TAG_BYTES;
@@ -313,7 +313,7 @@ export function updateEntries(dir: string, name: string, contentKey: Buffer, cha
           changed.push(entryName);
         }
       }
-      if (changed.length > 0) writeContainer(path, parsed.header, contentKey, next);
+      if (changed.length > 0) writeContainer(path, parsed.header, contentKey, withChangeTimes(next, entries, changed));
       return changed;
     } finally {
       wipeEntries(entries);

@@ -19,7 +19,7 @@ export {
 export { encodePublicKey, decodePublicKey, PUBLIC_KEY_BYTES, PUBLIC_KEY_TAG, type PublicKeys } from './public-key.js';
 export {
   createContainer, listContainers, removeContainer, containerInfo, unwrapContentKey, readEntries, readEntry,
-  writeEntry, deleteEntry, updateEntries, wipeEntries, type ContainerInfo, type ContainerListing, type Entries,
+  writeEntry, deleteEntry, updateEntries, wipeEntries, changeTime, type ContainerInfo, type ContainerListing, type Entries,
 } from './containers.js';
 export { addContact, listContacts, getContact, removeContact, type Contact, type NewContact } from './contacts.js';
 export {

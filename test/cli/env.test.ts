@@ -79,6 +79,27 @@ test('the child sees the entries; its exit status is returned; a missing command
   }
 });
 
+test('an entry holding a NUL byte is left out with a warning naming it; the other entries still reach the child', async () => {
+  const t = await setup();
+  try {
+    const set = await t.run(['set', 'work', 'BINARY_KEY'], { input: Buffer.from([0x41, 0x00, 0x42]) });
+    assert.is(set.code, 0, set.stderr);
+    const script = 'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, b: process.env.BINARY_KEY ?? null}))';
+    const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
+    assert.is(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', b: null });
+    assert.is(r.stderr, 'stash: warning: entry BINARY_KEY holds a NUL byte, which an environment variable cannot carry; it was left out '
+      + '(read it with `stash get work BINARY_KEY`, or remove it with `stash rm work BINARY_KEY`)\n');
+    // The fix the warning names works.
+    assert.is((await t.run(['rm', 'work', 'BINARY_KEY'])).code, 0);
+    const clean = await t.run(['env', 'work', '--', 'true']);
+    assert.is(clean.code, 0);
+    assert.is(clean.stderr, '');
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('a child that exits at once draws no warning (it is gone before the agent could register it)', async () => {
   const t = await setup();
   try {

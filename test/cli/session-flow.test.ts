@@ -39,6 +39,53 @@ test('vault init leaves the session unlocked, as any first command would, and na
   }
 });
 
+test('ls lists names, sizes and change times but never values; rm removes one entry and the cached keys stay valid', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const empty = await t.run(['ls', 'work']);
+    assert.is(empty.code, 0, empty.stderr);
+    assert.is(empty.stdout, 'No entries in work yet: add one with `stash set work NAME`.\n');
+    const before = Date.now() - 1000;
+    for (const [k, v] of [['API_TOKEN', 'tok-secret-1'], ['DB_PASSWORD', 'hunter2-secret'], ['EMPTY', '']] as const) {
+      const r = await t.run(['set', 'work', k, ...(v === '' ? ['--allow-empty'] : [])], { input: v });
+      assert.is(r.code, 0, r.stderr);
+    }
+    const json = await t.run(['ls', 'work', '--json']);
+    assert.is(json.code, 0, json.stderr);
+    const rows = JSON.parse(json.stdout) as Array<{ name: string; size: number; changedAt: string }>;
+    assert.equal(rows.map((r) => [r.name, r.size]), [['API_TOKEN', 12], ['DB_PASSWORD', 14], ['EMPTY', 0]]);
+    for (const r of rows) {
+      const at = Date.parse(r.changedAt);
+      assert.ok(at >= before && at <= Date.now() + 1000, `${r.name} changed at ${r.changedAt}`);
+    }
+    const text = await t.run(['ls', 'work']);
+    assert.is(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^NAME +BYTES +CHANGED\nAPI_TOKEN +12 +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\nDB_PASSWORD +14 /);
+    for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) {
+      assert.not.ok(out.includes('tok-secret-1') || out.includes('hunter2-secret'), `ls printed a value: ${out}`);
+    }
+
+    const rm = await t.run(['rm', 'work', 'DB_PASSWORD']);
+    assert.is(rm.code, 0, rm.stderr);
+    assert.is(rm.stderr, 'Removed DB_PASSWORD from work.\n');
+    const unknown = await t.run(['rm', 'work', 'DB_PASSWORD']);
+    assert.is(unknown.code, 66, unknown.stderr);
+    assert.match(unknown.stderr, /^stash: container "work" has no entry DB_PASSWORD; nothing was removed/);
+    const gone = await t.run(['get', 'work', 'DB_PASSWORD']);
+    assert.is(gone.code, 66);
+    // No password source was given to any command since init: the cached keys did all of it, and still do.
+    const kept = await t.run(['get', 'work', 'API_TOKEN']);
+    assert.is(kept.code, 0, kept.stderr);
+    assert.is(kept.stdout, 'tok-secret-1');
+    assert.equal(names(await sessions(t)), ['(vault)', 'work']);
+    const after = JSON.parse((await t.run(['ls', 'work', '--json'])).stdout) as Array<{ name: string }>;
+    assert.equal(after.map((r) => r.name), ['API_TOKEN', 'EMPTY']);
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('on a terminal: the first command asks (no echo), the second does not', async () => {
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const t = cliEnv();

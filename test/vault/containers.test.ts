@@ -1,8 +1,9 @@
 import { copyFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { sealWithNonce } from '../../src/vault/aead.js';
 import {
-  containerInfo, createContainer, deleteEntry, listContainers, MAX_VALUE_BYTES, readEntries, readEntry, removeContainer,
+  changeTime, containerInfo, createContainer, deleteEntry, listContainers, MAX_VALUE_BYTES, readEntries, readEntry, removeContainer,
   unwrapContentKey, updateEntries, vaultPaths, wipe, wipeEntries, writeEntry,
 } from '../../src/vault/index.js';
 import { assertSameTree, cleanup, expectCode, newVault, snapshot } from './vault-fixture.js';
@@ -134,6 +135,77 @@ test('size limits: 64 KiB per value, 1 MiB per container', async () => {
   assertSameTree(before, snapshot(v.dir), 'refused write');
   assert.is(readEntries(v.dir, 'big', ck).size, 15);
   expectCode(() => writeEntry(v.dir, 'big', ck, 'S', 'text' as unknown as Buffer), 'INVALID_ARGUMENT');
+});
+
+test('each entry records when it last changed; unchanged entries keep their time', async () => {
+  const v = await newVault();
+  createContainer(v.dir, v.key, 'prod');
+  const ck = unwrapContentKey(v.dir, v.key, 'prod');
+  const t0 = Date.now();
+  writeEntry(v.dir, 'prod', ck, 'A', Buffer.from('1'));
+  await new Promise((r) => setTimeout(r, 20));
+  const t1 = Date.now();
+  writeEntry(v.dir, 'prod', ck, 'B', Buffer.from('2'));
+  writeEntry(v.dir, 'prod', ck, 'B', Buffer.from('2')); // the same value: nothing is written
+  const e = readEntries(v.dir, 'prod', ck);
+  const a = changeTime(e, 'A');
+  const b = changeTime(e, 'B');
+  wipeEntries(e);
+  assert.ok(a >= t0 && a < t1, `A changed at ${a}, between ${t0} and ${t1}`);
+  assert.ok(b >= t1 && b <= Date.now(), `B changed at ${b}, after ${t1}`);
+  deleteEntry(v.dir, 'prod', ck, 'B');
+  const after = readEntries(v.dir, 'prod', ck);
+  assert.is(changeTime(after, 'A'), a, 'deleting B left the time of A alone');
+  wipeEntries(after);
+});
+
+test('a container written before change times existed opens unchanged; its next write adds them', async () => {
+  const v = await newVault();
+  const c = createContainer(v.dir, v.key, 'old');
+  const ck = unwrapContentKey(v.dir, v.key, 'old');
+  // The body exactly as stash wrote it before change times: entries, then zero padding.
+  const entry = (name: string, value: string): Buffer => {
+    const len = Buffer.alloc(4);
+    len.writeUInt32LE(value.length);
+    return Buffer.concat([Buffer.from([name.length]), Buffer.from(name), len, Buffer.from(value)]);
+  };
+  const raw = Buffer.concat([Buffer.from([2, 0, 0, 0]), entry('A', 'one'), entry('B', 'two')]);
+  const plain = Buffer.concat([raw, Buffer.alloc(256 - raw.length)]);
+  const file = readFileSync(c.path);
+  const header = file.subarray(0, 187 + 'old'.length);
+  writeFileSync(c.path, Buffer.concat([header, sealWithNonce(plain, header, header.subarray(146, 170), ck)]));
+  const old = readEntries(v.dir, 'old', ck);
+  assert.equal([...old.entries()].map(([k, val]) => [k, val.toString()]), [['A', 'one'], ['B', 'two']]);
+  assert.equal([changeTime(old, 'A'), changeTime(old, 'B')], [0, 0], 'no times: unknown');
+  wipeEntries(old);
+  writeEntry(v.dir, 'old', ck, 'B', Buffer.from('TWO'));
+  const now = readEntries(v.dir, 'old', ck);
+  assert.is(now.get('A')!.toString(), 'one');
+  assert.is(now.get('B')!.toString(), 'TWO');
+  assert.is(changeTime(now, 'A'), 0, 'A was not changed: still unknown');
+  assert.ok(changeTime(now, 'B') > 0);
+  wipeEntries(now);
+});
+
+test('a container filled to 1 MiB keeps working: the change times are left out rather than refused', async () => {
+  const v = await newVault();
+  createContainer(v.dir, v.key, 'full');
+  const ck = unwrapContentKey(v.dir, v.key, 'full');
+  // 15 values of 64 KiB and one that brings the entries within a few bytes of 1 MiB.
+  const changes = new Map<string, Buffer>();
+  for (let i = 0; i < 15; i++) changes.set(`V${String(i).padStart(2, '0')}`, Buffer.alloc(MAX_VALUE_BYTES, i));
+  const used = 4 + 15 * (1 + 3 + 4 + MAX_VALUE_BYTES);
+  changes.set('W', Buffer.alloc(1024 * 1024 - used - (1 + 1 + 4) - 10, 0x77));
+  updateEntries(v.dir, 'full', ck, changes);
+  const e = readEntries(v.dir, 'full', ck);
+  assert.is(e.size, 16);
+  assert.is(changeTime(e, 'W'), 0, 'no room for the times');
+  wipeEntries(e);
+  deleteEntry(v.dir, 'full', ck, 'V00');
+  const smaller = readEntries(v.dir, 'full', ck);
+  assert.is(smaller.size, 15);
+  assert.ok(changeTime(smaller, 'W') === 0 && changeTime(smaller, 'V01') === 0, 'room again, but the times are still unknown');
+  wipeEntries(smaller);
 });
 
 test('padding hides the exact length of the secrets', async () => {

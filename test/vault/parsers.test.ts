@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sealWithNonce } from '../../src/vault/aead.js';
-import { decodeBody, encodeBody, PAD_BLOCK } from '../../src/vault/container-body.js';
+import { changeTime, decodeBody, encodeBody, PAD_BLOCK, withChangeTimes } from '../../src/vault/container-body.js';
 import { listContacts, MAX_VALUE_BYTES, vaultPaths } from '../../src/vault/index.js';
 import { cleanup, expectCode, newVault } from './vault-fixture.js';
 
@@ -42,6 +42,23 @@ test('the body encoder and decoder agree', () => {
   decodeBody(exact, 'x');
 });
 
+test('change times: written after the entries (tag 1, u64 each), read back; an old body has none', () => {
+  const source = decodeBody(encodeBody(new Map([['A', Buffer.from('1')]])), 'x');
+  const next = withChangeTimes(new Map([['A', Buffer.from('1')], ['B', Buffer.from('22')]]), source, ['B'], 1_700_000_000_123);
+  const plain = encodeBody(next);
+  const afterEntries = 4 + (1 + 1 + 4 + 1) + (1 + 1 + 4 + 2);
+  assert.is(plain[afterEntries], 1, 'the tag');
+  assert.is(plain.readBigUInt64LE(afterEntries + 1), 0n, 'A: unknown');
+  assert.is(plain.readBigUInt64LE(afterEntries + 9), 1_700_000_000_123n);
+  const back = decodeBody(plain, 'x');
+  assert.equal([changeTime(back, 'A'), changeTime(back, 'B')], [0, 1_700_000_000_123]);
+  // An old body: the byte after the entries is padding (zero).
+  const old = decodeBody(body(1, [entry('A', Buffer.from('1'))]), 'x');
+  assert.is(changeTime(old, 'A'), 0);
+  // A map without times (a new container) is written without the block.
+  assert.is(encodeBody(new Map([['A', Buffer.from('1')]]))[4 + 7], 0);
+});
+
 test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {
   const v = (s: string) => Buffer.from(s);
   const cases: Array<[string, Buffer]> = [
@@ -58,6 +75,10 @@ test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {
     ['non-zero padding', (() => { const b = body(1, [entry('A', v('1'))]); b[b.length - 1] = 1; return b; })()],
     ['no padding', (() => { const raw = body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 10))], false); return raw; })()],
     ['a whole extra block of padding', Buffer.concat([body(1, [entry('A', v('1'))]), Buffer.alloc(PAD_BLOCK)])],
+    ['change times cut short by the end of the body', body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 14)), Buffer.from([1, 0, 0, 0])], false)],
+    ['change times of an empty container', body(0, [Buffer.from([1])])],
+    ['a change time past 2^53', body(1, [entry('A', v('1')), Buffer.from([1]), Buffer.alloc(8, 0xff)])],
+    ['an unknown block after the entries', body(1, [entry('A', v('1')), Buffer.from([2])])],
   ];
   for (const [what, plain] of cases) {
     const e = expectCode(() => decodeBody(plain, '/v/containers/x.stash'), 'CONTAINER_CORRUPT', what);

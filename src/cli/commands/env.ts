@@ -21,11 +21,19 @@ import { Session } from '../session.js';
 
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-/** The child's environment: ours plus every entry, each checked to be a usable variable value. */
-function buildEnv(entries: ReadonlyMap<string, Uint8Array>): NodeJS.ProcessEnv {
+/**
+ * The child's environment: ours plus every entry. An entry holding a NUL byte
+ * cannot be an environment variable (C strings end there); it is left out
+ * with a warning that names it, rather than refusing the whole container.
+ */
+function buildEnv(container: string, entries: ReadonlyMap<string, Uint8Array>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, value] of entries) {
-    if (value.includes(0)) throw new StashError('INVALID_ARGUMENT', `entry ${name} contains a NUL byte and cannot be passed as an environment variable`);
+    if (value.includes(0)) {
+      warn(`entry ${name} holds a NUL byte, which an environment variable cannot carry; it was left out `
+        + `(read it with \`stash get ${container} ${name}\`, or remove it with \`stash rm ${container} ${name}\`)`);
+      continue;
+    }
     env[name] = Buffer.from(value.buffer, value.byteOffset, value.length).toString('utf8');
   }
   return env;
@@ -52,7 +60,7 @@ export async function run(inv: Invocation): Promise<number> {
     let env: NodeJS.ProcessEnv | null = await session.withContentKey(name, async (key, info) => {
       const entries = await readEntriesOf(session.dir, info, key);
       try {
-        return buildEnv(entries);
+        return buildEnv(name, entries);
       } finally {
         wipeEntries(entries);
       }

@@ -4,7 +4,7 @@
  * or just opened), and a write as a new signed revision.
  */
 import { open } from '../aead.js';
-import { decodeBody, wipeEntries, type Entries } from '../container-body.js';
+import { decodeBody, wipeEntries, withChangeTimes, type Entries } from '../container-body.js';
 import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, type IdentitySecret } from '../identity.js';
@@ -105,7 +105,7 @@ export function updateSharedEntries(dir: string, name: string, contentKey: Buffe
       const m = l.file.membership;
       const membership = l.file.membershipBytes.length + l.file.ownerSignature.length;
       const write = nextWrite(l.file, m.stanzas, me.ed25519);
-      const bytes = assembleFile(l.bytes.subarray(0, membership), m.stanzas.length, write, contentKey, next, signer.ed25519);
+      const bytes = assembleFile(l.bytes.subarray(0, membership), m.stanzas.length, write, contentKey, withChangeTimes(next, entries, changed), signer.ed25519);
       commitRevision(dir, l.path, l.bytes, bytes, l.record);
       return changed;
     } finally {

@@ -1,0 +1,63 @@
+/**
+ * `stash ls CONTAINER [--json]` and `stash rm CONTAINER NAME`. ls shows each
+ * entry's name, size and last change, never a value; rm deletes one entry
+ * (the content key is unchanged, so keys cached in the agent stay valid).
+ */
+import { changeTime, deleteEntry, readEntries, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
+import { formatTable, note, out, outJson } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+interface EntryRow {
+  name: string;
+  /** Bytes of the value. */
+  size: number;
+  /** Null when unknown (written by a stash that did not record change times). */
+  changedAt: Date | null;
+}
+
+export async function run(inv: Invocation): Promise<number> {
+  const container = inv.positionals[0]!;
+  validateContainerName(container);
+  if (inv.command.path[0] === 'rm') validateEntryName(inv.positionals[1]);
+  const session = new Session(inv.values);
+  try {
+    return inv.command.path[0] === 'ls'
+      ? await list(session, container, inv.values.json === true)
+      : await remove(session, container, inv.positionals[1]!);
+  } finally {
+    session.close();
+  }
+}
+
+async function list(session: Session, container: string, json: boolean): Promise<number> {
+  const rows = await session.withContentKey(container, (key): EntryRow[] => {
+    const entries = readEntries(session.dir, container, key);
+    try {
+      return [...entries].map(([name, value]) => {
+        const t = changeTime(entries, name);
+        return { name, size: value.length, changedAt: t > 0 ? new Date(t) : null };
+      });
+    } finally {
+      wipeEntries(entries);
+    }
+  });
+  if (json) {
+    outJson(rows.map((r) => ({ name: r.name, size: r.size, changedAt: r.changedAt?.toISOString() ?? null })));
+    return 0;
+  }
+  if (rows.length === 0) {
+    out(`No entries in ${container} yet: add one with \`stash set ${container} NAME\`.`);
+    return 0;
+  }
+  const when = (d: Date | null): string => (d ? `${d.toISOString().replace('T', ' ').slice(0, 19)} UTC` : '-');
+  for (const line of formatTable(['NAME', 'BYTES', 'CHANGED'], rows.map((r) => [r.name, String(r.size), when(r.changedAt)]))) out(line);
+  return 0;
+}
+
+async function remove(session: Session, container: string, name: string): Promise<number> {
+  const removed = await session.withContentKey(container, (key) => deleteEntry(session.dir, container, key, name));
+  if (!removed) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}; nothing was removed (see stash ls ${container})`);
+  note(`Removed ${name} from ${container}.`);
+  return 0;
+}
