@@ -2,8 +2,10 @@
  * `stash ls CONTAINER [--json]` and `stash rm CONTAINER NAME`. ls shows each
  * entry's name, size and last change, never a value; rm deletes one entry
  * (the content key is unchanged, so keys cached in the agent stay valid).
+ * Both work on private and shared containers (container-access.ts).
  */
-import { changeTime, deleteEntry, readEntries, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
+import { changeTime, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
+import { readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -31,8 +33,8 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function list(session: Session, container: string, json: boolean): Promise<number> {
-  const rows = await session.withContentKey(container, (key): EntryRow[] => {
-    const entries = readEntries(session.dir, container, key);
+  const rows = await session.withContentKey(container, async (key, info): Promise<EntryRow[]> => {
+    const entries = await readEntriesOf(session.dir, info, key);
     try {
       return [...entries].map(([name, value]) => {
         const t = changeTime(entries, name);
@@ -56,8 +58,8 @@ async function list(session: Session, container: string, json: boolean): Promise
 }
 
 async function remove(session: Session, container: string, name: string): Promise<number> {
-  const removed = await session.withContentKey(container, (key) => deleteEntry(session.dir, container, key, name));
-  if (!removed) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}; nothing was removed (see stash ls ${container})`);
+  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]])));
+  if (changed.length === 0) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}; nothing was removed (see stash ls ${container})`);
   note(`Removed ${name} from ${container}.`);
   return 0;
 }
