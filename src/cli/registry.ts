@@ -214,6 +214,18 @@ export const commands: Command[] = [
     load: () => import('./commands/container-share.js'),
   },
   {
+    path: ['container', 'merge'], args: 'NAME FILE', positionals: [2, 2],
+    summary: 'merge another version of a shared container (after concurrent edits) into a new version',
+    details: 'For after a divergence refusal (84), e.g. a git conflict: FILE is the other version (git show :3:NAME.stash > FILE). '
+      + 'The new version holds the entries of both and is accepted by every member. An entry both versions changed is refused '
+      + 'unless --prefer says which side wins; an entry deleted on one side and kept on the other is kept.',
+    options: {
+      prefer: { type: 'string', value: 'SIDE', help: "which value wins an entry both versions changed: 'container' (NAME's file) or 'file' (FILE)" },
+      ...unlock,
+    },
+    load: () => import('./commands/container-transfer.js'),
+  },
+  {
     path: ['container', 'export'], args: 'NAME FILE', positionals: [2, 2],
     summary: 'write a shared container to FILE (a copy to hand on, or an update of an older copy)',
     details: 'An existing FILE must hold an older version of the same container; a newer or diverged one is refused. No password is needed.',

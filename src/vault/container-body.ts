@@ -53,6 +53,17 @@ export function withChangeTimes<T extends ReadonlyMap<string, Uint8Array>>(
   return next;
 }
 
+/**
+ * `next` marked with the change time each entry has in the map that `from`
+ * names for it (a merge takes each entry, and its time, from one of two sides).
+ */
+export function withChangeTimesFrom<T extends ReadonlyMap<string, Uint8Array>>(next: T, from: (name: string) => ReadonlyMap<string, Uint8Array>): T {
+  const times = new Map<string, number>();
+  for (const name of next.keys()) times.set(name, changeTime(from(name), name));
+  (next as Timed)[TIMES] = times;
+  return next;
+}
+
 function timesBlockSize(count: number): number {
   return 1 + 8 * count;
 }

@@ -171,22 +171,24 @@ test('tampering: recipient list, sealed key, truncated body, an older version re
   assert.ok(readFileSync(aliceFile).equals(good), 'the refused write changed nothing');
 });
 
-test('concurrent edits are detected and refused, never silently lost; accept takes a version on purpose', async () => {
+test('concurrent edits are detected and refused, never silently lost; merge keeps both, accept takes a version on purpose', async () => {
   // Back to Alice's version 3, as if nothing had happened; Bob has version 2 in his checkout.
   await ok(alice, ['container', 'accept', 'team']);
   await ok(alice, ['set', 'team', 'FROM_ALICE'], 'a');
   await ok(bob, ['set', 'team', 'FROM_BOB'], 'b'); // both wrote version 3 from version 2
+  const alices = join(root, 'alices-version.stash'); // what `git show :2:team.stash` gives Alice below
+  copyFileSync(aliceFile, alices);
   const bobs = readFileSync(bobFile);
   pull(); // Bob takes Alice's side of the conflict
   await refused(bob, ['get', 'team', 'FROM_ALICE'], 84, /neither contains the other's changes.*nothing is lost yet/);
   await refused(bob, ['set', 'team', 'X'], 84, /stash container accept team/, 'x');
   writeFileSync(bobFile, bobs);
   push(); // and Alice is offered Bob's
-  await refused(alice, ['get', 'team', 'FROM_BOB'], 84, /this vault last saw version 3 \(written by you/);
-  // Alice merges by hand: take Bob's version, then put her value back.
-  const accepted = await ok(alice, ['container', 'accept', 'team']);
-  assert.match(accepted.stdout, /^Accepted version 3 of team .*\nThis vault had seen version 3; changes that only that version had are not in this file/);
-  await ok(alice, ['set', 'team', 'FROM_ALICE'], 'a');
+  await refused(alice, ['get', 'team', 'FROM_BOB'], 84, /this vault last saw version 3 \(written by you.*stash container merge team FILE/);
+  // Alice keeps both: Bob's version is in place, hers in a file.
+  const merged = await ok(alice, ['container', 'merge', 'team', alices]);
+  assert.match(merged.stdout, /^Merged .*alices-version\.stash into team: version 4, signed by you; every member accepts it as a later version\.\nTaken from .*: FROM_ALICE\./);
+  assert.is((await ok(alice, ['get', 'team', 'FROM_BOB'])).stdout, 'b');
   pull();
   assert.is((await ok(bob, ['get', 'team', 'FROM_ALICE'])).stdout, 'a');
   assert.is((await ok(bob, ['get', 'team', 'FROM_BOB'])).stdout, 'b');

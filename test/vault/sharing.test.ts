@@ -15,8 +15,8 @@ import {
   unwrapContentKey, vaultPaths, wipe, wipeEntries, writeEntry, type IdentitySecret,
 } from '../../src/vault/index.js';
 import {
-  acceptShared, containerMembers, exportShared, importShared, linkShared, openSharedContentKey, readSharedEntries, shareContainer,
-  unshareContainer, updateSharedEntries,
+  acceptShared, containerMembers, exportShared, importShared, linkShared, mergeShared, openSharedContentKey, readSharedEntries,
+  shareContainer, unshareContainer, updateSharedEntries,
 } from '../../src/vault/sharing/index.js';
 import { sealKey, signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
@@ -233,6 +233,78 @@ test('divergence: two members writing from the same base are never silently merg
   assert.equal([...read(alice, 'team').keys()], ['A', 'FROM_BOB', 'MORE']);
 });
 
+test('merge: two diverged versions become one that both members accept; conflicts need a side', async () => {
+  const { alice, bob, file } = await teamSetup();
+  const base = readFileSync(file);
+  write(alice, 'team', 'FROM_ALICE', '1');
+  const alices = readFileSync(file);
+  writeFileSync(file, base);
+  write(bob, 'team', 'FROM_BOB', '2');
+  const bobs = join(tempRoot(), 'bobs.stash');
+  copyFileSync(file, bobs);
+  writeFileSync(file, alices); // Alice's side is in place; Bob's is in another file
+  expectCode(() => read(bob, 'team'), 'SHARE_DIVERGED');
+  await new Promise((r) => setTimeout(r, 20));
+  const mergedAt = Date.now();
+  const r = mergeShared(alice.dir, alice.key, 'team', bobs);
+  assert.equal([r.outcome, r.revision, r.fromOther, r.conflicts], ['merged', 3, ['FROM_BOB'], []]);
+  const { changeTime } = await import('../../src/vault/container-body.js');
+  const key = openSharedContentKey(alice.dir, 'team', alice.secret);
+  const e = readSharedEntries(alice.dir, 'team', key);
+  const times = ['A', 'FROM_ALICE', 'FROM_BOB'].map((n) => changeTime(e, n));
+  assert.ok(times.every((t) => t > 0 && t < mergedAt), `each entry keeps the change time of its side, not the merge's: ${times}`);
+  wipeEntries(e);
+  wipe(key);
+  assert.equal([...read(alice, 'team')], [['A', 'alpha'], ['FROM_ALICE', '1'], ['FROM_BOB', '2']]);
+  assert.equal([...read(bob, 'team')], [['A', 'alpha'], ['FROM_ALICE', '1'], ['FROM_BOB', '2']], 'Bob accepts the merge as a later version, no accept needed');
+  const m = containerMembers(bob.dir, 'team');
+  assert.equal(m.members.map((x) => x.lastWrite), [3, 2], 'Alice merged (3); Bob\'s write (2) is carried');
+  // Merging again, or an older file, changes nothing; a later one is taken as it is.
+  assert.is(mergeShared(alice.dir, alice.key, 'team', bobs).outcome, 'unchanged');
+  const merged = readFileSync(file);
+  write(bob, 'team', 'LATER', '4');
+  const later = join(tempRoot(), 'later.stash');
+  copyFileSync(file, later);
+  writeFileSync(file, merged);
+  assert.equal([mergeShared(alice.dir, alice.key, 'team', later).outcome, readFileSync(file).equals(readFileSync(later))], ['fast-forward', true]);
+
+  // Both change A: refused without a side, and no byte written; --prefer picks one.
+  const before = readFileSync(file);
+  write(alice, 'team', 'A', 'alice-says');
+  const alicesA = readFileSync(file);
+  writeFileSync(file, before);
+  write(bob, 'team', 'A', 'bob-says');
+  const bobsA = join(tempRoot(), 'bobsA.stash');
+  copyFileSync(file, bobsA);
+  writeFileSync(file, alicesA);
+  const err = expectCode(() => mergeShared(alice.dir, alice.key, 'team', bobsA), 'SHARE_DIVERGED');
+  assert.match(err.message, /both versions changed A; nothing was written/);
+  assert.not.match(err.message, /says/, 'no value in the message');
+  assert.ok(readFileSync(file).equals(alicesA));
+  assert.equal(mergeShared(alice.dir, alice.key, 'team', bobsA, 'file').conflicts, ['A']);
+  assert.is(read(alice, 'team').get('A'), 'bob-says');
+  assert.is(read(bob, 'team').get('A'), 'bob-says');
+});
+
+test('merge across a membership change: the newer recipient list and its key win, the other side\'s writes are kept', async () => {
+  const { alice, bob, carol, file } = await teamSetup();
+  befriend(alice, carol, 'carol');
+  befriend(carol, alice, 'alice');
+  const base = readFileSync(file);
+  shareContainer(alice.dir, alice.key, 'team', [carol.pub]); // version 2, recipient list epoch 2
+  const alices = join(tempRoot(), 'alices.stash');
+  copyFileSync(file, alices);
+  writeFileSync(file, base);
+  write(bob, 'team', 'FROM_BOB', 'b'); // another version 2, on the epoch 1 list
+  const r = mergeShared(bob.dir, bob.key, 'team', alices);
+  assert.equal([r.outcome, r.revision, r.fromOther], ['merged', 3, []]);
+  const merged = decodeShared(readFileSync(file), file);
+  assert.equal([merged.membership.epoch, merged.membership.stanzas.length], [2, 3], "Alice's list (with Carol), as she signed it");
+  assert.is(read(alice, 'team').get('FROM_BOB'), 'b', 'Alice accepts it as a later version');
+  linkShared(carol.dir, carol.key, file, 'team');
+  assert.is(read(carol, 'team').get('FROM_BOB'), 'b', 'Carol, added on the other side, reads Bob\'s write');
+});
+
 test('unshare: the key is rotated, Bob is out of the new revision, his old copy still opens', async () => {
   const { alice, bob, file } = await teamSetup();
   // Bob works from his own checkout of the team's repository.
@@ -303,6 +375,21 @@ test('export refuses to overwrite a newer or diverged file; import updates a cop
   expectCode(() => exportShared(bob.dir, 'mirror', join(alice.root, 'vault', 'vault.json')), 'CONTAINER_EXISTS');
   removeContainer(bob.dir, 'mirror');
   assert.equal(listContainers(bob.dir), []);
+});
+
+test('history relations: one number with two contents is neither contained nor newer (one identity on two machines)', async () => {
+  const { covers, relate } = await import('../../src/vault/sharing/history.js');
+  const seen = (revision: number, hash: number, writes: Record<string, number>, epoch = 1) => ({
+    revision, epoch, hash: Buffer.alloc(32, hash), lastWrites: new Map(Object.entries(writes)), writer: 'a', writtenAt: 0,
+  });
+  const x = seen(3, 1, { a: 3, b: 1 });
+  const y = seen(3, 2, { a: 3, b: 1 });
+  assert.equal([covers(x, y), covers(y, x), relate(x, y)], [false, false, 'diverged']);
+  assert.equal([covers(x, x), relate(x, x)], [true, 'same']);
+  const later = seen(4, 3, { a: 3, b: 4 });
+  assert.equal([covers(later, x), covers(x, later), relate(x, later), relate(later, x)], [true, false, 'newer', 'rollback']);
+  const fork = seen(4, 4, { a: 2, b: 4 });
+  assert.equal([covers(fork, x), relate(x, fork), relate(x, seen(5, 5, { a: 3, b: 1 }, 0))], [false, 'diverged', 'rollback']);
 });
 
 test('compare-and-swap: a file changed between read and rename is not overwritten', async () => {

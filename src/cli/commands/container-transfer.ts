@@ -1,13 +1,13 @@
 /**
  * `stash container export NAME FILE | import FILE [--name NAME] |
- * link PATH [--name NAME]`: shared container files between vaults and places.
- * export needs no key (the file is already encrypted, and is verified, not
- * opened); import and link need the vault key, to open the file with this
- * vault's identity and to check its owner against the contacts.
+ * link PATH [--name NAME] | merge NAME FILE [--prefer SIDE]`: shared container
+ * files between vaults and places. export needs no key (the file is already
+ * encrypted, and is verified, not opened); import, link and merge need the
+ * vault key, to open files with this vault's identity (and to sign a merge).
  */
 import { UsageError } from '../../errors.js';
 import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
-import { exportShared, importShared, linkShared, type TransferResult } from '../../vault/sharing/index.js';
+import { exportShared, importShared, linkShared, mergeShared, type Prefer, type TransferResult } from '../../vault/sharing/index.js';
 import { out } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -15,6 +15,7 @@ import { Session } from '../session.js';
 export async function run(inv: Invocation): Promise<number> {
   const action = inv.command.path[1];
   if (action === 'export') return exportFile(inv.positionals[0]!, inv.positionals[1]!);
+  if (action === 'merge') return merge(inv);
   const file = inv.positionals[0]!;
   const name = typeof inv.values.name === 'string' ? inv.values.name : undefined;
   if (name !== undefined) validateContainerName(name);
@@ -63,4 +64,33 @@ function report(action: 'import' | 'link', r: TransferResult): void {
         : `Imported ${r.path} as ${r.name} (version ${r.revision}).`);
   }
   if (action === 'link') out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
+}
+
+async function merge(inv: Invocation): Promise<number> {
+  const [name, file] = inv.positionals as [string, string];
+  validateContainerName(name);
+  const raw = inv.values.prefer;
+  if (raw !== undefined && raw !== 'container' && raw !== 'file') throw new UsageError(`--prefer must be container or file, got ${JSON.stringify(raw)}`);
+  const prefer: Prefer = raw === undefined ? null : raw;
+  if (file.length === 0) throw new UsageError('FILE must not be empty');
+  const session = new Session(inv.values);
+  try {
+    const vaultKey = await session.vaultKey();
+    try {
+      const r = mergeShared(session.dir, vaultKey, name, file, prefer);
+      if (r.outcome === 'unchanged') out(`${file} adds nothing to ${name}: its version ${r.revision} already contains it.`);
+      else if (r.outcome === 'fast-forward') out(`${name} now holds version ${r.revision} from ${file}, which already contained everything of the version it replaced.`);
+      else {
+        out(`Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`);
+        if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
+        if (r.conflicts.length > 0) out(`Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`}.`);
+        out('An entry deleted on one side and kept on the other is kept: delete it again if it should go.');
+      }
+      return 0;
+    } finally {
+      wipe(vaultKey);
+    }
+  } finally {
+    session.close();
+  }
 }

@@ -53,6 +53,21 @@ export function relate(seen: SeenRevision, next: SeenRevision): Relation {
   return 'diverged';
 }
 
+/**
+ * True when `a` contains every write of `b`: no member's last write is lower
+ * in `a`, and `a` is at least as far along. (Membership epochs are not
+ * compared: merging judges them separately.)
+ */
+export function covers(a: SeenRevision, b: SeenRevision): boolean {
+  if (a.revision === b.revision) return a.hash.equals(b.hash); // one number, two contents: neither holds the other
+  if (a.revision < b.revision) return false;
+  for (const [member, n] of b.lastWrites) {
+    const m = a.lastWrites.get(member);
+    if (m !== undefined && m < n) return false;
+  }
+  return true;
+}
+
 /** "revision 7 (written by <who> at <when>)" for messages. */
 export function describeRevision(s: SeenRevision, nameOf: (ed25519Hex: string) => string): string {
   return `version ${s.revision} (written by ${nameOf(s.writer)} at ${new Date(s.writtenAt).toISOString()})`;
@@ -80,8 +95,9 @@ export function historyError(relation: Relation, seen: SeenRevision, next: SeenR
     'SHARE_DIVERGED',
     `${what} holds ${got}, but this vault last saw ${had}, and neither contains the other's changes: `
       + 'two members wrote at the same time, or one side of a conflict replaced the other. Nothing was read or written, so nothing is lost yet. '
-      + `Put back the version that has your changes (after a git conflict, git keeps yours in the working tree), `
-      + `or take this file as it is, giving up the changes it lacks (enter them again afterwards), with: stash container accept ${name}`,
+      + `To keep both, put the other version in a file and run: stash container merge ${name} FILE `
+      + `(after a git conflict: git show :3:<path> > FILE for theirs, :2: for yours). `
+      + `To take this file as it is and give up the changes it lacks, run: stash container accept ${name}`,
   );
 }
 

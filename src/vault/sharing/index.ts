@@ -10,3 +10,4 @@ export { openSharedContentKey, readSharedEntries, updateSharedEntries } from './
 export { importShared, linkShared, exportShared, acceptShared, type TransferResult } from './transfer.js';
 export type { PublicIdentity } from './verify.js';
 export { SHARED_VERSION, MAX_RECIPIENTS } from './format.js';
+export { mergeShared, type MergeResult, type Prefer } from './merge.js';

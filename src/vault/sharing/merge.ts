@@ -1,0 +1,169 @@
+/**
+ * Merging two versions of a shared container that diverged (two members wrote
+ * from the same base; a git conflict). The result is a new version that
+ * contains both: every entry of either side, the newer recipient list, and
+ * per member the later of their two last writes, so every member who saw
+ * either side accepts it as a later version, without `accept`.
+ *
+ * There is no common ancestor to consult, so an entry that both sides hold
+ * with different values is a conflict: refused, unless the caller says which
+ * side wins. An entry deleted on one side and kept on the other is kept.
+ */
+import { resolve } from 'node:path';
+import { NONCE_BYTES } from '../aead.js';
+import { wipeEntries, withChangeTimesFrom, type Entries } from '../container-body.js';
+import { VaultError } from '../errors.js';
+import { identityPublic, identitySecret } from '../identity.js';
+import { withVaultLock } from '../lock.js';
+import { requireVaultKey } from '../meta-file.js';
+import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
+import { decodeShared, type SharedFile } from './format.js';
+import { covers, historyError, relate, seenOf } from './history.js';
+import { assembleFile, commitRevision } from './revisions.js';
+import { openSharedBody, openStanza } from './shared-entries.js';
+import { loadShared, memberNamer, readSharedFile, recipientIndex, verifySignatures, type LoadedShared, type PublicIdentity } from './verify.js';
+
+export interface MergeResult {
+  outcome: 'merged' | 'fast-forward' | 'unchanged';
+  /** The version now in the container's file. */
+  revision: number;
+  /** Entries taken from the other file (new there, or changed there and chosen). */
+  fromOther: string[];
+  /** Entries both sides changed, and which side won. */
+  conflicts: string[];
+}
+
+/** Which side wins an entry that both versions hold with different values. */
+export type Prefer = 'container' | 'file' | null;
+
+function decrypt(l: LoadedShared, me: PublicIdentity, x25519Secret: Buffer): Entries {
+  const key = openStanza(l, me, x25519Secret);
+  try {
+    return openSharedBody(l, key);
+  } finally {
+    wipe(key);
+  }
+}
+
+/** The union of two entry maps, and the names both hold with different values. */
+function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[] } {
+  const merged = new Map<string, Uint8Array>(ours);
+  const fromOther: string[] = [];
+  const conflicts: string[] = [];
+  for (const [name, value] of theirs) {
+    const mine = ours.get(name);
+    if (mine === undefined) {
+      merged.set(name, value);
+      fromOther.push(name);
+    } else if (!constantTimeEqual(mine, value)) {
+      conflicts.push(name);
+      if (prefer === 'file') {
+        merged.set(name, value);
+        fromOther.push(name);
+      }
+    }
+  }
+  return { merged, fromOther, conflicts };
+}
+
+/**
+ * Merges the version at `otherPath` into container `name` of vault `dir`.
+ * Both files must pass every check but history (signatures, the pinned owner,
+ * this vault a recipient); the result must be a later version than the one
+ * this vault saw last. When one file already contains the other, the later
+ * one is simply kept.
+ */
+export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPath: string, prefer: Prefer = null): MergeResult {
+  requireVaultKey(dir, vaultKey);
+  const pub = identityPublic(dir, vaultKey);
+  const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
+  return withVaultLock(dir, () => {
+    const cur = loadShared(dir, name);
+    const record = cur.record;
+    if (!record) throw new VaultError('SHARE_UNTRUSTED_OWNER', `this vault has no record of shared container ${name}; run: stash container accept ${name}`);
+    verifySignatures(cur.file, cur.path, record.owner);
+    recipientIndex(cur, me);
+    const path = resolve(otherPath);
+    const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
+    const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
+    if (!file.membership.containerId.equals(cur.file.membership.containerId)) throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
+    verifySignatures(file, path, record.owner);
+    recipientIndex(other, me);
+    const nameOf = memberNamer(cur.file, me);
+    const toSeen = (next: LoadedShared['next'], what: string) => {
+      const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
+      if (err) throw err;
+    };
+    if (cur.next.hash.equals(other.next.hash) || (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)) {
+      toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
+      return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [] };
+    }
+    if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
+      toSeen(other.next, path);
+      commitRevision(dir, cur.path, cur.bytes, bytes, record);
+      return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [] };
+    }
+    return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
+      const ours = decrypt(cur, me, x25519Secret);
+      let theirs: Entries | null = null;
+      try {
+        theirs = decrypt(other, me, x25519Secret);
+        const { merged, fromOther, conflicts } = unite(ours, theirs, prefer);
+        if (conflicts.length > 0 && prefer === null) {
+          throw new VaultError(
+            'SHARE_DIVERGED',
+            `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${name}) or --prefer file (${path})`,
+          );
+        }
+        // Each entry keeps the change time of the side it was taken from.
+        const taken = new Set(fromOther);
+        withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs! : ours));
+        const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
+        const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
+        toSeen(result, 'the merged version');
+        commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
+        return { outcome: 'merged', revision: result.revision, fromOther, conflicts };
+      } finally {
+        wipeEntries(ours);
+        if (theirs) wipeEntries(theirs);
+      }
+    });
+  });
+}
+
+function withSecret<T>(dir: string, vaultKey: Buffer, fn: (x25519: Buffer, ed25519: Buffer) => T): T {
+  const s = identitySecret(dir, vaultKey);
+  try {
+    return fn(s.x25519, s.ed25519);
+  } finally {
+    wipe(s.x25519);
+    wipe(s.ed25519);
+  }
+}
+
+/**
+ * The merged file: the newer recipient list (bytes as signed by the owner) and
+ * its content key, the later revision + 1, per member the later last write.
+ */
+function build(la: LoadedShared, lb: LoadedShared, entries: Map<string, Uint8Array>, me: PublicIdentity, x25519Secret: Buffer, ed25519Secret: Buffer): Buffer {
+  const [a, b] = [la.file, lb.file];
+  if (a.membership.epoch === b.membership.epoch && !a.membershipBytes.equals(b.membershipBytes)) {
+    throw new VaultError('SHARE_DIVERGED', 'both versions changed who may open the container (the same recipient-list epoch, two different lists); only its owner can resolve that');
+  }
+  const [base, baseLoaded] = b.membership.epoch > a.membership.epoch ? [b, lb] : [a, la];
+  const key = openStanza(baseLoaded, me, x25519Secret);
+  try {
+    const stanzas = base.membership.stanzas;
+    const revision = Math.max(a.write.revision, b.write.revision) + 1;
+    const lastOf = (f: SharedFile, ed: Buffer) => {
+      const i = f.membership.stanzas.findIndex((s) => s.ed25519.equals(ed));
+      return i < 0 ? 0 : f.write.lastWrites[i]!;
+    };
+    const lastWrites = stanzas.map((s) => (s.ed25519.equals(me.ed25519) ? revision : Math.max(lastOf(a, s.ed25519), lastOf(b, s.ed25519))));
+    const write = { revision, writtenAt: Date.now(), writer: me.ed25519, lastWrites, bodyNonce: randomBytes(NONCE_BYTES) };
+    const membership = baseLoaded.bytes.subarray(0, base.membershipBytes.length + base.ownerSignature.length);
+    return assembleFile(membership, stanzas.length, write, key, entries, ed25519Secret);
+  } finally {
+    wipe(key);
+  }
+}
