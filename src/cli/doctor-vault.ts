@@ -42,6 +42,16 @@ function openModes(dir: string): string[] {
     /* reported as missing */
   }
   for (const n of names) check(join(p.containers, n), 0o600);
+  // Records of shared containers (src/vault/sharing/records.ts): not secret, but a vault's own files all stay private.
+  const shared = join(dir, 'shared');
+  if (stat(shared)) {
+    check(shared, 0o700);
+    try {
+      for (const n of readdirSync(shared).filter((x) => x.endsWith('.json'))) check(join(shared, n), 0o600);
+    } catch {
+      /* unreadable: the mode check above reports the folder */
+    }
+  }
   return found;
 }
 

@@ -145,11 +145,17 @@ test('vault files readable by others and a missing vault are reported', async ()
     await t.initVault(['work']);
     chmodSync(join(t.vault, 'vault.json'), 0o644);
     chmodSync(join(t.vault, 'containers'), 0o755);
+    // The records of shared containers (shared/<name>.json) are held to the same modes.
+    mkdirSync(join(t.vault, 'shared'), { mode: 0o755 });
+    chmodSync(join(t.vault, 'shared'), 0o755);
+    writeFileSync(join(t.vault, 'shared', 'team.json'), '{}', { mode: 0o644 });
     const open = await doctor(t);
     const perms = check(open.report, 'vault permissions');
     assert.is(perms.status, 'fail');
     assert.ok(perms.detail.includes(`${join(t.vault, 'vault.json')} is 0644 (want 0600)`), perms.detail);
     assert.ok(perms.detail.includes(`${join(t.vault, 'containers')} is 0755 (want 0700)`));
+    assert.ok(perms.detail.includes(`${join(t.vault, 'shared')} is 0755 (want 0700)`), perms.detail);
+    assert.ok(perms.detail.includes(`${join(t.vault, 'shared', 'team.json')} is 0644 (want 0600)`), perms.detail);
     assert.is(perms.fix, `chmod -R go-rwx ${t.vault}`);
   } finally {
     await t.dispose();

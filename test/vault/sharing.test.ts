@@ -117,6 +117,11 @@ test('private containers are untouched: version 1, no record, members = the owne
   const m = containerMembers(alice.dir, 'solo');
   assert.equal([m.shared, m.members.length, m.members[0]!.owner, m.members[0]!.you, m.writer], [false, 1, true, true, null]);
   expectCode(() => exportShared(alice.dir, 'solo', join(alice.root, 'x.stash')), 'SHARE_NOT_SHARED');
+  const bob = await person();
+  const err = expectCode(() => linkShared(bob.dir, bob.key, c.path, 'solo'), 'SHARE_NOT_SHARED', 'a private container file elsewhere');
+  assert.match(err.message, /is a private container of one vault/);
+  writeFileSync(join(bob.root, 'notes.txt'), 'hello');
+  assert.match(expectCode(() => importShared(bob.dir, bob.key, join(bob.root, 'notes.txt')), 'CONTAINER_CORRUPT').message, /is not a stash container file/);
   expectCode(() => unshareContainer(alice.dir, alice.key, 'solo', []), 'SHARE_NOT_SHARED');
 });
 

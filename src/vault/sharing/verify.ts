@@ -51,6 +51,11 @@ function corrupt(path: string, why: string): VaultError {
 export function readSharedFile(path: string, missing: () => VaultError): { bytes: Buffer; file: SharedFile } {
   const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, (size) => corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`));
   if (bytes === null) throw missing();
+  const version = containerVersion(bytes);
+  if (version === null) throw corrupt(path, 'it is not a stash container file');
+  if (version === 1) {
+    throw new VaultError('SHARE_NOT_SHARED', `${path} is a private container of one vault and cannot be opened elsewhere; its owner shares it first (stash container share NAME CONTACT), then exports that`);
+  }
   return { bytes, file: decodeShared(bytes, path) };
 }
 
