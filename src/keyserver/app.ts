@@ -142,7 +142,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
 
   router.get('/v1/status', (ctx) => {
     const s = service.status();
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), replication_peers: service.peerStatus() }));
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...service.storeRecovery(), replication_peers: service.peerStatus() }));
   });
 
   router.post('/v1/replicate', async (ctx) => {

@@ -203,8 +203,15 @@ export class ShareService {
     return this.deps.replicator?.peers() ?? [];
   }
 
+  /** What the store's start-up check skipped (JSON status only; the counts are in status()). */
+  storeRecovery(): { store_skipped: Array<{ from: number; to: number; reason: string }>; store_damaged_copy: string | null } {
+    const r = this.deps.store.recovery;
+    return { store_skipped: r.skipped.map((x) => ({ from: x.from, to: x.to, reason: x.reason })), store_damaged_copy: r.damagedCopy ?? null };
+  }
+
   status(): StatusResponse {
     const s = this.deps.store.stats();
+    const skipped = this.deps.store.recovery.skipped;
     return {
       replication_pending: this.deps.replicator?.pending() ?? 0,
       replication_last_sequence: s.lastSequence,
@@ -214,6 +221,8 @@ export class ShareService {
       uptime_seconds: Math.floor((this.deps.clock.now() - this.startedAt) / 1000),
       server_id: this.deps.config.serverId,
       origin_epoch: this.deps.config.originEpoch,
+      store_skipped_ranges: skipped.length,
+      store_skipped_bytes: skipped.reduce((n, r) => n + r.to - r.from, 0),
     };
   }
 }

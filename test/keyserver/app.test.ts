@@ -139,7 +139,10 @@ test('JSON for curl: create, fetch, errors, status and topology', async () => {
     assert.is(bin.headers['content-type'], BINARY, 'binary by default');
     const decoded = decodeStatus(bin.body, (m) => new Error(m));
     assert.is(decoded.replication_last_sequence, sj.replication_last_sequence);
-    const { replication_peers: peers, ...fields } = sj;
+    assert.is(sj.store_skipped_ranges, 0);
+    assert.equal(sj.store_skipped, [], 'JSON lists what the start-up check skipped');
+    assert.is(sj.store_damaged_copy, null);
+    const { replication_peers: peers, store_skipped: _skipped, store_damaged_copy: _copy, ...fields } = sj;
     assert.equal(peers, [], 'JSON adds per-peer lag; no peers configured');
     assert.equal(await status(s.url), { ...fields, uptime_seconds: decoded.uptime_seconds });
 

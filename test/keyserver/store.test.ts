@@ -148,30 +148,6 @@ test('a torn tail is cut at the last good record; the damaged file is kept aside
   }
 });
 
-test('a corrupt record in the middle: the prefix survives, the rest is cut', async () => {
-  const dir = tempDir('store');
-  const clock = new ManualClock();
-  try {
-    const codes = await fillAndClose(dir.path, clock, 10);
-    const log = join(dir.path, 'store.log');
-    const bytes = readFileSync(log);
-    const recordSize = (bytes.length - 8) / 10;
-    assert.ok(Number.isInteger(recordSize), 'equal-size records');
-    bytes[8 + recordSize * 6 + 30]! ^= 0x40; // flip one bit inside record 7
-    writeFileSync(log, bytes);
-    const logger = new MemoryLogger();
-    const store = await ShareStore.open(options(dir.path, clock, logger));
-    for (const c of codes.slice(0, 6)) assert.is(store.lookup(c).state, 'pending');
-    for (const c of codes.slice(6)) assert.is(store.lookup(c).state, 'missing');
-    assert.match(logger.text(), /checksum mismatch at offset \d+ .* kept the 6 record\(s\)/);
-    assert.is(statSync(log).size, 8 + recordSize * 6);
-    assert.ok(readdirSync(dir.path).some((n) => n.startsWith('store.log.damaged-')));
-    await store.close();
-  } finally {
-    dir.remove();
-  }
-});
-
 test('a file that is not a store log starts an empty store, loudly, and is moved aside', async () => {
   const dir = tempDir('store');
   const clock = new ManualClock();

@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import type { ServerConfig } from '../cli/options.js';
 import { systemClock } from '../clock.js';
 import { generateShareCode } from '../share-code.js';
-import { encodeRecord } from '../store/records.js';
+import { encodeLogRecord } from '../store/log-format.js';
 import { ShareStore } from '../store/share-store.js';
 import { benchStateDir, preloadShares, quietLogger, storeBytesOnDisk } from './bench-server.js';
 import { concurrencyOf, stateDirGiven } from './settings.js';
@@ -46,7 +46,7 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
     if (config.preloadShares > 0) await preloadShares(store, config, config.preloadShares, [key]);
     // Record size without the address, to pad the address towards --payload-bytes.
     const probeCode = generateShareCode(config.serverId, config.serverId);
-    const probe = (email: string) => encodeRecord({
+    const probe = (email: string) => encodeLogRecord({
       type: 'putShare',
       stamp: { origin: config.serverId, epoch: 0, seq: 1 },
       share: { code: probeCode.canonical, publicKey: key, email, createdAt: 0, expiresAt: 0, tokenHash: Buffer.alloc(32), verifiedAt: 0, fetchCount: 0, stamp: { origin: 0, epoch: 0, seq: 1 } },

@@ -41,7 +41,7 @@ export async function resyncPeer(config: ServerConfig, opts: ResyncOptions): Pro
   const token = config.replicationToken;
   if (token === undefined) throw new UsageError('resync-peer needs --replication-token (the cluster\'s shared token)');
   const state = await readStateReadOnly(config.stateDir, config.serverId);
-  if (state.stoppedAt) opts.logger.warn(`resync-peer: read ${state.records} record(s) of ${config.stateDir}; stopped at ${state.stoppedAt}`);
+  if (state.skipped) opts.logger.warn(`resync-peer: read ${state.records} record(s) of ${config.stateDir}; skipped ${state.skipped}`);
   const events = snapshotEvents(state.index, opts.clock.now());
   const result: ResyncResult = { shares: 0, pending: 0, tombstones: 0, batches: 0, applied: 0, unchanged: 0, peerServerId: undefined };
   for (const ev of events) {

@@ -12,7 +12,8 @@ import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
-import { MAGIC, writeRecord, type ShareState, type StoreRecord } from './records.js';
+import { MAGIC_V2, writeLogRecord } from './log-format.js';
+import type { ShareState, StoreRecord } from './records.js';
 import type { Tombstone } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
 
@@ -59,8 +60,8 @@ export async function compactLog(args: {
     // 2. The snapshot, in chunks of about 1 MiB encoded into one buffer each: each await lets requests run.
     // One buffer for every chunk: it is reused once its bytes are written.
     const w = new Writer(CHUNK + 4096);
-    w.bytes(MAGIC);
-    writeRecord(w, snap.checkpoint);
+    w.bytes(MAGIC_V2);
+    writeLogRecord(w, snap.checkpoint);
     const flush = async () => {
       await write(w.finish());
       w.reset();
@@ -68,16 +69,16 @@ export async function compactLog(args: {
     for (const share of snap.shares) {
       if (share.expiresAt <= now) continue;
       kept++;
-      writeRecord(w, { type: 'putShare', stamp: share.stamp, share });
+      writeLogRecord(w, { type: 'putShare', stamp: share.stamp, share });
       // The put carries the count; this record keeps the stamp of the fetch that set it.
-      if (share.fetchStamp) writeRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+      if (share.fetchStamp) writeLogRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
       if (w.length >= CHUNK) await flush();
     }
     for (const t of snap.tombstones) {
-      writeRecord(w, { type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
+      writeLogRecord(w, { type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
       if (w.length >= CHUNK) await flush();
     }
-    for (const ack of snap.acks) writeRecord(w, ack);
+    for (const ack of snap.acks) writeLogRecord(w, ack);
     if (w.length > 0) await write(w.finish());
     await out.sync();
 

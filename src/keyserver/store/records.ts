@@ -1,7 +1,7 @@
 /**
- * Record layout of the store log (docs/key-server.md, "Store format").
+ * Records of the store log and of replication (docs/key-server.md, "Store
+ * format"); how the log file holds them is log-format.ts.
  *
- *   file   = magic "SKSLOG" 0x00 0x01, then records
  *   record = u32 length | u8 type | payload (length-1 bytes) | u32 crc32c(length..payload)
  *
  * Every payload starts with the replication stamp (origin server id,
@@ -12,7 +12,6 @@
 import { Reader, Writer } from '../wire/codec.js';
 import { crc32c } from './crc32c.js';
 
-export const MAGIC = Buffer.from([0x53, 0x4b, 0x53, 0x4c, 0x4f, 0x47, 0x00, 0x01]);
 /** A length above this is damage, not data: real records are < 1 KiB. */
 export const MAX_RECORD = 64 * 1024;
 export const FRAME_OVERHEAD = 8;

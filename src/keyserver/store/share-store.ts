@@ -22,10 +22,11 @@ import { StashError } from '../../errors.js';
 import { compactLog, type CompactionResult } from './compaction.js';
 import { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
-import { encodeRecord, writeRecord, type ShareState, type Stamp, type StoreRecord } from './records.js';
-import { openAndRecover } from './recovery.js';
+import { encodeLogRecord, writeLogRecord } from './log-format.js';
+import type { ShareState, Stamp, StoreRecord } from './records.js';
+import { openAndRecover, type SkippedRange } from './recovery.js';
 import { ShareIndex, laterOfOrigin, snapshotEvents } from './share-index.js';
-import { COMPACT_NAME, LOG_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
+import { COMPACT_NAME, LOG_NAME, REPAIR_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
 
 export interface StoreOptions {
   dir: string;
@@ -76,6 +77,14 @@ export interface RemoteApplyResult {
   changed: StoreRecord[];
 }
 
+/** What the start-up check found: records read, byte ranges it had to skip, where the damaged file went. */
+export interface StoreRecovery {
+  records: number;
+  skipped: SkippedRange[];
+  damagedCopy: string | undefined;
+  startedEmpty: boolean;
+}
+
 export interface StoreStats {
   sharesLive: number;
   sharesPending: number;
@@ -102,8 +111,8 @@ export class ShareStore {
   private closed = false;
   private readonly listeners: Array<(change: ChangeKey) => void> = [];
   compactions = 0;
-  /** What the startup check found (for logs and tests). */
-  recovery: { records: number; damagedCopy: string | undefined; startedEmpty: boolean } = { records: 0, damagedCopy: undefined, startedEmpty: true };
+  /** What the startup check found (for logs, status and tests). */
+  recovery: StoreRecovery = { records: 0, skipped: [], damagedCopy: undefined, startedEmpty: true };
 
   private constructor(private readonly opts: StoreOptions) {
     this.index = new ShareIndex(opts.serverId);
@@ -115,13 +124,16 @@ export class ShareStore {
     await prepareStateDir(opts.dir);
     store.releaseLock = await lockStateDir(opts.dir);
     try {
-      // A compaction interrupted by a crash never renamed its file: the log is intact.
+      // A compaction or repair interrupted by a crash never renamed its file: the log is intact.
       await rm(join(opts.dir, COMPACT_NAME), { force: true });
-      const result = await openAndRecover(join(opts.dir, LOG_NAME), (rec) => store.index.apply(rec), opts.logger, () => syncDirectory(opts.dir));
+      await rm(join(opts.dir, REPAIR_NAME), { force: true });
+      const result = await openAndRecover(
+        join(opts.dir, LOG_NAME), (rec) => store.index.apply(rec), opts.logger, () => syncDirectory(opts.dir), undefined, join(opts.dir, REPAIR_NAME),
+      );
       store.writer = new LogWriter(result.handle, result.size, opts.logger);
       // 0, not the loaded size: a big log inherited from before a restart is compacted at the threshold.
       store.baseline = 0;
-      store.recovery = { records: result.records, damagedCopy: result.damagedCopy, startedEmpty: result.startedEmpty };
+      store.recovery = { records: result.records, skipped: result.skipped, damagedCopy: result.damagedCopy, startedEmpty: result.startedEmpty };
       opts.logger.info(
         `store: ${result.records} record(s) read from ${join(opts.dir, LOG_NAME)} (${result.size} bytes); ` +
           `${store.index.shares.size} share(s), ${store.index.pending} pending verification`,
@@ -143,7 +155,7 @@ export class ShareStore {
   }
 
   private append(rec: StoreRecord): Promise<void> {
-    return this.writer.append(encodeRecord(rec), () => this.applyDurable(rec)).then(() => this.maybeCompact());
+    return this.writer.append(encodeLogRecord(rec), () => this.applyDurable(rec)).then(() => this.maybeCompact());
   }
 
   /** Applies a record that is now on disk and tells replication what changed. */
@@ -337,7 +349,7 @@ export class ShareStore {
         continue;
       }
       const rec = { type: 'fetchCount' as const, stamp: this.stamp(), code, fetchCount: count };
-      writeRecord(w, rec);
+      writeLogRecord(w, rec);
       recs.push(rec);
     }
     this.dirtyFetches.clear();

@@ -10,6 +10,8 @@ import { StashError } from '../../errors.js';
 
 export const LOG_NAME = 'store.log';
 export const COMPACT_NAME = 'store.log.compact';
+/** A clean copy the start-up check writes before it replaces a damaged log. */
+export const REPAIR_NAME = 'store.log.repair';
 export const LOCK_NAME = 'lock';
 
 /** Creates `dir` (mode 0700) if needed. */

@@ -69,6 +69,8 @@ export const statusFields = {
   uptime_seconds: 6,
   server_id: 7,
   origin_epoch: 8,
+  store_skipped_ranges: 9,
+  store_skipped_bytes: 10,
 } as const;
 export type StatusField = keyof typeof statusFields;
 export type StatusResponse = Record<StatusField, number>;
