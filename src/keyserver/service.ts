@@ -15,7 +15,7 @@ import type { Mailer } from './mailer.js';
 import { generateShareCode, parseShareCode } from './share-code.js';
 import type { ShareStore } from './store/share-store.js';
 import type { PeerStatus, Replicator } from './replication/outbound.js';
-import { maskEmail, validateEmail, validatePublicKey } from './validate.js';
+import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
 import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
 
 /** The configuration a running server settled on (URLs resolved, epoch fixed). */
@@ -84,7 +84,8 @@ export class ShareService {
     const { config, store, clock } = this.deps;
     const key = validatePublicKey(publicKey);
     const email = validateEmail(rawEmail);
-    const emailKey = email.toLowerCase();
+    // Counted per mailbox: sub-addresses (victim+1@, victim+2@, ...) share one limit.
+    const emailKey = mailboxKey(email);
     const perAddress = this.deps.emailLimiter.check(emailKey);
     if (!perAddress.ok) {
       throw new RateLimitedError(

@@ -93,6 +93,20 @@ export function validateEmail(input: string): string {
   return `${local}@${domain.toLowerCase()}`;
 }
 
+/**
+ * The mailbox an address delivers to, for the per-address mail limit: the
+ * local part up to its first `+` (sub-addressing: `victim+1@`, `victim+2@`
+ * reach the same mailbox at most providers) and, like the domain, compared
+ * in lower case (nearly every mail system delivers regardless of case).
+ * Takes an address validateEmail accepted.
+ */
+export function mailboxKey(email: string): string {
+  const at = email.lastIndexOf('@');
+  const local = email.slice(0, at);
+  const plus = local.indexOf('+');
+  return `${plus === -1 ? local : local.slice(0, plus)}@${email.slice(at + 1)}`.toLowerCase();
+}
+
 /** `a***@example.org`: enough to recognise one's own address, not to harvest it. */
 export function maskEmail(email: string): string {
   const at = email.lastIndexOf('@');

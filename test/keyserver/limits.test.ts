@@ -1,6 +1,6 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { publish } from '../../src/keyserver/client.js';
+import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { RequestLimiter } from '../../src/keyserver/limits/token-bucket.js';
 import { WindowLimiter } from '../../src/keyserver/limits/window-limiter.js';
 import { addressKey } from '../../src/keyserver/http/client-address.js';
@@ -99,6 +99,36 @@ test('5 verification mails per address per hour: the 6th is refused, others are 
     }
     clock.advance(50 * 60_000);
     assert.is((await create(s.url, 'kim@example.org')).status, 201, 'recovered after the hour');
+  } finally {
+    await s.stop();
+  }
+});
+
+test('the mail limit counts per mailbox: sub-addresses (victim+N@) and upper-case domains share the limit; the share keeps the address as given (domain in lower case)', async () => {
+  const clock = new ManualClock(Date.now());
+  const s = await startTestServer({ clock, config: { rateLimitPerMinute: 0 } });
+  try {
+    for (let i = 0; i < 5; i++) assert.is((await create(s.url, 'victim@example.org')).status, 201);
+    for (let n = 1; n <= 6; n++) {
+      const refused = await create(s.url, `victim+${n}@example.org`);
+      assert.is(refused.status, 429, `victim+${n}@ is the same mailbox`);
+      assert.ok(Number(refused.headers['retry-after']) > 0, 'Retry-After');
+      assert.is(refused.json().error.limit, 'emails-per-address');
+    }
+    assert.is((await create(s.url, 'victim@EXAMPLE.ORG')).status, 429, 'the domain is compared in lower case');
+    assert.is((await create(s.url, 'Victim+x@Example.Org')).status, 429);
+    assert.is(s.sink.mails().length, 5, 'no sixth mail');
+    // Another mailbox of the same domain, and the same local part elsewhere, are not affected.
+    assert.is((await create(s.url, 'victim2@example.org')).status, 201);
+    assert.is((await create(s.url, 'victim@example.net')).status, 201);
+
+    const c = await create(s.url, 'Ann+Keys@Example.ORG');
+    assert.is(c.status, 201);
+    await http(s.sink.lastLink('Ann+Keys@example.org'), { method: 'POST' });
+    const fetched = await fetchShare(s.url, c.json().code);
+    assert.is(fetched.email, 'Ann+Keys@example.org', 'the share keeps the sub-address and the case of the local part (domains are stored in lower case)');
+    for (let i = 0; i < 4; i++) assert.is((await create(s.url, `ann+${i}@example.org`)).status, 201);
+    assert.is((await create(s.url, 'ANN@example.org')).status, 429, 'one mailbox: ann');
   } finally {
     await s.stop();
   }
