@@ -16,15 +16,46 @@ export function agentCommand(): { command: string; args: string[] } {
   return { command: process.execPath, args: [join(packageRoot, 'bin', 'stash.js'), '__agent'] };
 }
 
-async function startAgent(): Promise<void> {
+/** What became of the agent we started, while we wait for its socket. */
+interface Started {
+  /** Its exit status once it exited (0: it lost the race to another agent, which will answer). */
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  spawnError: string | null;
+}
+
+async function startAgent(): Promise<Started> {
   // Loaded here, not at the top: a command that finds the agent running (`stash get`) spawns nothing.
   const { spawn } = await import('node:child_process');
   const { command, args } = agentCommand();
+  const started: Started = { exitCode: null, signal: null, spawnError: null };
   const child = spawn(command, args, { detached: true, stdio: 'ignore', env: process.env, windowsHide: true });
-  child.on('error', () => {
-    /* reported below as "did not come up" */
+  child.on('error', (err) => {
+    started.spawnError = err.message;
+  });
+  child.on('exit', (code, signal) => {
+    started.exitCode = code;
+    started.signal = signal;
   });
   child.unref();
+  return started;
+}
+
+/** Where the agent logs, as a person should look for it (log.ts decides the same way). */
+async function logHint(): Promise<string> {
+  const { describeLogTarget } = await import('./log.js');
+  return `see its log: ${describeLogTarget()}`;
+}
+
+/**
+ * The settings a new agent would read, checked here first: an agent that
+ * cannot start for a bad config value is reported at once, with the file and
+ * line or the variable, by the command the user typed (ConfigError, exit 78),
+ * instead of after a wait for a socket that never comes.
+ */
+async function checkSettings(): Promise<void> {
+  const { agentSettings } = await import('./config.js');
+  await agentSettings(process.env);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +83,8 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
       throw new AgentError('AGENT_UNAVAILABLE', `no agent answers at ${endpoint.path} (${code || (err as Error).message})`);
     }
   }
-  await startAgent();
+  await checkSettings();
+  const started = await startAgent();
   const deadline = Date.now() + (opts.waitMs ?? 5000);
   let delay = 10;
   let last = '';
@@ -64,6 +96,12 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
     } catch (err) {
       last = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     }
+    // An agent that died at start will never answer: say so now, not after the whole wait.
+    if (started.spawnError !== null) throw new AgentError('AGENT_UNAVAILABLE', `could not start the agent (${started.spawnError})`);
+    if (started.signal !== null || (started.exitCode !== null && started.exitCode !== 0)) {
+      const how = started.signal !== null ? `was killed by ${started.signal}` : `exited with status ${started.exitCode}`;
+      throw new AgentError('AGENT_UNAVAILABLE', `the agent ${how} as it started; ${await logHint()}`);
+    }
   }
-  throw new AgentError('AGENT_UNAVAILABLE', `started an agent but it did not answer at ${endpoint.path} within ${opts.waitMs ?? 5000} ms (${last}); see its log (STASH_SESSION_AGENT_LOG, syslog, or ~/.local/state/stash/agent.log)`);
+  throw new AgentError('AGENT_UNAVAILABLE', `started an agent but it did not answer at ${endpoint.path} within ${opts.waitMs ?? 5000} ms (${last}); ${await logHint()}`);
 }

@@ -5,7 +5,9 @@
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
  * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend;
  * top-level key_server_url. Unknown keys and wrong types are errors naming the
- * file, the key and what was expected.
+ * file, the line, the key and what was expected. agentSettings() adds the
+ * agent's environment-only settings: the CLI runs it before it starts an
+ * agent, so a bad value is reported at once by the command the user typed.
  */
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -59,13 +61,86 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
   try {
     return parse(text) as Record<string, unknown>;
   } catch (err) {
-    throw new ConfigError(`${path}: not valid TOML: ${errorMessage(err).split('\n')[0]}`);
+    // smol-toml's TomlError has the position; its message adds a code excerpt we leave out.
+    const line = (err as { line?: unknown }).line;
+    const where = typeof line === 'number' ? `${path}:${line}` : path;
+    throw new ConfigError(`${where}: not valid TOML: ${errorMessage(err).split('\n')[0]!.replace(/^Invalid TOML document: /, '')}`);
   }
 }
 
-function fileBoolean(path: string, key: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new ConfigError(`${path}: ${key} must be a boolean (true or false), got ${JSON.stringify(value)}`);
+/**
+ * The 1-based line where `key` is set, in `[table]` (null: at the top level),
+ * for error messages; null when it cannot be found. TOML allows the same key
+ * to be written several ways (`[agent]` then `k = v`, `agent.k = v`, an inline
+ * table); this recognises those forms, which is all an error message needs.
+ */
+export function keyLine(text: string, table: string | null, key: string): number | null {
+  const bare = (k: string): string => k.trim().replace(/^"(.*)"$/, '$1');
+  const lines = text.split(/\r?\n/);
+  let current: string | null = null;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!.replace(/^\s+/, '');
+    const header = /^\[\[?([^\]]+)\]/.exec(line);
+    if (header) {
+      current = header[1]!.split('.').map(bare).join('.');
+      // A table named like the key (`[agnet]` for an unknown top-level key "agnet").
+      if (table === null && current.split('.')[0] === key) return i + 1;
+      continue;
+    }
+    const assign = /^([A-Za-z0-9_\-."' ]+?)\s*=/.exec(line);
+    if (!assign) continue;
+    const path = [...(current ? current.split('.') : []), ...assign[1]!.split('.').map(bare)];
+    const want = table === null ? [key] : [table, key];
+    if (want.every((w, j) => path[j] === w)) return i + 1;
+    // An inline table: `agent = { prevent_sleep = 1 }`.
+    if (table !== null && path.length === 1 && path[0] === table && line.includes(key)) return i + 1;
+  }
+  return null;
+}
+
+function fileBoolean(where: string, key: string, value: unknown): boolean {
+  if (typeof value !== 'boolean') throw new ConfigError(`${where}: ${key} must be a boolean (true or false), got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
+function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, defaultMs: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return defaultMs;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name} must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 100))}`);
+  return n * 1000;
+}
+
+/** The agent's idle time before it exits: 10 minutes, or STASH_AGENT_IDLE_SECONDS (tests). */
+export function idleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return secondsFromEnv(env, 'STASH_AGENT_IDLE_SECONDS', 600_000);
+}
+
+/**
+ * A connection with no traffic for this long is closed: 5 minutes, or
+ * STASH_AGENT_CONNECTION_IDLE_SECONDS (tests). Clients reconnect on their next
+ * request (client.ts), so a command that waits longer (a password prompt, a
+ * long `stash env` child) loses nothing.
+ */
+export function connectionIdleMs(env: NodeJS.ProcessEnv = process.env): number {
+  return secondsFromEnv(env, 'STASH_AGENT_CONNECTION_IDLE_SECONDS', 300_000);
+}
+
+export interface AgentSettings {
+  config: StashConfig;
+  idleMs: number;
+  connectionIdleMs: number;
+}
+
+/**
+ * Everything the agent reads from its config file and environment, checked
+ * the way the agent checks it: a ConfigError here is exactly what would stop
+ * an agent from starting.
+ */
+export async function agentSettings(env: NodeJS.ProcessEnv = process.env): Promise<AgentSettings> {
+  const config = await loadConfig(env);
+  return { config, idleMs: idleMs(env), connectionIdleMs: connectionIdleMs(env) };
 }
 
 /** Loads the config file (if any) and applies environment overrides. */
@@ -90,32 +165,37 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   };
   if (text !== null) {
     const doc = await parseToml(path, text);
+    // "file:line" of a key, for every error below (a person fixes a line, not a key path).
+    const at = (table: string | null, key: string): string => {
+      const line = keyLine(text!, table, key);
+      return line === null ? path : `${path}:${line}`;
+    };
     for (const key of Object.keys(doc)) {
-      if (!(TOP_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${path}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`);
+      if (!(TOP_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at(null, key)}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`);
     }
     if (doc.key_server_url !== undefined) {
       const url = doc.key_server_url;
       if (typeof url !== 'string' || !/^https?:\/\//.test(url) || !URL.canParse(url)) {
-        throw new ConfigError(`${path}: key_server_url must be an http(s) URL string, got ${JSON.stringify(url)}`);
+        throw new ConfigError(`${at(null, 'key_server_url')}: key_server_url must be an http(s) URL string, got ${JSON.stringify(url)}`);
       }
       config.keyServerUrl = { value: url, source: 'file', from: 'key_server_url' };
     }
     const agent = doc.agent;
     if (agent !== undefined) {
-      if (typeof agent !== 'object' || agent === null || Array.isArray(agent)) throw new ConfigError(`${path}: agent must be a table ([agent])`);
+      if (typeof agent !== 'object' || agent === null || Array.isArray(agent)) throw new ConfigError(`${at(null, 'agent')}: agent must be a table ([agent])`);
       const table = agent as Record<string, unknown>;
       for (const key of Object.keys(table)) {
-        if (!(AGENT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${path}: unknown key "agent.${key}"; known keys: ${AGENT_KEYS.map((k) => `agent.${k}`).join(', ')}`);
+        if (!(AGENT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('agent', key)}: unknown key "agent.${key}"; known keys: ${AGENT_KEYS.map((k) => `agent.${k}`).join(', ')}`);
       }
       const prevent = table.prevent_sleep;
       const alias = table.suspend_inhibit;
       if (prevent !== undefined && alias !== undefined && prevent !== alias) {
-        throw new ConfigError(`${path}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`);
+        throw new ConfigError(`${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`);
       }
-      if (prevent !== undefined) config.preventSleep = { value: fileBoolean(path, 'agent.prevent_sleep', prevent), source: 'file', from: 'agent.prevent_sleep' };
-      else if (alias !== undefined) config.preventSleep = { value: fileBoolean(path, 'agent.suspend_inhibit', alias), source: 'file', from: 'agent.suspend_inhibit' };
+      if (prevent !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'prevent_sleep'), 'agent.prevent_sleep', prevent), source: 'file', from: 'agent.prevent_sleep' };
+      else if (alias !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'suspend_inhibit'), 'agent.suspend_inhibit', alias), source: 'file', from: 'agent.suspend_inhibit' };
       if (table.terminate_on_suspend !== undefined) {
-        config.terminateOnSuspend = { value: fileBoolean(path, 'agent.terminate_on_suspend', table.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
+        config.terminateOnSuspend = { value: fileBoolean(at('agent', 'terminate_on_suspend'), 'agent.terminate_on_suspend', table.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
       }
     }
   }

@@ -68,6 +68,19 @@ function systemLogPresent(): boolean {
   return true;
 }
 
+/**
+ * Where an agent started with `env` logs, in words for a person (messages
+ * that say "see its log"). Mirrors createLogger without opening anything.
+ */
+export function describeLogTarget(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.STASH_SESSION_AGENT_LOG) return `the file ${env.STASH_SESSION_AGENT_LOG} (STASH_SESSION_AGENT_LOG)`;
+  if (process.platform === 'win32') return 'the Windows Event Log, source "stash Agent"';
+  const file = fallbackLogPath(env);
+  // The agent falls back to the file when it cannot open the system log (no addon, say).
+  if (systemLogPresent()) return `the system log (syslog, identity stash-agent), or ${file} when that cannot be opened`;
+  return file;
+}
+
 /** Picks the log target for this environment. */
 export async function createLogger(env: NodeJS.ProcessEnv = process.env): Promise<Logger> {
   const explicit = env.STASH_SESSION_AGENT_LOG;

@@ -8,36 +8,12 @@ import type { Socket } from 'node:net';
 import { errorMessage } from '../errors.js';
 import { Agent, type Activities } from './agent.js';
 import { KeyCache } from './cache.js';
-import { loadConfig, type StashConfig } from './config.js';
+import { agentSettings, type StashConfig } from './config.js';
 import { AgentConnection } from './connection.js';
 import { MAX_CONNECTIONS, MAX_ENTRIES } from './limits.js';
 import { AgentRunningError, claimEndpoint, stillOurs } from './listener.js';
 import { createLogger, type Logger } from './log.js';
 import { agentEndpoint, ensureAgentDir } from './paths.js';
-
-/** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
-function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, defaultMs: number): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return defaultMs;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number of seconds, got ${JSON.stringify(raw)}`);
-  return n * 1000;
-}
-
-/** Idle time before exit: 10 minutes, or STASH_AGENT_IDLE_SECONDS (tests). */
-export function idleMs(env: NodeJS.ProcessEnv = process.env): number {
-  return secondsFromEnv(env, 'STASH_AGENT_IDLE_SECONDS', 600_000);
-}
-
-/**
- * A connection with no traffic for this long is closed: 5 minutes, or
- * STASH_AGENT_CONNECTION_IDLE_SECONDS (tests). Clients reconnect on their next
- * request (client.ts), so a command that waits longer (a password prompt, a
- * long `stash env` child) loses nothing.
- */
-export function connectionIdleMs(env: NodeJS.ProcessEnv = process.env): number {
-  return secondsFromEnv(env, 'STASH_AGENT_CONNECTION_IDLE_SECONDS', 300_000);
-}
 
 function describeSetting(s: StashConfig['preventSleep']): Record<string, unknown> {
   return { value: s.value, source: s.source, from: s.from };
@@ -76,9 +52,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
   let idle: number;
   let connectionIdle: number;
   try {
-    config = await loadConfig();
-    idle = idleMs();
-    connectionIdle = connectionIdleMs();
+    // The same check the CLI runs before starting an agent (autostart.ts).
+    ({ config, idleMs: idle, connectionIdleMs: connectionIdle } = await agentSettings());
   } catch (err) {
     return fatal(errorMessage(err), 78);
   }

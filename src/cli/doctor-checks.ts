@@ -3,6 +3,7 @@
  * one-line detail and, when it failed, a one-line fix. Gathering is separate
  * from printing (commands/doctor.ts) so --json and the text view agree.
  */
+import { describeLogTarget } from '../agent/log.js';
 import { errorCode, errorMessage } from '../errors.js';
 import type { CheckStatus } from './output.js';
 import { formatDuration } from './output.js';
@@ -53,13 +54,15 @@ export async function agentStatus(): Promise<{ status: Doc | null; error: unknow
 /** Agent running: pid, uptime, cached keys, activities. */
 export function agentChecks(status: Doc | null, error: unknown, started: boolean, socketDir: string | null): DoctorCheck[] {
   if (!status) {
+    // One cause, one failing line: the Configuration section shows the bad value and its fix.
+    if (errorCode(error) === 'CONFIG') {
+      return [{ section: 'agent', name: 'agent running', status: 'info', detail: `skipped: the agent cannot start with an invalid configuration (${errorMessage(error)}); see Configuration below` }];
+    }
     const unsafe = errorCode(error) === 'AGENT_UNSAFE_DIR';
     return [{
       section: 'agent', name: 'agent running', status: 'fail',
       detail: `the agent cannot be reached or started: ${errorMessage(error)}`,
-      fix: unsafe && socketDir
-        ? `check the contents of ${socketDir}, then: chmod 700 ${socketDir}`
-        : 'see the agent log (STASH_SESSION_AGENT_LOG, the system log, or ~/.local/state/stash/agent.log)',
+      fix: unsafe && socketDir ? `check the contents of ${socketDir}, then: chmod 700 ${socketDir}` : `see the agent log: ${describeLogTarget()}`,
     }];
   }
   const acts = Array.isArray(status.activities) ? (status.activities as Array<{ pid: number; kind: string }>) : [];
@@ -153,13 +156,16 @@ export function suspendChecks(status: Doc | null): DoctorCheck[] {
 /** The config file in use and each effective setting with where it came from. */
 export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks: DoctorCheck[]; config: Doc | null }> {
   const section = 'config' as const;
-  const { loadConfig, configPath } = await import('../agent/config.js');
+  const { agentSettings, configPath } = await import('../agent/config.js');
   let config;
   try {
-    config = await loadConfig();
+    // The agent's own check, environment values included: what fails here keeps an agent from starting.
+    ({ config } = await agentSettings());
   } catch (err) {
-    const where = configPath();
-    return { checks: [{ section, name: 'config file', status: 'fail', detail: errorMessage(err), fix: `correct ${where.path} (see docs/configuration.md)` }], config: null };
+    const message = errorMessage(err);
+    const variable = /^(STASH_[A-Z_]+) /.exec(message)?.[1];
+    const fix = variable ? `set ${variable} to a valid value or unset it (see docs/configuration.md)` : `correct ${configPath().path} (see docs/configuration.md)`;
+    return { checks: [{ section, name: 'config file', status: 'fail', detail: message, fix }], config: null };
   }
   const checks: DoctorCheck[] = [{
     section, name: 'config file', status: 'ok',

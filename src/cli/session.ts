@@ -62,13 +62,18 @@ export class Session {
     warn(`the session agent is unavailable (${errorMessage(err)}); continuing without caching keys`);
   }
 
-  /** The agent, started when none runs; null (after one warning) when it cannot be reached. */
+  /**
+   * The agent, started when none runs; null (after one warning) when it cannot
+   * be reached. A config value that would stop a new agent throws (CONFIG).
+   */
   async agent(): Promise<AgentClient | null> {
     if (this.client !== undefined) return this.client;
     try {
       const { connectAgent } = await import('../agent/autostart.js');
       this.client = await connectAgent({ autostart: true });
     } catch (err) {
+      // A bad config value is the user's to fix now (exit 78), not a reason to carry on uncached.
+      if (errorCode(err) === 'CONFIG') throw err;
       this.agentFailed(err);
     }
     return this.client ?? null;

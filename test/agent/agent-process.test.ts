@@ -338,7 +338,7 @@ test('__agent rejects arguments and an invalid config file', async () => {
   let err = '';
   q.stderr!.on('data', (d) => { err += d; });
   assert.is(await exited(q), 78);
-  assert.match(err, /bad\.toml: agent\.prevent_sleep must be a boolean/);
+  assert.match(err, /bad\.toml:2: agent\.prevent_sleep must be a boolean/);
   t.cleanup();
 });
 

@@ -127,8 +127,21 @@ test('config settings show their source; a broken config file fails with the fil
     assert.is(bad.code, 1);
     const cfg = check(bad.report, 'config file');
     assert.is(cfg.status, 'fail');
-    assert.match(cfg.detail, /config\.toml: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"$/);
-    assert.is(check(bad.report, 'agent running').status, 'fail', 'the agent refuses an invalid config too');
+    assert.match(cfg.detail, /config\.toml:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"$/);
+    assert.match(cfg.fix ?? '', /^correct .*config\.toml \(see docs\/configuration\.md\)$/);
+    // The agent refuses an invalid config too; doctor says why rather than a second failure for one cause.
+    const agent = check(bad.report, 'agent running');
+    assert.is(agent.status, 'info');
+    assert.match(agent.detail, /^skipped: the agent cannot start with an invalid configuration \(.*config\.toml:2: agent\.prevent_sleep must be a boolean/);
+    assert.match(bad.text, /\[FAIL\] config file: .*config\.toml:2: agent\.prevent_sleep/);
+
+    // An environment value: doctor names the variable.
+    writeFileSync(join(cfgDir, 'config.toml'), '');
+    const env = await doctor(t, { STASH_AGENT_IDLE_SECONDS: 'abc' });
+    const envCheck = check(env.report, 'config file');
+    assert.is(envCheck.status, 'fail');
+    assert.is(envCheck.detail, 'STASH_AGENT_IDLE_SECONDS must be a positive number of seconds, got "abc"');
+    assert.match(envCheck.fix ?? '', /^set STASH_AGENT_IDLE_SECONDS to a valid value or unset it/);
   } finally {
     await t.dispose();
   }

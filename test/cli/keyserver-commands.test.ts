@@ -238,7 +238,7 @@ test('server URL: --server, else STASH_KEY_SERVER_URL, else key_server_url; inva
     writeFileSync(configFile, 'key_server_url = "ftp://keys.example.org"\n');
     const badFile = await serverOf([], {});
     assert.is(badFile.code, 78);
-    assert.is(badFile.stderr, `stash: ${configFile}: key_server_url must be an http(s) URL string, got "ftp://keys.example.org"\n`);
+    assert.is(badFile.stderr, `stash: ${configFile}:1: key_server_url must be an http(s) URL string, got "ftp://keys.example.org"\n`);
     const badEnv = await serverOf(['--server', server.url], { STASH_KEY_SERVER_URL: 'keys.example.org' });
     assert.is(badEnv.code, 0, '--server wins without reading the environment or the file');
     rmSync(configFile);

@@ -1,0 +1,119 @@
+/**
+ * A bad config value is reported by the command the user typed, at once, with
+ * the file and line or the variable, exit 78: not after a wait for an agent
+ * that refused to start ("did not answer ... within 5000 ms"). An agent that
+ * dies at start for another reason is reported as soon as it exits, naming the
+ * log where it really is (under XDG_STATE_HOME).
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentPids } from '../helpers/agent.js';
+import { cliEnv, type CliEnv } from './harness.js';
+
+// The old failure took the whole 5 s autostart wait; a reported error takes one
+// process start. The margin is for a loaded CI machine (a cold start measured 0.2 s).
+const PROMPT_MS = 2500;
+
+async function vaultWithEntry(t: CliEnv): Promise<void> {
+  await t.initVault(['work']);
+  const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok' });
+  assert.is(set.code, 0, set.stderr);
+  await t.stopAgents();
+}
+
+function writeConfig(t: CliEnv, text: string): string {
+  const dir = join(t.home, 'config', 'stash');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'config.toml');
+  writeFileSync(path, text);
+  return path;
+}
+
+async function timed(t: CliEnv, args: string[], env: NodeJS.ProcessEnv = {}) {
+  const started = Date.now();
+  const r = await t.run(args, { env });
+  return { ...r, ms: Date.now() - started };
+}
+
+test('key_server_url = "htps:/x": stash get fails at once, naming the file and line, exit 78', async () => {
+  const t = cliEnv();
+  try {
+    await vaultWithEntry(t);
+    const path = writeConfig(t, '# stash settings\n\nkey_server_url = "htps:/x"\n');
+    const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile]);
+    assert.is(r.code, 78, r.stderr);
+    assert.is(r.stderr, `stash: ${path}:3: key_server_url must be an http(s) URL string, got "htps:/x"\n`);
+    assert.is(r.stdout, '');
+    assert.ok(r.ms < PROMPT_MS, `answered in ${r.ms} ms`);
+    assert.equal(agentPids(t.dir), [], 'no agent was started');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('other file mistakes carry their line too: a wrong type, an unknown key, broken TOML', async () => {
+  const t = cliEnv();
+  try {
+    await vaultWithEntry(t);
+    const cases: Array<[string, RegExp]> = [
+      ['[agent]\nprevent_sleep = "yes"\n', /:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"\n$/],
+      ['agent.terminate_on_suspend = 3\n', /:1: agent\.terminate_on_suspend must be a boolean/],
+      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, key_server_url\n$/],
+      ['[agent]\n\nprevent_slep = true\n', /:3: unknown key "agent\.prevent_slep"/],
+      ['a = 1\n[agent\n', /:2: not valid TOML: /],
+    ];
+    for (const [text, re] of cases) {
+      const path = writeConfig(t, text);
+      const r = await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile]);
+      assert.is(r.code, 78, `${JSON.stringify(text)}: ${r.stderr}`);
+      assert.ok(r.stderr.startsWith(`stash: ${path}:`), r.stderr);
+      assert.match(r.stderr, re);
+    }
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('STASH_AGENT_IDLE_SECONDS=abc: the command names the variable at once, exit 78', async () => {
+  const t = cliEnv();
+  try {
+    await vaultWithEntry(t);
+    for (const name of ['STASH_AGENT_IDLE_SECONDS', 'STASH_AGENT_CONNECTION_IDLE_SECONDS']) {
+      const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile], { [name]: 'abc' });
+      assert.is(r.code, 78, r.stderr);
+      assert.is(r.stderr, `stash: ${name} must be a positive number of seconds, got "abc"\n`);
+      assert.ok(r.ms < PROMPT_MS, `answered in ${r.ms} ms`);
+    }
+    const sleep = await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile], { env: { STASH_AGENT_PREVENT_SLEEP: 'maybe' } });
+    assert.is(sleep.code, 78);
+    assert.match(sleep.stderr, /^stash: STASH_AGENT_PREVENT_SLEEP must be true or false/);
+    assert.equal(agentPids(t.dir), []);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('an agent that dies as it starts is reported when it exits, naming its log under XDG_STATE_HOME', async () => {
+  // No STASH_SESSION_AGENT_LOG: the agent logs to the system log or $XDG_STATE_HOME/stash/agent.log.
+  const t = cliEnv({ STASH_SESSION_AGENT_LOG: undefined });
+  try {
+    await vaultWithEntry(t);
+    // Stand-in for an agent that cannot run (a broken addon, say): it exits with status 3 before listening.
+    const die = join(t.home, 'die.cjs');
+    writeFileSync(die, "if (process.argv.includes('__agent')) process.exit(3);\n");
+    const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile], { NODE_OPTIONS: `--require ${die}` });
+    assert.is(r.code, 0, 'the command carries on without caching');
+    assert.is(r.stdout, 'tok');
+    const log = join(t.home, 'state', 'stash', 'agent.log');
+    assert.match(r.stderr, /^stash: warning: the session agent is unavailable \(the agent exited with status 3 as it started; see its log: /);
+    assert.ok(r.stderr.includes(log), `the log path under XDG_STATE_HOME is named: ${r.stderr}`);
+    assert.not.ok(r.stderr.includes('~/.local/state'), r.stderr);
+    assert.ok(r.ms < PROMPT_MS, `answered in ${r.ms} ms`);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test.run();
