@@ -3,6 +3,7 @@
  * caught here only: printed as `stash: <message>` and mapped to an exit status.
  */
 import { errorCode, errorMessage, UsageError } from '../errors.js';
+import { guardOutputStreams } from '../output-streams.js';
 import { parseOptions } from './args.js';
 import { exitCodeFor, ExitCode } from './exit-codes.js';
 import { terminalSafe } from './output.js';
@@ -14,6 +15,8 @@ import {
 
 /** Runs the CLI with argv (without node and script); sets process.exitCode. */
 export async function main(argv: string[]): Promise<void> {
+  // Before anything writes: a closed or full stdout/stderr never crashes (output-streams.ts).
+  guardOutputStreams('stash');
   // The agent modes are dispatched before any ordinary parsing (spec).
   if (argv[0] === '__agent') {
     const { runAgentProcess } = await import('../agent/main.js');

@@ -5,6 +5,7 @@
  * `stash_key_server: <message>` with an exit status by code.
  */
 import { errorCode, errorMessage } from '../errors.js';
+import { guardOutputStreams } from '../output-streams.js';
 import { commandHelpText, helpText } from './cli/help.js';
 import { parseCommandLine } from './cli/parse.js';
 
@@ -25,6 +26,8 @@ const exitByCode: Record<string, number> = {
 
 /** Runs the server command line (argv without node and script). */
 export async function main(argv: string[]): Promise<void> {
+  // Before anything writes: a closed or full stdout/stderr never crashes (output-streams.ts).
+  guardOutputStreams('stash_key_server');
   try {
     if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
       const { readVersion } = await import('../cli/version.js');

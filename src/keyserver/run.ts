@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { keepRunningWhenOutputFails } from '../output-streams.js';
 import type { ServerConfig } from './cli/options.js';
 import { streamLogger } from './logger.js';
 import { startServer } from './server.js';
@@ -13,6 +14,9 @@ import { collectGarbageNow } from './settle-memory.js';
 /** Runs until a termination signal; sets process.exitCode. */
 export async function runForeground(input: ServerConfig): Promise<void> {
   const logger = streamLogger();
+  // A server outlives its readers: `run --developer | tee`, then Ctrl-C on tee,
+  // must still shut down cleanly and remove the developer state folder.
+  keepRunningWhenOutputFails((reason) => logger.warn(`${reason}: verification links and notices printed there are lost`));
   const config = { ...input };
   let devDir: string | undefined;
   if (config.developer) {

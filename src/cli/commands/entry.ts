@@ -7,6 +7,7 @@ import { UsageError } from '../../errors.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
+import { writeStdout } from '../../output-streams.js';
 import { note } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -26,9 +27,7 @@ export async function run(inv: Invocation): Promise<number> {
 async function get(session: Session, container: string, name: string): Promise<number> {
   const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
   try {
-    await new Promise<void>((resolve, reject) => {
-      process.stdout.write(value, (err) => (err ? reject(err) : resolve()));
-    });
+    await writeStdout(value);
     if (process.stdout.isTTY) process.stdout.write('\n');
   } finally {
     wipe(value);

@@ -1,0 +1,108 @@
+/**
+ * What both executables do when stdout or stderr stops taking output: the
+ * one place that listens for their 'error' events, so no command needs a
+ * patch of its own.
+ *
+ * - A closed reader (`stash doctor | head -1`: EPIPE) ends the command at
+ *   once, quietly, with status 0, as coreutils and git do.
+ * - Any other write failure (`stash get c K >/dev/full`: ENOSPC, EIO, EFBIG,
+ *   EDQUOT) prints one `PROGRAM: cannot write to standard output: ...` line on
+ *   stderr and exits 74 (EX_IOERR).
+ * - stderr carries only diagnostics: when it fails there is nowhere left to
+ *   report to, so it is muted and the command ends with its own status.
+ * - A server (`stash_key_server run`) keeps serving when a stream goes away
+ *   (`run --developer | tee`, then Ctrl-C on tee): it switches to
+ *   `keepRunningWhenOutputFails`, so its shutdown still removes its state.
+ *
+ * Kept free of heavy imports: it loads before every command, `--help` too.
+ */
+export const EXIT_IO_ERROR = 74;
+
+type Which = 'stdout' | 'stderr';
+
+/** Error codes that mean "the reader has gone", not "the output failed". */
+const CLOSED = new Set(['EPIPE', 'ECONNRESET', 'ERR_STREAM_DESTROYED', 'ERR_STREAM_WRITE_AFTER_END']);
+
+const REASONS: Record<string, string> = {
+  ENOSPC: 'no space left on device',
+  EDQUOT: 'disk quota exceeded',
+  EFBIG: 'file too large',
+  EIO: 'input/output error',
+  EAGAIN: 'the output would block',
+  EBADF: 'the file descriptor is not open for writing',
+  EINVAL: 'the output refuses writes',
+};
+
+let program = 'stash';
+let keepRunning: ((which: Which, reason: string) => void) | undefined;
+let stdoutFailed = false;
+let stderrFailed = false;
+let installed = false;
+
+/** "no space left on device (ENOSPC)", or the error's own message. */
+export function describeWriteError(err: NodeJS.ErrnoException): string {
+  const code = err.code;
+  if (code !== undefined && REASONS[code] !== undefined) return `${REASONS[code]} (${code})`;
+  if (code !== undefined && CLOSED.has(code)) return `the reader closed it (${code})`;
+  return err.message;
+}
+
+/**
+ * Handles a failed write on `which`: exits (0 for a closed reader, 74 with one
+ * line otherwise) or, under `keepRunningWhenOutputFails`, mutes the stream.
+ * Idempotent: a second failure of the same stream is ignored, so the 'error'
+ * event and a rejected write callback never print two lines.
+ */
+export function outputStreamFailed(which: Which, err: NodeJS.ErrnoException): void {
+  if (which === 'stderr') {
+    // Nothing can be reported about stderr itself; the exit status still tells.
+    stderrFailed = true;
+    return;
+  }
+  if (stdoutFailed) return;
+  stdoutFailed = true;
+  const closed = err.code !== undefined && CLOSED.has(err.code);
+  if (keepRunning) {
+    keepRunning(which, closed ? 'standard output was closed' : `cannot write to standard output: ${describeWriteError(err)}`);
+    return;
+  }
+  if (closed) process.exit(0);
+  if (!stderrFailed) process.stderr.write(`${program}: cannot write to standard output: ${describeWriteError(err)}\n`);
+  process.exit(EXIT_IO_ERROR);
+}
+
+/**
+ * Installs the handlers on process.stdout and process.stderr; called first by
+ * each executable's main(). `name` prefixes the one error line.
+ */
+export function guardOutputStreams(name: string): void {
+  program = name;
+  if (installed) return;
+  installed = true;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => outputStreamFailed('stdout', err));
+  process.stderr.on('error', (err: NodeJS.ErrnoException) => outputStreamFailed('stderr', err));
+}
+
+/**
+ * For a long-running server: a failed stdout or stderr no longer ends the
+ * process; `report` hears of a stdout failure once (it may log it to stderr,
+ * which is muted in turn if it has failed too).
+ */
+export function keepRunningWhenOutputFails(report: (reason: string) => void): void {
+  keepRunning = (_which, reason) => report(reason);
+}
+
+/**
+ * Writes `data` to stdout and resolves once it is handed to the OS (so the
+ * caller may wipe a secret buffer). A failure goes to outputStreamFailed
+ * first (which ends a CLI command), then rejects.
+ */
+export function writeStdout(data: string | Uint8Array): Promise<void> {
+  return new Promise((resolve, reject) => {
+    process.stdout.write(data, (err) => {
+      if (!err) return resolve();
+      outputStreamFailed('stdout', err as NodeJS.ErrnoException);
+      reject(err);
+    });
+  });
+}
