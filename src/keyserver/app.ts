@@ -13,6 +13,7 @@ import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { withFastFetch } from './http/fast-fetch.js';
+import { fullStatusAllowed, publicStatus } from './http/status-access.js';
 import { requestEncoding, responseEncoding, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, confirmPage, confirmedPage, invalidLinkPage } from './http/pages.js';
 import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
@@ -127,7 +128,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
     const body = await readBody(ctx.req, bodyLimit, bodyTimeoutMs);
     const req: ShareRequest = encoding === 'binary' ? decodeShareRequest(body, fail) : decodeJsonShareRequest(body, fail);
     if (req.op === 'fetch') {
-      sendAnswer(ctx, fetchAnswer(service, fetched, req.code, ctx.req.headers));
+      sendAnswer(ctx, fetchAnswer(service, fetched, req.code, ctx.req.headers, { limiter: limiters.requests, key: ctx.state.client.key }));
       return;
     }
     const res = await service.publish(req.publicKey, req.email, ctx.state.client.key);
@@ -142,6 +143,11 @@ export function createApp(deps: AppDeps): KeyServerApp {
 
   router.get('/v1/status', (ctx) => {
     const s = service.status();
+    if (!fullStatusAllowed(ctx.req.headers, ctx.state.client, config, clock.now())) {
+      const p = publicStatus(s);
+      sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(p), () => p);
+      return;
+    }
     sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...service.storeRecovery(), replication_peers: service.peerStatus() }));
   });
 

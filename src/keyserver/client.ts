@@ -19,6 +19,7 @@ import {
   type LimitName,
 } from './errors.js';
 import { parseShareCode } from './share-code.js';
+import { statusSignatureHeaders } from './replication/signature.js';
 import {
   BINARY_MEDIA_TYPE,
   decodeError,
@@ -36,6 +37,8 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** Extra trusted CA certificate(s) in PEM, replacing the defaults for this call. */
   ca?: string | Buffer;
+  /** Extra request headers (a signed status request). */
+  headers?: Record<string, string>;
 }
 
 export interface Published {
@@ -92,7 +95,7 @@ function send(url: URL, method: 'GET' | 'POST', body: Buffer | undefined, opts: 
   const timeoutMs = opts.timeoutMs ?? 15_000;
   const where = `${url.protocol}//${url.host}`;
   return new Promise<RawResponse>((resolve, reject) => {
-    const headers: Record<string, string> = { Accept: BINARY_MEDIA_TYPE };
+    const headers: Record<string, string> = { ...opts.headers, Accept: BINARY_MEDIA_TYPE };
     if (body) {
       headers['Content-Type'] = BINARY_MEDIA_TYPE;
       headers['Content-Length'] = String(body.length);
@@ -174,8 +177,15 @@ export async function topology(serverUrl: string, opts: ClientOptions = {}): Pro
   return decodeTopology(await call(serverUrl, 'GET', '/v1/topology', undefined, opts), protocolFail);
 }
 
-/** The server's status counters. */
-export async function status(serverUrl: string, opts: ClientOptions = {}): Promise<StatusResponse> {
-  const { unknown: _unknown, ...fields } = decodeStatus(await call(serverUrl, 'GET', '/v1/status', undefined, opts), protocolFail);
+/**
+ * The server's status counters. Only replication_pending and
+ * replication_last_sequence are given to callers other than loopback; `sign`
+ * (the cluster's replication token and id) gets the rest from anywhere. The
+ * fields a server leaves out read as 0.
+ */
+export async function status(serverUrl: string, opts: ClientOptions & { sign?: { token: string; clusterId: string } } = {}): Promise<StatusResponse> {
+  const { sign, ...rest } = opts;
+  const signed = sign ? { ...rest, headers: { ...rest.headers, ...statusSignatureHeaders(sign.token, sign.clusterId, Date.now()) } } : rest;
+  const { unknown: _unknown, ...fields } = decodeStatus(await call(serverUrl, 'GET', '/v1/status', undefined, signed), protocolFail);
   return fields;
 }

@@ -5,6 +5,7 @@ import { RequestLimiter } from '../../src/keyserver/limits/token-bucket.js';
 import { WindowLimiter } from '../../src/keyserver/limits/window-limiter.js';
 import { addressKey } from '../../src/keyserver/http/client-address.js';
 import { ManualClock, http, identityPublicKey, postJson, startTestServer } from './harness.js';
+import { generateShareCode } from '../../src/keyserver/share-code.js';
 
 const key = identityPublicKey();
 const status = (base: string, headers: Record<string, string> = {}) => http(`${base}/v1/status`, { headers: { Accept: 'application/json', ...headers } });
@@ -63,6 +64,43 @@ test('X-Forwarded-For is ignored unless --trust-proxy; with it, each client has 
     assert.is((await status(proxied.url, { 'X-Forwarded-For': '2001:db8:1:2:ffff::9' })).status, 429);
   } finally {
     await proxied.stop();
+  }
+});
+
+test('a fetch that finds no share to hand out (pending, unknown, expired) costs 5 request tokens; a found share costs one; both paths agree', async () => {
+  const clock = new ManualClock(Date.now()); // no refill while the test runs
+  const s = await startTestServer({ clock, config: { trustProxy: true } });
+  try {
+    const from = (ip: string) => ({ 'X-Forwarded-For': ip });
+    const pending = (await create(s.url, 'pat@example.org', from('203.0.113.1'))).json().code;
+    const live = (await create(s.url, 'liv@example.org', from('203.0.113.1'))).json().code;
+    await http(s.sink.lastLink('liv@example.org'), { method: 'POST' });
+    const until429 = async (code: string, ip: string, json = true) => {
+      const answers: number[] = [];
+      for (let i = 0; i < 60; i++) {
+        const res = json
+          ? await postJson(s.url, { op: 'fetch', code }, '/v1/share', from(ip))
+          : await postJson(s.url, { op: 'fetch', code }, '/v1/share', { ...from(ip), 'Content-Type': 'application/json; charset=utf-8' });
+        answers.push(res.status);
+        if (res.status === 429) {
+          assert.ok(Number(res.headers['retry-after']) >= 1);
+          break;
+        }
+      }
+      return answers;
+    };
+    const hits = await until429(live, '198.51.100.1');
+    assert.equal(hits, [...Array(40).fill(200), 429], 'a burst of 40 fetches of a live share');
+    const polls = await until429(pending, '198.51.100.2');
+    assert.equal(polls, [...Array(8).fill(409), 429], 'polling a pending share: 8 of them in a burst of 40');
+    const misses = await until429(generateShareCode(0, 0).display, '198.51.100.3');
+    assert.equal(misses, [...Array(8).fill(404), 429], 'guessing: the same');
+    // Content-Type with a parameter is answered by the Koa app, not the fast path: the same charge.
+    assert.equal(await until429(pending, '198.51.100.4', false), [...Array(8).fill(409), 429]);
+    clock.advance(60_000);
+    assert.is((await postJson(s.url, { op: 'fetch', code: live }, '/v1/share', from('198.51.100.2'))).status, 200, 'refilled after a minute');
+  } finally {
+    await s.stop();
   }
 });
 

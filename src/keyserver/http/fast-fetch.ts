@@ -66,8 +66,9 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
   const answer = (req: IncomingMessage, res: ServerResponse, code: string): void => {
     let a;
     try {
-      if (limiter.enabled) checkRequestRate(limiter, config, clientAddress(req, config.trustProxy).key);
-      a = fetchAnswer(service, cache, code, req.headers);
+      const key = limiter.enabled ? clientAddress(req, config.trustProxy).key : '';
+      if (limiter.enabled) checkRequestRate(limiter, config, key);
+      a = fetchAnswer(service, cache, code, req.headers, limiter.enabled ? { limiter, key } : undefined);
     } catch (err) {
       a = failureAnswer(classify(err, logger), '/v1/share', 'POST', req.headers);
     }

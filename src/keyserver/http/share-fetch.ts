@@ -5,6 +5,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerConfig } from '../cli/options.js';
+import { errorCode } from '../../errors.js';
 import { RateLimitedError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import type { ShareService } from '../service.js';
@@ -25,9 +26,29 @@ export function checkRequestRate(limiter: RequestLimiter, config: Pick<ServerCon
   }
 }
 
-/** Fetches `code` (counting the fetch) and encodes the answer; throws the service's errors. */
-export function fetchAnswer(service: ShareService, cache: FetchedCache, code: string, headers: IncomingHttpHeaders): Answer {
-  const res = service.fetch(code);
+/**
+ * Request tokens a fetch costs in all when it hands out no share: the code
+ * is pending verification, unknown or expired. A guesser, or someone polling
+ * a pending code they came across, gets a fifth of a fetcher's rate (24 a
+ * minute, 8 in a burst, with the defaults). docs/http-api.md, "Rate limits".
+ */
+export const MISS_TOKENS = 5;
+const MISSES = new Set(['SHARE_PENDING', 'SHARE_NOT_FOUND', 'SHARE_EXPIRED']);
+
+/**
+ * Fetches `code` (counting the fetch) and encodes the answer; throws the
+ * service's errors. A miss takes MISS_TOKENS - 1 more tokens from `client`.
+ */
+export function fetchAnswer(
+  service: ShareService, cache: FetchedCache, code: string, headers: IncomingHttpHeaders, client?: { limiter: RequestLimiter; key: string },
+): Answer {
+  let res;
+  try {
+    res = service.fetch(code);
+  } catch (err) {
+    if (client && MISSES.has(errorCode(err) ?? '')) client.limiter.charge(client.key, MISS_TOKENS - 1);
+    throw err;
+  }
   const encoding = responseEncoding(headers, 'POST');
   return { status: 200, headers: [], type: encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE, body: cache.encode(res, encoding) };
 }

@@ -52,6 +52,20 @@ export class RequestLimiter {
     return this.refusal(b.tokens);
   }
 
+  /**
+   * Takes up to `n` more tokens from `key` after a request that turned out
+   * costly (a fetch that found nothing to hand out); never below empty, and
+   * never refuses: the caller's next request pays for it.
+   */
+  charge(key: string, n: number): void {
+    if (!this.enabled || n <= 0) return;
+    const b = this.buckets.get(key);
+    if (b === undefined) return;
+    const now = this.opts.clock.now();
+    b.tokens = Math.max(0, this.refilled(b, now) - n);
+    b.at = now;
+  }
+
   /** Whether `key` has a token left, without taking it (a request that is expensive to judge asks first). */
   check(key: string): Decision {
     if (!this.enabled) return { ok: true };

@@ -194,10 +194,11 @@ export function decodeTopology(bytes: Uint8Array, fail: Fail): TopologyResponse 
   return { clusterId, topologyVersion, serverId, servers, routes, promotedOwners };
 }
 
-export function encodeStatus(s: StatusResponse): Buffer {
-  const names = Object.keys(statusFields) as StatusField[];
+/** Encodes the fields present in `s` (a caller that may not see them all gets fewer). */
+export function encodeStatus(s: Partial<StatusResponse>): Buffer {
+  const names = (Object.keys(statusFields) as StatusField[]).filter((n) => s[n] !== undefined);
   const w = new Writer().u8(WIRE_VERSION).u8(MessageType.status).u8(names.length);
-  for (const name of names) w.u8(statusFields[name]).u64(s[name]);
+  for (const name of names) w.u8(statusFields[name]).u64(s[name]!);
   return w.finish();
 }
 
