@@ -105,6 +105,13 @@ test('keys exchanged both ways through the key server; Alice shares, Bob reads w
   assert.is((await ok(alice, ['get', 'team', 'DB_PASSWORD'])).stdout, 'pg-bob-2');
   const env = await ok(alice, ['env', 'team', '--', 'sh', '-c', 'printf %s "$API_KEY/$DB_PASSWORD"']);
   assert.is(env.stdout, 'sk-alice-1/pg-bob-2');
+  // Change times survive the share and Bob's signed write; ls prints no value.
+  const ls = await ok(alice, ['ls', 'team', '--json']);
+  const rows = JSON.parse(ls.stdout) as Array<{ name: string; size: number; changedAt: string | null }>;
+  assert.equal(rows.map((r) => [r.name, r.size]), [['API_KEY', 10], ['DB_PASSWORD', 8]]);
+  assert.ok(rows.every((r) => r.changedAt !== null), ls.stdout);
+  assert.ok(Date.parse(rows[0]!.changedAt!) <= Date.parse(rows[1]!.changedAt!), 'API_KEY was set before Bob wrote DB_PASSWORD');
+  assert.not.ok(ls.stdout.includes('sk-alice-1') || ls.stdout.includes('pg-bob-2'));
 
   const members = JSON.parse((await ok(alice, ['container', 'members', 'team', '--json'])).stdout) as Record<string, any>;
   assert.equal([members.shared, members.version, members.link], [true, 2, aliceFile]);
