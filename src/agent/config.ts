@@ -4,7 +4,8 @@
  *
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
  * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend;
- * top-level key_server_url. Unknown keys and wrong types are errors naming the
+ * top-level key_server_url (checked by keyserver/server-url.ts, the rule
+ * --server follows too). Unknown keys and wrong types are errors naming the
  * file, the line, the key and what was expected. agentSettings() adds the
  * agent's environment-only settings: the CLI runs it before it starts an
  * agent, so a bad value is reported at once by the command the user typed.
@@ -13,6 +14,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, errorMessage } from '../errors.js';
+import { checkKeyServerUrl } from '../keyserver/server-url.js';
 
 export type SettingSource = 'default' | 'file' | 'environment';
 
@@ -175,10 +177,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     }
     if (doc.key_server_url !== undefined) {
       const url = doc.key_server_url;
-      if (typeof url !== 'string' || !/^https?:\/\//.test(url) || !URL.canParse(url)) {
-        throw new ConfigError(`${at(null, 'key_server_url')}: key_server_url must be an http(s) URL string, got ${JSON.stringify(url)}`);
-      }
-      config.keyServerUrl = { value: url, source: 'file', from: 'key_server_url' };
+      const what = `${at(null, 'key_server_url')}: key_server_url`;
+      if (typeof url !== 'string') throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
+      config.keyServerUrl = { value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)), source: 'file', from: 'key_server_url' };
     }
     const agent = doc.agent;
     if (agent !== undefined) {
@@ -206,8 +207,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     config.terminateOnSuspend = { value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND), source: 'environment', from: 'STASH_AGENT_TERMINATE_ON_SUSPEND' };
   }
   if (env.STASH_KEY_SERVER_URL) {
-    const url = env.STASH_KEY_SERVER_URL;
-    if (!/^https?:\/\//.test(url) || !URL.canParse(url)) throw new ConfigError(`STASH_KEY_SERVER_URL must be an http(s) URL, got ${JSON.stringify(url)}`);
+    const url = checkKeyServerUrl(env.STASH_KEY_SERVER_URL, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));
     config.keyServerUrl = { value: url, source: 'environment', from: 'STASH_KEY_SERVER_URL' };
   }
   return config;

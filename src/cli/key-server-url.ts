@@ -1,11 +1,13 @@
 /**
  * Which key server `identity publish`, `contact receive` and `doctor` talk to:
  * --server, else STASH_KEY_SERVER_URL, else key_server_url in the config file
- * (src/agent/config.ts validates the last two). Certificates are verified by
- * Node; a private CA is added with NODE_EXTRA_CA_CERTS, never by turning
- * verification off.
+ * (one rule for all three: keyserver/server-url.ts; a bad flag is a usage
+ * error, 64, a bad environment or file value a configuration error, 78).
+ * Certificates are verified by Node; a private CA is added with
+ * NODE_EXTRA_CA_CERTS, never by turning verification off.
  */
 import { StashError, UsageError } from '../errors.js';
+import { checkKeyServerUrl } from '../keyserver/server-url.js';
 import { warn } from './output.js';
 
 export interface KeyServerUrl {
@@ -14,36 +16,19 @@ export interface KeyServerUrl {
   from: string;
 }
 
-/** Checks a URL given on the command line; http(s) only, no credentials or query. */
-export function checkServerUrl(raw: string, what: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new UsageError(`${what} must be an http(s) URL such as https://keys.example.org, got ${JSON.stringify(raw.slice(0, 100))}`);
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
-    throw new UsageError(`${what} must start with https:// (or http:// for a server on this machine), got ${JSON.stringify(raw.slice(0, 100))}`);
-  }
-  if (url.username || url.password || url.search || url.hash) {
-    throw new UsageError(`${what} must be a plain base URL (no user, query or fragment), got ${JSON.stringify(raw.slice(0, 100))}`);
-  }
-  return raw.replace(/\/+$/, '');
-}
-
 /**
  * The key server URL and its source, or null when none is configured. The
  * config file is read only when --server is absent, so a broken file does not
  * stand in the way of an explicit URL.
  */
 export async function findKeyServerUrl(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl | null> {
-  if (typeof values.server === 'string') return { url: checkServerUrl(values.server, '--server'), from: '--server' };
+  if (typeof values.server === 'string') return { url: checkKeyServerUrl(values.server, '--server', (m) => new UsageError(m)), from: '--server' };
   const { loadConfig } = await import('../agent/config.js');
   const config = await loadConfig(env);
   const s = config.keyServerUrl;
   if (s.value === null) return null;
   const from = s.source === 'environment' ? String(s.from) : `${config.path}: key_server_url`;
-  return { url: s.value.replace(/\/+$/, ''), from };
+  return { url: s.value, from };
 }
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);

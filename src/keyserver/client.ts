@@ -18,6 +18,7 @@ import {
   ServerUntrustedError,
   type LimitName,
 } from './errors.js';
+import { checkKeyServerUrl } from './server-url.js';
 import { parseShareCode } from './share-code.js';
 import { statusSignatureHeaders } from './replication/signature.js';
 import {
@@ -75,14 +76,8 @@ const untrustedCodes = new Set([
 ]);
 
 function endpoint(serverUrl: string, path: string): URL {
-  let base: URL;
-  try {
-    base = new URL(serverUrl);
-  } catch {
-    throw new KeyServerError('USAGE', `not a key server URL: ${JSON.stringify(serverUrl.slice(0, 100))}`);
-  }
-  if (base.protocol !== 'https:' && base.protocol !== 'http:') throw new KeyServerError('USAGE', 'the key server URL must start with https:// (or http:// on loopback)');
-  return new URL(`${base.href.replace(/\/+$/, '')}${path}`);
+  const base = checkKeyServerUrl(serverUrl, 'the key server URL', (m) => new KeyServerError('USAGE', m));
+  return new URL(`${new URL(base).href.replace(/\/+$/, '')}${path}`);
 }
 
 interface RawResponse {

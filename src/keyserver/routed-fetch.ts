@@ -16,6 +16,7 @@
 import { errorCode, errorMessage } from '../errors.js';
 import { fetchShare, topology as fetchTopology, type ClientOptions, type FetchedShare } from './client.js';
 import { ServerUnreachableError } from './errors.js';
+import { keyServerUrlProblem } from './server-url.js';
 import { parseShareCode, type ShareCode } from './share-code.js';
 import type { TopologyResponse } from './wire/messages.js';
 
@@ -70,7 +71,8 @@ export function candidateServers(topology: TopologyResponse, code: ShareCode, co
     const server = topology.servers.find((s) => s.id === id);
     if (!server || server.status === 'disabled') continue;
     const url = server.url.replace(/\/+$/, '');
-    if (!/^https?:\/\//.test(url) || out.some((c) => c.url === url)) continue;
+    // A topology is the server's word: an entry that breaks the URL rule is passed over, not obeyed.
+    if (keyServerUrlProblem(url) !== null || out.some((c) => c.url === url)) continue;
     out.push({ id, url });
   }
   for (const url of typeof configured === 'string' ? [configured] : configured) {

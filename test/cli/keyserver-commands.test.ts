@@ -238,13 +238,13 @@ test('server URL: --server, else STASH_KEY_SERVER_URL, else key_server_url; inva
     writeFileSync(configFile, 'key_server_url = "ftp://keys.example.org"\n');
     const badFile = await serverOf([], {});
     assert.is(badFile.code, 78);
-    assert.is(badFile.stderr, `stash: ${configFile}:1: key_server_url must be an http(s) URL string, got "ftp://keys.example.org"\n`);
+    assert.is(badFile.stderr, `stash: ${configFile}:1: key_server_url must start with https:// (or http:// for a server on this machine), such as https://keys.example.org; got "ftp://keys.example.org"\n`);
     const badEnv = await serverOf(['--server', server.url], { STASH_KEY_SERVER_URL: 'keys.example.org' });
     assert.is(badEnv.code, 0, '--server wins without reading the environment or the file');
     rmSync(configFile);
     const badEnv2 = await serverOf([], { STASH_KEY_SERVER_URL: 'keys.example.org' });
     assert.is(badEnv2.code, 78);
-    assert.match(badEnv2.stderr, /^stash: STASH_KEY_SERVER_URL must be an http\(s\) URL, got "keys\.example\.org"\n$/);
+    assert.match(badEnv2.stderr, /^stash: STASH_KEY_SERVER_URL must be an https:\/\/ URL \(http:\/\/ for a server on this machine\) such as https:\/\/keys\.example\.org; got "keys\.example\.org"\n$/);
     const badFlag = await serverOf(['--server', 'file:///etc/passwd'], {});
     assert.is(badFlag.code, 64);
     assert.match(badFlag.stderr, /^stash: --server must start with https:\/\/ \(or http:\/\/ for a server on this machine\)/);

@@ -1,0 +1,59 @@
+/**
+ * The one rule for a key server base URL, wherever it comes from: `--server`,
+ * STASH_KEY_SERVER_URL, `key_server_url` in the config file, or a server
+ * learned from a topology (the client's failover cache). Pure, no imports:
+ * the agent's config loader, the CLI and the key server client share it.
+ *
+ * A base URL is `https://HOST[:PORT][/PATH]` (or `http://`, meant for a
+ * server on this machine) with no user, password, query or fragment: the
+ * client appends `/v1/...` to it, so anything after the path would be sent
+ * somewhere it was never meant to go, and credentials would end up in
+ * messages, `stash doctor` output and logs. Messages show the URL through
+ * redactUrl, so a refused password is never printed.
+ */
+
+/**
+ * `raw` with its user information, query and fragment replaced by `***`, for
+ * messages about a URL that may hold a secret. Cut to 100 characters.
+ */
+export function redactUrl(raw: string): string {
+  let shown = raw;
+  // user:password@ in the authority (before the first / ? or # after "//")
+  shown = shown.replace(/^([A-Za-z][A-Za-z0-9+.-]*:\/*)([^/?#]*@)/, '$1***@');
+  shown = shown.replace(/\?[^#]*/, '?***').replace(/#.*$/, '#***');
+  return shown.length > 100 ? `${shown.slice(0, 100)}...` : shown;
+}
+
+/** Why `raw` is not a key server base URL, or null when it is one. */
+export function keyServerUrlProblem(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an https:// URL (http:// for a server on this machine) such as https://keys.example.org';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    return 'must start with https:// (or http:// for a server on this machine), such as https://keys.example.org';
+  }
+  // `new URL` drops an empty "?" or "#" and an empty "@"; the text is checked too.
+  const authority = /^[A-Za-z][A-Za-z0-9+.-]*:\/*([^/?#]*)/.exec(raw)?.[1] ?? '';
+  if (url.username !== '' || url.password !== '' || authority.includes('@')) {
+    return 'must not hold a user name or password (the key server needs none)';
+  }
+  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) {
+    return 'must be a base URL without a query or fragment';
+  }
+  if (url.hostname === '') return 'has no host name';
+  return null;
+}
+
+/**
+ * `raw` without trailing slashes when it is a key server base URL; else the
+ * error `fail` makes of "WHAT must ...; got "REDACTED"" (a UsageError for a
+ * flag, a ConfigError for the environment and the config file).
+ */
+export function checkKeyServerUrl(raw: string, what: string, fail: (message: string) => Error): string {
+  const problem = keyServerUrlProblem(raw);
+  if (problem !== null) throw fail(`${what} ${problem}; got ${JSON.stringify(redactUrl(raw))}`);
+  return raw.replace(/\/+$/, '');
+}
