@@ -52,80 +52,127 @@ export function decodeHeader(header: Buffer): { type: number; length: number } {
 /**
  * Incremental decoder: push() bytes as they arrive, take frames with next().
  * A framing error is fatal (thrown); after it the decoder refuses more input.
- * Payloads are copied out, so the caller may zero them without touching the
- * decoder's buffers, and consumed input is zeroed.
+ *
+ * Each input byte is copied once: header bytes into a 9-byte buffer, payload
+ * bytes into a buffer of the announced size, allocated when the header is
+ * complete. (It used to concatenate everything pending on every chunk, so a
+ * 128 KiB frame sent a byte at a time cost seconds of CPU.) Payloads are the
+ * decoder's own copies, so the caller may zero them; every input buffer is
+ * zeroed once it has been consumed, and clear() zeroes everything held.
  */
 export class FrameDecoder {
+  /** Input not consumed yet: chunks[head] from offset `offset`, then the rest. */
   private chunks: Buffer[] = [];
-  private buffered = 0;
+  private head = 0;
+  private offset = 0;
+  private queued = 0;
+  private readonly header = Buffer.alloc(HEADER_BYTES);
+  private headerFill = 0;
+  private type = 0;
+  private body: Buffer | null = null;
+  private bodyFill = 0;
   private broken: ProtocolError | null = null;
 
   push(data: Buffer): void {
     if (this.broken) throw this.broken;
     if (data.length === 0) return;
     this.chunks.push(data);
-    this.buffered += data.length;
+    this.queued += data.length;
   }
 
   /** Bytes held but not yet returned as frames. */
   get pending(): number {
-    return this.buffered;
+    return this.queued + this.headerFill + this.bodyFill;
   }
 
   /** The next complete frame, or null when more bytes are needed. */
   next(): Frame | null {
     if (this.broken) throw this.broken;
-    if (this.buffered < HEADER_BYTES) {
-      // A wrong magic is visible before the whole header arrives: fail early.
-      if (this.buffered > 0) this.checkMagicPrefix();
-      return null;
+    if (this.headerFill < HEADER_BYTES) {
+      this.headerFill += this.take(this.header, this.headerFill, HEADER_BYTES - this.headerFill);
+      if (this.headerFill < HEADER_BYTES) {
+        // A wrong magic is visible before the whole header arrives: fail early.
+        if (this.headerFill > 0) this.checkMagicPrefix();
+        return null;
+      }
+      let decoded: { type: number; length: number };
+      try {
+        decoded = decodeHeader(this.header);
+      } catch (err) {
+        this.fail(err as ProtocolError);
+      }
+      this.type = decoded.type;
+      this.body = Buffer.alloc(decoded.length);
+      this.bodyFill = 0;
     }
-    const all = this.flatten();
-    let header: { type: number; length: number };
-    try {
-      header = decodeHeader(all.subarray(0, HEADER_BYTES));
-    } catch (err) {
-      this.broken = err as ProtocolError;
-      this.clear();
-      throw err;
-    }
-    const total = HEADER_BYTES + header.length;
-    if (all.length < total) return null;
-    const payload = Buffer.from(all.subarray(HEADER_BYTES, total));
-    const rest = all.length > total ? Buffer.from(all.subarray(total)) : null;
-    all.fill(0);
-    this.chunks = rest ? [rest] : [];
-    this.buffered = rest ? rest.length : 0;
-    return { type: header.type, payload };
+    const body = this.body!;
+    this.bodyFill += this.take(body, this.bodyFill, body.length - this.bodyFill);
+    if (this.bodyFill < body.length) return null;
+    const frame = { type: this.type, payload: body };
+    this.header.fill(0);
+    this.headerFill = 0;
+    this.body = null;
+    this.bodyFill = 0;
+    return frame;
   }
 
   /** Zeroes and drops everything buffered. */
   clear(): void {
-    for (const c of this.chunks) c.fill(0);
+    for (let i = this.head; i < this.chunks.length; i++) this.chunks[i]!.fill(0);
     this.chunks = [];
-    this.buffered = 0;
+    this.head = 0;
+    this.offset = 0;
+    this.queued = 0;
+    this.header.fill(0);
+    this.headerFill = 0;
+    this.body?.fill(0);
+    this.body = null;
+    this.bodyFill = 0;
   }
 
-  private flatten(): Buffer {
-    if (this.chunks.length === 1) return this.chunks[0]!;
-    const all = Buffer.concat(this.chunks, this.buffered);
-    for (const c of this.chunks) c.fill(0);
-    this.chunks = [all];
-    return all;
+  /** Moves up to `want` queued bytes into `dst` at `at`; zeroes each input chunk once used up. */
+  private take(dst: Buffer, at: number, want: number): number {
+    let moved = 0;
+    while (moved < want && this.head < this.chunks.length) {
+      const chunk = this.chunks[this.head]!;
+      const n = Math.min(want - moved, chunk.length - this.offset);
+      chunk.copy(dst, at + moved, this.offset, this.offset + n);
+      moved += n;
+      this.offset += n;
+      if (this.offset === chunk.length) {
+        chunk.fill(0);
+        this.chunks[this.head++] = EMPTY;
+        this.offset = 0;
+      }
+    }
+    this.queued -= moved;
+    if (this.head === this.chunks.length) {
+      this.chunks = [];
+      this.head = 0;
+    } else if (this.head > 1024 && this.head * 2 > this.chunks.length) {
+      this.chunks = this.chunks.slice(this.head);
+      this.head = 0;
+    }
+    return moved;
   }
 
   private checkMagicPrefix(): void {
-    const all = this.flatten();
-    const n = Math.min(all.length, MAGIC.length);
-    if (!all.subarray(0, n).equals(MAGIC.subarray(0, n))) {
-      const padded = Buffer.concat([all.subarray(0, n), Buffer.alloc(HEADER_BYTES - n)]);
-      try {
-        decodeHeader(padded);
-      } catch (err) {
-        this.broken = err as ProtocolError;
-        this.clear();
-        throw err;
-      }
+    const n = Math.min(this.headerFill, MAGIC.length);
+    if (this.header.subarray(0, n).equals(MAGIC.subarray(0, n))) return;
+    const padded = Buffer.alloc(HEADER_BYTES);
+    this.header.copy(padded, 0, 0, n);
+    try {
+      decodeHeader(padded);
+    } catch (err) {
+      this.fail(err as ProtocolError);
     }
   }
+
+  private fail(err: ProtocolError): never {
+    this.broken = err;
+    this.clear();
+    throw err;
+  }
 }
+
+const EMPTY = Buffer.alloc(0);
