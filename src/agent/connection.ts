@@ -5,10 +5,29 @@
  */
 import type { Socket } from 'node:net';
 import {
-  decodeRequest, encodeFrame, encodeReply, ephemeralKeys, FrameDecoder, MsgType, PROTOCOL_VERSION, ProtocolError,
+  decodeRequest, encodeFrame, encodeReply, ephemeralKeys, FrameDecoder, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION, ProtocolError,
   MAX_KEY_BYTES, SEALED_ONLY, SecureChannel, SecureScratch, typeName, type Frame, type OpenedFrame, type Reply, type Request,
 } from '../protocol/index.js';
 import { StashError } from '../errors.js';
+import {
+  FRAME_DEADLINE_MS, MAX_SMALL_PIECES, OUTPUT_BOUND_BYTES, OUTPUT_STALL_MS, SMALL_PIECE_BYTES,
+} from './limits.js';
+
+/** The connection's time and size limits; the defaults are limits.ts's. */
+export interface ConnectionLimits {
+  frameDeadlineMs: number;
+  outputBoundBytes: number;
+  outputStallMs: number;
+  /** Small reads (under SMALL_PIECE_BYTES) a frame may arrive in. */
+  maxSmallPieces: number;
+}
+
+const DEFAULT_LIMITS: ConnectionLimits = {
+  frameDeadlineMs: FRAME_DEADLINE_MS,
+  outputBoundBytes: OUTPUT_BOUND_BYTES,
+  outputStallMs: OUTPUT_STALL_MS,
+  maxSmallPieces: MAX_SMALL_PIECES,
+};
 
 /** What a connection needs from the agent. */
 export interface RequestHandler {
@@ -49,18 +68,25 @@ export class AgentConnection {
   private readonly keyScratch = new SecureScratch(MAX_KEY_BYTES);
   private readonly keyMemory = (length: number): Buffer => this.keyScratch.take(length);
   private readonly replyFor = (err: unknown): Reply => errorReply(err, (m) => this.handler.log('error', m));
-  /** Frames (or a framing failure) not yet handled; requests are answered strictly in order. */
-  private readonly backlog: Array<Frame | { failure: unknown }> = [];
-  /** True while an asynchronous request is in flight: later frames wait in the backlog. */
+  /** True while an asynchronous request is in flight: later frames wait in the decoder, in order. */
   private waiting = false;
   private closed = false;
+  /** Set while unsent replies exceed OUTPUT_BOUND_BYTES: no request is read or handled until they drain. */
+  private stalled: NodeJS.Timeout | null = null;
+  /** Runs from the first byte of an incomplete frame until the frame is complete (FRAME_DEADLINE_MS). */
+  private frameDeadline: NodeJS.Timeout | null = null;
+  /** Small reads that left the current frame incomplete. */
+  private smallPieces = 0;
+  private paused = false;
 
   constructor(
     private readonly socket: Socket,
     private readonly peerPid: number | null,
     private readonly handler: RequestHandler,
+    private readonly limits: ConnectionLimits = DEFAULT_LIMITS,
   ) {
     socket.on('data', (data: Buffer) => this.onData(data));
+    socket.on('drain', () => this.onDrain());
     socket.on('close', () => this.dispose());
     socket.on('error', () => this.dispose());
   }
@@ -69,22 +95,40 @@ export class AgentConnection {
     if (this.closed) return;
     try {
       this.decoder.push(data);
-      for (let frame = this.decoder.next(); frame; frame = this.decoder.next()) this.backlog.push(frame);
     } catch (err) {
-      this.backlog.push({ failure: err });
+      this.fail(err);
+      return;
     }
     this.drain();
+    // Still incomplete after a small read: a frame trickled in pieces costs the agent a wake-up per piece.
+    if (!this.closed && this.frameDeadline && data.length < SMALL_PIECE_BYTES && ++this.smallPieces > this.limits.maxSmallPieces) {
+      this.fail(new ProtocolError('SLOW_FRAME', `a frame arrived in more than ${this.limits.maxSmallPieces} small pieces; send each frame in one write`, true));
+    }
   }
 
   /**
-   * Handles backlogged frames in order. A request the handler answers
-   * synchronously (every cache request) is answered within this call, without
-   * a promise per frame; an asynchronous one holds the rest back until it is done.
+   * Takes frames from the decoder and handles them strictly in order. A request
+   * the handler answers synchronously (every cache request) is answered within
+   * this call; an asynchronous one holds the rest back until it is done. Stops
+   * while the client leaves too many replies unread (it is not reading: more
+   * requests would only pile replies up in the agent's memory).
    */
   private drain(): void {
-    while (!this.waiting && this.backlog.length > 0) {
-      const item = this.backlog.shift()!;
-      const pending = 'failure' in item ? this.fail(item.failure) : this.process(item);
+    while (!this.waiting && !this.closed) {
+      if (this.socket.writableLength > this.limits.outputBoundBytes) {
+        this.stall();
+        return;
+      }
+      let frame: Frame | null;
+      try {
+        frame = this.decoder.next();
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+      if (!frame) break;
+      this.frameDone();
+      const pending = this.process(frame);
       if (pending) {
         this.waiting = true;
         void pending.finally(() => {
@@ -93,6 +137,56 @@ export class AgentConnection {
         });
       }
     }
+    if (!this.waiting && !this.closed && this.decoder.pending > 0 && !this.frameDeadline) {
+      this.frameDeadline = setTimeout(() => this.frameTimedOut(), this.limits.frameDeadlineMs);
+    }
+    this.updateReading();
+  }
+
+  /** A whole frame arrived: its deadline and piece count end. */
+  private frameDone(): void {
+    if (this.frameDeadline) clearTimeout(this.frameDeadline);
+    this.frameDeadline = null;
+    this.smallPieces = 0;
+  }
+
+  private frameTimedOut(): void {
+    this.frameDeadline = null;
+    if (this.closed) return;
+    const seconds = this.limits.frameDeadlineMs / 1000;
+    this.fail(new ProtocolError('SLOW_FRAME', `a frame was not complete ${seconds} s after its first byte`, true));
+  }
+
+  /** Unsent replies passed the bound: stop reading, and drop the connection if they stay there. */
+  private stall(): void {
+    if (this.stalled) return;
+    // The frame being read (if any) waits for us now, not for the client.
+    if (this.frameDeadline) clearTimeout(this.frameDeadline);
+    this.frameDeadline = null;
+    this.stalled = setTimeout(() => {
+      if (this.closed) return;
+      this.handler.log('warning', `dropped a connection from pid ${this.peerPid ?? '?'}: ${this.socket.writableLength} bytes of replies unread for ${this.limits.outputStallMs / 1000} s`);
+      this.socket.destroy();
+      this.dispose();
+    }, this.limits.outputStallMs);
+    this.updateReading();
+  }
+
+  private onDrain(): void {
+    if (!this.stalled || this.closed) return;
+    clearTimeout(this.stalled);
+    this.stalled = null;
+    this.drain();
+  }
+
+  /** Reads from the socket only while nothing above holds reading back. */
+  private updateReading(): void {
+    if (this.closed) return;
+    // Input waiting behind an asynchronous request is bounded too.
+    const hold = this.stalled !== null || this.decoder.pending > MAX_FRAME_BYTES;
+    if (hold && !this.paused) this.socket.pause();
+    else if (!hold && this.paused) this.socket.resume();
+    this.paused = hold;
   }
 
   private process(frame: Frame): void | Promise<void> {
@@ -168,6 +262,7 @@ export class AgentConnection {
   }
 
   private fail(err: unknown): void {
+    if (this.closed) return;
     this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(err)))));
     this.handler.log('warning', `closing a connection from pid ${this.peerPid ?? '?'}: ${(err as Error).message}`);
     this.close();
@@ -177,14 +272,24 @@ export class AgentConnection {
     if (!this.closed && this.socket.writable) this.socket.write(buf);
   }
 
+  /**
+   * Sends what is queued (an ERROR reply), then closes. Reads nothing more:
+   * a half-closed socket would otherwise go on reading, and discarding, what
+   * the client keeps sending. A client that does not take the reply within
+   * a second loses it.
+   */
   close(): void {
     if (this.closed) return;
-    this.socket.end();
+    this.socket.pause();
+    this.socket.end(() => this.socket.destroy());
+    setTimeout(() => this.socket.destroy(), 1000).unref();
     this.dispose();
   }
 
   private dispose(): void {
     this.closed = true;
+    for (const t of [this.stalled, this.frameDeadline]) if (t) clearTimeout(t);
+    this.stalled = this.frameDeadline = null;
     this.channel?.destroy();
     this.channel = null;
     this.keyScratch.destroy();

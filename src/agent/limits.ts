@@ -11,3 +11,28 @@ export const MAX_CONNECTIONS = 128;
  */
 export const PAGE_BYTES = 4096;
 export const LOCKED_BYTES_NEEDED = (MAX_ENTRIES + 2 * MAX_CONNECTIONS) * PAGE_BYTES;
+
+/**
+ * A frame must be complete within this long of its first byte; a connection
+ * that keeps a frame open longer (trickling a byte now and then to hold a
+ * connection slot) is answered FRAME_TIMEOUT and closed. A real client writes
+ * each frame in one go, so it arrives within milliseconds.
+ */
+export const FRAME_DEADLINE_MS = 5000;
+/**
+ * Unsent replies a connection may have queued in the agent; past this the
+ * agent stops reading that connection's requests until the client reads.
+ */
+export const OUTPUT_BOUND_BYTES = 64 * 1024;
+/** A connection whose unsent replies stay past the bound this long is dropped. */
+export const OUTPUT_STALL_MS = 10_000;
+/**
+ * A frame may arrive in at most this many small reads (under
+ * SMALL_PIECE_BYTES) before it is complete. A real client writes each frame in
+ * one go, which the agent reads in one to a few pieces of up to 64 KiB. A
+ * client that sends a byte at a time costs the agent a wake-up, a system call
+ * and an event per byte: about 0.1 ms of CPU each here, so a 128 KiB frame
+ * sent that way would cost it seconds against about 1 ms sent whole.
+ */
+export const MAX_SMALL_PIECES = 32;
+export const SMALL_PIECE_BYTES = 1024;
