@@ -24,6 +24,7 @@ export const ProtocolErrorCode = {
   NO_PROCESS: 17,
   INTERNAL: 18,
   SUSPENDING: 19,
+  UNKNOWN_FLAGS: 20,
   SLOW_FRAME: 21,
 } as const;
 

@@ -13,6 +13,7 @@ import {
   MAX_KEY_BYTES,
   MAX_PATH_BYTES,
   MAX_TTL_SECONDS,
+  PROTOCOL_VERSION,
   TOKEN_BYTES,
   type ActivityKindName,
 } from './limits.js';
@@ -173,8 +174,15 @@ export function decodeRequest(frame: Frame): Request {
   switch (frame.type) {
     case MsgType.HELLO: {
       const version = r.u8('version');
-      r.u8('flags');
-      req = { type: 'hello', version, publicKey: r.bytes(32, 'public key') };
+      const flags = r.u8('flags');
+      const publicKey = r.bytes(32, 'public key');
+      // Version 2 defines no flag. Refusing unknown ones with their own error (not
+      // ignoring them) lets a newer client probe for a feature and fall back. Another
+      // version's flags are its own: the connection answers VERSION_MISMATCH.
+      if (version === PROTOCOL_VERSION && flags !== 0) {
+        throw new ProtocolError('UNKNOWN_FLAGS', `HELLO flags 0x${flags.toString(16).padStart(2, '0')} are not known to this agent (protocol ${PROTOCOL_VERSION} defines none)`);
+      }
+      req = { type: 'hello', version, publicKey };
       break;
     }
     case MsgType.STOP:

@@ -149,6 +149,9 @@ test('each error path answers with its code and keeps the connection (or closes 
     assert.equal(await exchange(encodeFrame(MsgType.UNREGISTER_ACTIVITY, Buffer.concat([Buffer.from([1, 0, 0, 0]), randomBytes(16)]))), { code: ProtocolErrorCode.BAD_TOKEN, closed: false });
     assert.equal(await exchange(encodeFrame(MsgType.SEALED, randomBytes(40))), { code: ProtocolErrorCode.NO_SESSION, closed: false });
     assert.equal(await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([3, 0]), randomBytes(32)]))), { code: ProtocolErrorCode.VERSION_MISMATCH, closed: false });
+    for (const flags of [0x01, 0xff]) {
+      assert.equal(await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([2, flags]), randomBytes(32)]))), { code: ProtocolErrorCode.UNKNOWN_FLAGS, closed: false }, `HELLO flags ${flags}`);
+    }
   } finally {
     proc.kill('SIGTERM');
     await exited(proc);

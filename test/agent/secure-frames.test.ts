@@ -138,7 +138,7 @@ test('the live agent refuses a sealed put with a zero or negative TTL, stores no
   channel.destroy();
 }));
 
-test('a refused HELLO (all-zero key) leaves the session in use intact', () => withSealedConnection(async ({ s, next, channel }) => {
+test('a refused HELLO (all-zero key, unknown flags) leaves the session in use intact', () => withSealedConnection(async ({ s, next, channel }) => {
   const id = randomBytes(16);
   s.write(channel.seal(encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 60 })));
   const ack = channel.open(await next());
@@ -149,6 +149,12 @@ test('a refused HELLO (all-zero key) leaves the session in use intact', () => wi
   s.write(encodeFrame(hello.type, hello.payload));
   const refused = decodeReply(await next());
   assert.equal(refused.type === 'error' && refused.code, ProtocolErrorCode.MALFORMED_PAYLOAD, JSON.stringify(refused));
+  // A HELLO with a flag this agent does not know (a newer client probing) is refused the same way.
+  const probe = encodeRequest({ type: 'hello', version: 2, publicKey: randomBytes(32) });
+  probe.payload[1] = 0x01;
+  s.write(encodeFrame(probe.type, probe.payload));
+  const unknown = decodeReply(await next());
+  assert.equal(unknown.type === 'error' && unknown.code, ProtocolErrorCode.UNKNOWN_FLAGS, JSON.stringify(unknown));
   s.write(channel.seal(encodeRequest({ type: 'get', id })));
   const hit = await next();
   assert.is(hit.type, MsgType.SEALED, 'the old session still answers sealed');

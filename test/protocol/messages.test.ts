@@ -53,6 +53,19 @@ test('every reply round-trips', () => {
   for (const reply of replies) assert.equal(decodeReply(encodeReply(reply)), reply, reply.type);
 });
 
+test('HELLO with a flag this version does not define is refused with UNKNOWN_FLAGS; another version\'s flags are left to the version check', () => {
+  const hello = encodeRequest({ type: 'hello', version: 2, publicKey: randomBytes(32) });
+  for (const flags of [0x01, 0x80, 0xff]) {
+    const payload = Buffer.from(hello.payload);
+    payload[1] = flags;
+    assert.is(errCode(() => decodeRequest({ type: MsgType.HELLO, payload })), 'AGENT_UNKNOWN_FLAGS', `flags ${flags}`);
+  }
+  const v3 = Buffer.from(hello.payload);
+  v3[0] = 3;
+  v3[1] = 0x01;
+  assert.is((decodeRequest({ type: MsgType.HELLO, payload: v3 }) as { version: number }).version, 3);
+});
+
 test('put key payload keeps the spec order: id, key length, key, path, TTL', () => {
   const key = Buffer.from([0xaa, 0xbb]);
   const f = encodeRequest({ type: 'put', id: Buffer.from([1, 2, 3]), key, path: 'x', ttl: 5 });
