@@ -148,7 +148,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
       sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(p), () => p);
       return;
     }
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...service.storeRecovery(), replication_peers: service.peerStatus() }));
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...service.statusDetails(), replication_peers: service.peerStatus() }));
   });
 
   router.post('/v1/replicate', async (ctx) => {

@@ -42,7 +42,12 @@ export async function main(argv: string[]): Promise<void> {
     }
     if (inv.command === 'run') {
       const { runForeground } = await import('./run.js');
-      await runForeground(inv.config);
+      // SIGHUP parses the same command line again: config files are read anew, flags still win.
+      await runForeground(inv.config, () => {
+        const again = parseCommandLine(argv);
+        if (again.command !== 'run') throw new Error('the command line no longer parses as run');
+        return again.config;
+      });
       return;
     }
     if (inv.command.startsWith('bench-')) {

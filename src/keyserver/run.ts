@@ -8,11 +8,16 @@ import { join } from 'node:path';
 import { keepRunningWhenOutputFails } from '../output-streams.js';
 import type { ServerConfig } from './cli/options.js';
 import { streamLogger } from './logger.js';
-import { startServer } from './server.js';
+import { errorMessage } from '../errors.js';
+import { startServer, type RunningServer } from './server.js';
 import { collectGarbageNow } from './settle-memory.js';
 
-/** Runs until a termination signal; sets process.exitCode. */
-export async function runForeground(input: ServerConfig): Promise<void> {
+/**
+ * Runs until a termination signal; sets process.exitCode. SIGHUP reads the
+ * configuration again through `reread` (the same command line and config
+ * files) and applies it without a restart (reload.ts).
+ */
+export async function runForeground(input: ServerConfig, reread?: () => ServerConfig): Promise<void> {
   const logger = streamLogger();
   // A server outlives its readers: `run --developer | tee`, then Ctrl-C on tee,
   // must still shut down cleanly and remove the developer state folder.
@@ -24,8 +29,40 @@ export async function runForeground(input: ServerConfig): Promise<void> {
     config.stateDir = devDir;
     logger.info(`developer mode: state in ${devDir} (removed at exit)`);
   }
+  // Taken before the store is opened: SIGHUP's default action would end the process
+  // (systemctl reload during a long recovery). A reload asked for then runs once the server is up.
+  let running: RunningServer | undefined;
+  let hangup = false;
+  let reloading: Promise<void> | undefined;
+  const reload = async () => {
+    while (hangup && running) {
+      hangup = false;
+      let next: ServerConfig;
+      try {
+        next = (reread ?? (() => input))();
+      } catch (err) {
+        running.reloadFailed(errorMessage(err));
+        continue;
+      }
+      // Developer mode's state folder is the temporary one, not what the command line says.
+      if (devDir) next = { ...next, stateDir: devDir };
+      await running.reload(next).catch((err: unknown) => running!.reloadFailed(errorMessage(err)));
+    }
+  };
+  const startReload = () => {
+    reloading ??= reload().finally(() => {
+      reloading = undefined;
+    });
+  };
+  const onHangup = () => {
+    logger.info(running ? 'SIGHUP: reading the configuration again' : 'SIGHUP: the configuration is read again once the server is up');
+    hangup = true;
+    if (running) startReload();
+  };
+  process.on('SIGHUP', onHangup);
   try {
-    const running = await startServer({ config, logger });
+    running = await startServer({ config, logger });
+    if (hangup) startReload();
     collectGarbageNow();
     process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
@@ -33,9 +70,11 @@ export async function runForeground(input: ServerConfig): Promise<void> {
       process.once('SIGTERM', done);
     });
     logger.info(`${signal}: shutting down`);
+    await reloading;
     await running.close();
     process.exitCode = 0;
   } finally {
+    process.off('SIGHUP', onHangup);
     if (devDir) rmSync(devDir, { recursive: true, force: true });
   }
 }

@@ -19,6 +19,7 @@ import { streamLogger, type Logger } from './logger.js';
 import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js';
 import type { ServiceConfig } from './service.js';
 import { ShareStore } from './store/share-store.js';
+import { applyReload, type ReloadResult } from './reload.js';
 import { ReplicationReceiver } from './replication/inbound.js';
 import { Replicator, type ReplicationSettings } from './replication/outbound.js';
 
@@ -66,6 +67,13 @@ export interface RunningServer {
   store: ShareStore;
   keyServer: KeyServerApp;
   replicator: Replicator | undefined;
+  /**
+   * Applies a configuration read again (SIGHUP): what can change live is in
+   * use when this resolves, the rest is logged and kept (reload.ts).
+   */
+  reload(next: ServerConfig): Promise<ReloadResult>;
+  /** Records a reload that could not even be read (a bad config file): the old configuration stays. */
+  reloadFailed(message: string): void;
   close(): Promise<void>;
 }
 
@@ -173,7 +181,15 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   }
   const serviceConfig: ServiceConfig = { ...config, publicUrl, originEpoch };
   const receiver = new ReplicationReceiver(
-    { serverId: config.serverId, clusterId: config.clusterId, token: config.replicationToken, topologyServers: config.topologyServers },
+    {
+      serverId: config.serverId,
+      clusterId: config.clusterId,
+      token: config.replicationToken,
+      // Read at each request: a reload may change the topology.
+      get topologyServers() {
+        return serviceConfig.topologyServers;
+      },
+    },
     store,
     logger,
   );
@@ -216,5 +232,16 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     })();
     return closing;
   };
-  return { url, config: serviceConfig, server, store, keyServer, replicator, close };
+  const state = keyServer.service.configState;
+  const reload = async (next: ServerConfig) => {
+    const result = await applyReload({ config: serviceConfig, limiters: keyServer.limiters, store, server, logger }, next);
+    state.loadedAt = clock.now();
+    state.reloadError = undefined;
+    return result;
+  };
+  const reloadFailed = (message: string) => {
+    state.reloadError = message;
+    logger.error(`reload: the configuration was not applied: ${message}; the running configuration stays`);
+  };
+  return { url, config: serviceConfig, server, store, keyServer, replicator, reload, reloadFailed, close };
 }

@@ -74,9 +74,12 @@ export function ownerServers(config: ServerConfig, owner: number): Array<{ id: n
 
 export class ShareService {
   private readonly startedAt: number;
+  /** When the configuration in use was read (start, then each reload), and why the last reload failed. */
+  readonly configState: { loadedAt: number; reloadError: string | undefined };
 
   constructor(private readonly deps: ServiceDeps) {
     this.startedAt = deps.clock.now();
+    this.configState = { loadedAt: this.startedAt, reloadError: undefined };
   }
 
   /** Validates, checks the mail limits, stores the pending share durably, sends the link. */
@@ -204,10 +207,14 @@ export class ShareService {
     return this.deps.replicator?.peers() ?? [];
   }
 
-  /** What the store's start-up check skipped (JSON status only; the counts are in status()). */
-  storeRecovery(): { store_skipped: Array<{ from: number; to: number; reason: string }>; store_damaged_copy: string | null } {
+  /** JSON-only status details: what the store's start-up check skipped (the counts are in status()), the last failed reload. */
+  statusDetails(): { store_skipped: Array<{ from: number; to: number; reason: string }>; store_damaged_copy: string | null; config_reload_error: string | null } {
     const r = this.deps.store.recovery;
-    return { store_skipped: r.skipped.map((x) => ({ from: x.from, to: x.to, reason: x.reason })), store_damaged_copy: r.damagedCopy ?? null };
+    return {
+      store_skipped: r.skipped.map((x) => ({ from: x.from, to: x.to, reason: x.reason })),
+      store_damaged_copy: r.damagedCopy ?? null,
+      config_reload_error: this.configState.reloadError ?? null,
+    };
   }
 
   status(): StatusResponse {
@@ -224,6 +231,7 @@ export class ShareService {
       origin_epoch: this.deps.config.originEpoch,
       store_skipped_ranges: skipped.length,
       store_skipped_bytes: skipped.reduce((n, r) => n + r.to - r.from, 0),
+      config_loaded_at: this.configState.loadedAt,
     };
   }
 }

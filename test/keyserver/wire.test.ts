@@ -67,7 +67,7 @@ test('topology, status and errors round-trip; unknown status fields are skipped'
   assert.equal(decodeTopology(encodeTopology(t), fail), t);
   const st: StatusResponse = {
     replication_pending: 3, replication_last_sequence: 99, shares_live: 5, shares_pending: 1,
-    store_bytes: 12345, uptime_seconds: 60, server_id: 2, origin_epoch: 1_700_000_000_000, store_skipped_ranges: 2, store_skipped_bytes: 300,
+    store_bytes: 12345, uptime_seconds: 60, server_id: 2, origin_epoch: 1_700_000_000_000, store_skipped_ranges: 2, store_skipped_bytes: 300, config_loaded_at: 1_700_000_000_500,
   };
   assert.equal(decodeStatus(encodeStatus(st), fail), { ...st, unknown: 0 });
   // A newer server adds field 200: an older client reads the rest.

@@ -15,6 +15,7 @@ import { StashError } from '../../errors.js';
 import type { ServerConfig } from '../cli/options.js';
 import { parseCommandLine } from '../cli/parse.js';
 import { alive } from '../store/state-dir.js';
+import { liveServerLine } from './live-status.js';
 import { UNIT_NAME, installPaths, type InstallPaths } from './paths.js';
 import { defaultConfigText, unitText } from './unit.js';
 
@@ -144,7 +145,7 @@ function describeSize(path: string): string {
   }
 }
 
-/** `status`: unit, config, state and log, one line each; exit 0 when installed, 3 when not. */
+/** `status`: unit, config, state, log and the running server, one line each; exit 0 when installed, 3 when not. */
 export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPaths = installPaths()): Promise<number> {
   const h = host ?? realHost(paths);
   requireLinux(h, 'status');
@@ -159,6 +160,7 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
   }
   out(`unit: ${unit}`);
 
+  let running: ServerConfig | undefined;
   if (!existsSync(paths.config)) {
     out(`config: ${paths.config} missing`);
   } else {
@@ -166,6 +168,7 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
       const text = await readFile(paths.config, 'utf8');
       const inv = parseCommandLine(['run', '--config', paths.config], () => text);
       const c = inv.command === 'help' ? undefined : inv.config;
+      running = c;
       out(`config: ${paths.config} ok${c ? ` (bind ${c.bind.host}:${c.bind.port}, server ${c.serverId}, cluster ${c.clusterId}, ${c.replicationPeerUrls.length} replication peer(s))` : ''}`);
     } catch (err) {
       out(`config: ${paths.config} INVALID: ${(err as Error).message}`);
@@ -186,5 +189,6 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
   }
   const log = await stat(paths.log).then((s) => `${s.size} bytes, last written ${s.mtime.toISOString()}`, () => 'no log yet');
   out(`log: ${paths.log} ${log}`);
+  if (running) out(await liveServerLine(running));
   return installed ? 0 : 3;
 }

@@ -52,6 +52,8 @@ Wants=network-online.target
 Type=simple
 ExecStart=${execArg(u.node)} ${MEMORY_NODE_FLAGS.join(' ')} ${execArg(u.script)} run --config ${realPaths.config} --replication-token-file %d/replication-token
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
+# systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
+ExecReload=/bin/kill -HUP $MAINPID
 LoadCredential=replication-token:${realPaths.token}
 Environment=${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}
 Restart=on-failure

@@ -14,7 +14,7 @@ export type Decision = { ok: true } | { ok: false; retryAfter: number };
 
 export class RequestLimiter {
   private readonly buckets: BoundedMap<Bucket>;
-  private readonly ratePerMs: number;
+  private ratePerMs: number;
   private takes = 0;
 
   constructor(
@@ -22,6 +22,16 @@ export class RequestLimiter {
   ) {
     this.buckets = new BoundedMap(opts.maxEntries ?? 100_000);
     this.ratePerMs = opts.perMinute / 60_000;
+  }
+
+  /**
+   * New rate and burst (a configuration reload). Buckets keep what they
+   * hold, capped at the new burst; 0 per minute turns the limit off.
+   */
+  configure(perMinute: number, burst: number): void {
+    this.opts.perMinute = perMinute;
+    this.opts.burst = burst;
+    this.ratePerMs = perMinute / 60_000;
   }
 
   get enabled(): boolean {

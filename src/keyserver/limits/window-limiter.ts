@@ -17,6 +17,11 @@ export class WindowLimiter {
     this.events = new BoundedMap(opts.maxEntries ?? 100_000);
   }
 
+  /** A new limit (a configuration reload); the events already counted stay. */
+  configure(limit: number): void {
+    this.opts.limit = limit;
+  }
+
   private get windowMs(): number {
     return this.opts.windowMs ?? 3_600_000;
   }

@@ -383,6 +383,11 @@ export class ShareStore {
     return writes.length;
   }
 
+  /** A new compaction threshold (a configuration reload); checked at the next write. */
+  setCompactMinBytes(bytes: number): void {
+    this.opts.compactMinBytes = bytes;
+  }
+
   private maybeCompact(): void {
     const size = this.writer.size;
     if (this.compacting || this.closed || size < Math.max(this.opts.compactMinBytes, 2 * this.baseline)) return;

@@ -71,6 +71,7 @@ export const statusFields = {
   origin_epoch: 8,
   store_skipped_ranges: 9,
   store_skipped_bytes: 10,
+  config_loaded_at: 11,
 } as const;
 export type StatusField = keyof typeof statusFields;
 export type StatusResponse = Record<StatusField, number>;
