@@ -3,6 +3,7 @@
  * one-line detail and, when it failed, a one-line fix. Gathering is separate
  * from printing (commands/doctor.ts) so --json and the text view agree.
  */
+import { readFileSync } from 'node:fs';
 import { describeLogTarget } from '../agent/log.js';
 import { errorCode, errorMessage } from '../errors.js';
 import type { CheckStatus } from './output.js';
@@ -107,11 +108,48 @@ export async function securityChecks(): Promise<DoctorCheck[]> {
   }));
 }
 
-/** Inhibitor backend, delay lock, block lock, suspend listener (from the agent's power status). */
-export function suspendChecks(status: Doc | null): DoctorCheck[] {
+/** Whether this machine can suspend at all, and how we know. */
+export interface SuspendCapability {
+  canSuspend: boolean;
+  why: string;
+}
+
+/**
+ * Linux lists the sleep states the kernel offers in /sys/power/state
+ * ("freeze mem disk"); a container or a VM without power management has the
+ * file empty or missing, and such a machine never suspends, so there are no
+ * keys to wipe before a suspend. STASH_SYS_POWER_STATE names another file
+ * (tests: this very machine has an empty one). Other platforms are taken to
+ * suspend.
+ */
+export function suspendCapability(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): SuspendCapability {
+  if (platform !== 'linux') return { canSuspend: true, why: `${platform} can suspend` };
+  const path = env.STASH_SYS_POWER_STATE || '/sys/power/state';
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { canSuspend: false, why: `${path} does not exist` };
+    // Unreadable for another reason: assume the machine suspends, the safe side.
+    return { canSuspend: true, why: `${path} cannot be read (${code ?? 'error'})` };
+  }
+  const states = text.trim();
+  return states === '' ? { canSuspend: false, why: `${path} lists no sleep state` } : { canSuspend: true, why: `${path}: ${states}` };
+}
+
+/**
+ * Inhibitor backend, delay lock, block lock, suspend listener (from the
+ * agent's power status). One cause gives one failing line with its fix: the
+ * checks that depend on it say "skipped: <cause>". A machine that cannot
+ * suspend needs no protection ([info]); with agent.prevent_sleep off a
+ * missing backend is a warning (keys are then wiped only by their TTL), not a
+ * failure.
+ */
+export function suspendChecks(status: Doc | null, capability: SuspendCapability = suspendCapability()): DoctorCheck[] {
   const section = 'suspend' as const;
   if (!status) {
-    return [{ section, name: 'suspend protection', status: 'fail', detail: 'unknown: the agent is not running', fix: 'fix the agent check above first' }];
+    return [{ section, name: 'suspend protection', status: 'info', detail: 'skipped: the agent is not running (see Session agent above)' }];
   }
   const power = obj(status.power);
   const backend = String(power.backend ?? 'none');
@@ -122,12 +160,23 @@ export function suspendChecks(status: Doc | null): DoctorCheck[] {
     : 'this platform has no supported suspend notification; keys are only cleared by TTL';
   const checks: DoctorCheck[] = [];
   if (power.available !== true) {
-    // Everything below depends on the backend; say why once, and point there.
-    const see = 'fix the inhibitor backend first (above)';
-    checks.push({ section, name: 'inhibitor backend', status: 'fail', detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}`, fix: fixBackend });
-    checks.push({ section, name: 'delay lock', status: 'fail', detail: 'not held: no inhibitor backend, so suspend does not wait for the keys to be wiped', fix: see });
-    checks.push({ section, name: 'block lock', status: 'fail', detail: 'not possible: no inhibitor backend to keep the machine awake for activities', fix: see });
-    checks.push({ section, name: 'suspend listener', status: 'fail', detail: `${String(power.listener ?? 'stopped')}: keys are not wiped on suspend (only by TTL)`, fix: see });
+    if (!capability.canSuspend) {
+      return [{
+        section, name: 'suspend protection', status: 'info',
+        detail: `not needed: this machine cannot suspend (${capability.why}), so no key has to be wiped before a suspend`,
+      }];
+    }
+    // Everything below depends on the backend: one failing line, the rest skipped.
+    const optional = status.preventSleep === false;
+    checks.push({
+      section, name: 'inhibitor backend', status: optional ? 'warn' : 'fail',
+      detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}${optional ? ' (agent.prevent_sleep is off: keys are wiped only by their TTL)' : ''}`,
+      fix: fixBackend,
+    });
+    const skipped = `skipped: ${backend} is unavailable (see inhibitor backend)`;
+    checks.push({ section, name: 'delay lock', status: 'info', detail: skipped });
+    checks.push({ section, name: 'block lock', status: 'info', detail: skipped });
+    checks.push({ section, name: 'suspend listener', status: 'info', detail: skipped });
     return checks;
   }
   checks.push({ section, name: 'inhibitor backend', status: 'ok', detail: `${backend}${library}` });

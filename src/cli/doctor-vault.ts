@@ -7,7 +7,7 @@ import { lstatSync, readdirSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
 import {
-  CONTAINER_EXT, defaultVaultDir, identityPublic, listContainers, readVaultInfo, vaultExists, vaultPaths,
+  CONTAINER_EXT, defaultVaultDir, identityPublic, kdfPreset, listContainers, readVaultInfo, vaultExists, vaultPaths,
 } from '../vault/index.js';
 import type { DoctorCheck } from './doctor-checks.js';
 import { formatBytes, octal } from './output.js';
@@ -55,6 +55,23 @@ function openModes(dir: string): string[] {
   return found;
 }
 
+/**
+ * Why the vault's Argon2id cost is too low to keep secrets behind, or null.
+ * Anything below libsodium's "interactive" preset is weak; the minimum is
+ * the cost STASH_KDF=test gives test suites, never meant for a real vault.
+ */
+function weakKdf(kdf: { opslimit: number; memlimit: number }): string | null {
+  const test = kdfPreset('test');
+  const interactive = kdfPreset('interactive');
+  if (kdf.opslimit <= test.opslimit && kdf.memlimit <= test.memlimit) {
+    return 'this is the minimum cost made for test suites (STASH_KDF=test): a stolen vault.json can be guessed at quickly';
+  }
+  if (kdf.opslimit < interactive.opslimit || kdf.memlimit < interactive.memlimit) {
+    return `this is below the interactive preset (${interactive.opslimit} passes / ${formatBytes(interactive.memlimit)}): a stolen vault.json can be guessed at quickly`;
+  }
+  return null;
+}
+
 export function vaultChecks(env: NodeJS.ProcessEnv = process.env): { checks: DoctorCheck[]; vault: Record<string, unknown> } {
   const dir = defaultVaultDir(env);
   const from = env.STASH_VAULT_DIR ? 'STASH_VAULT_DIR' : 'default location';
@@ -68,10 +85,11 @@ export function vaultChecks(env: NodeJS.ProcessEnv = process.env): { checks: Doc
   try {
     const info = readVaultInfo(dir);
     vault.info = info;
-    checks.push({
-      section, name: 'vault', status: 'ok',
-      detail: `${dir} (${from}); format ${info.formatVersion}, Argon2id ${info.kdf.opslimit} pass(es) / ${formatBytes(info.kdf.memlimit)}, created ${info.createdAt}`,
-    });
+    const detail = `${dir} (${from}); format ${info.formatVersion}, Argon2id ${info.kdf.opslimit} pass(es) / ${formatBytes(info.kdf.memlimit)}, created ${info.createdAt}`;
+    const weak = weakKdf(info.kdf);
+    checks.push(weak === null
+      ? { section, name: 'vault', status: 'ok', detail }
+      : { section, name: 'vault', status: 'warn', detail: `${detail}; ${weak}`, fix: 'raise the cost when you next change the password: stash vault passwd --kdf moderate' });
   } catch (err) {
     checks.push({ section, name: 'vault', status: 'fail', detail: errorMessage(err), fix: `restore ${vaultPaths(dir).meta} from a backup` });
     return { checks, vault };

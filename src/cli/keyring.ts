@@ -90,8 +90,34 @@ function entry(vaultId: string): KeyringEntry {
   return new mod.Entry(KEYRING_SERVICE, vaultId, { linux: { store: 'secret-service' } });
 }
 
+/**
+ * What went wrong, as a sentence: the keyring library passes on D-Bus and
+ * X11 text ("Platform failure: DBus error: Using X11 for dbus-daemon
+ * autolaunch was disabled at compile time, ..."), which tells a user nothing
+ * they can act on. Unknown failures keep the library's words, marked as such.
+ */
+export function keyringProblem(raw: string): string {
+  if (/X11|autolaunch|DBUS_SESSION_BUS_ADDRESS/i.test(raw)) {
+    return 'there is no session bus (DBUS_SESSION_BUS_ADDRESS is not set); auto-unlock works inside a desktop login session';
+  }
+  const socket = /Failed to connect to socket ([^:]+): (.*)$/i.exec(raw);
+  if (socket) {
+    const [, path, why] = socket as unknown as [string, string, string];
+    if (/No such file/i.test(why)) return `the session bus ${path} does not exist (check DBUS_SESSION_BUS_ADDRESS)`;
+    if (/refused/i.test(why)) return `nothing answers on the session bus ${path} (check DBUS_SESSION_BUS_ADDRESS)`;
+    return `the session bus ${path} cannot be reached (check DBUS_SESSION_BUS_ADDRESS)`;
+  }
+  if (/ServiceUnknown|not provided by any \.service|no secret service provider/i.test(raw)) {
+    return 'no Secret Service runs on the session bus; start a keyring such as GNOME Keyring, KWallet or KeePassXC with its Secret Service integration';
+  }
+  if (/prompt dismissed/i.test(raw)) return 'the keyring is locked and its unlock prompt was dismissed';
+  if (/locked/i.test(raw)) return 'the keyring is locked; unlock it (log in to the desktop session) and try again';
+  if (/Couldn't access platform secure storage|NoStorageAccess/i.test(raw)) return 'the keyring refused access to its storage';
+  return `the keyring library failed (${raw.replace(/^Platform failure: /, '').slice(0, 200)})`;
+}
+
 function keyringFailure(action: string, err: unknown): KeyringError {
-  return new KeyringError('KEYRING_UNAVAILABLE', `cannot ${action} the ${backendName()}: ${errorMessage(err)}`);
+  return new KeyringError('KEYRING_UNAVAILABLE', `cannot ${action} the ${backendName()}: ${keyringProblem(errorMessage(err))}`);
 }
 
 /** The stored password in secure memory, or null when none is stored. */

@@ -105,11 +105,19 @@ test('no Secret Service on the bus: status says so, enable fails with 69 and sto
     assert.is(s.available, false);
     assert.is(s.secretStored, null);
     assert.match(s.problem!, /^cannot read from the Secret Service/);
+    // A sentence, not the keyring library's D-Bus text.
+    assert.match(s.problem!, /: the session bus \/nonexistent\/stash-test-bus does not exist \(check DBUS_SESSION_BUS_ADDRESS\)$/);
     const text = await t.run(['vault', 'sessions', 'auto-unlock', 'status']);
     assert.match(text.stdout, /Backend: +Secret Service .* \(unavailable\)\nSecret stored: unknown: cannot read from/);
     const on = await t.run(['vault', 'sessions', 'auto-unlock', 'enable', '--password-file', t.pwFile]);
     assert.is(on.code, 69, on.stderr);
     assert.match(on.stderr, /^stash: cannot write to the Secret Service/);
+    assert.not.match(on.stderr, /DBus error|Platform failure/);
+    // No session bus at all (a console login, ssh): no X11 autolaunch text either.
+    const none = await t.run(['vault', 'sessions', 'auto-unlock', 'status', '--json'], { env: { DBUS_SESSION_BUS_ADDRESS: '' } });
+    const problem = String((JSON.parse(none.stdout) as { problem: string }).problem);
+    assert.match(problem, /: there is no session bus \(DBUS_SESSION_BUS_ADDRESS is not set\); auto-unlock works inside a desktop login session$/);
+    assert.not.match(problem, /X11|autolaunch|DBus error/);
     assert.is((await status(t)).enabled, false);
   } finally {
     await t.dispose();

@@ -35,7 +35,11 @@ test('healthy setup: every check passes, exit 0', async () => {
   const bus = await startLogindBus();
   const t = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address });
   try {
-    await t.initVault(['work']);
+    // A real Argon2id cost: the test preset is a warning of its own.
+    const init = await t.run(['vault', 'init', '--password-file', t.pwFile, '--kdf', 'interactive']);
+    assert.is(init.code, 0, init.stderr);
+    const create = await t.run(['container', 'create', 'work', '--password-file', t.pwFile]);
+    assert.is(create.code, 0, create.stderr);
     const { code, report, text } = await doctor(t);
     assert.is(code, 0, text);
     assert.ok(report.ok);
@@ -55,22 +59,75 @@ test('healthy setup: every check passes, exit 0', async () => {
   }
 });
 
-test('no logind: the suspend checks fail and say why; the rest passes', async () => {
+/** A /sys/power/state stand-in (STASH_SYS_POWER_STATE): this test machine's own file is empty. */
+function powerState(t: CliEnv, states: string): string {
+  const path = join(t.home, 'power-state');
+  writeFileSync(path, states);
+  return path;
+}
+
+test('no logind on a machine that suspends: one failing line with its fix, the dependent checks skipped', async () => {
   const t = cliEnv(); // DBUS_SYSTEM_BUS_ADDRESS points at a socket that does not exist
   try {
     await t.initVault();
-    const { code, report, text } = await doctor(t);
+    const { code, report, text } = await doctor(t, { STASH_SYS_POWER_STATE: powerState(t, 'freeze mem disk\n') });
     assert.is(code, 1);
     assert.not.ok(report.ok);
     const backend = check(report, 'inhibitor backend');
     assert.is(backend.status, 'fail');
     assert.match(backend.detail, /^logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus at unix:path=.*no-bus: No such file or directory/);
     assert.match(backend.fix!, /systemd-logind \(or elogind\)/);
-    for (const name of ['delay lock', 'block lock', 'suspend listener']) assert.is(check(report, name).status, 'fail');
-    assert.equal(report.checks.filter((c) => c.status === 'fail').map((c) => c.section), ['suspend', 'suspend', 'suspend', 'suspend'], 'only suspend protection failed');
+    for (const name of ['delay lock', 'block lock', 'suspend listener']) {
+      assert.is(check(report, name).status, 'info', name);
+      assert.is(check(report, name).detail, 'skipped: logind is unavailable (see inhibitor backend)');
+      assert.is(check(report, name).fix, undefined);
+    }
+    assert.equal(report.checks.filter((c) => c.status === 'fail').map((c) => c.name), ['inhibitor backend'], 'one cause, one failing line');
     assert.match(text, /\[FAIL\] inhibitor backend: logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus/);
     assert.match(text, /\n {7}fix: suspend protection needs systemd-logind/);
-    assert.match(text, /\n4 problems found: inhibitor backend, delay lock, block lock, suspend listener\.\n$/);
+    assert.match(text, /\[info\] delay lock: skipped: logind is unavailable/);
+    assert.match(text, /\n1 problem found: inhibitor backend\.\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('no logind with agent.prevent_sleep = false: a warning, doctor passes', async () => {
+  const t = cliEnv();
+  try {
+    mkdirSync(join(t.home, 'config', 'stash'), { recursive: true });
+    writeFileSync(join(t.home, 'config', 'stash', 'config.toml'), '[agent]\nprevent_sleep = false\n');
+    await t.initVault(); // starts the agent with that setting
+    const { code, report, text } = await doctor(t, { STASH_SYS_POWER_STATE: powerState(t, 'mem\n') });
+    assert.is(code, 0, text);
+    const backend = check(report, 'inhibitor backend');
+    assert.is(backend.status, 'warn');
+    assert.match(backend.detail, /agent\.prevent_sleep is off: keys are wiped only by their TTL\)$/);
+    assert.equal(report.checks.filter((c) => c.status === 'fail'), []);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('a machine that cannot suspend: suspend protection is [info] not needed; a test-cost vault is [warn]; doctor passes', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault();
+    for (const state of [powerState(t, ''), join(t.home, 'no-such-power-state')]) {
+      const { code, report, text } = await doctor(t, { STASH_SYS_POWER_STATE: state });
+      assert.is(code, 0, text);
+      const suspend = report.checks.filter((c) => c.section === 'suspend');
+      assert.is(suspend.length, 1, JSON.stringify(suspend));
+      assert.is(suspend[0]!.name, 'suspend protection');
+      assert.is(suspend[0]!.status, 'info');
+      assert.match(suspend[0]!.detail, /^not needed: this machine cannot suspend \(.*power-state (lists no sleep state|does not exist)\)/);
+      assert.match(text, /\[info\] suspend protection: not needed: this machine cannot suspend/);
+      const vault = check(report, 'vault');
+      assert.is(vault.status, 'warn');
+      assert.match(vault.detail, /Argon2id 1 pass\(es\) \/ 8 KiB, .*; this is the minimum cost made for test suites \(STASH_KDF=test\)/);
+      assert.is(vault.fix, 'raise the cost when you next change the password: stash vault passwd --kdf moderate');
+      assert.match(text, /\nNo problems found \(1 warning\)\.\n$/);
+    }
   } finally {
     await t.dispose();
   }
