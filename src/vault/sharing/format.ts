@@ -13,7 +13,7 @@
  *   63         144 r  stanzas, the owner's first: X25519 pk (32), Ed25519 pk (32), sealed content key (80)
  *   S=63+144r  64     owner signature over bytes 0 .. S-1
  *   W=S+64     8      revision (1, 2, ...)
- *   W+8        8      written at, milliseconds since 1970 (the writer's clock)
+ *   W+8        8      written at, milliseconds since 1970 (the writer's clock), at most 8.64e15
  *   W+16       32     writer's Ed25519 public key
  *   W+48       8 r    last write: per stanza, the revision that member last wrote (0: never)
  *   W+48+8r    24     body nonce
@@ -39,6 +39,8 @@ const FIXED = 63;
 const OFF = { version: 8, containerId: 10, epoch: 26, commit: 30, count: 62 } as const;
 /** The largest revision or timestamp we accept: exact in a JS number. */
 const MAX_COUNTER = Number.MAX_SAFE_INTEGER;
+/** The last instant a JavaScript Date holds (+275760-09-13), in ms since 1970: the largest time a reader accepts. */
+export const MAX_DATE_MS = 8.64e15;
 
 export interface Stanza {
   x25519: Buffer;
@@ -137,6 +139,16 @@ function counter(bytes: Buffer, at: number, path: string, what: string): number 
 }
 
 /**
+ * The write time: at most MAX_DATE_MS, so that every reader can show it (a
+ * later one is no clock, only a way to make `new Date()` throw).
+ */
+function writeTime(bytes: Buffer, at: number, path: string): number {
+  const v = bytes.readBigUInt64LE(at);
+  if (v > BigInt(MAX_DATE_MS)) throw corrupt(path, 'the write time is out of range');
+  return Number(v);
+}
+
+/**
  * Decodes the membership part from the start of `bytes` (a whole file or a
  * prefix). Structure only: signatures are checked elsewhere.
  */
@@ -187,7 +199,7 @@ export function decodeShared(bytes: Buffer, path: string): SharedFile {
     membership,
     write: {
       revision,
-      writtenAt: counter(bytes, w + 8, path, 'write time'),
+      writtenAt: writeTime(bytes, w + 8, path),
       writer: Buffer.from(bytes.subarray(w + 16, w + 48)),
       lastWrites,
       bodyNonce: Buffer.from(bytes.subarray(w + 48 + 8 * r, h)),

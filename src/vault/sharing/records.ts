@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, removeFile } from '../fs-atomic.js';
 import { validateContainerName } from '../names.js';
+import { MAX_DATE_MS } from './format.js';
 
 export const SHARED_DIR = 'shared';
 const FORMAT = 'stash-shared';
@@ -90,6 +91,11 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw bad(`${what} is not a whole number`);
     return v;
   };
+  const time = (v: unknown, what: string): number => {
+    const n = count(v, what);
+    if (n > MAX_DATE_MS) throw bad(`${what} is not a date`);
+    return n;
+  };
   if (d.name !== name) throw bad(`it describes ${JSON.stringify(d.name)}, not ${JSON.stringify(name)}`);
   if (d.link !== null && (typeof d.link !== 'string' || d.link.length === 0 || d.link.length > 4096)) throw bad('link is not a path');
   const s = d.seen as Record<string, unknown> | null;
@@ -108,7 +114,7 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
       epoch: count(s.epoch, 'seen.epoch'),
       hash: hex(s.hash, 32, 'seen.hash'),
       writer: hex(s.writer, 32, 'seen.writer').toString('hex'),
-      writtenAt: count(s.writtenAt, 'seen.writtenAt'),
+      writtenAt: time(s.writtenAt, 'seen.writtenAt'),
       lastWrites,
     },
   };

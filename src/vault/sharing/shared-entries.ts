@@ -4,7 +4,7 @@
  * or just opened), and a write as a new signed revision.
  */
 import { open } from '../aead.js';
-import { decodeBody, wipeEntries, withChangeTimes, type Entries } from '../container-body.js';
+import { changeTime, decodeBody, wipeEntries, withChangeTimes, type Entries } from '../container-body.js';
 import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, type IdentitySecret } from '../identity.js';
@@ -12,6 +12,7 @@ import { withVaultLock } from '../lock.js';
 import { validateEntryName, validateValue } from '../names.js';
 import { assertKey, constantTimeEqual, wipe } from '../secure.js';
 import { ed25519PublicOf, openSealedKey } from './crypto.js';
+import { MAX_DATE_MS } from './format.js';
 import { assembleFile, commitRevision, nextWrite } from './revisions.js';
 import { loadVerified, recipientIndex, type LoadedShared, type PublicIdentity } from './verify.js';
 
@@ -47,12 +48,22 @@ export function openSharedBody(l: LoadedShared, contentKey: Buffer): Entries {
   }
   const plain = open(l.file.body, l.file.headerBytes, l.file.write.bodyNonce, contentKey);
   if (plain === null) throw corrupt(l.path, 'the encrypted body failed authentication');
+  let entries: Entries;
   try {
-    return decodeBody(plain, l.path);
+    entries = decodeBody(plain, l.path);
   } catch (err) {
     wipe(plain);
     throw err;
   }
+  // Any member writes the change times, and every reader shows them as dates:
+  // a time no Date can hold is damage, not a clock (version 1 allows up to 2^53-1).
+  for (const entryName of entries.keys()) {
+    if (changeTime(entries, entryName) > MAX_DATE_MS) {
+      wipeEntries(entries);
+      throw corrupt(l.path, `the change time of ${entryName} is out of range`);
+    }
+  }
+  return entries;
 }
 
 /**
