@@ -14,8 +14,8 @@ import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { withFastFetch } from './http/fast-fetch.js';
 import { fullStatusAllowed, publicStatus } from './http/status-access.js';
-import { requestEncoding, responseEncoding, type Encoding } from './http/negotiate.js';
-import { PAGE_CSP, confirmPage, confirmedPage, invalidLinkPage } from './http/pages.js';
+import { requestEncoding, responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
+import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
 import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
 import { RequestLimiter } from './limits/token-bucket.js';
 import { WindowLimiter } from './limits/window-limiter.js';
@@ -173,14 +173,20 @@ export function createApp(deps: AppDeps): KeyServerApp {
   router.get('/verify/:token', (ctx) => {
     const info = service.verificationInfo(ctx.params.token ?? '');
     if (!info) sendPage(ctx, 404, invalidLinkPage());
-    else sendPage(ctx, 200, confirmPage(info.maskedEmail, info.expiresAt));
+    else sendPage(ctx, 200, info.state === 'pending' ? confirmPage(info) : alreadyConfirmedPage(info));
   });
 
   router.post('/verify/:token', async (ctx) => {
     await readBody(ctx.req, bodyLimit, bodyTimeoutMs); // the form sends nothing we need
     const done = await service.confirm(ctx.params.token ?? '');
     if (!done) sendPage(ctx, 404, invalidLinkPage());
-    else sendPage(ctx, 200, confirmedPage(done.maskedEmail, done.expiresAt));
+    else sendPage(ctx, 200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done));
+  });
+
+  // A browser pointed at the server gets a page saying what it is; API clients keep their 404.
+  router.get('/', (ctx) => {
+    if (!wantsHtml(ctx.req.headers)) throw new KeyServerError('ROUTE_NOT_FOUND', 'no such endpoint: GET /; the API is under /v1/');
+    sendPage(ctx, 200, homePage());
   });
 
   app.use(router.routes());

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import sodium from 'sodium-native';
+import { FINGERPRINT_BYTES, fingerprintInput, formatFingerprint } from '../vault/fingerprint-format.js';
 import type { ServerConfig } from './cli/options.js';
 import type { Clock } from './clock.js';
 import { KeyServerError, RateLimitedError } from './errors.js';
@@ -33,6 +34,31 @@ export interface ServiceDeps {
   emailLimiter: WindowLimiter;
   emailIpLimiter: WindowLimiter;
   replicator?: Replicator;
+}
+
+/** What a verification page shows about its share; the fingerprint lets the owner check the key is theirs. */
+export interface VerificationView {
+  state: 'pending' | 'confirmed-now' | 'confirmed';
+  maskedEmail: string;
+  expiresAt: number;
+  verifiedAt: number;
+  /** "XXXX-XXXX-XXXX-XXXX-XXXX-XXXX", as `stash vault identity show` prints it. */
+  fingerprint: string;
+}
+
+/**
+ * The fingerprint of a published key (tag, X25519, Ed25519: 65 bytes), hashed
+ * here with the server's libsodium and formatted by the vault's pure
+ * formatter, so it is the one the publisher's `stash vault identity show` prints.
+ */
+export function publishedFingerprint(publicKey: Uint8Array): string {
+  const hash = Buffer.alloc(32);
+  sodium.crypto_generichash(hash, fingerprintInput(publicKey.subarray(1, 33), publicKey.subarray(33, 65)));
+  return formatFingerprint(hash.subarray(0, FINGERPRINT_BYTES));
+}
+
+function view(state: VerificationView['state'], share: { email: string; expiresAt: number; verifiedAt: number; publicKey: Uint8Array }): VerificationView {
+  return { state, maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt, verifiedAt: share.verifiedAt, fingerprint: publishedFingerprint(share.publicKey) };
 }
 
 const TOKEN_BYTES = 32;
@@ -179,20 +205,34 @@ export class ShareService {
     return hash;
   }
 
-  /** What the confirmation page shows, or undefined for an unknown/used/expired link. */
-  verificationInfo(token: string): { maskedEmail: string; expiresAt: number } | undefined {
+  /**
+   * What the page of a verification link shows: a pending share (the page
+   * with the button), one this link already confirmed (a link opened again),
+   * or undefined for a link that is unknown or expired.
+   */
+  verificationInfo(token: string): VerificationView | undefined {
     const hash = this.tokenHash(token);
-    const share = hash && this.deps.store.findByToken(hash);
-    return share ? { maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt } : undefined;
+    if (!hash) return undefined;
+    const pending = this.deps.store.findByToken(hash);
+    if (pending) return view('pending', pending);
+    const confirmed = this.deps.store.findConfirmedByToken(hash);
+    return confirmed ? view('confirmed', confirmed) : undefined;
   }
 
-  /** Confirms ownership of the address; single use. */
-  async confirm(token: string): Promise<{ maskedEmail: string; expiresAt: number } | undefined> {
+  /**
+   * Confirms ownership of the address; single use: a second confirmation of
+   * the same link changes nothing and answers "already confirmed".
+   */
+  async confirm(token: string): Promise<VerificationView | undefined> {
     const hash = this.tokenHash(token);
-    const share = hash && (await this.deps.store.verify(hash));
-    if (!share) return undefined;
+    if (!hash) return undefined;
+    const share = await this.deps.store.verify(hash);
+    if (!share) {
+      const confirmed = this.deps.store.findConfirmedByToken(hash);
+      return confirmed ? view('confirmed', confirmed) : undefined;
+    }
     this.deps.logger.info(`verify: share ${share.code.slice(0, 2)}… confirmed by ${maskEmail(share.email)}`);
-    return { maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt };
+    return view('confirmed-now', share);
   }
 
   topology(): TopologyResponse {

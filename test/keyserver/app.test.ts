@@ -2,6 +2,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { fetchShare, publish, status, topology } from '../../src/keyserver/client.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
+import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
 import { decodeStatus, decodeTopology, encodeShareRequest } from '../../src/keyserver/wire/messages.js';
 import { BINARY, ManualClock, http, identityPublicKey, postBinary, postJson, startTestServer } from './harness.js';
 
@@ -56,12 +57,22 @@ test('publish, the GET page does not verify, the POST does (once), then fetch co
     const confirm = await http(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '' });
     assert.is(confirm.status, 200);
     assert.match(confirm.text, /Address confirmed/);
+    // The vault's own fingerprint of the key (the one `stash vault identity show` prints).
+    const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
+    assert.ok(confirm.text.includes(fingerprint), 'the confirmed page shows the fingerprint');
+    // The token is single-use: confirming again changes nothing and says so.
     const again = await http(link, { method: 'POST' });
-    assert.is(again.status, 404, 'the token is single-use');
-    assert.match(again.text, /already been used, or has expired/);
-    assert.is((await http(link)).status, 404);
+    assert.is(again.status, 200);
+    assert.match(again.text, /<title>Already confirmed<\/title>/);
+    assert.match(again.text, /was already confirmed with this link at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC/);
+    const reopened = await http(link);
+    assert.is(reopened.status, 200);
+    assert.match(reopened.text, /<title>Already confirmed<\/title>/);
+    assert.ok(reopened.text.includes(fingerprint));
+    assert.not.match(reopened.text, /<button/, 'nothing left to press');
+    assert.is((await http(`${s.url}/verify/${'A'.repeat(43)}`)).status, 404, 'an unknown token is still unknown');
     // Every page on /verify, error pages included, forbids framing (clickjacking of the confirm button).
-    for (const [path, method, status] of [[link, 'GET', 404], [link, 'PUT', 405], [`${s.url}/verify/a/b`, 'GET', 404]] as const) {
+    for (const [path, method, status] of [[link, 'GET', 200], [`${s.url}/verify/${'A'.repeat(43)}`, 'GET', 404], [link, 'PUT', 405], [`${s.url}/verify/a/b`, 'GET', 404]] as const) {
       const page = await http(path, { method });
       assert.is(page.status, status, `${method} ${path}`);
       assert.is(page.headers['x-frame-options'], 'DENY', `${method} ${path}: X-Frame-Options`);
@@ -100,8 +111,46 @@ test('a pending publish and its link survive a server restart', async () => {
     } finally {
       await second.stop();
     }
+    // The used link is rebuilt from the log too: opened again after a restart, it says "already confirmed".
+    const third = await startTestServer({ config: { stateDir: state.path } });
+    try {
+      const again = await http(`${third.url}${new URL(link).pathname}`);
+      assert.is(again.status, 200);
+      assert.match(again.text, /<title>Already confirmed<\/title>/);
+    } finally {
+      await third.stop();
+    }
   } finally {
     state.remove();
+  }
+});
+
+test('a browser gets HTML pages for / and unknown paths; API clients keep their 404 answers', async () => {
+  const s = await startTestServer();
+  const browser = { Accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' };
+  try {
+    const home = await http(`${s.url}/`, { headers: browser });
+    assert.is(home.status, 200);
+    assert.match(String(home.headers['content-type']), /^text\/html; charset=utf-8/);
+    assert.match(home.text, /<title>stash key server<\/title>/);
+    assert.match(String(home.headers['content-security-policy']), /default-src 'none'/);
+    const missing = await http(`${s.url}/favicon.ico`, { headers: browser });
+    assert.is(missing.status, 404);
+    assert.match(String(missing.headers['content-type']), /^text\/html/);
+    assert.match(missing.text, /<title>Page not found<\/title>/);
+    const wrongMethod = await http(`${s.url}/v1/share`, { headers: browser });
+    assert.is(wrongMethod.status, 405);
+    assert.match(String(wrongMethod.headers['content-type']), /^text\/html/);
+    // The API's own clients: binary for the stash client and curl's */*, JSON when asked.
+    for (const [accept, type] of [[BINARY, BINARY], ['*/*', BINARY], [undefined, BINARY], ['application/json', 'application/json']] as const) {
+      for (const path of ['/', '/nope']) {
+        const r = await http(`${s.url}${path}`, accept ? { headers: { Accept: accept } } : {});
+        assert.is(r.status, 404, `${path} ${accept}`);
+        assert.ok(String(r.headers['content-type']).startsWith(type), `${path} ${accept}: ${String(r.headers['content-type'])}`);
+      }
+    }
+  } finally {
+    await s.stop();
   }
 });
 

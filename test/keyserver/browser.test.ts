@@ -1,13 +1,17 @@
 /**
  * The confirmation page in a real browser: Debian's chromium, headless,
  * driven by playwright-core. Opening the link verifies nothing; clicking the
- * one button does, and then the share can be fetched.
+ * one button does, and then the share can be fetched. The page shows the
+ * key's fingerprint grouped as the CLI prints it; opened again it says
+ * "already confirmed"; the server's own address and unknown paths get pages.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
+import { fingerprintLines } from '../../src/cli/fingerprint-display.js';
+import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
 import { needFacility } from '../helpers/facility.js';
 import { identityPublicKey, startTestServer, tempDir } from './harness.js';
 
@@ -39,6 +43,10 @@ test('open the verification link in headless Chromium, click the button, then fe
     assert.is(await page.title(), 'Confirm your email address');
     assert.match(await page.textContent('body') ?? '', /b\*\*\*@example\.org/);
     assert.is(await page.locator('button').count(), 1);
+    // The key being vouched for, grouped as `stash vault identity show` prints it.
+    const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
+    assert.is(await page.textContent('#fingerprint'), fingerprint);
+    assert.is(await page.textContent('#fingerprint-groups'), fingerprintLines(fingerprint).join('\n'));
     try {
       await fetchShare(s.url, pub.code);
       assert.unreachable('opening the page verified the share');
@@ -51,9 +59,20 @@ test('open the verification link in headless Chromium, click the button, then fe
     const fetched = await fetchShare(s.url, pub.code);
     assert.ok(fetched.publicKey.equals(key));
     assert.is(fetched.email, 'browser.user@example.org');
-    // Back and click again: the link is used up.
-    await page.goto(link);
-    assert.is(await page.title(), 'Link not valid');
+    // Opened again: the link is used up, and the page says it was confirmed.
+    const reopened = await page.goto(link);
+    assert.is(reopened?.status(), 200);
+    assert.is(await page.title(), 'Already confirmed');
+    assert.match(await page.textContent('#already-confirmed') ?? '', /was already confirmed with this link/);
+    assert.is(await page.textContent('#fingerprint'), fingerprint);
+    assert.is(await page.locator('button').count(), 0);
+    // The server itself and an unknown path: small pages, not a binary download.
+    const home = await page.goto(`${s.url}/`);
+    assert.is(home?.status(), 200);
+    assert.is(await page.title(), 'stash key server');
+    const unknown = await page.goto(`${s.url}/no/such/page`);
+    assert.is(unknown?.status(), 404);
+    assert.is(await page.title(), 'Page not found');
   } finally {
     await browser?.close();
     await s.stop();

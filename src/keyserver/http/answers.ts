@@ -9,8 +9,8 @@ import type { Context } from 'koa';
 import { encodeError, BINARY_MEDIA_TYPE } from '../wire/messages.js';
 import { errorJson } from '../wire/json.js';
 import type { HttpFailure } from './error-middleware.js';
-import { responseEncoding } from './negotiate.js';
-import { PAGE_CSP, errorPage, invalidLinkPage } from './pages.js';
+import { responseEncoding, wantsHtml } from './negotiate.js';
+import { PAGE_CSP, errorPage, invalidLinkPage, notFoundPage } from './pages.js';
 
 /** What Koa makes of `ctx.type = 'application/json'`; spelled out so the fast path sends the same. */
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
@@ -35,15 +35,18 @@ function isPagePath(path: string): boolean {
   return path === '/verify' || path.startsWith('/verify/');
 }
 
-/** A failure in the encoding the caller asked for (HTML on /verify). */
+/** A failure in the encoding the caller asked for (HTML on /verify and for browsers). */
 export function failureAnswer(f: HttpFailure, path: string, method: string, headers: IncomingHttpHeaders): Answer {
   const out: Array<[string, string]> = Object.entries(f.headers);
   if (f.retryAfter > 0) out.push(['Retry-After', String(f.retryAfter)]);
   // After a refused body the rest of it may still be arriving: do not reuse the connection.
   if (f.status === 408 || f.status === 413 || f.status === 400) out.push(['Connection', 'close']);
-  if (isPagePath(path)) {
+  const page = isPagePath(path);
+  if (page || wantsHtml(headers)) {
+    // Verification pages, and any path a browser asks for: HTML rather than a binary download.
     out.push(['Content-Security-Policy', PAGE_CSP], ['X-Frame-Options', 'DENY']);
-    const html = f.status === 404 ? invalidLinkPage() : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
+    const notFound = page ? invalidLinkPage() : notFoundPage();
+    const html = f.status === 404 ? notFound : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
     return { status: f.status, headers: out, type: HTML_CONTENT_TYPE, body: html };
   }
   if (responseEncoding(headers, method) === 'json') {

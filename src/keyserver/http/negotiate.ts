@@ -34,3 +34,13 @@ export function responseEncoding(headers: IncomingHttpHeaders, method: string): 
   if (method === 'POST' && mediaType(headers['content-type']) === JSON_MEDIA_TYPE) return 'json';
   return 'binary';
 }
+
+/**
+ * True for a browser: Accept names text/html and neither of the API's media
+ * types. The stash client asks for binary, curl sends * / *: both keep the
+ * API's answers; a browser gets small HTML pages instead of a binary file.
+ */
+export function wantsHtml(headers: IncomingHttpHeaders): boolean {
+  const accept = (headers.accept ?? '').toLowerCase();
+  return accept.includes('text/html') && !accept.includes(BINARY_MEDIA_TYPE) && !accept.includes(JSON_MEDIA_TYPE);
+}

@@ -3,8 +3,12 @@
  * verifies nothing: mail scanners and link previewers fetch links, and must
  * not confirm an address on the owner's behalf. Only the POST sent by that
  * button verifies. The pages hold no secret: the form posts back to the same
- * URL (no token in the page), and the address is shown masked.
+ * URL (no token in the page), and the address is shown masked. Pages show
+ * the published key's fingerprint laid out by the CLI's pure
+ * fingerprint-display.ts (the key server never loads the agent or the vault).
  */
+import { fingerprintLines } from '../../cli/fingerprint-display.js';
+import type { VerificationView } from '../service.js';
 
 function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -12,7 +16,7 @@ function escape(text: string): string {
 
 const style = `body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}button{font-size:1.1rem;padding:.6rem 1.4rem;border-radius:.4rem;border:1px solid #245;background:#2a5db0;color:#fff;cursor:pointer}
-.muted{color:#666;font-size:.9rem}`;
+.muted{color:#666;font-size:.9rem}.fp{font-family:ui-monospace,monospace;font-size:1.3rem;letter-spacing:.05em}\npre{font-size:1.1rem}`;
 
 /** Content-Security-Policy of every page: no scripts, no external anything, forms only to us. */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -31,20 +35,43 @@ function until(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 }
 
-export function confirmPage(maskedEmail: string, expiresAt: number): string {
+/**
+ * The key being vouched for, grouped as `stash vault identity show` prints it
+ * (the same fingerprintLines), so the owner of the address can check that
+ * the key is theirs before confirming.
+ */
+function fingerprintBlock(fingerprint: string): string {
+  return `<p>Fingerprint of the published key:</p>
+<p class="fp" id="fingerprint">${escape(fingerprint)}</p>
+<pre id="fingerprint-groups">${escape(fingerprintLines(fingerprint).join('\n'))}</pre>`;
+}
+
+export function confirmPage(v: VerificationView): string {
   return page(
     'Confirm your email address',
-    `<p>Someone published a stash public key for <strong>${escape(maskedEmail)}</strong> and asked to prove that this address belongs to them.</p>
-<p>If that was you, confirm below. Until you do, nobody can fetch the key.</p>
+    `<p>Someone published a stash public key for <strong>${escape(v.maskedEmail)}</strong> and asked to prove that this address belongs to them.</p>
+${fingerprintBlock(v.fingerprint)}
+<p>If that was you, compare this fingerprint with the one <code>stash vault identity show</code> prints, then confirm below. Until you do, nobody can fetch the key.</p>
 <form method="post"><button type="submit" id="confirm">Confirm my address</button></form>
-<p class="muted">If you did not publish a key, ignore this page: the request expires at ${escape(until(expiresAt))}.</p>`,
+<p class="muted">If you did not publish a key, or the fingerprint differs, do not confirm: the request expires at ${escape(until(v.expiresAt))}.</p>`,
   );
 }
 
-export function confirmedPage(maskedEmail: string, expiresAt: number): string {
+export function confirmedPage(v: VerificationView): string {
   return page(
     'Address confirmed',
-    `<p id="confirmed">Thank you: <strong>${escape(maskedEmail)}</strong> is confirmed. Your share code can now be fetched until ${escape(until(expiresAt))}.</p>
+    `<p id="confirmed">Thank you: <strong>${escape(v.maskedEmail)}</strong> is confirmed. Your share code can now be fetched until ${escape(until(v.expiresAt))}.</p>
+${fingerprintBlock(v.fingerprint)}
+<p class="muted">You can close this page.</p>`,
+  );
+}
+
+/** A link opened again after its confirmation. */
+export function alreadyConfirmedPage(v: VerificationView): string {
+  return page(
+    'Already confirmed',
+    `<p id="already-confirmed"><strong>${escape(v.maskedEmail)}</strong> was already confirmed with this link at ${escape(until(v.verifiedAt))}. Nothing more to do: the share code can be fetched until ${escape(until(v.expiresAt))}.</p>
+${fingerprintBlock(v.fingerprint)}
 <p class="muted">You can close this page.</p>`,
   );
 }
@@ -52,8 +79,22 @@ export function confirmedPage(maskedEmail: string, expiresAt: number): string {
 export function invalidLinkPage(): string {
   return page(
     'Link not valid',
-    '<p id="invalid">This verification link is unknown, has already been used, or has expired.</p><p class="muted">Publish your key again to get a new link.</p>',
+    '<p id="invalid">This verification link is unknown or has expired.</p><p class="muted">If you confirmed it earlier, nothing more is needed. Otherwise publish your key again to get a new link.</p>',
   );
+}
+
+/** GET / in a browser: what this server is. */
+export function homePage(): string {
+  return page(
+    'stash key server',
+    `<p id="home">This is a key server of <strong>stash</strong>, a secrets vault. It passes public keys from one stash user to another; the <code>stash</code> command line talks to it (<code>stash vault identity publish</code>, <code>stash vault contact receive</code>).</p>
+<p class="muted">There is nothing to do here in a browser. The verification links this server emails open a page of their own.</p>`,
+  );
+}
+
+/** Any other unknown path in a browser. */
+export function notFoundPage(): string {
+  return page('Page not found', '<p id="not-found">There is no page at this address.</p><p class="muted">This is a stash key server; <a href="/">what that is</a>.</p>');
 }
 
 export function errorPage(title: string, message: string): string {

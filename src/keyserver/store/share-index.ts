@@ -12,7 +12,11 @@
  * - applying a record twice changes nothing (`apply` then returns false).
  */
 import type { AckVector, ShareState, Stamp, StoreRecord, TombstoneReason } from './records.js';
+import { BoundedMap } from '../limits/bounded-map.js';
 import { ShareTable } from './share-table.js';
+
+/** How many used verification tokens are remembered (about 200 bytes each). */
+export const CONFIRMED_TOKENS_KEPT = 10_000;
 
 export interface Tombstone {
   code: string;
@@ -37,6 +41,14 @@ export class ShareIndex {
   readonly shares = new ShareTable();
   /** hex SHA-256 of a verification token -> share code (pending shares only). */
   readonly tokens = new Map<string, string>();
+  /**
+   * The same for tokens already used, so that a link opened again says
+   * "already confirmed" rather than "unknown". Bounded (CONFIRMED_TOKENS_KEPT,
+   * least recently used out) and rebuilt by recovery from the log's put and
+   * verify records; a compacted log keeps no token of a verified share, so
+   * after a compaction an old link falls back to the "unknown or expired" page.
+   */
+  readonly confirmedTokens = new BoundedMap<string>(CONFIRMED_TOKENS_KEPT);
   readonly tombstones = new Map<string, Tombstone>();
   /** Per replication peer URL: per origin, the highest stamp the peer acknowledged. */
   readonly acks = new Map<string, Map<number, { epoch: number; seq: number }>>();
@@ -158,6 +170,7 @@ export class ShareIndex {
   private replace(old: ShareState | undefined, next: ShareState): void {
     if (old) {
       if (old.tokenHash) this.tokens.delete(old.tokenHash.toString('hex'));
+      if (old.tokenHash && !next.tokenHash && next.verifiedAt !== 0) this.confirmedTokens.set(old.tokenHash.toString('hex'), next.code);
       if (old.verifiedAt === 0) this.pending--;
     }
     this.shares.set(next);

@@ -300,6 +300,14 @@ export class ShareStore {
     return share;
   }
 
+  /** The live, verified share whose verification used this token (a link opened again), if still known. */
+  findConfirmedByToken(tokenHash: Buffer): ShareState | undefined {
+    const code = this.index.confirmedTokens.get(tokenHash.toString('hex'));
+    const share = code === undefined ? undefined : this.index.shares.get(code);
+    if (!share || share.verifiedAt === 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
+    return share;
+  }
+
   /**
    * Marks the token's share verified; resolves with the verified share once
    * durable, or undefined when the token is unknown, used or expired. The
