@@ -127,7 +127,7 @@ function members(dir: string, vaultKey: Buffer, name: string, json: boolean): nu
   out(`Container ${name}: shared, version ${r.revision}, recipient list ${r.epoch}`);
   out(`File: ${r.path}${r.link ? ' (linked)' : ''}`);
   const rows = r.members.map((m) => [nameOf(m) ?? '(not in your contacts)', m.fingerprint, m.owner ? 'owner' : 'member', m.lastWrite === 0 ? '-' : `version ${m.lastWrite}`]);
-  for (const line of formatTable(['MEMBER', 'FINGERPRINT', 'ROLE', 'LAST WROTE'], rows)) out(line);
+  for (const line of formatTable(['MEMBER', 'FINGERPRINT', 'ROLE', 'LAST WROTE OR ADDED'], rows)) out(line);
   const w = r.writer!;
   out(`Version ${r.revision} was written by ${nameOf(w) ?? '(not in your contacts)'} (${w.fingerprint}) at ${r.writtenAt!.toISOString()}.`);
   return 0;

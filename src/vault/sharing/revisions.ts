@@ -35,14 +35,21 @@ export function signedMembership(
 /**
  * The write block of the revision after `base` (null: the first), written by
  * `writer`: every member's last write carried forward, the writer's set to
- * the new revision, members new to the list at 0.
+ * the new revision, and members new to the list also at the new revision.
+ *
+ * Why not 0 for a new member: the value must never go down along one history,
+ * or readers see a lost write. A member removed and added again may have last
+ * written revision 7 in a file some reader saw; starting them again at 0 made
+ * every later version look as if it lacked that write (SHARE_DIVERGED for
+ * the member and for anyone who had not read the removal). The revision that
+ * adds them is above any revision they wrote before on this history.
  */
 export function nextWrite(base: SharedFile | null, stanzas: Stanza[], writer: Buffer): WriteInfo {
   const revision = (base?.write.revision ?? 0) + 1;
   const lastWrites = stanzas.map((s) => {
     if (s.ed25519.equals(writer)) return revision;
     const i = base ? base.membership.stanzas.findIndex((b) => b.ed25519.equals(s.ed25519)) : -1;
-    return i >= 0 ? base!.write.lastWrites[i]! : 0;
+    return i >= 0 ? base!.write.lastWrites[i]! : revision;
   });
   return { revision, writtenAt: Date.now(), writer, lastWrites, bodyNonce: randomBytes(NONCE_BYTES) };
 }

@@ -1,0 +1,44 @@
+/**
+ * History across membership changes, with real vaults and one linked file:
+ * removing a member and adding them again is a later version for everyone,
+ * while a version that lacks a member's write stays a divergence even when
+ * the owner changed the recipient list on the way.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { containerMembers, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import { cleanup, expectCode } from './vault-fixture.js';
+import { befriend, person, read, threeMembers, write } from './sharing-people.js';
+
+test.after.each(cleanup);
+
+test('a member removed and added again reads on without a false divergence, and so does a member who missed both changes', async () => {
+  const { alice, bob, carol } = await threeMembers();
+  write(bob, 'team', 'B', 'bravo'); // version 2: Bob's last write is 2
+  assert.is(read(carol, 'team').get('B'), 'bravo'); // Carol saw Bob's write
+  unshareContainer(alice.dir, alice.key, 'team', [bob.pub]); // version 3, Bob out, a new key
+  shareContainer(alice.dir, alice.key, 'team', [bob.pub]); // version 4, Bob back in
+  assert.equal([...read(bob, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Bob, back in, reads the current version');
+  assert.equal([...read(carol, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Carol, who read neither change, reads it too');
+  const m = containerMembers(carol.dir, 'team');
+  // Alice (owner, wrote 4), Carol (added in 1, never wrote), Bob (added again in 4).
+  assert.equal(m.members.map((x) => x.lastWrite), [4, 1, 4], 'Bob starts again at the version that added him, not at 0');
+  write(bob, 'team', 'C', 'charlie');
+  assert.is(read(alice, 'team').get('C'), 'charlie');
+});
+
+test('a version that lacks a member\'s write is still a divergence when the owner added someone on the way', async () => {
+  const { alice, bob, carol, file } = await threeMembers();
+  const dave = await person();
+  befriend(alice, dave, 'dave');
+  const base = readFileSync(file);
+  write(bob, 'team', 'B', 'bravo'); // version 2, Bob's first write
+  read(carol, 'team'); // Carol saw it
+  writeFileSync(file, base); // Alice never did: she works from version 1
+  shareContainer(alice.dir, alice.key, 'team', [dave.pub]); // another version 2, a new recipient list
+  write(alice, 'team', 'X', 'x-ray'); // version 3, without Bob's write
+  expectCode(() => read(carol, 'team'), 'SHARE_DIVERGED', 'Bob\'s write would be lost');
+});
+
+test.run();
