@@ -75,6 +75,16 @@ const untrustedCodes = new Set([
   'CERT_REJECTED',
 ]);
 
+/**
+ * True for a TLS handshake that met something else: OpenSSL reads the first
+ * bytes of a plain HTTP answer ("HTTP/1.1 400") as a record of an unknown
+ * version ("wrong version number", "packet length too long"), reported as
+ * EPROTO.
+ */
+function notTls(err: NodeJS.ErrnoException): boolean {
+  return err.code === 'EPROTO' || /wrong version number|packet length too long|unknown protocol|http request/i.test(err.message);
+}
+
 function endpoint(serverUrl: string, path: string): URL {
   const base = checkKeyServerUrl(serverUrl, 'the key server URL', (m) => new KeyServerError('USAGE', m));
   return new URL(`${new URL(base).href.replace(/\/+$/, '')}${path}`);
@@ -113,6 +123,9 @@ function send(url: URL, method: 'GET' | 'POST', body: Buffer | undefined, opts: 
       clearTimeout(deadline);
       if (err instanceof KeyServerError) reject(err);
       else if (err.code && untrustedCodes.has(err.code)) reject(new ServerUntrustedError(`the certificate of ${where} is not trusted (${err.code})`, err));
+      else if (url.protocol === 'https:' && notTls(err)) {
+        reject(new ServerProtocolError(`the server at ${where} does not speak TLS (is it a plain http:// server? then use http://${url.host})`));
+      }
       else reject(new ServerUnreachableError(`cannot reach the key server at ${where} (${err.code ?? err.message})`, err));
     });
     req.on('close', () => clearTimeout(deadline));

@@ -4,6 +4,7 @@
  * bound slow clients: headers must arrive within `headersMs`, a whole request
  * within `requestMs`, a body within `bodyMs`; idle keep-alive sockets close.
  */
+import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, readFile } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -11,7 +12,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { ConfigError, StashError } from '../errors.js';
+import { ConfigError, errorMessage, StashError } from '../errors.js';
+import { realPaths } from './install/paths.js';
 import { createApp, type KeyServerApp } from './app.js';
 import type { ServerConfig } from './cli/options.js';
 import { systemClock, type Clock } from './clock.js';
@@ -91,6 +93,51 @@ async function readOption(path: string, flag: string): Promise<Buffer> {
   }
 }
 
+/**
+ * The certificate chain and key, checked before the HTTPS server exists: a
+ * file that is not PEM, a key that does not belong to the certificate, each
+ * named with its file (exit 78) instead of a bare OpenSSL error.
+ */
+async function readTls(certPath: string, keyPath: string): Promise<{ cert: Buffer; key: Buffer }> {
+  const cert = await readOption(certPath, '--tls-cert');
+  const key = await readOption(keyPath, '--tls-key');
+  let x509: X509Certificate;
+  try {
+    if (!cert.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no "BEGIN CERTIFICATE" block');
+    x509 = new X509Certificate(cert);
+  } catch (err) {
+    throw new ConfigError(`--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with -----BEGIN CERTIFICATE-----`);
+  }
+  let privateKey;
+  try {
+    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.toString('latin1'))) throw new Error('no "BEGIN ... PRIVATE KEY" block');
+    privateKey = createPrivateKey(key);
+  } catch (err) {
+    throw new ConfigError(`--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with -----BEGIN PRIVATE KEY-----`);
+  }
+  if (!x509.checkPrivateKey(privateKey)) {
+    throw new ConfigError(`--tls-key ${keyPath} is not the private key of the certificate in --tls-cert ${certPath}`);
+  }
+  return { cert, key };
+}
+
+/**
+ * The store, opened with a clear word when the state folder is not ours to
+ * write: an unprivileged `run` meets the installed service's default folder.
+ */
+async function openStore(options: Parameters<typeof ShareStore.open>[0]): Promise<ShareStore> {
+  try {
+    return await ShareStore.open(options);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM') throw err;
+    const hint = options.dir === realPaths.state
+      ? 'it is the installed service\'s folder; give --state-dir PATH for a folder of your own, or --developer for a throwaway one'
+      : 'choose a folder you can write to with --state-dir PATH, or use --developer for a throwaway one';
+    throw new StashError('EACCES', `cannot use the state folder ${options.dir}: permission denied (${(err as Error).message}); ${hint}`);
+  }
+}
+
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
@@ -102,9 +149,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const logger = opts.logger ?? streamLogger();
   const timeouts = { ...defaultTimeouts, ...opts.timeouts };
 
-  const tls = config.tlsCert !== undefined && config.tlsKey !== undefined
-    ? { cert: await readOption(config.tlsCert, '--tls-cert'), key: await readOption(config.tlsKey, '--tls-key') }
-    : undefined;
+  const tls = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
 
   let mailer = opts.mailer;
   if (!mailer) {
@@ -125,7 +170,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   }
 
   const originEpoch = config.originEpoch ?? clock.now();
-  const store = await ShareStore.open({
+  const store = await openStore({
     dir: config.stateDir,
     serverId: config.serverId,
     originEpoch,
