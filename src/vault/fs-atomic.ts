@@ -7,7 +7,7 @@
  * write sweeps away. Temp files only ever hold ciphertext or public data.
  */
 import {
-  closeSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
+  closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
   renameSync, unlinkSync, writeSync, chmodSync, type Stats,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -137,7 +137,10 @@ function unlinkQuiet(path: string): void {
 function withOpenFile<T>(path: string, read: (fd: number, st: Stats) => T): T | null {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking, so a FIFO found at the path (a linked shared container sits in
+    // a folder others write) is opened at once and refused as not a regular file,
+    // instead of blocking until some writer opens it. No effect on regular files.
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
   } catch (err) {
     if (errnoCode(err) === 'ENOENT') return null;
     throw ioError(err, 'open', path);

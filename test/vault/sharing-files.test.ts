@@ -1,0 +1,42 @@
+/**
+ * A linked shared container lives in a folder that others write (a shared
+ * folder, a git checkout): what is found at its path, and what a crashed
+ * write leaves beside it, with real child processes so that a read that
+ * blocks or a write that dies cannot take the runner with it.
+ */
+import { spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { tsxNode } from '../helpers/facility.js';
+import { cleanup } from './vault-fixture.js';
+import { threeMembers } from './sharing-people.js';
+
+test.after.each(cleanup);
+
+const child = fileURLToPath(new URL('./fixtures/sharing-child.ts', import.meta.url));
+const isPosix = process.platform !== 'win32';
+/** Far above the second or two a child takes on a loaded machine; only a blocked read reaches it. */
+const CHILD_TIMEOUT_MS = 45_000;
+
+function run(args: string[]) {
+  return spawnSync(tsxNode[0]!, [...tsxNode.slice(1), child, ...args], { encoding: 'utf8', timeout: CHILD_TIMEOUT_MS, killSignal: 'SIGKILL' });
+}
+
+test('a FIFO put at a linked path is refused at once, not waited on', async () => {
+  if (!isPosix) {
+    console.log('  skipped: FIFOs are POSIX');
+    return;
+  }
+  const { alice, file } = await threeMembers();
+  rmSync(file);
+  const mk = spawnSync('mkfifo', [file]);
+  assert.is(mk.status, 0, `mkfifo: ${mk.stderr}`);
+  const started = Date.now();
+  const r = run(['members', alice.dir, 'team']);
+  assert.is(r.signal, null, `the read was still blocked after ${Date.now() - started} ms (opening a FIFO waits for a writer)`);
+  assert.is(r.stdout.trim(), 'CONTAINER_CORRUPT', r.stderr);
+});
+
+test.run();
