@@ -7,11 +7,8 @@
 #   scripts/check-windows-native.sh --selftest OUT.exe
 #       links native/windows/selftest/pipe_selftest.cc with the pipe core into a
 #       plain Windows program (no Node), which the tests run under Wine
-#   scripts/check-windows-native.sh --addon OUT.node NODE_EXE
-#       builds the whole Windows addon as a DLL linked against the N-API and
-#       libuv exports of a Windows node.exe (an import library made from its
-#       export table with dlltool), so that the agent can run under Wine with
-#       that node.exe (test/agent/windows-pipe.test.ts)
+# The whole Windows addon is built by cmake-js with the mingw-w64 toolchain file
+# (node scripts/release/build.js win32-x64), as the release does.
 # Warnings are errors: the Windows code is never run here, so the compiler is
 # the only reviewer it gets.
 set -euo pipefail
@@ -28,20 +25,9 @@ if [ "${1:-}" = "--selftest" ]; then
     -static -ladvapi32 -o "$2"
 fi
 addon_api=$(node -p "require('node-addon-api').include_dir")
+# N-API's own headers from node-api-headers (what cmake-js builds with), not a Node install's.
+napi_inc=$(node -p "require('node-api-headers').include_dir")
 napi_defines=(-DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS -DNODE_ADDON_API_DISABLE_DEPRECATED)
-if [ "${1:-}" = "--addon" ]; then
-  out=$2 node_exe=$3
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-  { echo "LIBRARY node.exe"; echo "EXPORTS"
-    x86_64-w64-mingw32-objdump -p "$node_exe" | sed -n '/\[Ordinal\/Name Pointer\] Table/,$p' |
-      grep -oE '\b(napi|node_api|uv)_[A-Za-z0-9_]+$' | sort -u; } > "$work/node.def"
-  x86_64-w64-mingw32-dlltool -d "$work/node.def" -l "$work/libnode.a"
-  "$cxx" -shared -std=c++17 -O0 -Wall -Wextra -Wno-unused-parameter -Werror "${napi_defines[@]}" "${defines[@]}" \
-    -I/usr/include/node -I"$addon_api" native/common/addon.cc native/common/errors.cc native/windows/*.cc \
-    -static -L"$work" -lnode -ladvapi32 -lpowrprof -luser32 -o "$out"
-  exit 0
-fi
 if [ $# -gt 0 ]; then
   files=("$@")
 else
@@ -55,7 +41,7 @@ for src in "${files[@]}"; do
   case "$src" in *.h) input=(-include "$src" /dev/null) ;; esac
   if "$cxx" -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -Werror -x c++ \
       "${napi_defines[@]}" "${defines[@]}" \
-      -I/usr/include/node -I"$addon_api" "${input[@]}"; then
+      -I"$napi_inc" -I"$addon_api" "${input[@]}"; then
     echo "ok   $src"
   else
     echo "FAIL $src"; status=1

@@ -12,9 +12,14 @@
 // Node's CRT table, not this addon's, and JS wraps it with
 // new net.Socket({fd}) (uv_pipe_open). pipeConnect does the same for the
 // client end, on the libuv thread pool.
+//
+// uv_open_osfhandle is looked up in the host executable at run time instead of
+// being linked: the addon then imports N-API symbols only, so the import
+// library that cmake-js makes from node-api-headers' node_api.def (MSVC) or
+// that the release makes with dlltool (mingw-w64) is enough, and no uv.h is
+// needed to build.
 #include <windows.h>
 #include <napi.h>
-#include <uv.h>
 
 #include <memory>
 #include <string>
@@ -28,12 +33,22 @@
 namespace stash {
 namespace {
 
+// int uv_open_osfhandle(uv_os_fd_t) with uv_os_fd_t = HANDLE on Windows (libuv's uv/win.h).
+using OpenOsfHandle = int (*)(HANDLE);
+
+// Returns -1 when the host executable does not export it (not node.exe).
+int OpenCrtDescriptor(HANDLE pipe) {
+  static const OpenOsfHandle open_osfhandle = reinterpret_cast<OpenOsfHandle>(
+      reinterpret_cast<void*>(GetProcAddress(GetModuleHandleW(nullptr), "uv_open_osfhandle")));
+  return open_osfhandle == nullptr ? -1 : open_osfhandle(pipe);
+}
+
 // ---- the server ------------------------------------------------------------
 
 Napi::Object PipeEventObject(Napi::Env env, PipeAccept* ev) {
   Napi::Object o = Napi::Object::New(env);
   if (ev->kind == PipeAccept::kConnection) {
-    int fd = uv_open_osfhandle(ev->pipe);
+    int fd = OpenCrtDescriptor(ev->pipe);
     if (fd >= 0) {
       ev->pipe = INVALID_HANDLE_VALUE;
       o.Set("type", "connection");
@@ -42,7 +57,7 @@ Napi::Object PipeEventObject(Napi::Env env, PipeAccept* ev) {
       return o;
     }
     ev->kind = PipeAccept::kRefused;
-    ev->message = "no CRT descriptor for the connection (_open_osfhandle failed)";
+    ev->message = "no CRT descriptor for the connection (uv_open_osfhandle failed or is not exported by the host)";
   }
   if (ev->kind == PipeAccept::kRefused) {
     o.Set("type", "refused");
@@ -167,10 +182,10 @@ class ConnectWorker : public Napi::AsyncWorker {
 
   void OnOK() override {
     Napi::Env env = Env();
-    int fd = uv_open_osfhandle(result_.pipe);
+    int fd = OpenCrtDescriptor(result_.pipe);
     if (fd < 0) {
       result_.code = "EBADF";
-      result_.message = "no CRT descriptor for the pipe (_open_osfhandle failed)";
+      result_.message = "no CRT descriptor for the pipe (uv_open_osfhandle failed or is not exported by the host)";
       return OnError(Napi::Error::New(env, result_.message));
     }
     result_.pipe = INVALID_HANDLE_VALUE;  // the descriptor owns it now

@@ -9,7 +9,9 @@ import { once } from 'node:events';
 import { ActivityError, ActivityRegistry, type ActivityKind } from '../../src/agent/activities.js';
 import { parseProcStat, readProcInfo } from '../../src/agent/proc-info.js';
 import { errorCode } from '../../src/errors.js';
-import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
+import { join } from 'node:path';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const children = new Set<ChildProcess>();
 process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
@@ -172,7 +174,10 @@ test('terminateAll returns as soon as every process is gone, well before the gra
 test('a process the kernel will not let us signal (EPERM) does not stop the others from being terminated', async () => {
   if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run the registry as nobody')) return;
   const { child: rootOwned } = await sleeper();
-  const run = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...tsxNode, 'test/fixtures/terminate-as-other-user.ts', String(rootOwned.pid)], { encoding: 'utf8', timeout: 30_000 });
+  const copy = readableCopy(['test/fixtures/terminate-as-other-user.mjs']);
+  const [setpriv, ...asUser] = asNobody;
+  const run = spawnSync(setpriv, [...asUser, copy.node, join(copy.root, 'fixtures', 'terminate-as-other-user.mjs'), String(rootOwned.pid)], { encoding: 'utf8', timeout: 30_000 });
+  copy.remove();
   assert.is(run.status, 0, run.stderr);
   const out = JSON.parse(run.stdout.trim().split('\n').pop()!);
   assert.equal(out.result, { terminated: 1, killed: 0, skipped: 0, failed: 1 });

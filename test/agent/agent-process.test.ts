@@ -15,6 +15,7 @@ import { agentEndpoint } from '../../src/agent/paths.js';
 import { encodeFrame, encodeRequest, MsgType, wipe } from '../../src/protocol/index.js';
 import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
 
@@ -199,10 +200,13 @@ test('a client running as another uid is refused and logged', async () => {
       s.on('close',()=>{console.log('closed after '+got+' bytes');process.exit(0)});
       s.on('error',e=>{console.log('error '+e.code);process.exit(0)});
       setTimeout(()=>{console.log('still open');process.exit(1)},3000)`;
-    const nobody = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const copy = readableCopy(); // a Node binary nobody can run (a fetched Node line may sit in a private folder)
+    const [setpriv, ...asUser] = asNobody;
+    const nobody = spawn(setpriv, [...asUser, copy.node, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     nobody.stdout!.on('data', (d) => { out += d; });
     assert.is(await exited(nobody), 0, out);
+    copy.remove();
     assert.match(out, /closed after 0 bytes|error (ECONNRESET|EPIPE)/, out);
     await waitFor(() => /refused a connection from uid 65534/.test(readLog(t)), 3000, 'refusal in the log');
     // and our own uid is still served

@@ -7,8 +7,8 @@
  *   calls, whose descriptors are real: a FIFO opened read-write, so a byte
  *   written to the socket comes back out of it;
  * - the whole agent on Windows under Wine, when a Windows node.exe is given
- *   (STASH_TEST_WIN_NODE): the addon built with mingw-w64 against that
- *   node.exe, bin/stash.js and dist/ as they are, autostart, put/get/list,
+ *   (STASH_TEST_WIN_NODE): the addon built by cmake-js with the mingw-w64 toolchain (as released), run by that
+ *   node.exe with bin/stash.js and dist/ as they are: autostart, put/get/list,
  *   an activity registered by the pipe's client pid, status, stop.
  */
 import { test } from 'uvu';
@@ -242,7 +242,8 @@ test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by t
     // The package as installed on Windows: bin/, dist/, the addon as a prebuild, node_modules
     // (sodium-native brings its own win32-x64 prebuild). No build/, so node-gyp-build cannot pick the Linux addon.
     mkdirSync(join(root, 'prebuilds', 'win32-x64'), { recursive: true });
-    const build = spawnSync('bash', ['scripts/check-windows-native.sh', '--addon', join(root, 'prebuilds', 'win32-x64', 'node.napi.node'), winNode!], { encoding: 'utf8' });
+    // Built as the release builds it: cmake-js with the mingw-w64 toolchain file.
+    const build = spawnSync(process.execPath, ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')], { encoding: 'utf8' });
     assert.is(build.status, 0, build.stderr);
     cpSync('bin', join(root, 'bin'), { recursive: true });
     cpSync('dist', join(root, 'dist'), { recursive: true });

@@ -17,6 +17,7 @@ import { parseCommandLine } from '../../src/keyserver/cli/parse.js';
 import { install, serviceStatus, uninstall, type HostFacts } from '../../src/keyserver/install/install.js';
 import { installPaths } from '../../src/keyserver/install/paths.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { tempDir } from './harness.js';
 import { runServerCommand } from './cluster.js';
 
@@ -186,8 +187,11 @@ test('refusals: not root (a real second uid), not Linux', async () => {
       }
     }
     if (needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run as nobody')) {
-      const [node, ...rest] = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', 'env', `STASH_KEY_SERVER_ROOT_PREFIX=${root.path}`];
-      const nobody = spawnSync(node!, [...rest, process.execPath, '--import', 'tsx', 'test/fixtures/keyserver-main.ts', 'install'], { encoding: 'utf8', timeout: 30_000 });
+      // From a readable copy of the compiled package: nobody may not be able to enter the checkout.
+      const copy = readableCopy();
+      const [setpriv, ...asUser] = asNobody;
+      const nobody = spawnSync(setpriv, [...asUser, 'env', `STASH_KEY_SERVER_ROOT_PREFIX=${root.path}`, copy.node, join(copy.root, 'bin', 'stash_key_server.js'), 'install'], { encoding: 'utf8', timeout: 30_000 });
+      copy.remove();
       assert.is(nobody.status, 77, nobody.stderr);
       assert.match(nobody.stderr, /`install` must run as root/);
       assert.ok(!existsSync(installPaths(root.path).unit), 'nothing written');

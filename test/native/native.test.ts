@@ -5,9 +5,11 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync, statSync } fro
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { once } from 'node:events';
 import { hardenProcess, peerCredentials, processPosture, openSystemLog, systemLog, closeSystemLog } from '../../src/native/index.js';
 import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const child = join(process.cwd(), 'test', 'fixtures', 'native-child.ts');
 
@@ -66,7 +68,9 @@ test('peerCredentials reports the uid of a client running as another user', asyn
   chmodSync(path, 0o666);
   // nobody must be able to read the test tree to run the fixture; run plain JS instead.
   const script = `const s=require('net').connect(${JSON.stringify(path)});s.on('connect',()=>console.log(process.pid));s.on('close',()=>process.exit(0));s.on('error',e=>{console.error(e.message);process.exit(2)})`;
-  const proc = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const copy = readableCopy(); // a Node binary nobody can run (a fetched Node line may sit in a private folder)
+  const [setpriv, ...asUser] = asNobody;
+  const proc = spawn(setpriv, [...asUser, copy.node, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const serverSide = await accepted;
   const cred = peerCredentials(serverSide);
   assert.is(cred.uid, 65534);
@@ -74,6 +78,7 @@ test('peerCredentials reports the uid of a client running as another user', asyn
   assert.is(cred.pid, proc.pid);
   serverSide.end();
   await once(proc, 'close');
+  copy.remove();
   server.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -138,18 +143,24 @@ test('a non-root hardened child is shown as not dumpable in /proc', async () => 
   if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv')) return;
   // As nobody, /proc/<pid> files are owned by nobody until the process turns non-dumpable, then by root:
   // run as root, the check above cannot tell the two apart; as nobody it can.
-  const asNobody = (args: string[]) => spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const plain = asNobody([process.execPath, '-e', `console.log(process.pid);process.stdin.once('data',()=>{});setTimeout(()=>{},60000)`]);
+  // From a readable copy of the compiled package: nobody may not be able to enter the checkout.
+  const copy = readableCopy();
+  const [setpriv, ...asUser] = asNobody;
+  const nobody = (args: string[]) => spawn(setpriv, [...asUser, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const plain = nobody([copy.node, '-e', `console.log(process.pid);process.stdin.once('data',()=>{});setTimeout(()=>{},60000)`]);
   await once(plain.stdout!, 'data');
   assert.is(statSync(`/proc/${plain.pid}/status`).uid, 65534, 'an ordinary process owns its /proc entries');
   plain.kill();
   await once(plain, 'close');
-  const hard = asNobody([...tsxNode, child, 'harden-wait']);
+  const hardenWait = `const { hardenProcess } = await import(${JSON.stringify(pathToFileURL(join(copy.root, 'dist', 'native', 'index.js')).href)});
+    process.stdout.write(JSON.stringify(hardenProcess()) + '\\n'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0));`;
+  const hard = nobody([copy.node, '--input-type=module', '-e', hardenWait]);
   const [line] = (await once(hard.stdout!, 'data')) as [Buffer];
   assert.is(JSON.parse(line.toString()).dumpable, false);
   assert.is(statSync(`/proc/${hard.pid}/status`).uid, 0, 'the hardened nobody process: /proc/<pid>/status now belongs to root');
   hard.stdin!.end();
   await once(hard, 'close');
+  copy.remove();
 });
 
 test('processPosture reads the memlock and core limits', () => {

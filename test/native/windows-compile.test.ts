@@ -74,29 +74,6 @@ test('the check fails when a Win32 call in the pipe source is wrong', () => {
   }
 });
 
-test('binding.gyp adds every native source exactly once per OS', async () => {
-  // gyp files are Python literals with comments; strip the comments and parse as JSON.
-  const text = readFileSync('binding.gyp', 'utf8').replace(/^\s*#.*$/gm, '');
-  const gyp = JSON.parse(text) as { targets: Array<{ sources: string[]; conditions: Array<[string, { sources?: string[] }]> }> };
-  assert.is(gyp.targets.length, 1, 'one target only');
-  const target = gyp.targets[0]!;
-  const perOs: Record<string, string[]> = {};
-  for (const [cond, body] of target.conditions) {
-    const os = /OS=='(\w+)'/.exec(cond)?.[1] ?? cond;
-    perOs[os] = [...target.sources, ...(body.sources ?? [])];
-  }
-  for (const [os, sources] of Object.entries(perOs)) {
-    assert.is(new Set(sources).size, sources.length, `a source is listed twice for ${os}`);
-  }
-  const folder = { linux: 'linux', mac: 'macos', win: 'windows' } as const;
-  for (const [os, dir] of Object.entries(folder)) {
-    const files = readdirSync(`native/${dir}`).filter((f) => f.endsWith('.cc')).map((f) => `native/${dir}/${f}`);
-    for (const f of files) assert.ok(perOs[os]!.includes(f), `${f} is not built on ${os}`);
-    for (const f of perOs[os]!) assert.ok(!/native\/(linux|macos|windows)\//.test(f) || f.startsWith(`native/${dir}/`), `${f} is built on ${os}`);
-  }
-  for (const f of ['pipe_windows.cc', 'pipe_core_windows.cc']) assert.ok(perOs.win!.includes(`native/windows/${f}`), f);
-});
-
 test('the Win32 pipe core runs under Wine: claim, stored DACL, pid and SID checks both ways, bytes, stop', async () => {
   if (!needFacility(haveWine(), 'mingw-w64 and Wine', 'apt-get install g++-mingw-w64-x86-64 wine wine64')) return;
   try {
