@@ -2,14 +2,27 @@
 // Runs every test/**/*.test.ts in its own Node process (TypeScript through tsx),
 // so a suite that starts agents, servers or crashing children cannot disturb
 // another. Prints each suite's result and ends with "N passed, N failed".
-//   node test/run.js [substring ...]   run only suites whose path contains a substring
+//   node test/run.js [substring ...] [--skip substring ...]
+//     run only suites whose path contains a substring, leaving out those that contain a --skip one
 import { spawn } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const filters = process.argv.slice(2);
+const filters = [];
+const skips = [];
+for (let i = 2; i < process.argv.length; i++) {
+  if (process.argv[i] === '--skip') {
+    if (process.argv[i + 1] === undefined) {
+      console.error('test/run.js: --skip needs a substring');
+      process.exit(64);
+    }
+    skips.push(process.argv[++i]);
+  } else {
+    filters.push(process.argv[i]);
+  }
+}
 const suiteTimeoutMs = Number(process.env.STASH_TEST_SUITE_TIMEOUT_MS ?? 600_000);
 
 function findTests(dir) {
@@ -52,9 +65,10 @@ function runSuite(file) {
   });
 }
 
-const files = findTests(join(root, 'test')).filter(
-  (f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s)),
-);
+const files = findTests(join(root, 'test')).filter((f) => {
+  const name = relative(root, f);
+  return (filters.length === 0 || filters.some((s) => name.includes(s))) && !skips.some((s) => name.includes(s));
+});
 if (files.length === 0) {
   console.error('test/run.js: no test suites matched');
   process.exit(1);
