@@ -9,7 +9,7 @@
 // (Debian package names); the arm64 and Windows Node builds come from the npm
 // registry (scripts/fetch-node.js), of the same version as the running Node.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchNode } from './fetch-node.js';
@@ -68,7 +68,7 @@ async function main() {
 
   console.log('release: compiling TypeScript (dist/)');
   run('npm', ['run', '--silent', 'compile']);
-  rmSync(join(root, 'prebuilds'), { recursive: true, force: true });
+  for (const target of targets) rmSync(join(root, 'prebuilds', target.name), { recursive: true, force: true });
 
   for (const target of targets) {
     const node = nodeOf(target);
@@ -82,6 +82,9 @@ async function main() {
     console.log(`release: checked ${target.name}: ${target.how} on node ${report.node}: addon loaded from ${report.addon}, ${identity}, agent put/get round trip ok`);
   }
   for (const skip of notBuiltHere) console.log(`release: not built here: ${skip.name}: ${skip.why}`);
+  // Prebuilds made elsewhere (a maintainer's Mac) are packed as they are, and said so.
+  const others = existsSync(join(root, 'prebuilds')) ? readdirSync(join(root, 'prebuilds')).filter((d) => !targets.some((t) => t.name === d)) : [];
+  for (const name of others) console.log(`release: packing prebuilds/${name} as found: made elsewhere, not built or checked by this release`);
 
   mkdirSync(opts.out, { recursive: true });
   // The tarball carries the lock file as npm-shrinkwrap.json, so a user's install gets
