@@ -27,6 +27,16 @@ function npm(args, cwd) {
   return r.stdout.trim();
 }
 
+/** The highest of several x.y.z versions (24.21.0 above 24.9.0). */
+function newest(versions) {
+  const key = (v) => v.split('.').map(Number);
+  return versions.reduce((a, b) => {
+    const [x, y] = [key(a), key(b)];
+    for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] > y[i] ? a : b;
+    return a;
+  });
+}
+
 /**
  * Returns the folder of PACKAGE@VERSION (bin/node or bin/node.exe inside),
  * fetching and unpacking it first when it is not cached.
@@ -34,8 +44,8 @@ function npm(args, cwd) {
 export function fetchNode(pkg, version) {
   if (!PACKAGES.has(pkg)) throw new Error(`fetch-node: unknown package ${pkg} (${[...PACKAGES].join(', ')})`);
   if (!/^\d+(\.\d+\.\d+)?$/.test(version)) throw new Error(`fetch-node: not a version: ${version} (20.20.2 or a major line such as 24)`);
-  // `npm view` answers one version as a string and several as an array, oldest first.
-  const exact = version.includes('.') ? version : [JSON.parse(npm(['view', `${pkg}@${version}`, 'version', '--json']))].flat().pop();
+  // `npm view` answers one version as a string and several as an array (in no promised order).
+  const exact = version.includes('.') ? version : newest([JSON.parse(npm(['view', `${pkg}@${version}`, 'version', '--json']))].flat());
   const cache = nodeCacheDir();
   const dir = join(cache, `${pkg}-${exact}`);
   if (existsSync(join(dir, 'bin'))) return dir;

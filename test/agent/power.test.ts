@@ -146,7 +146,9 @@ test('PrepareForSleep(true): the delay lock outlives beforeSleep, then goes; (fa
   assert.equal(events, ['beforeSleep', 'wiped', 'afterResume']);
   assert.is(power.status().phase, 'idle');
   assert.is(power.suspending, false);
-  assert.is(power.status().delayLock.held, true);
+  // logind lists the new lock as soon as it answers Inhibit; the agent records it when that answer
+  // reaches the JS thread, a moment later on a loaded machine.
+  await until('the agent to hold the delay lock again', () => power.status().delayLock.held);
   power.stop();
 });
 
@@ -224,6 +226,8 @@ test('a logind restart: both locks are taken again from the new logind', async (
     return ours(list, 'delay').length === 1 && ours(list, 'block').length === 1;
   });
   assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['unlock']);
+  // The agent records each lock when logind's answer reaches the JS thread, just after logind lists it.
+  await until('the agent to record both locks', () => power.status().delayLock.held && power.status().blockLock.held);
   const s = power.status();
   assert.is(s.available, true);
   assert.is(s.delayLock.held, true);
