@@ -5,13 +5,14 @@
  * blocks or a write that dies cannot take the runner with it.
  */
 import { spawnSync } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { tsxNode } from '../helpers/facility.js';
-import { cleanup } from './vault-fixture.js';
-import { threeMembers } from './sharing-people.js';
+import { cleanup, PASSWORD } from './vault-fixture.js';
+import { read, threeMembers, write } from './sharing-people.js';
 
 test.after.each(cleanup);
 
@@ -37,6 +38,27 @@ test('a FIFO put at a linked path is refused at once, not waited on', async () =
   const r = run(['members', alice.dir, 'team']);
   assert.is(r.signal, null, `the read was still blocked after ${Date.now() - started} ms (opening a FIFO waits for a writer)`);
   assert.is(r.stdout.trim(), 'CONTAINER_CORRUPT', r.stderr);
+});
+
+test('a write killed before its rename leaves the linked file as it was; its temp file beside it is swept once stale', async () => {
+  const { alice, bob, file } = await threeMembers();
+  const before = readFileSync(file);
+  const r = run(['crash', bob.dir, 'team', PASSWORD]);
+  if (isPosix) assert.is(r.signal, 'SIGKILL', `the child should die mid-write: ${r.stderr}`);
+  const folder = dirname(file);
+  const temps = () => readdirSync(folder).filter((n) => n.startsWith(`.${basename(file)}.tmp-`)).sort();
+  const [crashed] = temps();
+  assert.ok(crashed, 'the crashed write left its temp file beside the linked file');
+  assert.ok(readFileSync(file).equals(before), 'the linked file is untouched');
+  assert.not.ok(read(alice, 'team').has('CRASH'));
+  // Another member's write in progress in the same shared folder: a fresh temp file, never touched.
+  const fresh = join(folder, `.${basename(file)}.tmp-0123456789ab`);
+  writeFileSync(fresh, 'in progress elsewhere');
+  const old = new Date(Date.now() - 3600_000);
+  utimesSync(join(folder, crashed!), old, old);
+  write(alice, 'team', 'NEXT', 'n');
+  assert.equal(temps(), [basename(fresh)], 'the stale temp file is gone, the fresh one kept');
+  assert.is(read(bob, 'team').get('NEXT'), 'n');
 });
 
 test.run();

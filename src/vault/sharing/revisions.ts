@@ -4,6 +4,8 @@
  * the writer's signature; then a compare-and-swap write, so a file that
  * another member or program replaced meanwhile is never overwritten.
  */
+import { lstatSync, readdirSync, unlinkSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { NONCE_BYTES, sealWithNonce } from '../aead.js';
 import { encodeBody } from '../container-body.js';
 import { keyCommitment } from '../container-format.js';
@@ -68,9 +70,41 @@ export function assembleFile(
   }
 }
 
+/** A write takes well under a second; a temp file this old beside a shared file is a crashed write's. */
+export const STALE_TEMP_MS = 10 * 60 * 1000;
+
+/**
+ * Removes temp files of crashed writes of `path` (`.<name>.tmp-<12 hex>`, as
+ * atomicWrite names them) that are older than STALE_TEMP_MS. The vault lock
+ * sweeps the vault's own folders; a linked file's folder (a git checkout, a
+ * shared folder) is swept only here, for that one file, and only of stale
+ * files, since another machine's write may be in progress in a shared folder.
+ */
+export function sweepStaleTemps(path: string): void {
+  const prefix = `.${basename(path)}.tmp-`;
+  const folder = dirname(path);
+  let names: string[];
+  try {
+    names = readdirSync(folder);
+  } catch {
+    return;
+  }
+  const cutoff = Date.now() - STALE_TEMP_MS;
+  for (const name of names) {
+    if (!name.startsWith(prefix) || !/^[0-9a-f]{12}$/.test(name.slice(prefix.length))) continue;
+    try {
+      const st = lstatSync(join(folder, name));
+      if (st.isFile() && st.mtimeMs < cutoff) unlinkSync(join(folder, name));
+    } catch {
+      // Gone already, or not ours to remove: the next write tries again.
+    }
+  }
+}
+
 /**
  * Replaces `path` with `bytes` only if it still holds the bytes whose hash is
- * `expected` (null: only if it does not exist). SHARE_CHANGED otherwise.
+ * `expected` (null: only if it does not exist). SHARE_CHANGED otherwise. Stale
+ * temp files of earlier crashed writes of `path` are swept afterwards.
  */
 export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer | null): void {
   atomicWrite(path, [bytes], {
@@ -85,6 +119,7 @@ export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer |
       }
     },
   });
+  sweepStaleTemps(path);
 }
 
 /** Writes a new revision over `base` (compare-and-swap) and remembers it as seen. Call under the vault lock. */
