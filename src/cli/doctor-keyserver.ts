@@ -40,6 +40,9 @@ export async function keyServerChecks(): Promise<{ checks: DoctorCheck[]; keySer
   const { topology } = await import('../keyserver/client.js');
   try {
     const t = await topology(found.url, { timeoutMs: TIMEOUT_MS });
+    // Remembered for `contact receive`: the way to a failover when this server is down (topology-cache.ts).
+    const { saveTopology } = await import('./topology-cache.js');
+    saveTopology(t, found.url, [found.url]);
     return {
       checks: [{
         section, name: 'key server', status: 'ok',

@@ -38,6 +38,20 @@ export interface RoutedShare {
   /** Every server tried, in order, the answering one last. */
   attempts: Attempt[];
   topology: TopologyResponse;
+  /** Where the topology came from: a server's answer (its URL), or the cache (`cached`). */
+  topologySource: { kind: 'server'; url: string } | { kind: 'cache' };
+  /** Why the configured servers could not give a topology, when another source was used. */
+  topologyError?: string;
+}
+
+export interface RouteOptions extends ClientOptions {
+  /**
+   * A topology learned earlier from this cluster (the CLI's cache), for when
+   * no configured server answers: its servers are asked for a fresh topology
+   * first, and it is used itself when none of them answers either. A newer
+   * cached version also wins over an older one a server answers with.
+   */
+  cached?: TopologyResponse | null;
 }
 
 const ATTEMPT_TIMEOUT_MS = 8000;
@@ -81,12 +95,12 @@ export function candidateServers(topology: TopologyResponse, code: ShareCode, co
   return out;
 }
 
-/** The topology from the first of `urls` that answers; the last server failure when none does. */
-async function firstTopology(urls: readonly string[], opts: ClientOptions): Promise<TopologyResponse> {
+/** The topology from the first of `urls` that answers, and its URL; the last server failure when none does. */
+async function firstTopology(urls: readonly string[], opts: ClientOptions): Promise<{ topology: TopologyResponse; url: string }> {
   let last: unknown = new ServerUnreachableError('no key server URL given');
   for (const url of urls) {
     try {
-      return await fetchTopology(url, opts);
+      return { topology: await fetchTopology(url, opts), url };
     } catch (err) {
       if (!isServerFailure(err)) throw err;
       last = err;
@@ -95,24 +109,59 @@ async function firstTopology(urls: readonly string[], opts: ClientOptions): Prom
   throw last;
 }
 
+type Source = Pick<RoutedShare, 'topology' | 'topologySource' | 'topologyError'>;
+
+/**
+ * The topology to route by: the configured servers' answer; else, with a
+ * cached topology, a fresh answer from one of its servers (same cluster
+ * only), else the cached topology itself. A cached version newer than the
+ * answer (a server restarted with an old configuration) wins.
+ */
+async function routingTopology(configured: readonly string[], opts: RouteOptions): Promise<Source> {
+  const cached = opts.cached ?? null;
+  const newest = (fresh: { topology: TopologyResponse; url: string }): Source =>
+    cached && cached.clusterId === fresh.topology.clusterId && cached.topologyVersion > fresh.topology.topologyVersion
+      ? { topology: cached, topologySource: { kind: 'cache' } }
+      : { topology: fresh.topology, topologySource: { kind: 'server', url: fresh.url } };
+  try {
+    return newest(await firstTopology(configured, opts));
+  } catch (err) {
+    if (!cached || !isServerFailure(err)) throw err;
+    const topologyError = errorMessage(err);
+    const others = cached.servers
+      .filter((s) => s.status !== 'disabled' && keyServerUrlProblem(s.url) === null)
+      .map((s) => s.url.replace(/\/+$/, ''))
+      .filter((u) => !configured.includes(u));
+    try {
+      const fresh = await firstTopology(others, opts);
+      if (fresh.topology.clusterId === cached.clusterId) return { ...newest(fresh), topologyError };
+    } catch (err2) {
+      if (!isServerFailure(err2)) throw err2;
+    }
+    return { topology: cached, topologySource: { kind: 'cache' }, topologyError };
+  }
+}
+
 /**
  * Reads the topology from the first of `serverUrls` that answers (one URL, as
- * the CLI has, or several), then fetches `rawCode` from the candidates in order. Throws the share's own error (pending, expired, ...)
- * as soon as a server gives one; SERVER_UNREACHABLE naming every server tried
- * when none could answer. The code is checked locally first (CODE_TYPO).
+ * the CLI has, or several; `opts.cached` when none does), then fetches
+ * `rawCode` from the candidates in order. Throws the share's own error
+ * (pending, expired, ...) as soon as a server gives one; SERVER_UNREACHABLE
+ * naming every server tried when none could answer. The code is checked
+ * locally first (CODE_TYPO).
  */
-export async function fetchAlongRoute(serverUrls: string | readonly string[], rawCode: string, opts: ClientOptions = {}): Promise<RoutedShare> {
+export async function fetchAlongRoute(serverUrls: string | readonly string[], rawCode: string, opts: RouteOptions = {}): Promise<RoutedShare> {
   const code = parseShareCode(rawCode);
   const configured = typeof serverUrls === 'string' ? [serverUrls] : serverUrls;
   // A primary that swallows packets should not hold the failover back for long.
-  const attemptOpts: ClientOptions = { ...opts, timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS };
-  const topology = await firstTopology(configured, attemptOpts);
+  const attemptOpts: RouteOptions = { ...opts, timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS };
+  const source = await routingTopology(configured, attemptOpts);
   const attempts: Attempt[] = [];
-  for (const candidate of candidateServers(topology, code, configured)) {
+  for (const candidate of candidateServers(source.topology, code, configured)) {
     try {
       const share = await fetchShare(candidate.url, code.display, attemptOpts);
       attempts.push(candidate);
-      return { share, answeredBy: candidate, attempts, topology };
+      return { share, answeredBy: candidate, attempts, ...source };
     } catch (err) {
       if (!isServerFailure(err)) throw err;
       attempts.push({ ...candidate, error: errorMessage(err) });

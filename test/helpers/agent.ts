@@ -30,6 +30,7 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
     HOME: home,
     XDG_CONFIG_HOME: join(home, 'config'),
     XDG_STATE_HOME: join(home, 'state'),
+    XDG_CACHE_HOME: join(home, 'cache'),
     STASH_SESSION_AGENT_DIR: dir,
     STASH_SESSION_AGENT_LOG: logPath,
     // no system bus unless a test brings its own logind stand-in

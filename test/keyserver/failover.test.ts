@@ -3,15 +3,18 @@
  * processes configured by files as an operator would: two nodes replicate;
  * A is killed (SIGKILL); B is restarted with A's owner promoted; clients
  * fetch A's shares from B; A returns; resync-peer from B to A; A has caught
- * up; the promotion is removed. And the durable queue under kill -9.
+ * up; the promotion is removed. A client configured with A alone fails over
+ * to B through the topology it cached. And the durable queue under kill -9.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish, status } from '../../src/keyserver/client.js';
 import { fetchAlongRoute } from '../../src/keyserver/routed-fetch.js';
 import { FETCH_FLUSH_MS } from '../../src/keyserver/server.js';
+import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
+import { cliEnv } from '../cli/harness.js';
 import { http, identityPublicKey, mailSink, postJson, tempDir, type MailSink } from './harness.js';
 import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, runServerCommand, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
 
@@ -131,6 +134,45 @@ test('failover: A killed, owner 0 promoted on B, fetched from B, A back, resync-
     assert.equal((await fetchShare(b.url, during)).publicKey, key);
     assert.equal((await fetchShare(b.url, bCode)).publicKey, key);
   } finally {
+    await cleanup();
+  }
+});
+
+test('client failover: a client that ran doctor against A once receives from B after A died and B took owner 0', async () => {
+  const { conf, sinks, procs, cleanup } = await pair('client-failover');
+  const bob = cliEnv();
+  try {
+    const a = await startServerProcess(['--config', conf[0]!]);
+    let b = await startServerProcess(['--config', conf[1]!]);
+    procs.push(a, b);
+    await bob.initVault();
+    // Bob is configured with A alone, and asks it once (doctor): the topology is now in his cache folder.
+    const env = { STASH_KEY_SERVER_URL: a.url, STASH_PASSWORD_FILE: bob.pwFile };
+    const doctor = await bob.run(['doctor', '--json'], { env });
+    const ks = (JSON.parse(doctor.stdout) as { keyServer: { reachable: boolean; clusterId: string } }).keyServer;
+    assert.equal([ks.reachable, ks.clusterId], [true, CLUSTER], doctor.stdout);
+
+    const code = await publishVerified(a.url, sinks[0]!, 'alice-fo@example.org');
+    await waitFor('B holds the share', async () => (await status(b.url)).shares_live === 1 && (await status(a.url)).replication_pending === 0);
+    await a.kill();
+    await b.stop();
+    b = await startServerProcess(['--config', conf[1]!, '--promoted-owner', '0']);
+    procs.push(b);
+
+    const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
+    const r = await bob.run(['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, '--name', 'alice', '--json'], { env });
+    assert.is(r.code, 0, r.stderr);
+    const got = JSON.parse(r.stdout) as { server: string; contact: { name: string } };
+    assert.is(got.server, b.url, 'B answered');
+    assert.is(got.contact.name, 'alice');
+    assert.match(r.stderr, new RegExp(`^stash: ${a.url} did not answer \\(.*ECONNREFUSED.*\\); asked ${b.url}, a server of the same cluster it listed\\n`));
+    // The cache now also holds B's answer, still found through A's URL.
+    const cached = JSON.parse(readFileSync(join(bob.env.XDG_CACHE_HOME!, 'stash', `topology-${CLUSTER}.json`), 'utf8')) as { learnedFrom: string; askedAt: string[]; topology: { promotedOwners: number[] } };
+    assert.is(cached.learnedFrom, b.url);
+    assert.ok(cached.askedAt.includes(a.url), JSON.stringify(cached.askedAt));
+    assert.equal(cached.topology.promotedOwners, [0]);
+  } finally {
+    await bob.dispose();
     await cleanup();
   }
 });

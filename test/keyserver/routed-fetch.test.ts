@@ -132,4 +132,31 @@ test('the configured server itself down: the topology cannot be read (SERVER_UNR
   }
 });
 
+test('the configured server down, a cached topology: its servers are asked for a fresh one, then the share', async () => {
+  const published = await publish(server.url, identityPublicKey(), 'cached@example.org');
+  await confirmLink(server, 'cached@example.org');
+  // Learned earlier (from the now dead server 0): server 1 at its real URL.
+  const cached = { ...topo([{ id: 0, url: dead, status: 'active' }, { id: 1, url: server.url, status: 'standby' }], [{ owner: 1, primary: 0, failovers: [1] }]), clusterId: 'default' };
+  const routed = await fetchAlongRoute(dead, published.code, { cached });
+  assert.is(routed.share.email, 'cached@example.org');
+  assert.equal(routed.topologySource, { kind: 'server', url: server.url }, 'the live server of the cached topology answered');
+  assert.match(routed.topologyError ?? '', /ECONNREFUSED/);
+  assert.equal(routed.answeredBy, { id: 1, url: server.url });
+});
+
+test('a cached topology of another cluster is not replaced by its servers; none answering: the cached one routes', async () => {
+  const published = await publish(server.url, identityPublicKey(), 'cached2@example.org');
+  await confirmLink(server, 'cached2@example.org');
+  // Only dead servers to ask: the cached topology itself routes (server 1 reached under another URL alias).
+  const alias = server.url.replace('127.0.0.1', 'localhost');
+  const cached = { ...topo([{ id: 0, url: dead, status: 'active' }, { id: 1, url: alias, status: 'active' }], [{ owner: 1, primary: 0, failovers: [1] }]), clusterId: 'elsewhere' };
+  const routed = await fetchAlongRoute(dead, published.code, { cached });
+  assert.equal(routed.topologySource, { kind: 'cache' }, "server 1 answered for cluster 'default', not the cached cluster");
+  assert.equal(routed.answeredBy, { id: 1, url: alias });
+  // A cached version newer than the live answer (same cluster) routes.
+  const newer = { ...cached, clusterId: 'default', topologyVersion: 5 };
+  const again = await fetchAlongRoute(server.url, published.code, { cached: newer });
+  assert.equal(again.topologySource, { kind: 'cache' });
+});
+
 test.run();

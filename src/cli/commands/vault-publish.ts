@@ -30,8 +30,9 @@ export async function run(inv: Invocation): Promise<number> {
   } finally {
     session.close();
   }
-  const { publish } = await import('../../keyserver/client.js');
+  const { publish, topology } = await import('../../keyserver/client.js');
   const published = await publish(server.url, encodePublicKey(id), email.trim());
+  await learnTopology(server.url, topology);
   if (published.verification === 'failed') {
     throw new StashError('VERIFICATION_NOT_SENT', `the key was stored but cannot be received: ${published.message}`);
   }
@@ -62,4 +63,19 @@ export async function run(inv: Invocation): Promise<number> {
   out(`  ${id.fingerprint}`);
   for (const line of fingerprintLines(id.fingerprint)) out(line);
   return 0;
+}
+
+/**
+ * After a publish, the server's topology is kept in the cache (best effort,
+ * 3 s at most): a later `contact receive` through this server can then fail
+ * over when it is down.
+ */
+async function learnTopology(url: string, topology: typeof import('../../keyserver/client.js').topology): Promise<void> {
+  try {
+    const t = await topology(url, { timeoutMs: 3000 });
+    const { saveTopology } = await import('../topology-cache.js');
+    saveTopology(t, url, [url]);
+  } catch {
+    /* the share is published; the cache only adds a fallback */
+  }
 }

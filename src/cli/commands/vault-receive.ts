@@ -35,7 +35,11 @@ export async function run(inv: Invocation): Promise<number> {
   try {
     const vaultKey = await session.vaultKey();
     try {
-      const routed = await fetchAlongRoute(server.url, code.display);
+      // The topology learned earlier (doctor, publish, receive): the way to the failover when this server is down.
+      const cache = await import('../topology-cache.js');
+      const cached = cache.cachedTopologyFor([server.url]);
+      const routed = await fetchAlongRoute(server.url, code.display, { cached: cached?.topology ?? null });
+      if (routed.topologySource.kind === 'server') cache.saveTopology(routed.topology, routed.topologySource.url, [server.url]);
       const { share } = routed;
       if (terminalSafe(share.email) !== share.email || !/^[^\s@]{1,64}@[^\s@]{1,253}$/.test(share.email)) {
         throw new StashError('SERVER_PROTOCOL', 'the key server sent an address that is not a plain email address; nothing was added');
@@ -46,6 +50,12 @@ export async function run(inv: Invocation): Promise<number> {
       refuseDuplicate(session.dir, vaultKey, name, fingerprint);
 
       const show = json ? note : out;
+      if (routed.topologyError !== undefined) {
+        const via = routed.topologySource.kind === 'server'
+          ? `asked ${routed.topologySource.url}, a server of the same cluster it listed`
+          : `used the topology of cluster ${routed.topology.clusterId} (version ${routed.topology.topologyVersion}) learned from ${cached?.learnedFrom ?? '?'} at ${cached?.savedAt ?? '?'}`;
+        note(terminalSafe(`stash: ${server.url} did not answer (${routed.topologyError}); ${via}`));
+      }
       for (const a of routed.attempts.filter((x) => x.error)) note(terminalSafe(`stash: ${a.id === null ? 'the server' : `server ${a.id}`} ${a.url} did not answer (${a.error}); tried the next one on the route`));
       show(`Share ${share.code} from ${routed.answeredBy.url}`);
       show(`Published by: ${share.email} (address verified ${share.verifiedAt.toISOString()})`);
