@@ -209,7 +209,8 @@ export const commands: Command[] = [
     path: ['container', 'accept'], args: 'NAME', positionals: [1, 1],
     summary: 'accept a shared container file that was refused as older or diverged, as it is now',
     details: 'For after a rollback (83) or divergence (84) refusal that you have looked into: every other check still runs, '
-      + 'then the file becomes the version this vault remembers. Changes that only the refused-over version had are given up.',
+      + 'then the file becomes the version this vault remembers. Changes that only the refused-over version had are given up. '
+      + 'An older recipient list than the one this vault saw is never taken (83): it would let members removed since read what is written next.',
     options: unlock,
     load: () => import('./commands/container-share.js'),
   },

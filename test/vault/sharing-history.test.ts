@@ -7,7 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { containerMembers, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import { acceptShared, containerMembers, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
 import { cleanup, expectCode } from './vault-fixture.js';
 import { befriend, person, read, threeMembers, write } from './sharing-people.js';
 
@@ -39,6 +39,34 @@ test('a version that lacks a member\'s write is still a divergence when the owne
   shareContainer(alice.dir, alice.key, 'team', [dave.pub]); // another version 2, a new recipient list
   write(alice, 'team', 'X', 'x-ray'); // version 3, without Bob's write
   expectCode(() => read(carol, 'team'), 'SHARE_DIVERGED', 'Bob\'s write would be lost');
+});
+
+test('accept never takes an older recipient list back: a removed member could read what is written next', async () => {
+  const { alice, bob, carol, file } = await threeMembers();
+  const old = readFileSync(file); // version 1, recipient list 1: Alice, Bob, Carol
+  unshareContainer(alice.dir, alice.key, 'team', [bob.pub]); // version 2, list 2, a new key Bob never had
+  read(carol, 'team');
+  const current = readFileSync(file);
+  writeFileSync(file, old); // a stale checkout, or a storage host replaying it
+  const refused = expectCode(() => read(carol, 'team'), 'SHARE_ROLLBACK');
+  assert.match(refused.message, /recipient list \(epoch 1\) is older than the one this vault already saw \(epoch 2\)/);
+  assert.not.match(refused.message, /stash container accept/, 'accept is not offered for an older list');
+  for (const p of [carol, alice]) {
+    const err = expectCode(() => acceptShared(p.dir, p.key, 'team'), 'SHARE_ROLLBACK', 'accept of an older list');
+    assert.match(err.message, /on recipient list 1, older than list 2 that this vault already saw, so it cannot be accepted\. It names [0-9A-Z-]{29}, removed since/);
+  }
+  expectCode(() => write(carol, 'team', 'NEW_SECRET', 'after the removal'), 'SHARE_ROLLBACK');
+  assert.ok(readFileSync(file).equals(old), 'nothing was written on the old list');
+  writeFileSync(file, current);
+  write(carol, 'team', 'NEW_SECRET', 'after the removal');
+  expectCode(() => read(bob, 'team'), 'SHARE_NOT_RECIPIENT', 'Bob cannot read it');
+  // A rollback within one recipient list is still the reader's to accept on purpose.
+  const v3 = readFileSync(file);
+  write(alice, 'team', 'LATER', 'l');
+  read(carol, 'team');
+  writeFileSync(file, v3);
+  assert.match(expectCode(() => read(carol, 'team'), 'SHARE_ROLLBACK').message, /run: stash container accept team/);
+  assert.is(acceptShared(carol.dir, carol.key, 'team').revision, 3);
 });
 
 test.run();

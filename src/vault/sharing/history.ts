@@ -85,10 +85,12 @@ export function historyError(relation: Relation, seen: SeenRevision, next: SeenR
     const why = next.epoch < seen.epoch
       ? `its recipient list (epoch ${next.epoch}) is older than the one this vault already saw (epoch ${seen.epoch})`
       : `this vault already saw ${had}`;
+    // Going back to an older recipient list is never offered: it would let members removed since read what is written next.
+    const onPurpose = next.epoch < seen.epoch ? '' : `; if you really mean to go back to this version, run: stash container accept ${name}`;
     return new VaultError(
       'SHARE_ROLLBACK',
       `${what} holds ${got}, an older version of container ${name}: ${why}. It was refused, so that an old copy cannot bring back removed members or old secrets. `
-        + `Get the current file back (for example git pull, or from the owner); if you really mean to go back to this version, run: stash container accept ${name}`,
+        + `Get the current file back (for example git pull, or from the owner)${onPurpose}`,
     );
   }
   return new VaultError(

@@ -23,7 +23,7 @@ import { validateContainerName } from '../names.js';
 import { vaultPaths } from '../paths.js';
 import { wipe } from '../secure.js';
 import { fileHash } from './crypto.js';
-import { historyError, relate, seenOf, type Relation } from './history.js';
+import { describeRevision, historyError, relate, seenOf, type Relation } from './history.js';
 import { listRecords, readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
 import { writeIfUnchanged } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
@@ -219,16 +219,37 @@ export function exportShared(dir: string, name: string, file: string): TransferR
 }
 
 /**
+ * Why `accept` never takes an older recipient list than the vault saw: the
+ * list names members removed since, and the content key of that list is one
+ * they hold, so everything written on it next (by this vault or anyone who
+ * follows) would be readable by them again. The owner's current list has to
+ * come back instead.
+ */
+function olderList(l: LoadedShared, seen: SeenRevision, me: PublicIdentity): VaultError {
+  const nameOf = memberNamer(l.file, me);
+  const removed = l.file.membership.stanzas.map((s) => s.ed25519.toString('hex')).filter((k) => !seen.lastWrites.has(k));
+  const who = removed.length > 0 ? ` It names ${removed.map(nameOf).join(', ')}, removed since, who could read what is written on it next.` : '';
+  return new VaultError(
+    'SHARE_ROLLBACK',
+    `${l.path} holds ${describeRevision(l.next, nameOf)} of ${l.name} on recipient list ${l.next.epoch}, older than list ${seen.epoch} that this vault already saw, so it cannot be accepted.${who} `
+      + `Get the current file back (for example git pull, or from the owner). If it is lost for good, the owner can start over from this one: copy it elsewhere, `
+      + `stash container rm ${l.name}, import or link the copy, then remove those members again with stash container unshare`,
+  );
+}
+
+/**
  * Accepts the file of `name` as it is now, after a rollback or divergence
  * refusal that a person has looked into (or when the vault's record was
  * lost): every check but history runs, then the file becomes the last
- * revision seen. Returns what was seen before.
+ * revision seen. Returns what was seen before. An older recipient list than
+ * the one seen is refused all the same (SHARE_ROLLBACK): see olderList().
  */
 export function acceptShared(dir: string, vaultKey: Buffer, name: string): TransferResult {
   validateContainerName(name);
   return withVaultLock(dir, () => {
     const l = loadShared(dir, name);
-    checkArrival(dir, vaultKey, l);
+    const me = checkArrival(dir, vaultKey, l);
+    if (l.record && l.next.epoch < l.record.seen.epoch) throw olderList(l, l.record.seen, me);
     const previous = l.record?.seen ?? null;
     const relation = l.record ? relate(l.record.seen, l.next) : null;
     if (relation === 'same') return { name, path: l.path, revision: l.next.revision, outcome: 'unchanged', previous };
