@@ -4,17 +4,25 @@
  * to a file under the user's local state folder when there is no system log.
  *
  * Callers pass only text they composed: never key bytes, tokens or passwords.
+ * Every logger is rate limited (log-limit.ts); a log file is rotated once it
+ * passes MAX_LOG_BYTES (one older file kept, agent.log.1).
  */
-import { appendFileSync, existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, openSync, closeSync, fstatSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { RateLimitedLogger } from './log-limit.js';
 
 export type Level = 'info' | 'warning' | 'error';
 
 export interface Logger {
   readonly target: string;
   log(level: Level, message: string): void;
+  /** Writes out what is held back (counts of rate-limited lines); called when the agent exits. */
+  flush?(): void;
 }
+
+/** A log file past this size is renamed to FILE.1 (replacing an older one) and started afresh. */
+export const MAX_LOG_BYTES = 1024 * 1024;
 
 /** The fallback log file: $XDG_STATE_HOME/stash/agent.log, else ~/.local/state/stash/agent.log (%LOCALAPPDATA% on Windows). */
 export function fallbackLogPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -25,16 +33,29 @@ export function fallbackLogPath(env: NodeJS.ProcessEnv = process.env): string {
 
 class FileLogger implements Logger {
   readonly target: string;
+  private size: number;
 
-  constructor(private readonly path: string) {
+  constructor(private readonly path: string, private readonly maxBytes = MAX_LOG_BYTES) {
     this.target = `file ${path}`;
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    closeSync(openSync(path, 'a', 0o600));
+    const fd = openSync(path, 'a', 0o600);
+    try {
+      this.size = fstatSync(fd).size;
+    } finally {
+      closeSync(fd);
+    }
   }
 
   log(level: Level, message: string): void {
+    const line = `${new Date().toISOString()} stash-agent[${process.pid}] ${level}: ${oneLine(message)}\n`;
     try {
-      appendFileSync(this.path, `${new Date().toISOString()} stash-agent[${process.pid}] ${level}: ${oneLine(message)}\n`, { mode: 0o600 });
+      if (this.size > 0 && this.size + Buffer.byteLength(line) > this.maxBytes) {
+        // Rotate once: the file and one older one bound what the log takes on disk.
+        renameSync(this.path, `${this.path}.1`);
+        this.size = 0;
+      }
+      appendFileSync(this.path, line, { mode: 0o600 });
+      this.size += Buffer.byteLength(line);
     } catch {
       // A full disk must not take the agent down; the log is best effort.
     }
@@ -81,16 +102,16 @@ export function describeLogTarget(env: NodeJS.ProcessEnv = process.env): string 
   return file;
 }
 
-/** Picks the log target for this environment. */
-export async function createLogger(env: NodeJS.ProcessEnv = process.env): Promise<Logger> {
+/** Picks the log target for this environment; rate limited (log-limit.ts). */
+export async function createLogger(env: NodeJS.ProcessEnv = process.env, opts: { maxBytes?: number } = {}): Promise<Logger> {
   const explicit = env.STASH_SESSION_AGENT_LOG;
-  if (explicit) return new FileLogger(explicit);
+  if (explicit) return new RateLimitedLogger(new FileLogger(explicit, opts.maxBytes));
   if (systemLogPresent()) {
     try {
-      return new SystemLogger(await import('../native/index.js'));
+      return new RateLimitedLogger(new SystemLogger(await import('../native/index.js')));
     } catch {
       // no addon or no system log: fall through to the file
     }
   }
-  return new FileLogger(fallbackLogPath(env));
+  return new RateLimitedLogger(new FileLogger(fallbackLogPath(env), opts.maxBytes));
 }

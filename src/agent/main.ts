@@ -156,6 +156,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
     shuttingDown = true;
     const wiped = theAgent.wipeAll();
     power.stop();
+    logger.flush?.();
     log('info', `agent exiting (${why}); wiped ${wiped} key(s)`);
     for (const c of connections) c.close();
     claimed.server.close();
