@@ -6,9 +6,10 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { acceptShared, containerMembers, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
-import { cleanup, expectCode } from './vault-fixture.js';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { acceptShared, containerMembers, mergeShared, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import { cleanup, expectCode, tempRoot } from './vault-fixture.js';
 import { befriend, person, read, threeMembers, write } from './sharing-people.js';
 
 test.after.each(cleanup);
@@ -67,6 +68,31 @@ test('accept never takes an older recipient list back: a removed member could re
   writeFileSync(file, v3);
   assert.match(expectCode(() => read(carol, 'team'), 'SHARE_ROLLBACK').message, /run: stash container accept team/);
   assert.is(acceptShared(carol.dir, carol.key, 'team').revision, 3);
+});
+
+test('merge does not carry a removed member\'s write on the old list into the newer list', async () => {
+  const { alice, bob, carol, file } = await threeMembers();
+  const base = readFileSync(file);
+  unshareContainer(alice.dir, alice.key, 'team', [carol.pub]); // version 2 on list 2, without Carol
+  const newer = readFileSync(file);
+  writeFileSync(file, base); // Bob has not pulled; Carol, removed, still has the old list and its key
+  write(carol, 'team', 'DB_HOST', 'evil.example'); // another version 2, on list 1
+  assert.is(read(bob, 'team').get('DB_HOST'), 'evil.example', 'Bob had not seen the removal (documented)');
+  const carols = join(tempRoot(), 'carols.stash');
+  copyFileSync(file, carols);
+  writeFileSync(file, newer); // git pull
+  expectCode(() => read(bob, 'team'), 'SHARE_DIVERGED');
+  const err = expectCode(() => mergeShared(bob.dir, bob.key, 'team', carols), 'SHARE_SIGNER_NOT_MEMBER', 'merge of the removed member\'s version');
+  assert.match(err.message, /written by [0-9A-Z-]{29} on recipient list 1, who is not on the newer list 2 .*a member removed since/);
+  assert.ok(readFileSync(file).equals(newer), 'nothing was written');
+  writeFileSync(file, readFileSync(carols)); // the other way round: Carol's version in place, the newer one in a file
+  const theirs = join(tempRoot(), 'newer.stash');
+  writeFileSync(theirs, newer);
+  expectCode(() => mergeShared(bob.dir, bob.key, 'team', theirs), 'SHARE_SIGNER_NOT_MEMBER', 'Carol\'s version in place');
+  writeFileSync(file, newer);
+  acceptShared(bob.dir, bob.key, 'team'); // the newer list is a later epoch: accept takes it
+  assert.not.ok(read(bob, 'team').has('DB_HOST'));
+  assert.not.ok(read(alice, 'team').has('DB_HOST'), 'the owner never sees it');
 });
 
 test.run();

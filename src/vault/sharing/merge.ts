@@ -17,7 +17,7 @@ import { identityPublic, identitySecret } from '../identity.js';
 import { withVaultLock } from '../lock.js';
 import { requireVaultKey } from '../meta-file.js';
 import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
-import { decodeShared, type SharedFile } from './format.js';
+import { decodeShared, stanzaIndex, type SharedFile } from './format.js';
 import { covers, historyError, relate, seenOf } from './history.js';
 import { assembleFile, commitRevision } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
@@ -103,6 +103,7 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
       commitRevision(dir, cur.path, cur.bytes, bytes, record);
       return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [] };
     }
+    refuseRemovedWriter(cur, other, me);
     return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
       const ours = decrypt(cur, me, x25519Secret);
       let theirs: Entries | null = null;
@@ -129,6 +130,27 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
       }
     });
   });
+}
+
+/**
+ * Across a membership change, the side on the older recipient list must have
+ * been written by someone still on the newer one. A version written by a
+ * member removed since is, at best, a write made concurrently with the
+ * removal, and at worst one made after it on the old list by someone who
+ * knows its key: a member who had not yet seen the removal accepts it, is
+ * told to merge on seeing the divergence, and would carry it into the newer
+ * list that every member then accepts. Its changes are refused instead.
+ */
+function refuseRemovedWriter(a: LoadedShared, b: LoadedShared, me: PublicIdentity): void {
+  const [older, newer] = a.file.membership.epoch < b.file.membership.epoch ? [a, b] : [b, a];
+  if (older.file.membership.epoch === newer.file.membership.epoch) return;
+  if (stanzaIndex(newer.file.membership, older.file.write.writer) >= 0) return;
+  throw new VaultError(
+    'SHARE_SIGNER_NOT_MEMBER',
+    `${older.path} holds version ${older.file.write.revision}, written by ${memberNamer(older.file, me)(older.file.write.writer.toString('hex'))} on recipient list ${older.file.membership.epoch}, `
+      + `who is not on the newer list ${newer.file.membership.epoch} of ${newer.path}: a member removed since. Its changes were not merged; nothing was written. `
+      + `Take the newer version as it is (stash container accept ${a.name}, with that file in place) and enter by hand any change you still want`,
+  );
 }
 
 function withSecret<T>(dir: string, vaultKey: Buffer, fn: (x25519: Buffer, ed25519: Buffer) => T): T {
