@@ -14,16 +14,24 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { topology } from '../../src/keyserver/client.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { cliEnv } from '../cli/harness.js';
 import { tempDir } from './harness.js';
 
 const serverBin = join(process.cwd(), 'bin', 'stash_key_server.js');
 
 function runServer(args: string[], opts: { asNobody?: boolean } = {}): { status: number | null; stderr: string } {
-  const argv = [process.execPath, serverBin, 'run', '--bind', '127.0.0.1:0', ...args];
-  const cmd = opts.asNobody ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', ...argv] : argv;
-  const r = spawnSync(cmd[0]!, cmd.slice(1), { encoding: 'utf8', timeout: 30_000 });
-  return { status: r.status, stderr: r.stderr };
+  // As nobody, from a readable copy of the compiled package: nobody may not be able to enter the checkout.
+  const copy = opts.asNobody ? readableCopy() : null;
+  try {
+    const argv = copy
+      ? [...asNobody, copy.node, join(copy.root, 'bin', 'stash_key_server.js'), 'run', '--bind', '127.0.0.1:0', ...args]
+      : [process.execPath, serverBin, 'run', '--bind', '127.0.0.1:0', ...args];
+    const r = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', timeout: 30_000 });
+    return { status: r.status, stderr: r.stderr };
+  } finally {
+    copy?.remove();
+  }
 }
 
 test('--tls-cert / --tls-key that are not PEM, or do not belong together: the file is named, exit 78', () => {
