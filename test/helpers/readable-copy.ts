@@ -5,10 +5,11 @@
  * (a Node line fetched into ~/.cache): such a child can reach neither tsx in
  * node_modules nor the test tree. A readable copy holds the compiled package
  * (package.json, bin/, dist/ as `npm test` compiled it), the built addon, the
- * one runtime module the addon loader needs (node-gyp-build) and, when the
+ * one runtime module the addon loader needs (node-gyp-build), or on request
+ * every production dependency (Koa, sodium-native, ...), and, when the
  * running Node cannot be reached by others, a copy of the Node binary.
  */
-import { accessSync, chmodSync, constants, copyFileSync, cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, constants, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
@@ -29,6 +30,14 @@ function othersCanRun(path: string): boolean {
   }
 }
 
+/** Every package folder the package needs at run time (package-lock.json entries not marked dev). */
+function productionModules(checkout: string): string[] {
+  const lock = JSON.parse(readFileSync(join(checkout, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  return Object.entries(lock.packages)
+    .filter(([path, entry]) => path.startsWith('node_modules/') && !entry.dev && existsSync(join(checkout, path)))
+    .map(([path]) => path);
+}
+
 /** Opens a copied tree to everyone (a umask of 077 would have made the copies private too). */
 function openUp(dir: string): void {
   chmodSync(dir, 0o755);
@@ -44,7 +53,7 @@ function openUp(dir: string): void {
  * 0755). `fixtures` (paths of .mjs files) are copied into <root>/fixtures/, from
  * where they import ../dist/....
  */
-export function readableCopy(fixtures: string[] = []): ReadableCopy {
+export function readableCopy(fixtures: string[] = [], opts: { dependencies?: boolean } = {}): ReadableCopy {
   const checkout = process.cwd();
   const root = mkdtempSync(join(tmpdir(), 'stash-readable-'));
   chmodSync(root, 0o755);
@@ -54,7 +63,8 @@ export function readableCopy(fixtures: string[] = []): ReadableCopy {
   cpSync(join(checkout, 'dist'), join(root, 'dist'), { recursive: true });
   mkdirSync(join(root, 'build', 'Release'), { recursive: true });
   copyFileSync(join(checkout, 'build', 'Release', 'stash_native.node'), join(root, 'build', 'Release', 'stash_native.node'));
-  cpSync(join(checkout, 'node_modules', 'node-gyp-build'), join(root, 'node_modules', 'node-gyp-build'), { recursive: true });
+  const modules = opts.dependencies ? productionModules(checkout) : ['node_modules/node-gyp-build'];
+  for (const m of modules) cpSync(join(checkout, m), join(root, m), { recursive: true });
   if (fixtures.length > 0) mkdirSync(join(root, 'fixtures'));
   for (const f of fixtures) copyFileSync(resolve(checkout, f), join(root, 'fixtures', f.split('/').pop()!));
   openUp(root);

@@ -22,7 +22,7 @@ const serverBin = join(process.cwd(), 'bin', 'stash_key_server.js');
 
 function runServer(args: string[], opts: { asNobody?: boolean } = {}): { status: number | null; stderr: string } {
   // As nobody, from a readable copy of the compiled package: nobody may not be able to enter the checkout.
-  const copy = opts.asNobody ? readableCopy() : null;
+  const copy = opts.asNobody ? readableCopy([], { dependencies: true }) : null;
   try {
     const argv = copy
       ? [...asNobody, copy.node, join(copy.root, 'bin', 'stash_key_server.js'), 'run', '--bind', '127.0.0.1:0', ...args]
