@@ -13,7 +13,8 @@
  * server and cluster ids, the replication token and peers, the mail command,
  * ...) is reported in the log and kept until a restart.
  */
-import { readFile } from 'node:fs/promises';
+import { errorMessage } from '../errors.js';
+import { readTls } from './tls-files.js';
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { ServerConfig } from './cli/options.js';
@@ -113,12 +114,13 @@ export async function applyReload(r: Reloadable, next: ServerConfig): Promise<Re
   // Certificates are read again on every reload (a renewed certificate keeps its file names).
   if (c.tlsCert !== undefined && c.tlsKey !== undefined && 'setSecureContext' in r.server && !needRestart.includes('tls_cert') && !needRestart.includes('tls_key')) {
     try {
-      const [cert, key] = await Promise.all([readFile(c.tlsCert), readFile(c.tlsKey)]);
+      // The same checks as at start: a renewed file that is not PEM, or a key of another certificate, is named.
+      const { cert, key } = await readTls(c.tlsCert, c.tlsKey);
       (r.server as unknown as HttpsServer).setSecureContext({ cert, key, minVersion: 'TLSv1.2' });
       applied.push('tls_cert');
       changes.push('TLS certificate and key read again');
     } catch (err) {
-      r.logger.error(`reload: the TLS certificate or key cannot be used (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); keeping the one in use`);
+      r.logger.error(`reload: the TLS certificate or key cannot be used (${errorMessage(err)}); keeping the one in use`);
     }
   }
   r.logger.info(`reload: configuration loaded; ${changes.length > 0 ? `applied ${changes.join(', ')}` : 'nothing to change'}`);

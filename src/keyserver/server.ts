@@ -4,15 +4,14 @@
  * bound slow clients: headers must arrive within `headersMs`, a whole request
  * within `requestMs`, a body within `bodyMs`; idle keep-alive sockets close.
  */
-import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, readFile } from 'node:fs/promises';
+import { access } from 'node:fs/promises';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { ConfigError, errorMessage, StashError } from '../errors.js';
+import { ConfigError, StashError } from '../errors.js';
 import { realPaths } from './install/paths.js';
 import { createApp, type KeyServerApp } from './app.js';
 import type { ServerConfig } from './cli/options.js';
@@ -22,6 +21,7 @@ import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js
 import type { ServiceConfig } from './service.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
+import { readTls } from './tls-files.js';
 import { ReplicationReceiver } from './replication/inbound.js';
 import { Replicator, type ReplicationSettings } from './replication/outbound.js';
 
@@ -83,42 +83,6 @@ export interface RunningServer {
 function peerIdFromTopology(config: ServerConfig, peerUrl: string): number | undefined {
   const origin = new URL(peerUrl).origin;
   return config.topologyServers.find((s) => new URL(s.url).origin === origin)?.id;
-}
-
-async function readOption(path: string, flag: string): Promise<Buffer> {
-  try {
-    return await readFile(path);
-  } catch (err) {
-    throw new ConfigError(`${flag} ${path}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-}
-
-/**
- * The certificate chain and key, checked before the HTTPS server exists: a
- * file that is not PEM, a key that does not belong to the certificate, each
- * named with its file (exit 78) instead of a bare OpenSSL error.
- */
-async function readTls(certPath: string, keyPath: string): Promise<{ cert: Buffer; key: Buffer }> {
-  const cert = await readOption(certPath, '--tls-cert');
-  const key = await readOption(keyPath, '--tls-key');
-  let x509: X509Certificate;
-  try {
-    if (!cert.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no "BEGIN CERTIFICATE" block');
-    x509 = new X509Certificate(cert);
-  } catch (err) {
-    throw new ConfigError(`--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with -----BEGIN CERTIFICATE-----`);
-  }
-  let privateKey;
-  try {
-    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.toString('latin1'))) throw new Error('no "BEGIN ... PRIVATE KEY" block');
-    privateKey = createPrivateKey(key);
-  } catch (err) {
-    throw new ConfigError(`--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with -----BEGIN PRIVATE KEY-----`);
-  }
-  if (!x509.checkPrivateKey(privateKey)) {
-    throw new ConfigError(`--tls-key ${keyPath} is not the private key of the certificate in --tls-cert ${certPath}`);
-  }
-  return { cert, key };
 }
 
 /**
