@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Entry point of the `stash` CLI. Kept tiny: everything else loads lazily.
-import { runEntry } from './entry.js';
-
-runEntry('../dist/cli/main.js', import.meta.url);
+// Entry point of the `stash` CLI. CommonJS (bin/package.json), so that a run
+// sets up no ES module loader: it loads the CLI bundled into one file with a
+// code cache (src/cli/launch.ts), and falls back to the ES modules in dist/.
+'use strict';
+require('./entry.js').runCli();

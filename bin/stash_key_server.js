@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-// Entry point of `stash_key_server`.
-import { runEntry } from './entry.js';
-
-runEntry('../dist/keyserver/main.js', import.meta.url);
+// Entry point of `stash_key_server` (its ES modules in dist/).
+'use strict';
+require('./entry.js').runEntry('../dist/keyserver/main.js');

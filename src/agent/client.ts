@@ -4,17 +4,15 @@
  * sodium secure memory; callers wipe them (protocol `wipe`) when done.
  */
 import { connect, type Socket } from 'node:net';
-import { createRequire } from 'node:module';
 import {
   decodeReply, encodeFrame, encodeRequest, ephemeralKeys, FrameDecoder, MsgType, PROTOCOL_VERSION, ProtocolError,
   protocolErrorName, SecureChannel, wipe, type Frame, type ListEntry, type Reply, type Request,
 } from '../protocol/index.js';
 import { StashError, errorMessage } from '../errors.js';
+import { loadSodium } from '../native/sodium.js';
 import { agentEndpoint, type Endpoint } from './paths.js';
 
-// require, not import: importing a CommonJS package from ESM makes Node lex its
-// 108 KB index.js for export names, ~10 ms on every CLI start (docs/benchmarks.md).
-const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
+const sodium = loadSodium();
 
 /** An ERROR reply from the agent, or a failure to talk to it. code: AGENT_<NAME>. */
 export class AgentError extends StashError {

@@ -17,10 +17,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { cacheDir } from './cache-dir.js';
 import { keyServerUrlProblem } from '../keyserver/server-url.js';
 import type { TopologyResponse, TopologyStatus } from '../keyserver/wire/messages.js';
+
+export { cacheDir };
 
 const FORMAT = 1;
 /** Clusters remembered at most (files read when looking one up). */
@@ -46,15 +48,6 @@ export interface CachedTopology {
   topology: TopologyResponse;
   learnedFrom: string;
   savedAt: string;
-}
-
-/** The folder of the cache: XDG_CACHE_HOME/stash and its platform equivalents. */
-export function cacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
-  const home = env.HOME || homedir();
-  if (platform === 'darwin') return join(home, 'Library', 'Caches', 'stash');
-  if (platform === 'win32') return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), 'stash', 'cache');
-  const xdg = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(home, '.cache');
-  return join(xdg, 'stash');
 }
 
 /** The file of a cluster: its id when that is a plain file name, else a hash of it. */

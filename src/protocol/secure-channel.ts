@@ -9,14 +9,12 @@
  * frame cannot be altered, replayed, reordered or cut without detection.
  * Plaintexts live only in sodium_malloc memory and are zeroed after use.
  */
-import { createRequire } from 'node:module';
+import { loadSodium } from '../native/sodium.js';
 import { ProtocolError } from './errors.js';
 import { HEADER_BYTES, MAGIC, MAX_PAYLOAD_BYTES, type Frame } from './frame.js';
 import { MsgType } from './messages.js';
 
-// require, not import: importing a CommonJS package from ESM makes Node lex its
-// 108 KB index.js for export names, ~10 ms on every CLI start (docs/benchmarks.md).
-const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
+const sodium = loadSodium();
 
 const ABYTES = sodium.crypto_aead_chacha20poly1305_ietf_ABYTES;
 const NPUBBYTES = sodium.crypto_aead_chacha20poly1305_ietf_NPUBBYTES;

@@ -4,7 +4,7 @@
  * defaultVaultDir() in `stash --help`, does not load the native library.
  * Names and argument orders were checked against node_modules/sodium-native/index.js.
  */
-import { createRequire } from 'node:module';
+import { loadSodium } from '../native/sodium.js';
 
 export interface SecureBuffer extends Buffer {
   secure?: boolean;
@@ -62,9 +62,6 @@ let loaded: Sodium | undefined;
 
 /** sodium-native, loaded on first call. */
 export function sodium(): Sodium {
-  if (loaded === undefined) {
-    const require = createRequire(import.meta.url);
-    loaded = require('sodium-native') as Sodium;
-  }
+  loaded ??= loadSodium() as unknown as Sodium;
   return loaded;
 }

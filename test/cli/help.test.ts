@@ -4,6 +4,11 @@
  * and lazy loading (`stash --help` opens no native addon and imports neither
  * sodium, Koa, the keyring nor the vault or agent code; `stash get` with a
  * cached key loads only the container, agent-client and protocol code).
+ * Loading is checked two ways: through bin/stash.js, which runs the CLI bundled
+ * into one file (dist/cli/stash.cjs: the recorder sees its require() of
+ * packages and builtins and every addon opened), and through the ES modules
+ * of dist/ (module by module: the bundle keeps their import() boundaries as
+ * lazily run functions, scripts/bundle-cli.js).
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -11,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { agentPids, stashBin } from '../helpers/agent.js';
 import { commands } from '../../src/cli/registry.js';
 import { cliEnv } from './harness.js';
@@ -28,12 +34,20 @@ function keyServer(args: string[]) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Runs stash under the load recorder; returns the recorded lines. */
-function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}): { lines: string[]; code: number | null; stdout: string; stderr: string } {
+const esmMain = pathToFileURL(join(process.cwd(), 'dist', 'cli', 'main.js')).href;
+
+/**
+ * Runs stash under the load recorder; returns the recorded lines. `via`: 'bin'
+ * runs bin/stash.js (the bundle), 'esm' calls main() of dist/cli/main.js.
+ */
+function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}, via: 'bin' | 'esm' = 'bin'): { lines: string[]; code: number | null; stdout: string; stderr: string } {
   const dir = mkdtempSync(join(tmpdir(), 'stash-loads-'));
   const record = join(dir, 'loads.txt');
+  const entry = via === 'bin'
+    ? [stashBin, ...args]
+    : ['--input-type=module', '-e', `const { main } = await import(${JSON.stringify(esmMain)}); await main(${JSON.stringify(args)});`];
   try {
-    const r = spawnSync(process.execPath, ['--import', recorder, stashBin, ...args], {
+    const r = spawnSync(process.execPath, ['--import', recorder, ...entry], {
       encoding: 'utf8', env: { ...process.env, ...env, LOAD_RECORD: record }, timeout: 20_000,
     });
     let text = '';
@@ -51,21 +65,28 @@ function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}): { lines: stri
 const HEAVY = [/sodium-native/, /\bkoa\b/, /@koa\//, /@napi-rs\/keyring/, /smol-toml/, /\/dist\/native\//, /\/dist\/vault\//, /\/dist\/agent\//, /\/dist\/protocol\//];
 
 test('`stash --help` lists every command and loads no addon, sodium, Koa, keyring or vault code', () => {
-  const r = recordLoads(['--help']);
-  assert.is(r.code, 0, r.stderr);
-  for (const c of commands) assert.ok(r.stdout.includes(c.path.join(' ')), `help lists ${c.path.join(' ')}`);
-  // The recorder works: it saw the CLI's own modules being imported.
-  assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes('/dist/cli/main.js')), `recorder saw main.js: ${r.lines.join('\n')}`);
-  assert.ok(r.lines.some((l) => l.includes('/dist/cli/registry.js')));
-  assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], 'no native addon opened');
-  for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `--help loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+  for (const via of ['bin', 'esm'] as const) {
+    const r = recordLoads(['--help'], {}, via);
+    assert.is(r.code, 0, r.stderr);
+    for (const c of commands) assert.ok(r.stdout.includes(c.path.join(' ')), `help lists ${c.path.join(' ')}`);
+    // The recorder works: it saw the launcher load the bundle, or the CLI's own modules being imported.
+    if (via === 'bin') assert.ok(r.lines.includes(`require ${join(process.cwd(), 'dist', 'cli', 'launch.cjs')}`), `recorder saw launch.cjs: ${r.lines.join('\n')}`);
+    else {
+      assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes('/dist/cli/main.js')), `recorder saw main.js: ${r.lines.join('\n')}`);
+      assert.ok(r.lines.some((l) => l.includes('/dist/cli/registry.js')));
+    }
+    assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${via}: no native addon opened`);
+    for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: --help loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+  }
 });
 
 test('per-command --help and usage errors also stay light', () => {
   for (const args of [['get', '--help'], ['vault', 'sessions', 'auto-unlock', 'enable', '--help'], ['env', 'x', '--bogus', '--', 'true'], ['vault']]) {
-    const r = recordLoads(args);
-    assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${args.join(' ')} opened no addon`);
-    for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${args.join(' ')} loaded ${re}`);
+    for (const via of ['bin', 'esm'] as const) {
+      const r = recordLoads(args, {}, via);
+      assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${via}: ${args.join(' ')} opened no addon`);
+      for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: ${args.join(' ')} loaded ${re}`);
+    }
   }
 });
 
@@ -98,19 +119,24 @@ test('`stash get` with a cached key loads only what it uses: no config, keyring,
     await t.initVault(['work']);
     const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-lean' });
     assert.is(set.code, 0, set.stderr);
-    const r = recordLoads(['get', 'work', 'TOKEN'], t.env);
-    assert.is(r.code, 0, r.stderr);
-    assert.is(r.stdout, 'tok-lean', 'the value came from the cached key (no password source was given)');
-    // The recorder works: the container and agent-client code were seen, and sodium's addon opened.
-    for (const m of ['/dist/cli/commands/entry.js', '/dist/vault/containers.js', '/dist/agent/client.js']) {
-      assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes(m)), `recorder saw ${m}`);
+    for (const via of ['bin', 'esm'] as const) {
+      const r = recordLoads(['get', 'work', 'TOKEN'], t.env, via);
+      assert.is(r.code, 0, r.stderr);
+      assert.is(r.stdout, 'tok-lean', 'the value came from the cached key (no password source was given)');
+      // The recorder works: the container and agent-client code were seen (the bundle: its socket), and sodium's addon opened.
+      if (via === 'bin') assert.ok(r.lines.includes('require node:net'), `recorder saw the agent client connect: ${r.lines.join('\n')}`);
+      else {
+        for (const m of ['/dist/cli/commands/entry.js', '/dist/vault/containers.js', '/dist/agent/client.js']) {
+          assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes(m)), `recorder saw ${m}`);
+        }
+      }
+      // Nothing is spawned when the agent answers, and nothing hashes: child_process and crypto stay unloaded.
+      assert.not.ok(r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)), `${via}: get imported node:child_process or node:crypto`);
+      const dlopens = r.lines.filter((l) => l.startsWith('dlopen '));
+      assert.equal(dlopens.length, 1, `${via}: only sodium's addon is opened: ${dlopens.join(', ')}`);
+      assert.match(dlopens[0]!, /sodium-native/);
+      for (const re of NOT_ON_GET_PATH) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
     }
-    // Nothing is spawned when the agent answers, and nothing hashes: child_process and crypto stay unloaded.
-    assert.not.ok(r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)), 'get imported node:child_process or node:crypto');
-    const dlopens = r.lines.filter((l) => l.startsWith('dlopen '));
-    assert.equal(dlopens.length, 1, `only sodium's addon is opened: ${dlopens.join(', ')}`);
-    assert.match(dlopens[0]!, /sodium-native/);
-    for (const re of NOT_ON_GET_PATH) assert.not.ok(r.lines.some((l) => re.test(l)), `get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
   } finally {
     await t.dispose();
   }

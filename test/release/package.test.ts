@@ -42,7 +42,7 @@ test('the tarball holds the three prebuilds, the shrinkwrap, dist/ and docs; no 
   if (!haveTarball()) return;
   const files = tarList();
   for (const p of ['linux-x64', 'linux-arm64', 'win32-x64']) assert.ok(files.includes(`prebuilds/${p}/node.napi.node`), p);
-  for (const f of ['npm-shrinkwrap.json', 'package.json', 'README.md', 'dist/cli/main.js', 'dist/keyserver/main.js', 'bin/stash.js',
+  for (const f of ['npm-shrinkwrap.json', 'package.json', 'README.md', 'dist/cli/main.js', 'dist/cli/stash.cjs', 'dist/cli/launch.cjs', 'dist/keyserver/main.js', 'bin/stash.js', 'bin/package.json',
     'bin/stash_key_server.js', 'binding.gyp', 'native/sources.json', 'native/sources.cjs', 'scripts/install-addon.js', 'docs/platforms.md']) {
     assert.ok(files.includes(f), `${f} is packed`);
   }

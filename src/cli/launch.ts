@@ -1,0 +1,104 @@
+/**
+ * How `stash` starts. bin/stash.js (CommonJS, so that no ES module loader is
+ * set up) requires dist/cli/launch.cjs, the CommonJS build of this file,
+ * which loads the whole CLI from one CommonJS file, dist/cli/stash.cjs
+ * (scripts/bundle-cli.js), with its compiled code cached:
+ *
+ * - Node 22.8+: Node's own compile cache (module.enableCompileCache);
+ * - Node 20: a V8 code cache of our own (code-cache.ts).
+ *
+ * Both live in `<cache folder>/` (cache-dir.ts), owner-only. STASH_CODE_CACHE=off
+ * compiles without a cache; STASH_CODE_CACHE=trace says on stderr what the
+ * cache did. A bundle older than the ES modules it was made from (`tsc` run
+ * without the bundle step) is not used: the ES modules run instead, slower
+ * but current. docs/benchmarks.md has the figures.
+ *
+ * Note: tsc rewrites every output, so dist/cli/main.js dates each `tsc` run.
+ * Copies of the package (cp -r) may give the files of one folder times a
+ * few milliseconds apart in any order, hence the margin.
+ */
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import Module, { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { cacheDir } from './cache-dir.js';
+import { loadBundle, safeFolder } from './code-cache.js';
+
+type Main = (argv: string[]) => Promise<void>;
+type EnableCompileCache = (dir: string) => { status: number; message?: string; directory?: string };
+
+function failedToStart(err: unknown): never {
+  process.stderr.write(`stash: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(70);
+}
+
+/** How much newer dist/cli/main.js may be than the bundle before the bundle counts as stale. */
+const STALE_MARGIN_MS = 2000;
+
+/** True when the bundle exists and dist/cli/main.js is not newer (a `tsc` alone leaves the bundle stale). */
+function bundleIsCurrent(bundle: string, esm: string): boolean {
+  try {
+    const b = statSync(bundle).mtimeMs;
+    return !existsSync(esm) || statSync(esm).mtimeMs <= b + STALE_MARGIN_MS;
+  } catch {
+    return false;
+  }
+}
+
+/** The word a cache is made for: a command's first word, `help`, `version`, or `other` (never an argument). */
+export function commandLabel(argv: string[], firstWords: ReadonlySet<string>): string {
+  const [w] = argv;
+  if (w === undefined || w === '--help' || w === '-h' || w === 'help') return 'help';
+  if (w === '--version' || w === '-V') return 'version';
+  return firstWords.has(w) ? w : 'other';
+}
+
+/** The private folder for compiled code, created when missing; null when it is not ours alone. */
+function codeFolder(name: string): string | null {
+  const dir = join(cacheDir(), name);
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch {
+    return null;
+  }
+  return safeFolder(dir) ? dir : null;
+}
+
+/**
+ * Loads the CLI and runs it with `argv` (the arguments after the script).
+ * `cliDir` is dist/cli (bin/entry.js knows it without a URL round trip).
+ */
+export function launch(argv: string[], cliDir: string): void {
+  const bundle = join(cliDir, 'stash.cjs');
+  const esm = join(cliDir, 'main.js');
+  const setting = process.env.STASH_CODE_CACHE;
+  const trace = setting === 'trace' ? (line: string): void => void process.stderr.write(`stash: ${line}\n`) : undefined;
+  if (!bundleIsCurrent(bundle, esm)) {
+    trace?.(`${bundle} is missing or older than ${esm} (run npm run compile): running the ES modules`);
+    import(pathToFileURL(esm).href).then((mod: { main: Main }) => mod.main(argv), failedToStart);
+    return;
+  }
+  // The agent runs for hours: it reads the cache but never writes it.
+  const agentMode = argv[0] === '__agent' || argv[0] === '__agent_security_check';
+  let main: Main;
+  try {
+    const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
+    if (typeof enable === 'function') {
+      const dir = setting === 'off' ? null : codeFolder('compile-cache');
+      if (dir !== null) {
+        const r = enable(dir);
+        trace?.(`compile cache ${r.directory ?? dir}: status ${r.status}${r.message ? ` (${r.message})` : ''}`);
+      }
+      main = (createRequire(bundle)(bundle) as { main: Main }).main;
+    } else {
+      const dir = setting === 'off' ? null : join(cacheDir(), 'code-cache');
+      const loaded = loadBundle(bundle, { dir, ...(trace ? { trace } : {}) });
+      const exp = loaded.exports as { main: Main; commands: Array<{ path: string[] }> };
+      main = exp.main;
+      if (!agentMode) loaded.saveOnExit(commandLabel(argv, new Set(exp.commands.map((c) => c.path[0]!))));
+    }
+  } catch (err) {
+    failedToStart(err);
+  }
+  void main(argv);
+}
