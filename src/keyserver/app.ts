@@ -1,6 +1,6 @@
 /**
- * The Koa application of the key server: createApp(deps) wires the service,
- * the limits and the routes. Tests call app.callback() (or listen on port 0);
+ * The Koa application of the key server: createApp(deps) wires the backend
+ * (backend.ts), the limits and the routes. Tests call app.callback() (or listen on port 0);
  * server.ts adds the HTTP(S) server, its timeouts and the process around it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -17,16 +17,10 @@ import { fullStatusAllowed, publicStatus } from './http/status-access.js';
 import { requestEncoding, responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
 import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
-import { RequestLimiter } from './limits/token-bucket.js';
-import { WindowLimiter } from './limits/window-limiter.js';
+import type { KeyServerBackend, Limiters } from './backend.js';
 import type { Logger } from './logger.js';
-import type { Mailer } from './mailer.js';
-import { ShareService, type ServiceConfig } from './service.js';
-import type { ShareStore } from './store/share-store.js';
+import type { ServiceConfig } from './service.js';
 import { MAX_REPLICATE_BODY, encodeAck } from './replication/batch.js';
-import type { ReplicationReceiver } from './replication/inbound.js';
-import type { Replicator } from './replication/outbound.js';
-import { FetchedCache } from './wire/fetched-cache.js';
 import { decodeJsonShareRequest, shareResponseJson, statusJson, topologyJson } from './wire/json.js';
 import {
   BINARY_MEDIA_TYPE,
@@ -38,18 +32,15 @@ import {
 } from './wire/messages.js';
 
 export interface AppDeps {
-  store: ShareStore;
+  /** Where requests are answered: this process's service (localBackend), or the store's process from a fetch process. */
+  backend: KeyServerBackend;
+  limiters: Limiters;
   clock: Clock;
-  mailer: Mailer;
   config: ServiceConfig;
   logger: Logger;
   /** Body limit in bytes (default 4 KiB) and body deadline (default 10 s). */
   bodyLimit?: number;
   bodyTimeoutMs?: number;
-  /** POST /v1/replicate; without it the route answers REPLICATION_UNAUTHORIZED. */
-  receiver?: ReplicationReceiver;
-  /** The outbound workers, for replication_pending and per-peer lag in /v1/status. */
-  replicator?: Replicator;
   /** Answer fetches in front of Koa (http/fast-fetch.ts) in `callback` (default true; tests compare both). */
   fastFetch?: boolean;
 }
@@ -58,8 +49,7 @@ export interface KeyServerApp {
   app: Koa;
   /** The request handler: app.callback(), behind the fetch fast path unless AppDeps.fastFetch is false. */
   callback: (req: IncomingMessage, res: ServerResponse) => void;
-  service: ShareService;
-  limiters: { requests: RequestLimiter; emails: WindowLimiter; emailIps: WindowLimiter };
+  limiters: Limiters;
 }
 
 interface State {
@@ -88,26 +78,9 @@ function sendPage(ctx: Koa.Context, status: number, html: string): void {
 
 /** Builds the application. */
 export function createApp(deps: AppDeps): KeyServerApp {
-  const { config, clock, logger } = deps;
+  const { config, clock, logger, backend, limiters } = deps;
   const bodyLimit = deps.bodyLimit ?? 4096;
   const bodyTimeoutMs = deps.bodyTimeoutMs ?? 10_000;
-  const limiters = {
-    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock }),
-    emails: new WindowLimiter({ limit: config.verificationEmailRateLimitPerHour, clock }),
-    emailIps: new WindowLimiter({ limit: config.verificationEmailIpRateLimitPerHour, clock }),
-  };
-  const service = new ShareService({
-    store: deps.store,
-    clock,
-    mailer: deps.mailer,
-    config,
-    logger,
-    emailLimiter: limiters.emails,
-    emailIpLimiter: limiters.emailIps,
-    ...(deps.replicator ? { replicator: deps.replicator } : {}),
-  });
-
-  const fetched = new FetchedCache();
   const app = new Koa<State>();
   app.on('error', (err: unknown) => logger.error(`http: ${err instanceof Error ? err.message : String(err)}`));
 
@@ -128,27 +101,29 @@ export function createApp(deps: AppDeps): KeyServerApp {
     const body = await readBody(ctx.req, bodyLimit, bodyTimeoutMs);
     const req: ShareRequest = encoding === 'binary' ? decodeShareRequest(body, fail) : decodeJsonShareRequest(body, fail);
     if (req.op === 'fetch') {
-      sendAnswer(ctx, fetchAnswer(service, fetched, req.code, ctx.req.headers, { limiter: limiters.requests, key: ctx.state.client.key }));
+      sendAnswer(ctx, await fetchAnswer(backend, req.code, ctx.req.headers, { limiter: limiters.requests, key: ctx.state.client.key }));
       return;
     }
-    const res = await service.publish(req.publicKey, req.email, ctx.state.client.key);
+    const res = await backend.publish(req.publicKey, req.email, ctx.state.client.key);
     ctx.status = 201;
     sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeShareResponse(res), () => shareResponseJson(res));
   });
 
   router.get('/v1/topology', (ctx) => {
-    const t = service.topology();
+    const t = backend.topology();
     sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeTopology(t), () => topologyJson(t));
   });
 
-  router.get('/v1/status', (ctx) => {
-    const s = service.status();
-    if (!fullStatusAllowed(ctx.req.headers, ctx.state.client, config, clock.now())) {
+  router.get('/v1/status', async (ctx) => {
+    const full = fullStatusAllowed(ctx.req.headers, ctx.state.client, config, clock.now());
+    const r = await backend.statusReport();
+    const s = r.status;
+    if (!full) {
       const p = publicStatus(s);
       sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(p), () => p);
       return;
     }
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...service.statusDetails(), replication_peers: service.peerStatus() }));
+    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...r.details, replication_peers: r.peers }));
   });
 
   router.post('/v1/replicate', async (ctx) => {
@@ -158,9 +133,8 @@ export function createApp(deps: AppDeps): KeyServerApp {
     const early = limiters.requests.check(ctx.state.client.key);
     if (!early.ok) throw refused(early.retryAfter);
     try {
-      if (!deps.receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
       const body = await readBody(ctx.req, MAX_REPLICATE_BODY, bodyTimeoutMs);
-      const ack = await deps.receiver.receive(ctx.req.headers, body, clock.now());
+      const ack = await backend.replicate(ctx.req.headers, body, clock.now());
       sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeAck(ack), () => ({ server_id: ack.serverId, applied: ack.applied, unchanged: ack.unchanged }));
     } catch (err) {
       // Only refused attempts count against the caller's address: a guesser is slowed down, a peer is not.
@@ -170,15 +144,15 @@ export function createApp(deps: AppDeps): KeyServerApp {
     }
   });
 
-  router.get('/verify/:token', (ctx) => {
-    const info = service.verificationInfo(ctx.params.token ?? '');
+  router.get('/verify/:token', async (ctx) => {
+    const info = await backend.verificationInfo(ctx.params.token ?? '');
     if (!info) sendPage(ctx, 404, invalidLinkPage());
     else sendPage(ctx, 200, info.state === 'pending' ? confirmPage(info) : alreadyConfirmedPage(info));
   });
 
   router.post('/verify/:token', async (ctx) => {
     await readBody(ctx.req, bodyLimit, bodyTimeoutMs); // the form sends nothing we need
-    const done = await service.confirm(ctx.params.token ?? '');
+    const done = await backend.confirm(ctx.params.token ?? '');
     if (!done) sendPage(ctx, 404, invalidLinkPage());
     else sendPage(ctx, 200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done));
   });
@@ -195,6 +169,6 @@ export function createApp(deps: AppDeps): KeyServerApp {
   const koa = app.callback();
   const callback = deps.fastFetch === false
     ? koa
-    : withFastFetch(koa, { service, cache: fetched, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs });
-  return { app, callback, service, limiters };
+    : withFastFetch(koa, { backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs });
+  return { app, callback, limiters };
 }

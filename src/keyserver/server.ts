@@ -18,7 +18,8 @@ import type { ServerConfig } from './cli/options.js';
 import { systemClock, type Clock } from './clock.js';
 import { streamLogger, type Logger } from './logger.js';
 import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js';
-import type { ServiceConfig } from './service.js';
+import { ShareService, type ServiceConfig } from './service.js';
+import { createLimiters, localBackend } from './backend.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
 import { readTls } from './tls-files.js';
@@ -67,6 +68,7 @@ export interface RunningServer {
   config: ServiceConfig;
   server: Server;
   store: ShareStore;
+  service: ShareService;
   keyServer: KeyServerApp;
   replicator: Replicator | undefined;
   /**
@@ -222,8 +224,12 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       replicator.start();
     }
   }
+  const limiters = createLimiters(serviceConfig, clock);
+  const service = new ShareService({
+    store, clock, mailer, config: serviceConfig, logger, emailLimiter: limiters.emails, emailIpLimiter: limiters.emailIps, ...(replicator ? { replicator } : {}),
+  });
   const keyServer = createApp({
-    store, clock, mailer, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs, receiver, ...(replicator ? { replicator } : {}),
+    backend: localBackend(service, receiver), limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs,
     ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
   });
   handler = keyServer.callback;
@@ -241,9 +247,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     })();
     return closing;
   };
-  const state = keyServer.service.configState;
+  const state = service.configState;
   const reload = async (next: ServerConfig) => {
-    const result = await applyReload({ config: serviceConfig, limiters: keyServer.limiters, store, server, logger }, next);
+    const result = await applyReload({ config: serviceConfig, limiters, store, server, logger }, next);
     state.loadedAt = clock.now();
     state.reloadError = undefined;
     return result;
@@ -252,5 +258,5 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     state.reloadError = message;
     logger.error(`reload: the configuration was not applied: ${message}; the running configuration stays`);
   };
-  return { url, config: serviceConfig, server, store, keyServer, replicator, reload, reloadFailed, close };
+  return { url, config: serviceConfig, server, store, service, keyServer, replicator, reload, reloadFailed, close };
 }

@@ -13,8 +13,10 @@ import { KeyServerError, RateLimitedError } from './errors.js';
 import type { WindowLimiter } from './limits/window-limiter.js';
 import type { Logger } from './logger.js';
 import type { Mailer } from './mailer.js';
-import { generateShareCode, parseShareCode } from './share-code.js';
+import { generateShareCode, parseShareCode, type ShareCode } from './share-code.js';
 import type { ShareStore } from './store/share-store.js';
+import { PEEK_FETCH_COUNT, PEEK_SIZE } from './store/share-table.js';
+import { FetchedCache, type FetchedEncoding, type FetchedFacts } from './wire/fetched-cache.js';
 import type { PeerStatus, Replicator } from './replication/outbound.js';
 import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
 import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
@@ -98,8 +100,27 @@ export function ownerServers(config: ServerConfig, owner: number): Array<{ id: n
   return out;
 }
 
+/** Distinct code spellings whose parse is remembered (about 200 bytes each). */
+const PARSED_KEPT = 4096;
+
+/** The error of a fetch of a share that is not live. */
+export function fetchRefused(state: 'missing' | 'expired' | 'pending'): KeyServerError {
+  switch (state) {
+    case 'missing':
+      return new KeyServerError('SHARE_NOT_FOUND', 'no share with this code is known here (it may have expired); ask the publisher for a new code');
+    case 'expired':
+      return new KeyServerError('SHARE_EXPIRED', 'this share has expired; ask the publisher to publish again');
+    case 'pending':
+      return new KeyServerError('SHARE_PENDING', 'this share is pending verification: the publisher has not confirmed the email link yet');
+  }
+}
+
 export class ShareService {
   private readonly startedAt: number;
+  private readonly fetched = new FetchedCache();
+  /** ShareStore.peek's numbers of the fetch in progress (fetches are synchronous: one array serves all). */
+  private readonly version = new Float64Array(PEEK_SIZE);
+  private readonly parsed = new Map<string, ShareCode>();
   /** When the configuration in use was read (start, then each reload), and why the last reload failed. */
   readonly configState: { loadedAt: number; reloadError: string | undefined };
 
@@ -165,22 +186,59 @@ export class ShareService {
 
   /** Fetches a verified share and counts the fetch. */
   fetch(rawCode: string): FetchedResponse {
-    const code = parseShareCode(rawCode);
+    const code = this.parse(rawCode);
     this.checkServed(code.primary);
     const found = this.deps.store.lookup(code.canonical);
-    switch (found.state) {
-      case 'missing':
-        throw new KeyServerError('SHARE_NOT_FOUND', 'no share with this code is known here (it may have expired); ask the publisher for a new code');
-      case 'expired':
-        throw new KeyServerError('SHARE_EXPIRED', 'this share has expired; ask the publisher to publish again');
-      case 'pending':
-        throw new KeyServerError('SHARE_PENDING', 'this share is pending verification: the publisher has not confirmed the email link yet');
-      case 'live': {
-        const s = found.share;
-        const fetchCount = this.deps.store.recordFetch(s);
-        return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, fetchCount, expiresAt: s.expiresAt };
-      }
+    if (found.state !== 'live') throw fetchRefused(found.state);
+    const s = found.share;
+    const fetchCount = this.deps.store.recordFetch(s);
+    return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, fetchCount, expiresAt: s.expiresAt };
+  }
+
+  /**
+   * fetch(), answered as the body of the answer in `encoding` (one character
+   * per byte): the path of every fetch over HTTP. No copy of the share is
+   * made unless the answer cache lacks its version (wire/fetched-cache.ts).
+   */
+  fetchBody(rawCode: string, encoding: FetchedEncoding): string {
+    const code = this.parse(rawCode);
+    this.checkServed(code.primary);
+    const v = this.version;
+    const state = this.deps.store.peek(code.canonical, v);
+    if (state !== 'live') throw fetchRefused(state);
+    const count = this.deps.store.countFetches(code.canonical, v[PEEK_FETCH_COUNT]!, 1);
+    return this.fetched.body(code.canonical, v, count, encoding, () => this.factsOf(code));
+  }
+
+  /**
+   * Counts `n` fetches of `rawCode` answered elsewhere (a fetch process of
+   * this server, multi-process.ts) and returns the count now; undefined
+   * when the share is no longer live here (the fetches are then not counted).
+   */
+  countForwarded(rawCode: string, n: number): number | undefined {
+    const code = this.parse(rawCode);
+    const v = this.version;
+    if (this.deps.store.peek(code.canonical, v) !== 'live') return undefined;
+    return this.deps.store.countFetches(code.canonical, v[PEEK_FETCH_COUNT]!, n);
+  }
+
+  /** What a fetched answer of a live share says besides its count. */
+  factsOf(code: ShareCode): FetchedFacts {
+    const found = this.deps.store.lookup(code.canonical);
+    if (found.state !== 'live') throw fetchRefused(found.state);
+    const s = found.share;
+    return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, expiresAt: s.expiresAt };
+  }
+
+  /** parseShareCode, remembered for the codes fetched lately (bounded): a hot share's code is parsed once. */
+  parse(rawCode: string): ShareCode {
+    let code = this.parsed.get(rawCode);
+    if (code === undefined) {
+      code = parseShareCode(rawCode);
+      if (this.parsed.size >= PARSED_KEPT) this.parsed.clear();
+      this.parsed.set(rawCode, code);
     }
+    return code;
   }
 
   /**

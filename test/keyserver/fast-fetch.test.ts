@@ -13,6 +13,7 @@ import { defaultConfig, type ServerConfig } from '../../src/keyserver/cli/option
 import { startServer, type RunningServer } from '../../src/keyserver/server.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
+import { PEEK_EXPIRES_AT, PEEK_SIZE, PEEK_STAMP_SEQ, PEEK_VERIFIED_AT } from '../../src/keyserver/store/share-table.js';
 import { FetchedCache } from '../../src/keyserver/wire/fetched-cache.js';
 import { shareResponseJson } from '../../src/keyserver/wire/json.js';
 import { decodeShareResponse, encodeShareRequest, encodeShareResponse, type FetchedResponse } from '../../src/keyserver/wire/messages.js';
@@ -141,6 +142,36 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
   }
 });
 
+test('a fetch whose body arrives after its headers, in pieces, gets the same answer from both paths', async () => {
+  const clock = new ManualClock(Date.now());
+  const fast = await start(clock, true, { rateLimitPerMinute: 0 });
+  const koa = await start(clock, false, { rateLimitPerMinute: 0 });
+  try {
+    const live = generateShareCode(0, 0);
+    for (const s of [fast, koa]) await seed(s, live.canonical, 'split@example.org', clock.now(), 3_600_000);
+    for (const bytes of [fetchBin(live.display), fetchJson(live.display)]) {
+      const answers = await Promise.all([fast, koa].map((s) => new Promise<string>((resolve, reject) => {
+        const { hostname, port } = new URL(s.running.url);
+        const sock = connect(Number(port), hostname);
+        const chunks: Buffer[] = [];
+        sock.on('data', (c: Buffer) => chunks.push(c));
+        sock.on('error', reject);
+        sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1').replace(/\r\nDate: [^\r]*/, '\r\nDate: -')));
+        const data = Buffer.from(bytes, 'latin1');
+        const split = bytes.indexOf('\r\n\r\n') + 4 + 3;
+        sock.write(data.subarray(0, split));
+        setTimeout(() => sock.write(data.subarray(split, split + 2)), 30);
+        setTimeout(() => sock.write(data.subarray(split + 2)), 60);
+      })));
+      assert.is(status(answers[0]!), 200, answers[0]!.slice(0, 200));
+      assert.is(answers[0], answers[1], 'same bytes from the fast path and from Koa');
+    }
+  } finally {
+    await fast.stop();
+    await koa.stop();
+  }
+});
+
 test('rate limited fetches: the same 429 and Retry-After on both paths, per client address with --trust-proxy', async () => {
   const clock = new ManualClock(Date.now());
   const config = { rateLimitPerMinute: 60, rateLimitBurst: 2, trustProxy: true };
@@ -168,9 +199,25 @@ test('rate limited fetches: the same 429 and Retry-After on both paths, per clie
 test('cached fetched answers are the bytes of the plain encoders, and follow a changed share', () => {
   const cache = new FetchedCache(2);
   const base: FetchedResponse = { type: 'fetched', code: generateShareCode(0, 0).display, publicKey: key, email: 'é@example.org', verifiedAt: 1_700_000_000_123, fetchCount: 1, expiresAt: 1_800_000_000_000 };
-  for (const res of [base, { ...base, fetchCount: 2 ** 32 - 1 }, { ...base, fetchCount: 12345, email: 'other@example.org' }, { ...base, code: generateShareCode(1, 2).display, fetchCount: 9 }, { ...base, expiresAt: 1 }]) {
-    assert.equal(cache.encode(res, 'binary'), encodeShareResponse(res));
-    assert.is(cache.encode(res, 'json').toString(), JSON.stringify(shareResponseJson(res)));
+  const versions = [
+    base, { ...base, fetchCount: 2 ** 32 - 1 }, { ...base, fetchCount: 12345, email: 'other@example.org' }, { ...base, code: generateShareCode(1, 2).display, fetchCount: 9 },
+    { ...base, expiresAt: 1 }, { ...base, verifiedAt: 5 }, { ...base, fetchCount: 7, email: 'third@example.org' },
+  ];
+  for (const [i, res] of versions.entries()) {
+    assert.equal(FetchedCache.encode(res, 'binary'), encodeShareResponse(res));
+    assert.is(FetchedCache.encode(res, 'json').toString(), JSON.stringify(shareResponseJson(res)));
+    // The cache by version: one code, a new stamp per version (the last one: a new stamp, same times: a replaced share).
+    const version = new Float64Array(PEEK_SIZE);
+    version[PEEK_STAMP_SEQ] = i;
+    version[PEEK_EXPIRES_AT] = res.expiresAt;
+    version[PEEK_VERIFIED_AT] = res.verifiedAt;
+    const { fetchCount, ...facts } = res;
+    for (const encoding of ['binary', 'json'] as const) {
+      for (const count of [fetchCount, fetchCount + 1]) {
+        const body = cache.body('CODE', version, count, encoding, () => facts);
+        assert.equal(Buffer.from(body, 'latin1'), FetchedCache.encode({ ...res, fetchCount: count }, encoding), `version ${i}, ${encoding}, count ${count}`);
+      }
+    }
   }
   assert.ok(cache.size <= 2, 'bounded');
 });

@@ -80,3 +80,30 @@ export function writeAnswer(res: ServerResponse, a: Answer): void {
   // As a latin1 string (same bytes), node:http sends head and body in one write instead of a writev.
   res.end(body.toString('latin1'), 'latin1');
 }
+
+/** Header lists of fetched answers, by content type, then body length (a few distinct lengths; bounded). */
+const fetchedHeads = new Map<string, Map<number, string[]>>();
+const FETCHED_HEADS_KEPT = 256;
+
+/**
+ * Writes a fetched answer (status 200, `body` one character per byte) with
+ * exactly writeAnswer's headers; the header list of each type and length is
+ * built once. Head and body go out in one write.
+ */
+export function writeFetched(res: ServerResponse, type: string, body: string): void {
+  let byLength = fetchedHeads.get(type);
+  if (byLength === undefined) {
+    byLength = new Map();
+    fetchedHeads.set(type, byLength);
+  }
+  let flat = byLength.get(body.length);
+  if (flat === undefined) {
+    if (byLength.size >= FETCHED_HEADS_KEPT) byLength.clear();
+    flat = [];
+    for (const [k, v] of COMMON_HEADERS) flat.push(k, v);
+    flat.push('Content-Type', type, 'Content-Length', String(body.length));
+    byLength.set(body.length, flat);
+  }
+  res.writeHead(200, flat);
+  res.end(body, 'latin1');
+}

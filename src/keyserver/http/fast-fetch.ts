@@ -22,19 +22,17 @@ import type { ServerConfig } from '../cli/options.js';
 import { MalformedRequestError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
-import type { ShareService } from '../service.js';
-import type { FetchedCache } from '../wire/fetched-cache.js';
 import { decodeJsonShareRequest } from '../wire/json.js';
 import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE, MessageType, WIRE_VERSION, decodeShareRequest, type ShareRequest } from '../wire/messages.js';
-import { failureAnswer, writeAnswer } from './answers.js';
+import { failureAnswer, writeAnswer, writeFetched } from './answers.js';
 import { handOverBody, readBodyThen } from './body.js';
 import { clientAddress } from './client-address.js';
 import { classify } from './error-middleware.js';
-import { checkRequestRate, fetchAnswer } from './share-fetch.js';
+import { responseEncoding } from './negotiate.js';
+import { checkRequestRate, fetchBody, fetchedType, type FetchBackend } from './share-fetch.js';
 
 export interface FastFetchDeps {
-  service: ShareService;
-  cache: FetchedCache;
+  backend: FetchBackend;
   limiter: RequestLimiter;
   config: Pick<ServerConfig, 'rateLimitPerMinute' | 'rateLimitBurst' | 'trustProxy'>;
   logger: Logger;
@@ -45,14 +43,23 @@ export interface FastFetchDeps {
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const fail = (message: string) => new MalformedRequestError(message);
+const EMPTY = Buffer.alloc(0);
 
 /** The fetch code of a body, or undefined when the body is anything but a well-formed fetch. */
 function fetchCodeOf(body: Buffer, json: boolean): string | undefined {
+  if (!json) {
+    if (body[0] !== WIRE_VERSION || body[1] !== MessageType.fetchRequest) return undefined;
+    // The usual body: version, type, length, an ASCII code, nothing after. Anything else takes the full decoder.
+    const end = 3 + body[2]!;
+    if (body.length === end) {
+      let ascii = true;
+      for (let i = 3; i < end; i++) if (body[i]! > 0x7f) ascii = false;
+      if (ascii) return body.toString('latin1', 3, end);
+    }
+  }
   let req: ShareRequest;
   try {
-    if (json) req = decodeJsonShareRequest(body, fail);
-    else if (body[0] !== WIRE_VERSION || body[1] !== MessageType.fetchRequest) return undefined;
-    else req = decodeShareRequest(body, fail);
+    req = json ? decodeJsonShareRequest(body, fail) : decodeShareRequest(body, fail);
   } catch {
     return undefined;
   }
@@ -61,18 +68,50 @@ function fetchCodeOf(body: Buffer, json: boolean): string | undefined {
 
 /** Wraps the Koa app's callback with the fetch fast path. */
 export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
-  const { service, cache, limiter, config, logger, bodyLimit, bodyTimeoutMs } = deps;
+  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs } = deps;
+
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
+    writeAnswer(res, failureAnswer(classify(err, logger), '/v1/share', 'POST', req.headers));
+  };
 
   const answer = (req: IncomingMessage, res: ServerResponse, code: string): void => {
-    let a;
+    const encoding = responseEncoding(req.headers, 'POST');
+    let body;
     try {
       const key = limiter.enabled ? clientAddress(req, config.trustProxy).key : '';
       if (limiter.enabled) checkRequestRate(limiter, config, key);
-      a = fetchAnswer(service, cache, code, req.headers, limiter.enabled ? { limiter, key } : undefined);
+      body = fetchBody(backend, code, encoding, limiter.enabled ? { limiter, key } : undefined);
     } catch (err) {
-      a = failureAnswer(classify(err, logger), '/v1/share', 'POST', req.headers);
+      failed(req, res, err);
+      return;
     }
-    writeAnswer(res, a);
+    if (typeof body === 'string') writeFetched(res, fetchedType(encoding), body);
+    else body.then((b) => writeFetched(res, fetchedType(encoding), b), (err: unknown) => failed(req, res, err));
+  };
+
+  const withBody = (req: IncomingMessage, res: ServerResponse, json: boolean, error: Error | undefined, body: Buffer | undefined): void => {
+    const code = error === undefined ? fetchCodeOf(body!, json) : undefined;
+    if (code !== undefined) {
+      answer(req, res, code);
+      return;
+    }
+    handOverBody(req, error === undefined ? { body: body! } : { error });
+    app(req, res);
+  };
+
+  /**
+   * After the parser has read what arrived with the headers: a small body
+   * sent with them (the usual case) is complete and waits in the request's
+   * buffer, and is taken in one read() with no listener, timer or stream
+   * event; one still on its way is read with the body deadline.
+   */
+  const afterHeaders = (req: IncomingMessage, res: ServerResponse, json: boolean): void => {
+    if (req.destroyed) return; // the client went away: nobody to answer
+    if (req.complete) {
+      withBody(req, res, json, undefined, (req.read() as Buffer | null) ?? EMPTY);
+      return;
+    }
+    readBodyThen(req, bodyLimit, bodyTimeoutMs, (error, body) => withBody(req, res, json, error, body));
   };
 
   return (req, res) => {
@@ -82,14 +121,8 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     if (!json && type !== BINARY_MEDIA_TYPE) return app(req, res);
     const declared = req.headers['content-length'];
     if (declared === undefined || !(Number(declared) <= bodyLimit)) return app(req, res);
-    readBodyThen(req, bodyLimit, bodyTimeoutMs, (error, body) => {
-      const code = error === undefined ? fetchCodeOf(body!, json) : undefined;
-      if (code !== undefined) {
-        answer(req, res, code);
-        return;
-      }
-      handOverBody(req, error === undefined ? { body: body! } : { error });
-      app(req, res);
-    });
+    // This runs while node:http parses the packet: the body that came with the headers is parsed
+    // by the time the event loop reaches its check phase (not yet at the next tick).
+    setImmediate(afterHeaders, req, res, json);
   };
 }

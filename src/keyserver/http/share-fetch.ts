@@ -8,8 +8,7 @@ import type { ServerConfig } from '../cli/options.js';
 import { errorCode } from '../../errors.js';
 import { RateLimitedError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
-import type { ShareService } from '../service.js';
-import type { FetchedCache } from '../wire/fetched-cache.js';
+import type { FetchedEncoding } from '../wire/fetched-cache.js';
 import { BINARY_MEDIA_TYPE } from '../wire/messages.js';
 import { JSON_CONTENT_TYPE, type Answer } from './answers.js';
 import { responseEncoding } from './negotiate.js';
@@ -35,20 +34,41 @@ export function checkRequestRate(limiter: RequestLimiter, config: Pick<ServerCon
 export const MISS_TOKENS = 5;
 const MISSES = new Set(['SHARE_PENDING', 'SHARE_NOT_FOUND', 'SHARE_EXPIRED']);
 
+/** Where fetches are answered: the service of this process, or the store's process (a fetch process, multi-process.ts). */
+export interface FetchBackend {
+  /** ShareService.fetchBody: the body, one character per byte; throws (or, answered elsewhere, rejects with) the service's errors. */
+  fetchBody(rawCode: string, encoding: FetchedEncoding): string | Promise<string>;
+}
+
 /**
  * Fetches `code` (counting the fetch) and encodes the answer; throws the
  * service's errors. A miss takes MISS_TOKENS - 1 more tokens from `client`.
+ * The body is one character per byte (latin1).
  */
-export function fetchAnswer(
-  service: ShareService, cache: FetchedCache, code: string, headers: IncomingHttpHeaders, client?: { limiter: RequestLimiter; key: string },
-): Answer {
-  let res;
-  try {
-    res = service.fetch(code);
-  } catch (err) {
+export function fetchBody(
+  backend: FetchBackend, code: string, encoding: FetchedEncoding, client?: { limiter: RequestLimiter; key: string },
+): string | Promise<string> {
+  const charge = (err: unknown): never => {
     if (client && MISSES.has(errorCode(err) ?? '')) client.limiter.charge(client.key, MISS_TOKENS - 1);
     throw err;
+  };
+  let body;
+  try {
+    body = backend.fetchBody(code, encoding);
+  } catch (err) {
+    return charge(err);
   }
+  return typeof body === 'string' ? body : body.catch(charge);
+}
+
+/** The content type of a fetched answer in `encoding`. */
+export const fetchedType = (encoding: FetchedEncoding): string => (encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE);
+
+/** fetchBody as an Answer (the Koa route). */
+export async function fetchAnswer(
+  backend: FetchBackend, code: string, headers: IncomingHttpHeaders, client?: { limiter: RequestLimiter; key: string },
+): Promise<Answer> {
   const encoding = responseEncoding(headers, 'POST');
-  return { status: 200, headers: [], type: encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE, body: cache.encode(res, encoding) };
+  const body = await fetchBody(backend, code, encoding, client);
+  return { status: 200, headers: [], type: fetchedType(encoding), body: Buffer.from(body, 'latin1') };
 }

@@ -26,6 +26,7 @@ import { encodeLogRecord, writeLogRecord } from './log-format.js';
 import type { ShareState, Stamp, StoreRecord } from './records.js';
 import { openAndRecover, type SkippedRange } from './recovery.js';
 import { ShareIndex, laterOfOrigin, snapshotEvents } from './share-index.js';
+import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT } from './share-table.js';
 import { COMPACT_NAME, LOG_NAME, REPAIR_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
 
 export interface StoreOptions {
@@ -51,6 +52,9 @@ export interface NewShare {
   expiresAt: number;
   tokenHash: Buffer;
 }
+
+/** What peek() finds: lookup()'s states, without the share. */
+export type PeekState = 'live' | 'pending' | 'expired' | 'missing';
 
 export type Lookup =
   | { state: 'live'; share: ShareState }
@@ -292,6 +296,18 @@ export class ShareStore {
     return this.index.tombstones.has(code) ? { state: 'expired' } : { state: 'missing' };
   }
 
+  /**
+   * lookup() for the fetch path, without a copy of the share: its state, and
+   * for a share that is here its numbers in `out` (share-table.ts, PEEK_*).
+   */
+  peek(code: string, out: Float64Array): PeekState {
+    if (this.index.shares.peek(code, out) >= 0) {
+      if (out[PEEK_EXPIRES_AT]! <= this.opts.clock.now()) return 'expired';
+      return out[PEEK_VERIFIED_AT] === 0 ? 'pending' : 'live';
+    }
+    return this.index.tombstones.has(code) ? 'expired' : 'missing';
+  }
+
   /** The pending, unexpired share a verification token belongs to. */
   findByToken(tokenHash: Buffer): ShareState | undefined {
     const code = this.index.tokens.get(tokenHash.toString('hex'));
@@ -335,9 +351,18 @@ export class ShareStore {
    * replication sees the change).
    */
   recordFetch(share: ShareState): number {
-    const count = Math.max(this.counted.get(share.code) ?? 0, share.fetchCount) + 1;
-    this.counted.set(share.code, count);
-    this.dirtyFetches.add(share.code);
+    return this.countFetches(share.code, share.fetchCount, 1);
+  }
+
+  /**
+   * Counts `n` fetches of the live share `code`, whose stored count is
+   * `stored`, and returns the new count (recordFetch without a share copy;
+   * n > 1: fetches answered by a fetch process, multi-process.ts).
+   */
+  countFetches(code: string, stored: number, n: number): number {
+    const count = Math.max(this.counted.get(code) ?? 0, stored) + n;
+    this.counted.set(code, count);
+    this.dirtyFetches.add(code);
     if (!this.fetchTimer && !this.closed) {
       this.fetchTimer = setTimeout(() => void this.flushFetches(), this.opts.fetchFlushMs ?? 50);
       this.fetchTimer.unref();

@@ -44,6 +44,15 @@ const ARENA_REWRITE_MIN = 1 << 16;
 
 const ASCII = /^[\x00-\x7f]*$/;
 
+/** Where ShareTable.peek puts each number (a Float64Array of PEEK_SIZE). */
+export const PEEK_EXPIRES_AT = 0;
+export const PEEK_VERIFIED_AT = 1;
+export const PEEK_FETCH_COUNT = 2;
+export const PEEK_STAMP_EPOCH = 3;
+export const PEEK_STAMP_SEQ = 4;
+export const PEEK_STAMP_ORIGIN = 5;
+export const PEEK_SIZE = 6;
+
 /** FNV-1a over the UTF-16 code units of `code`. */
 function hashOf(code: string): number {
   let h = 0x811c9dc5;
@@ -132,6 +141,24 @@ export class ShareTable {
   get(code: string): ShareState | undefined {
     const slot = this.slotOf(code);
     return slot < 0 ? undefined : this.read(slot);
+  }
+
+  /**
+   * The fetch path's look-up, without a copy: the slot of `code` (-1 when it
+   * is not here), and in `out` its PEEK_* numbers. The stamp identifies the
+   * version of the share: any change but a fetch count gives it a new one.
+   */
+  peek(code: string, out: Float64Array): number {
+    const slot = this.slotOf(code);
+    if (slot < 0) return -1;
+    const n = slot * NUMS;
+    out[PEEK_EXPIRES_AT] = this.nums[n + 1]!;
+    out[PEEK_VERIFIED_AT] = this.nums[n + 2]!;
+    out[PEEK_FETCH_COUNT] = this.nums[n + 3]!;
+    out[PEEK_STAMP_EPOCH] = this.nums[n + 4]!;
+    out[PEEK_STAMP_SEQ] = this.nums[n + 5]!;
+    out[PEEK_STAMP_ORIGIN] = this.small[slot * SMALL]!;
+    return slot;
   }
 
   /** Stores every field of `share` (a new slot, or the code's slot overwritten). */

@@ -1,35 +1,49 @@
 /**
  * Encoded "fetched" answers, cached per share. Of a fetched answer only the
  * fetch count changes from one fetch to the next; the rest (code, key, email,
- * times) is encoded once, on the first fetch of a share, and each later fetch
- * copies those bytes and writes the count in. The bytes are exactly those of
- * encodeShareResponse / shareResponseJson (test/keyserver/fast-fetch.test.ts).
+ * times) is encoded once, on the first fetch of a version of a share, as the
+ * bytes before and after the count, and each later fetch puts the count
+ * between them. The bytes are exactly those of encodeShareResponse /
+ * shareResponseJson (test/keyserver/fast-fetch.test.ts).
+ *
+ * Answers are strings of one character per byte (latin1), which node:http
+ * writes as they are, in one write with the status line and headers; a fetch
+ * allocates no Buffer (docs/benchmarks.md, "Fetch beside bare node:http").
  *
  * The cache is bounded (hot shares only): when full it is emptied and refills
  * with whatever is fetched next. An entry is used only while the share's
- * immutable fields are still the ones it was built from.
- *
- * An entry holds its bytes in buffers of its own (Buffer.allocUnsafeSlow), not
- * in slices of node's shared 8 KiB allocation pool: a cached slice would keep
- * its whole pool chunk alive, a few MB over a full cache (docs/operations.md,
- * "Memory").
+ * version (its stamp, verification and expiry times) is the one it was built
+ * from: any change of a share but its fetch count gives it a new stamp.
  */
+import { PEEK_EXPIRES_AT, PEEK_STAMP_EPOCH, PEEK_STAMP_ORIGIN, PEEK_STAMP_SEQ, PEEK_VERIFIED_AT } from '../store/share-table.js';
 import { shareResponseJson } from './json.js';
 import { encodeShareResponse, type FetchedResponse } from './messages.js';
 
 export type FetchedEncoding = 'binary' | 'json';
 
+/** What a fetched answer says besides the count (FetchedResponse without it). */
+export type FetchedFacts = Omit<FetchedResponse, 'fetchCount'>;
+
 interface Entry {
-  publicKey: Uint8Array;
-  email: string;
+  epoch: number;
+  seq: number;
+  origin: number;
   verifiedAt: number;
   expiresAt: number;
-  binary: Buffer | undefined;
+  facts: FetchedFacts;
+  binHead: string | undefined;
+  binTail: string;
   jsonHead: string | undefined;
-  jsonTail: string | undefined;
+  jsonTail: string;
 }
 
 const COUNT_FROM_END = 8 + 4; // u32 fetch_count, then u64 expires_at
+const JSON_COUNT = ',"fetch_count":';
+
+/** A u32 as four latin1 characters, big-endian. */
+function u32Chars(n: number): string {
+  return String.fromCharCode((n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
+}
 
 export class FetchedCache {
   private readonly entries = new Map<string, Entry>();
@@ -40,47 +54,53 @@ export class FetchedCache {
     return this.entries.size;
   }
 
-  /** The answer body for `res` (its display code names the share: one display form per code). */
-  encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
-    const e = this.entry(res);
-    if (encoding === 'binary') {
-      e.binary ??= ownCopy(encodeShareResponse({ ...res, fetchCount: 0 }));
-      const out = Buffer.allocUnsafe(e.binary.length);
-      e.binary.copy(out);
-      out.writeUInt32BE(res.fetchCount >>> 0, out.length - COUNT_FROM_END);
-      return out;
+  /**
+   * The answer body, one character per byte, for fetch number `count` of the
+   * share `canonical` whose version is in `version` (ShareTable.peek's
+   * numbers). `facts` is called only when the cache has no entry for that
+   * version.
+   */
+  body(canonical: string, version: Float64Array, count: number, encoding: FetchedEncoding, facts: () => FetchedFacts): string {
+    let e = this.entries.get(canonical);
+    if (
+      e === undefined || e.seq !== version[PEEK_STAMP_SEQ] || e.epoch !== version[PEEK_STAMP_EPOCH] || e.origin !== version[PEEK_STAMP_ORIGIN] ||
+      e.verifiedAt !== version[PEEK_VERIFIED_AT] || e.expiresAt !== version[PEEK_EXPIRES_AT]
+    ) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      e = {
+        epoch: version[PEEK_STAMP_EPOCH]!, seq: version[PEEK_STAMP_SEQ]!, origin: version[PEEK_STAMP_ORIGIN]!,
+        verifiedAt: version[PEEK_VERIFIED_AT]!, expiresAt: version[PEEK_EXPIRES_AT]!,
+        facts: facts(), binHead: undefined, binTail: '', jsonHead: undefined, jsonTail: '',
+      };
+      this.entries.set(canonical, e);
     }
-    if (e.jsonHead === undefined || e.jsonTail === undefined) {
-      const text = JSON.stringify(shareResponseJson({ ...res, fetchCount: 0 }));
-      // After the email: a quote inside a JSON string is always escaped, so this cannot match in it.
-      const at = text.lastIndexOf(',"fetch_count":0,') + ',"fetch_count":'.length;
-      e.jsonHead = text.slice(0, at);
-      e.jsonTail = text.slice(at + 1);
-    }
-    return Buffer.from(`${e.jsonHead}${res.fetchCount}${e.jsonTail}`);
+    return render(e, count, encoding);
   }
 
-  private entry(res: FetchedResponse): Entry {
-    const e = this.entries.get(res.code);
-    if (
-      e !== undefined && e.verifiedAt === res.verifiedAt && e.expiresAt === res.expiresAt && e.email === res.email &&
-      (e.publicKey === res.publicKey || Buffer.compare(e.publicKey, res.publicKey) === 0)
-    ) {
-      return e;
-    }
-    if (this.entries.size >= this.maxEntries) this.entries.clear();
-    const fresh: Entry = {
-      publicKey: ownCopy(res.publicKey), email: res.email, verifiedAt: res.verifiedAt, expiresAt: res.expiresAt,
-      binary: undefined, jsonHead: undefined, jsonTail: undefined,
-    };
-    this.entries.set(res.code, fresh);
-    return fresh;
+  /** The answer to `res` as bytes, built without the cache (tests compare it with the plain encoders). */
+  static encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
+    const { fetchCount, ...facts } = res;
+    const e: Entry = { epoch: 0, seq: 0, origin: 0, verifiedAt: 0, expiresAt: 0, facts, binHead: undefined, binTail: '', jsonHead: undefined, jsonTail: '' };
+    return Buffer.from(render(e, fetchCount, encoding), 'latin1');
   }
 }
 
-/** `bytes` in a buffer of its own (not a slice of node's allocation pool). */
-function ownCopy(bytes: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafeSlow(bytes.length);
-  out.set(bytes);
-  return out;
+function render(e: Entry, count: number, encoding: FetchedEncoding): string {
+  if (encoding === 'binary') {
+    if (e.binHead === undefined) {
+      const bytes = encodeShareResponse({ ...e.facts, fetchCount: 0 });
+      e.binHead = bytes.toString('latin1', 0, bytes.length - COUNT_FROM_END);
+      e.binTail = bytes.toString('latin1', bytes.length - COUNT_FROM_END + 4);
+    }
+    return e.binHead + u32Chars(count >>> 0) + e.binTail;
+  }
+  if (e.jsonHead === undefined) {
+    const text = JSON.stringify(shareResponseJson({ ...e.facts, fetchCount: 0 }));
+    // After the email: a quote inside a JSON string is always escaped, so this cannot match in it.
+    const at = text.lastIndexOf(`${JSON_COUNT}0,`) + JSON_COUNT.length;
+    // The UTF-8 bytes, one character each (the email may hold non-ASCII characters).
+    e.jsonHead = Buffer.from(text.slice(0, at)).toString('latin1');
+    e.jsonTail = Buffer.from(text.slice(at + 1)).toString('latin1');
+  }
+  return `${e.jsonHead}${count}${e.jsonTail}`;
 }

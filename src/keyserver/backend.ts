@@ -1,0 +1,67 @@
+/**
+ * What the HTTP side of the key server asks of the rest: publish, fetch,
+ * verification, status, replication. The store's process answers from its
+ * own service (localBackend); a fetch process (multi/fetch-process.ts)
+ * answers fetches from its own cache and forwards the rest to the store's
+ * process (multi/remote-backend.ts). The routes and the fetch fast path see
+ * only this interface, so both processes answer with the same code.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Clock } from './clock.js';
+import type { FetchBackend } from './http/share-fetch.js';
+import { RequestLimiter } from './limits/token-bucket.js';
+import { WindowLimiter } from './limits/window-limiter.js';
+import type { ReplicateAck } from './replication/batch.js';
+import type { ReplicationReceiver } from './replication/inbound.js';
+import type { PeerStatus } from './replication/outbound.js';
+import type { ServiceConfig, ShareService, VerificationView } from './service.js';
+import type { CreatedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
+import { KeyServerError } from './errors.js';
+
+/** /v1/status in full: the counts, the JSON-only details, the replication peers. */
+export interface StatusReport {
+  status: StatusResponse;
+  details: ReturnType<ShareService['statusDetails']>;
+  peers: PeerStatus[];
+}
+
+export interface KeyServerBackend extends FetchBackend {
+  publish(publicKey: Uint8Array, email: string, clientKey: string): Promise<CreatedResponse>;
+  verificationInfo(token: string): VerificationView | undefined | Promise<VerificationView | undefined>;
+  confirm(token: string): Promise<VerificationView | undefined>;
+  topology(): TopologyResponse;
+  statusReport(): StatusReport | Promise<StatusReport>;
+  /** POST /v1/replicate: checks and applies one signed batch. */
+  replicate(headers: IncomingHttpHeaders, body: Uint8Array, nowMs: number): Promise<ReplicateAck>;
+}
+
+/** The request limiters of one process. */
+export interface Limiters {
+  requests: RequestLimiter;
+  emails: WindowLimiter;
+  emailIps: WindowLimiter;
+}
+
+export function createLimiters(config: ServiceConfig, clock: Clock): Limiters {
+  return {
+    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock }),
+    emails: new WindowLimiter({ limit: config.verificationEmailRateLimitPerHour, clock }),
+    emailIps: new WindowLimiter({ limit: config.verificationEmailIpRateLimitPerHour, clock }),
+  };
+}
+
+/** The backend of the store's process: its own service and replication receiver. */
+export function localBackend(service: ShareService, receiver: ReplicationReceiver | undefined): KeyServerBackend {
+  return {
+    fetchBody: (code, encoding) => service.fetchBody(code, encoding),
+    publish: (publicKey, email, clientKey) => service.publish(publicKey, email, clientKey),
+    verificationInfo: (token) => service.verificationInfo(token),
+    confirm: (token) => service.confirm(token),
+    topology: () => service.topology(),
+    statusReport: () => ({ status: service.status(), details: service.statusDetails(), peers: service.peerStatus() }),
+    replicate: async (headers, body, nowMs) => {
+      if (!receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
+      return receiver.receive(headers, body, nowMs);
+    },
+  };
+}
