@@ -117,7 +117,7 @@ export function rawExchange(url, { path, body, headers }) {
   const head = [`POST ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n');
   return new Promise((resolve, reject) => {
     const chunks = [];
-    const s = connect(Number(port), hostname, () => s.end(Buffer.concat([Buffer.from(head, 'latin1'), body])));
+    const s = connect(Number(port), hostname, () => s.write(Buffer.concat([Buffer.from(head, "latin1"), body])));
     s.on('data', (d) => chunks.push(d));
     s.on('error', reject);
     s.on('close', () => resolve(Buffer.concat(chunks)));

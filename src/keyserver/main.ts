@@ -34,6 +34,12 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`stash_key_server ${readVersion()}\n`);
       return;
     }
+    if (argv.length === 1 && argv[0] === '__fetch-process') {
+      // Not a command: the store's process of `run --processes N` starts its fetch processes so (multi/store-side.ts).
+      const { runFetchProcess } = await import('./multi/fetch-process.js');
+      await runFetchProcess();
+      return;
+    }
     const inv = parseCommandLine(argv);
     if (inv.command === 'help') {
       process.stdout.write(inv.topic === undefined ? helpText() : commandHelpText(inv.topic));

@@ -28,7 +28,8 @@ import type { ShareStore } from './store/share-store.js';
 export interface Reloadable {
   config: ServiceConfig;
   limiters: { requests: RequestLimiter; emails: WindowLimiter; emailIps: WindowLimiter };
-  store: ShareStore;
+  /** Absent in a fetch process (multi/fetch-process.ts): the store is the store's process's. */
+  store?: ShareStore;
   server: Server;
   logger: Logger;
 }
@@ -69,6 +70,7 @@ const AT_RESTART: Array<[key: keyof ServerConfig, name: string, secret?: true]> 
   ['verificationEmailCommand', 'verification_email_command'],
   ['tlsCert', 'tls_cert'],
   ['tlsKey', 'tls_key'],
+  ['processes', 'processes'],
 ];
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
@@ -109,7 +111,7 @@ export async function applyReload(r: Reloadable, next: ServerConfig): Promise<Re
   r.limiters.requests.configure(c.rateLimitPerMinute, c.rateLimitBurst);
   r.limiters.emails.configure(c.verificationEmailRateLimitPerHour);
   r.limiters.emailIps.configure(c.verificationEmailIpRateLimitPerHour);
-  r.store.setCompactMinBytes(c.compactMinBytes);
+  r.store?.setCompactMinBytes(c.compactMinBytes);
 
   // Certificates are read again on every reload (a renewed certificate keeps its file names).
   if (c.tlsCert !== undefined && c.tlsKey !== undefined && 'setSecureContext' in r.server && !needRestart.includes('tls_cert') && !needRestart.includes('tls_key')) {

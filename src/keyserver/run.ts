@@ -3,7 +3,7 @@
  * Developer mode puts the state in a fresh temporary folder, removed at exit.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keepRunningWhenOutputFails } from '../output-streams.js';
 import type { ServerConfig } from './cli/options.js';
@@ -61,7 +61,9 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
   };
   process.on('SIGHUP', onHangup);
   try {
-    running = await startServer({ config, logger });
+    // auto: a second process on a machine with more than one core (docs/benchmarks.md, "Multi-core fetch").
+    const processes = config.processes === 'auto' ? (availableParallelism() > 1 ? 2 : 1) : config.processes;
+    running = await startServer({ config, logger, processes });
     if (hangup) startReload();
     collectGarbageNow();
     process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);

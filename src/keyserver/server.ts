@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
@@ -20,6 +20,7 @@ import { streamLogger, type Logger } from './logger.js';
 import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js';
 import { ShareService, type ServiceConfig } from './service.js';
 import { createLimiters, localBackend } from './backend.js';
+import { FetchProcesses } from './multi/store-side.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
 import { readTls } from './tls-files.js';
@@ -52,6 +53,8 @@ export interface StartOptions {
   mailTimeoutMs?: number;
   /** Answer fetches in front of Koa (default true; tests turn it off to compare). */
   fastFetch?: boolean;
+  /** Processes serving requests: this one and processes - 1 fetch processes (multi/store-side.ts; default 1). */
+  processes?: number;
 }
 
 /**
@@ -71,6 +74,8 @@ export interface RunningServer {
   service: ShareService;
   keyServer: KeyServerApp;
   replicator: Replicator | undefined;
+  /** The fetch processes, with StartOptions.processes > 1. */
+  fetchProcesses: FetchProcesses | undefined;
   /**
    * Applies a configuration read again (SIGHUP): what can change live is in
    * use when this resolves, the rest is logged and kept (reload.ts).
@@ -106,6 +111,24 @@ async function openStore(options: Parameters<typeof ShareStore.open>[0]): Promis
 
 function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
+}
+
+/** The HTTP(S) server of a key server process, with its limits and timeouts (the fetch processes use the same). */
+export function createHttpServer(
+  timeouts: Timeouts, tls: { cert: Buffer; key: Buffer } | undefined, handler: (req: IncomingMessage, res: ServerResponse) => void,
+): Server {
+  const serverOptions = {
+    requestTimeout: timeouts.requestMs,
+    headersTimeout: timeouts.headersMs,
+    keepAliveTimeout: timeouts.keepAliveMs,
+    connectionsCheckingInterval: timeouts.checkIntervalMs,
+    maxHeaderSize: 8192,
+  };
+  const server: Server = tls
+    ? createHttpsServer({ ...serverOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, handler)
+    : createPlainServer(serverOptions, handler);
+  server.maxHeadersCount = 64;
+  return server;
 }
 
 /** Starts listening; resolves once the port is bound and the store is open. */
@@ -153,17 +176,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     res.statusCode = 503;
     res.end();
   };
-  const serverOptions = {
-    requestTimeout: timeouts.requestMs,
-    headersTimeout: timeouts.headersMs,
-    keepAliveTimeout: timeouts.keepAliveMs,
-    connectionsCheckingInterval: timeouts.checkIntervalMs,
-    maxHeaderSize: 8192,
-  };
-  const server: Server = tls
-    ? createHttpsServer({ ...serverOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, (req, res) => handler(req, res))
-    : createHttpServer(serverOptions, (req, res) => handler(req, res));
-  server.maxHeadersCount = 64;
+  const server = createHttpServer(timeouts, tls, (req, res) => handler(req, res));
 
   try {
     await new Promise<void>((ok, fail) => {
@@ -228,20 +241,32 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const service = new ShareService({
     store, clock, mailer, config: serviceConfig, logger, emailLimiter: limiters.emails, emailIpLimiter: limiters.emailIps, ...(replicator ? { replicator } : {}),
   });
+  const backend = localBackend(service, receiver);
   const keyServer = createApp({
-    backend: localBackend(service, receiver), limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs,
+    backend, limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs,
     ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
   });
   handler = keyServer.callback;
+  let fetchProcesses: FetchProcesses | undefined;
+  if ((opts.processes ?? 1) > 1) {
+    fetchProcesses = new FetchProcesses({
+      count: opts.processes! - 1, config: serviceConfig, timeouts, service, backend, limiter: limiters.requests, store, logger,
+    });
+    fetchProcesses.takeConnections(server);
+    await fetchProcesses.start();
+  }
 
   let closing: Promise<void> | undefined;
   const close = () => {
     closing ??= (async () => {
-      await new Promise<void>((done) => {
+      const closed = new Promise<void>((done) => {
         server.close(() => done());
         server.closeIdleConnections();
         setTimeout(() => server.closeAllConnections(), 2000).unref();
       });
+      // Before the store closes: the fetch processes send their last fetch counts as they stop.
+      await fetchProcesses?.stop();
+      await closed;
       await replicator?.stop();
       await store.close();
     })();
@@ -250,6 +275,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const state = service.configState;
   const reload = async (next: ServerConfig) => {
     const result = await applyReload({ config: serviceConfig, limiters, store, server, logger }, next);
+    fetchProcesses?.reloaded(next);
     state.loadedAt = clock.now();
     state.reloadError = undefined;
     return result;
@@ -258,5 +284,5 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     state.reloadError = message;
     logger.error(`reload: the configuration was not applied: ${message}; the running configuration stays`);
   };
-  return { url, config: serviceConfig, server, store, service, keyServer, replicator, reload, reloadFailed, close };
+  return { url, config: serviceConfig, server, store, service, keyServer, replicator, fetchProcesses, reload, reloadFailed, close };
 }

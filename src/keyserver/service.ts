@@ -88,6 +88,24 @@ export function servesOwner(config: ServerConfig, owner: number): boolean {
   return route ? route.primary === config.serverId : owner === config.serverId;
 }
 
+/**
+ * A server answers fetches for the owners it is the route primary for (an
+ * owner without a route belongs to the server with its id) and for its
+ * promoted owners; for any other owner it names the servers to ask.
+ */
+export function checkServed(c: ServerConfig, owner: number): void {
+  if (servesOwner(c, owner)) return;
+  const where = ownerServers(c, owner).filter((s) => s.id !== c.serverId).map((s) => `server ${s.id} (${s.url})`);
+  const hint = where.length > 0 ? `ask ${where.join(', then ')}` : 'this server knows no server for it';
+  throw new KeyServerError('SHARE_NOT_SERVED_HERE', `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`);
+}
+
+/** GET /v1/topology. Statuses are the operator's (failover step 2); promoted owners are listed separately. */
+export function topologyOf(c: ServiceConfig): TopologyResponse {
+  const servers = c.topologyServers.length > 0 ? c.topologyServers : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
+  return { clusterId: c.clusterId, topologyVersion: c.topologyVersion, serverId: c.serverId, servers, routes: c.routes, promotedOwners: c.promotedOwners };
+}
+
 /** The servers a client should try for `owner`, in route order (disabled ones left out). */
 export function ownerServers(config: ServerConfig, owner: number): Array<{ id: number; url: string }> {
   const route = config.routes.find((r) => r.owner === owner);
@@ -212,7 +230,7 @@ export class ShareService {
 
   /**
    * Counts `n` fetches of `rawCode` answered elsewhere (a fetch process of
-   * this server, multi-process.ts) and returns the count now; undefined
+   * this server, multi/remote-backend.ts) and returns the count now; undefined
    * when the share is no longer live here (the fetches are then not counted).
    */
   countForwarded(rawCode: string, n: number): number | undefined {
@@ -241,17 +259,24 @@ export class ShareService {
     return code;
   }
 
-  /**
-   * A server answers fetches for the owners it is the route primary for (an
-   * owner without a route belongs to the server with its id) and for its
-   * promoted owners; for any other owner it names the servers to ask.
-   */
   private checkServed(owner: number): void {
-    const c = this.deps.config;
-    if (servesOwner(c, owner)) return;
-    const where = ownerServers(c, owner).filter((s) => s.id !== c.serverId).map((s) => `server ${s.id} (${s.url})`);
-    const hint = where.length > 0 ? `ask ${where.join(', then ')}` : 'this server knows no server for it';
-    throw new KeyServerError('SHARE_NOT_SERVED_HERE', `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`);
+    checkServed(this.deps.config, owner);
+  }
+
+  /**
+   * A fetch a fetch process could not answer from its own cache
+   * (multi/remote-backend.ts): counted here, answered with what the process
+   * needs to answer the next ones itself (the share's facts, its version,
+   * the count now).
+   */
+  fetchForProcess(rawCode: string): { facts: FetchedFacts; version: Float64Array; count: number } {
+    const code = this.parse(rawCode);
+    this.checkServed(code.primary);
+    const version = new Float64Array(PEEK_SIZE);
+    const state = this.deps.store.peek(code.canonical, version);
+    if (state !== 'live') throw fetchRefused(state);
+    const count = this.deps.store.countFetches(code.canonical, version[PEEK_FETCH_COUNT]!, 1);
+    return { facts: this.factsOf(code), version, count };
   }
 
   private tokenHash(token: string): Buffer | undefined {
@@ -294,10 +319,7 @@ export class ShareService {
   }
 
   topology(): TopologyResponse {
-    const c = this.deps.config;
-    // Statuses are the operator's (failover step 2); promoted owners are listed separately.
-    const servers = c.topologyServers.length > 0 ? c.topologyServers : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
-    return { clusterId: c.clusterId, topologyVersion: c.topologyVersion, serverId: c.serverId, servers, routes: c.routes, promotedOwners: c.promotedOwners };
+    return topologyOf(this.deps.config);
   }
 
   /** Per-peer replication progress (JSON status only). */

@@ -60,7 +60,7 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
       'StandardOutput=append:/var/log/stash-key-server/server.log', 'WantedBy=multi-user.target']) {
       assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
     }
-    const exec = /^ExecStart=(\S+node\S*) ((?:--\S+ )*)\S+\/bin\/stash_key_server\.js run --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m.exec(unit);
+    const exec = /^ExecStart=(\S+node\S*) ((?:--\S+ )*)\S+\/bin\/stash_key_server\.js run --processes auto --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m.exec(unit);
     assert.ok(exec, `ExecStart line as expected in:\n${unit}`);
     // The memory settings (docs/operations.md, "Memory"): node takes the flags and they cap the heap; the allocator settings reach the process.
     const envLine = /^Environment=(.*)$/m.exec(unit);

@@ -83,7 +83,7 @@ test('every value option parses in both flag forms', () => {
     '--payload-bytes', '0', '--concurrency', '4', '--preload-shares', '100', '--compact-min-bytes', '8192',
     '--rate-limit-per-minute', '0', '--rate-limit-burst', '5', '--verification-email-command', '/usr/local/bin/mail-link',
     '--verification-email-rate-limit-per-hour', '2', '--verification-email-ip-rate-limit-per-hour', '3',
-    '--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--share-ttl', '3600', '--trust-proxy', '--developer',
+    '--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--share-ttl', '3600', '--trust-proxy', '--developer', '--processes', '3',
   ]);
   assert.equal(c.bind, { host: '::1', port: 0 });
   assert.is(c.serverId, 9);
@@ -101,6 +101,10 @@ test('every value option parses in both flag forms', () => {
   assert.is(c.trustProxy, true);
   assert.is(c.developer, true);
   assert.is(c.tlsKey, '/k.pem');
+  assert.is(c.processes, 3);
+  assert.is(config(['run', '--processes', 'auto']).processes, 'auto');
+  assert.is(config(['run']).processes, 1);
+  assert.throws(() => config(['run', '--processes', '0']), /--processes must be 1\.\.64, got 0/);
 });
 
 test('config files are read first, later files win, flags override, repeatables merge by id', () => {

@@ -66,6 +66,8 @@ export interface ServerConfig {
   tlsKey: string | undefined;
   shareTtlSeconds: number;
   trustProxy: boolean;
+  /** run: processes serving HTTP over the one store (1: this process alone; 'auto': 2 on a machine with more than one core). */
+  processes: number | 'auto';
   /** resync-peer only. */
   peerUrl: string | undefined;
   /** install only. */
@@ -106,6 +108,7 @@ export function defaultConfig(): ServerConfig {
     tlsKey: undefined,
     shareTtlSeconds: 900,
     trustProxy: false,
+    processes: 1,
     peerUrl: undefined,
     forceConfig: false,
     purgeData: false,
@@ -199,6 +202,9 @@ export const optionDefs: readonly OptionDef[] = [
   opt('tls-key', 'PATH', 'PEM private key of --tls-cert', (c, r, w) => { c.tlsKey = parseText(r, w); }),
   opt('share-ttl', 'SECONDS', 'lifetime of a published share, 60..34560000 (default 900)', (c, r, w) => { c.shareTtlSeconds = int(60, 400 * 86400)(r, w); }),
   opt('trust-proxy', undefined, 'take the client address from X-Forwarded-For (only behind a proxy you run)', (c, r, w) => { c.trustProxy = parseBoolean(r, w); }),
+  opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = 2 with more than one core (default 1)', (c, r, w) => {
+    c.processes = r.trim() === 'auto' ? 'auto' : int(1, 64)(r, w);
+  }),
   opt('peer-url', 'URL', "resync-peer: the peer's /v1/replicate URL (required)", (c, r, w) => { c.peerUrl = parseHttpUrl(r, w); }, { key: null, scope: 'resync' }),
   opt('force-config', undefined, 'install: rewrite /etc/stash/key-server.toml even if present', (c) => { c.forceConfig = true; }, { key: null, scope: 'install' }),
   opt('purge-data', undefined, 'uninstall: also remove data, cache, log folders and the config', (c) => { c.purgeData = true; }, { key: null, scope: 'uninstall' }),

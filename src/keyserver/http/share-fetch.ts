@@ -34,7 +34,7 @@ export function checkRequestRate(limiter: RequestLimiter, config: Pick<ServerCon
 export const MISS_TOKENS = 5;
 const MISSES = new Set(['SHARE_PENDING', 'SHARE_NOT_FOUND', 'SHARE_EXPIRED']);
 
-/** Where fetches are answered: the service of this process, or the store's process (a fetch process, multi-process.ts). */
+/** Where fetches are answered: this process's service, or a fetch process's cache (multi/remote-backend.ts). */
 export interface FetchBackend {
   /** ShareService.fetchBody: the body, one character per byte; throws (or, answered elsewhere, rejects with) the service's errors. */
   fetchBody(rawCode: string, encoding: FetchedEncoding): string | Promise<string>;

@@ -11,6 +11,10 @@
  * MemoryDenyWriteExecute stays off: V8's JIT needs writable+executable pages
  * and Node aborts at start-up without them.
  *
+ * Processes: `--processes auto`, a fetch process beside the store's process
+ * on a machine with more than one core (multi/store-side.ts); KillMode stays
+ * control-group, so a stop signals both and a restart starts both.
+ *
  * Memory: node runs with a small young generation and a capped old one, and
  * glibc's allocator is told to hand freed memory back (docs/operations.md,
  * "Memory"; bench/keyserver-rss-process.js measures both ways).
@@ -33,6 +37,9 @@ export const MEMORY_ENV: Readonly<Record<string, string>> = {
   MALLOC_TRIM_THRESHOLD_: '65536',
 };
 
+/** How many processes the installed service serves from (run --processes). */
+export const UNIT_PROCESSES: readonly string[] = ['--processes', 'auto'];
+
 /** Quotes an ExecStart argument when it needs it (systemd's own quoting rules). */
 function execArg(arg: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
@@ -50,7 +57,8 @@ Wants=network-online.target
 
 [Service]
 Type=simple
-ExecStart=${execArg(u.node)} ${MEMORY_NODE_FLAGS.join(' ')} ${execArg(u.script)} run --config ${realPaths.config} --replication-token-file %d/replication-token
+# --processes auto: a fetch process beside the store's process when the machine has more than one core (docs/benchmarks.md, "Multi-core fetch").
+ExecStart=${execArg(u.node)} ${MEMORY_NODE_FLAGS.join(' ')} ${execArg(u.script)} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
 # systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
 ExecReload=/bin/kill -HUP $MAINPID

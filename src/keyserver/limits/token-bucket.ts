@@ -16,6 +16,8 @@ export class RequestLimiter {
   private readonly buckets: BoundedMap<Bucket>;
   private ratePerMs: number;
   private takes = 0;
+  /** Tokens taken here since the last takeConsumed(), by key: kept only when trackConsumption() was called. */
+  private consumed: Map<string, number> | undefined;
 
   constructor(
     private readonly opts: { perMinute: number; burst: number; clock: Clock; maxEntries?: number },
@@ -57,6 +59,7 @@ export class RequestLimiter {
     b.at = now;
     if (b.tokens >= 1) {
       b.tokens -= 1;
+      if (this.consumed) this.consumed.set(key, (this.consumed.get(key) ?? 0) + 1);
       return { ok: true };
     }
     return this.refusal(b.tokens);
@@ -72,6 +75,38 @@ export class RequestLimiter {
     const b = this.buckets.get(key);
     if (b === undefined) return;
     const now = this.opts.clock.now();
+    b.tokens = Math.max(0, this.refilled(b, now) - n);
+    b.at = now;
+    if (this.consumed) this.consumed.set(key, (this.consumed.get(key) ?? 0) + n);
+  }
+
+  /**
+   * Several processes serving one server (multi/store-side.ts): each
+   * reports the tokens its requests took (takeConsumed) and takes those the
+   * others' requests took (debit), so every address has one allowance across
+   * them, exact to within one exchange interval.
+   */
+  trackConsumption(): void {
+    this.consumed ??= new Map();
+  }
+
+  /** The tokens taken here since the last call, by key (empty unless tracking). */
+  takeConsumed(): Array<[string, number]> {
+    if (!this.consumed || this.consumed.size === 0) return [];
+    const out = [...this.consumed];
+    this.consumed.clear();
+    return out;
+  }
+
+  /** Takes `n` tokens that another process's requests used from `key`: never below empty, never refused, not reported back. */
+  debit(key: string, n: number): void {
+    if (!this.enabled || n <= 0) return;
+    const now = this.opts.clock.now();
+    let b = this.buckets.get(key);
+    if (b === undefined) {
+      b = { tokens: this.opts.burst, at: now };
+      this.buckets.set(key, b);
+    }
     b.tokens = Math.max(0, this.refilled(b, now) - n);
     b.at = now;
   }

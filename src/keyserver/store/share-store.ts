@@ -357,7 +357,7 @@ export class ShareStore {
   /**
    * Counts `n` fetches of the live share `code`, whose stored count is
    * `stored`, and returns the new count (recordFetch without a share copy;
-   * n > 1: fetches answered by a fetch process, multi-process.ts).
+   * n > 1: fetches answered by a fetch process, multi/remote-backend.ts).
    */
   countFetches(code: string, stored: number, n: number): number {
     const count = Math.max(this.counted.get(code) ?? 0, stored) + n;

@@ -1,0 +1,127 @@
+/**
+ * A fetch process (`stash_key_server run --processes N` starts N - 1 of
+ * them; store-side.ts): the same HTTP server and app as the store's process,
+ * over a RemoteBackend instead of the store. It never listens: the store's
+ * process hands it connections. It holds nothing that must survive it: every
+ * write is the store's process's, answered only once durable there; what it
+ * holds is fetch counts of at most COUNT_FLUSH_MS (sent when it stops) and a
+ * cache it can lose.
+ *
+ * It ends when the store's process does (the IPC channel closes: nothing
+ * could be written any more), and on the store's process's 'stop' note or
+ * SIGTERM (systemd signals the whole service): it stops taking requests,
+ * finishes those in flight, sends its last counts and exits.
+ */
+import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import { errorMessage } from '../../errors.js';
+import { createApp } from '../app.js';
+import { createLimiters } from '../backend.js';
+import type { ServerConfig } from '../cli/options.js';
+import { systemClock } from '../clock.js';
+import { StoreUnavailableError } from '../errors.js';
+import { streamLogger, type Logger } from '../logger.js';
+import { applyReload } from '../reload.js';
+import { createHttpServer } from '../server.js';
+import { readTls } from '../tls-files.js';
+import { Channel } from './channel.js';
+import { RemoteBackend } from './remote-backend.js';
+import { LIMIT_SYNC_MS, type FetchProcessInit } from './store-side.js';
+
+function prefixed(logger: Logger, prefix: string): Logger {
+  return { info: (m) => logger.info(`${prefix}${m}`), warn: (m) => logger.warn(`${prefix}${m}`), error: (m) => logger.error(`${prefix}${m}`) };
+}
+
+/** Runs a fetch process until the store's process stops it or goes away. */
+export async function runFetchProcess(): Promise<void> {
+  if (!process.send) throw new Error('__fetch-process is started by `stash_key_server run --processes N`, not by hand');
+  let logger = prefixed(streamLogger(), 'fetch process: ');
+  let server: Server | undefined;
+  let backend: RemoteBackend | undefined;
+  let stopping: Promise<void> | undefined;
+  const pendingSockets: Socket[] = [];
+
+  const stop = (why: string): Promise<void> => {
+    stopping ??= (async () => {
+      logger.info(`${why}: finishing the requests in flight`);
+      if (server) {
+        const s = server;
+        await new Promise<void>((done) => {
+          s.close(() => done());
+          s.closeIdleConnections();
+          setTimeout(() => s.closeAllConnections(), 2000).unref();
+        });
+      }
+      await backend?.flushCounts();
+      process.exit(0);
+    })();
+    return stopping;
+  };
+
+  const channel = new Channel(process, {
+    init: (init: FetchProcessInit) => start(init).catch((err: unknown) => {
+      logger.error(`cannot start: ${errorMessage(err)}`);
+      process.exit(1);
+    }),
+    stop: () => void stop('stopping'),
+  }, logger, () => new StoreUnavailableError('the store process of this server is not reachable; try again'), (socket) => take(socket));
+
+  async function start(init: FetchProcessInit): Promise<void> {
+    logger = prefixed(streamLogger(), `fetch process ${init.index}: `);
+    const config = init.config;
+    const tls = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
+    const clock = systemClock;
+    backend = new RemoteBackend(channel, config, clock);
+    const limiters = createLimiters(config, clock);
+    limiters.requests.trackConsumption();
+    const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs });
+    const s = createHttpServer(init.timeouts, tls, app.callback);
+    s.on('error', (err) => logger.error(`http server: ${err.message}`));
+    s.on('tlsClientError', () => undefined);
+    // It never listens (connections come from the store's process), but node:http checks the
+    // header and request deadlines of its connections only once its server has said 'listening'.
+    s.emit('listening');
+    server = s;
+    setInterval(() => {
+      const taken = limiters.requests.takeConsumed();
+      if (taken.length > 0) channel.note('limits', taken);
+    }, LIMIT_SYNC_MS).unref();
+    channel.handle('limits', (taken: Array<[string, number]>) => {
+      for (const [key, n] of taken) limiters.requests.debit(key, n);
+    });
+    channel.handle('changed', (codes: string[]) => backend!.forget(codes));
+    channel.handle('reload', async (next: ServerConfig) => {
+      // The store's process logs what changed; this one applies the same and logs only failures.
+      const quiet: Logger = { info: () => {}, warn: () => {}, error: logger.error };
+      await applyReload({ config, limiters, server: s, logger: quiet }, next).catch((err: unknown) => logger.error(`reload: ${errorMessage(err)}`));
+    });
+    for (const socket of pendingSockets.splice(0)) take(socket);
+    process.send!({ k: 'note', m: 'ready', p: process.pid });
+  }
+
+  function take(socket: Socket): void {
+    if (!server) {
+      pendingSockets.push(socket);
+      return;
+    }
+    if (stopping) {
+      socket.destroy();
+      return;
+    }
+    server.emit('connection', socket);
+    socket.resume();
+  }
+
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  // The store's process is gone (killed, crashed): nothing can be written any more, and a new
+  // one starts its own fetch processes. Exit at once; connections here are reset.
+  process.once('disconnect', () => {
+    if (!stopping) {
+      logger.error('the store process went away; exiting');
+      process.exit(1);
+    }
+  });
+  await new Promise<void>((done) => process.once('disconnect', () => done()));
+}

@@ -1,0 +1,224 @@
+/**
+ * The store's process's side of serving from several processes
+ * (`run --processes N`; docs/benchmarks.md, "Multi-core fetch"): it starts
+ * N - 1 fetch processes (fetch-process.ts), hands them connections, answers
+ * their calls from its own service, and keeps them going.
+ *
+ * - Connections: the listening socket stays here. Each new connection goes,
+ *   in turn, to this process or to a fetch process that is up, before a byte
+ *   of it is read (node's handle passing, as node:cluster does); a keep-alive
+ *   connection stays where it landed.
+ * - Calls: a fetch a process could not answer itself (counted here), fetch
+ *   counts answered there, publish, the verification page and confirm,
+ *   status, replication. Answers are durable before they are sent, as for a
+ *   request served here.
+ * - Notes: shares that changed (every durable change of a share or a
+ *   tombstone, whatever its origin), to be forgotten there; request tokens
+ *   each process took, so that every client address has one allowance; a
+ *   configuration reloaded.
+ * - A fetch process that dies is started again (after 1 s, up to 30 s when
+ *   it keeps dying); meanwhile this process serves every connection.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Server } from 'node:net';
+import type { Socket } from 'node:net';
+import type { KeyServerBackend } from '../backend.js';
+import { StoreUnavailableError } from '../errors.js';
+import type { RequestLimiter } from '../limits/token-bucket.js';
+import type { Logger } from '../logger.js';
+import type { ServiceConfig, ShareService } from '../service.js';
+import type { ServerConfig } from '../cli/options.js';
+import type { ShareStore } from '../store/share-store.js';
+import type { Timeouts } from '../server.js';
+import { Channel, type Handlers } from './channel.js';
+
+/** What a fetch process is started with (its first message). */
+export interface FetchProcessInit {
+  index: number;
+  config: ServiceConfig;
+  timeouts: Timeouts;
+}
+
+/** How often the request tokens taken in each process are exchanged. */
+export const LIMIT_SYNC_MS = 100;
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 5_000;
+
+interface Child {
+  index: number;
+  proc: ChildProcess;
+  channel: Channel;
+  ready: boolean;
+  startedAt: number;
+}
+
+export interface StoreSideDeps {
+  /** Fetch processes to run (processes - 1). */
+  count: number;
+  config: ServiceConfig;
+  timeouts: Timeouts;
+  service: ShareService;
+  backend: KeyServerBackend;
+  limiter: RequestLimiter;
+  store: ShareStore;
+  logger: Logger;
+}
+
+export class FetchProcesses {
+  private readonly children: Array<Child | undefined>;
+  private readonly restartDelay: number[];
+  private turn = 0;
+  private stopping = false;
+  private changed = new Set<string>();
+  private changedScheduled = false;
+  private readonly limitTimer: NodeJS.Timeout;
+
+  constructor(private readonly d: StoreSideDeps) {
+    this.children = Array.from({ length: d.count }, () => undefined);
+    this.restartDelay = Array.from({ length: d.count }, () => 1000);
+    d.store.onChange((c) => {
+      if (c.kind === 'fetch') return;
+      this.changed.add(c.code);
+      if (!this.changedScheduled) {
+        this.changedScheduled = true;
+        setImmediate(() => this.sendChanged());
+      }
+    });
+    d.limiter.trackConsumption();
+    this.limitTimer = setInterval(() => this.syncLimits(undefined, d.limiter.takeConsumed()), LIMIT_SYNC_MS);
+    this.limitTimer.unref();
+  }
+
+  /** Starts every fetch process; resolves once each is up (or has failed: it is started again later). */
+  async start(): Promise<void> {
+    await Promise.all(this.children.map((_, i) => this.spawn(i)));
+  }
+
+  /** Process ids of the fetch processes that are up (tests, status). */
+  pids(): number[] {
+    return this.children.filter((c): c is Child => c?.ready === true).map((c) => c.proc.pid!);
+  }
+
+  /**
+   * Takes over the 'connection' event of `server`: each new connection goes
+   * in turn to this process (the server's own listeners) or to a fetch
+   * process that is up. The server must not read a connection before this
+   * decides (pauseOnConnect).
+   */
+  takeConnections(server: Server): void {
+    const own = server.listeners('connection') as Array<(socket: Socket) => void>;
+    server.removeAllListeners('connection');
+    (server as Server & { pauseOnConnect: boolean }).pauseOnConnect = true;
+    server.on('connection', (socket: Socket) => {
+      const up = this.children.filter((c): c is Child => c?.ready === true && c.channel.connected);
+      const slot = this.turn++ % (up.length + 1);
+      if (slot > 0 && !this.stopping) {
+        const child = up[slot - 1]!;
+        child.channel.sendSocket(socket, (err) => {
+          if (err) this.d.logger.warn(`fetch process ${child.index}: a connection could not be handed over (${err.message})`);
+        });
+        return;
+      }
+      for (const l of own) l.call(server, socket);
+      socket.resume();
+    });
+  }
+
+  /** A configuration read again (SIGHUP): every fetch process applies it as this one did. */
+  reloaded(next: ServerConfig): void {
+    for (const c of this.children) c?.channel.note('reload', next);
+  }
+
+  /**
+   * Stops every fetch process: it finishes its requests, sends its last
+   * fetch counts and exits (killed after STOP_TIMEOUT_MS). Resolve this
+   * before the store closes, so those counts are written.
+   */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearInterval(this.limitTimer);
+    await Promise.all(this.children.map(async (c) => {
+      if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
+      const exited = new Promise<void>((done) => c.proc.once('exit', () => done()));
+      c.channel.note('stop', null);
+      const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
+      await exited;
+      clearTimeout(timer);
+    }));
+  }
+
+  private spawn(index: number): Promise<void> {
+    const { logger } = this.d;
+    // The same node, flags (the unit's memory settings) and entry script as this process.
+    const proc = fork(process.argv[1]!, ['__fetch-process'], {
+      execArgv: process.execArgv,
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    const channel = new Channel(proc, this.handlers(index), logger, () => new StoreUnavailableError('the fetch process is gone'));
+    const child: Child = { index, proc, channel, ready: false, startedAt: Date.now() };
+    this.children[index] = child;
+    const ready = new Promise<void>((done) => {
+      const timer = setTimeout(() => {
+        logger.error(`fetch process ${index + 1} did not start within ${START_TIMEOUT_MS / 1000} s; stopping it`);
+        proc.kill('SIGKILL');
+        done();
+      }, START_TIMEOUT_MS);
+      channel.handle('ready', () => {
+        clearTimeout(timer);
+        child.ready = true;
+        logger.info(`fetch process ${index + 1} started (pid ${proc.pid})`);
+        done();
+      });
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        done();
+      });
+    });
+    proc.once('exit', (code, signal) => {
+      child.ready = false;
+      child.channel.close();
+      if (this.stopping) return;
+      // A process that lived a while gets a quick restart; one that keeps dying, a slower one each time.
+      const delay = Date.now() - child.startedAt > 60_000 ? 1000 : this.restartDelay[index]!;
+      this.restartDelay[index] = Math.min(delay * 2, 30_000);
+      logger.error(`fetch process ${index + 1} (pid ${proc.pid}) ended (${signal ?? `exit ${code}`}); this process serves every connection until it is started again in ${delay / 1000} s`);
+      setTimeout(() => {
+        if (!this.stopping) void this.spawn(index);
+      }, delay).unref();
+    });
+    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts };
+    proc.send({ k: 'note', m: 'init', p: init });
+    return ready;
+  }
+
+  private handlers(index: number): Handlers {
+    const { service, backend, limiter } = this.d;
+    return {
+      fetch: (rawCode: string) => service.fetchForProcess(rawCode),
+      counts: (items: Array<[string, number]>) => items.map(([code, n]) => [code, service.countForwarded(code, n) ?? null]),
+      publish: (p: { publicKey: Uint8Array; email: string; clientKey: string }) => backend.publish(p.publicKey, p.email, p.clientKey),
+      verificationInfo: (token: string) => backend.verificationInfo(token),
+      confirm: (token: string) => backend.confirm(token),
+      statusReport: () => backend.statusReport(),
+      replicate: (p: { headers: Record<string, string | string[] | undefined>; body: Uint8Array; nowMs: number }) => backend.replicate(p.headers, p.body, p.nowMs),
+      limits: (taken: Array<[string, number]>) => {
+        for (const [key, n] of taken) limiter.debit(key, n);
+        this.syncLimits(index, taken);
+      },
+    };
+  }
+
+  /** Tells every fetch process (but `from`) of request tokens taken elsewhere. */
+  private syncLimits(from: number | undefined, taken: Array<[string, number]>): void {
+    if (taken.length === 0) return;
+    for (const c of this.children) if (c && c.index !== from && c.ready) c.channel.note('limits', taken);
+  }
+
+  private sendChanged(): void {
+    this.changedScheduled = false;
+    const codes = [...this.changed];
+    this.changed = new Set();
+    for (const c of this.children) if (c?.ready) c.channel.note('changed', codes);
+  }
+}

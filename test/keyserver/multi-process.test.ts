@@ -1,0 +1,236 @@
+/**
+ * `stash_key_server run --processes 2`: the store's process and a fetch
+ * process over one store, as real processes on loopback. Which process holds
+ * a connection is read from the kernel (/proc/net/tcp and /proc/PID/fd), not
+ * taken on trust. Behaviour only: a share confirmed through one process is
+ * fetched through the other at once, fetch counts through both add up in the
+ * store, and kill -9 of either process loses no acknowledged write.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { publish } from '../../src/keyserver/client.js';
+import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
+import { BINARY_MEDIA_TYPE, decodeShareResponse, encodeShareRequest } from '../../src/keyserver/wire/messages.js';
+import { startServerProcess, waitFor, type ServerProcess } from './cluster.js';
+import { identityPublicKey, mailSink, tempDir, type RawResponse } from './harness.js';
+import { needFacility } from '../helpers/facility.js';
+
+const key = identityPublicKey();
+const linux = process.platform === 'linux' && existsSync('/proc/net/tcp');
+
+function start(stateDir: string, sinkCommand: string, processes = '2'): Promise<ServerProcess> {
+  return startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', stateDir, '--processes', processes, '--verification-email-command', sinkCommand,
+    '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
+}
+
+/** The process ids whose parent is `pid`. */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
+    try {
+      return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid;
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** Which of `pids` holds the server end of the loopback connection from client port `clientPort` to `serverPort`. */
+function holderOf(serverPort: number, clientPort: number, pids: number[]): number | undefined {
+  const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
+  const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').find((l) => {
+    const f = l.trim().split(/\s+/);
+    return f[1]?.endsWith(`:${hex(serverPort)}`) && f[2]?.endsWith(`:${hex(clientPort)}`);
+  });
+  const inode = line?.trim().split(/\s+/)[9];
+  if (!inode || inode === '0') return undefined;
+  return pids.find((pid) => readdirSync(`/proc/${pid}/fd`).some((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`;
+    } catch {
+      return false;
+    }
+  }));
+}
+
+/** One request on `agent` (a keep-alive agent with one socket: every request of a client on one connection). */
+function on(agent: Agent, url: string, method: string, body?: Buffer): Promise<RawResponse & { localPort: number }> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = body ? { 'Content-Type': BINARY_MEDIA_TYPE, Accept: BINARY_MEDIA_TYPE } : {};
+    const req = request(url, { method, agent, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const b = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: b, text: b.toString(), json: () => JSON.parse(b.toString()), localPort: req.socket!.localPort! });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const fetchBody = (code: string) => encodeShareRequest({ op: 'fetch', code });
+const countOf = (r: RawResponse) => {
+  const res = decodeShareResponse(r.body, (m) => new Error(m));
+  return res.type === 'fetched' ? res.fetchCount : -1;
+};
+
+test('a share confirmed through one process is fetched through the other at once; fetch counts through both add up', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to tell which process holds a connection')) return;
+  const dir = tempDir('multi');
+  const sink = mailSink();
+  const server = await start(dir.path, sink.command);
+  const agents = [new Agent({ keepAlive: true, maxSockets: 1 }), new Agent({ keepAlive: true, maxSockets: 1 })];
+  try {
+    const p = server.child.pid!;
+    let f: number | undefined;
+    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    const port = Number(new URL(server.url).port);
+    // Two connections, opened one after the other: the store's process hands every other one to the fetch process.
+    const holders: number[] = [];
+    for (const agent of agents) {
+      const r = await on(agent, `${server.url}/v1/topology`, 'GET');
+      assert.is(r.status, 200);
+      holders.push(holderOf(port, r.localPort, [p, f!])!);
+    }
+    assert.equal(new Set(holders), new Set([p, f]), `one connection in each process (store ${p}, fetch ${f}): ${holders.join(', ')}`);
+
+    const codes: string[] = [];
+    for (const [confirmVia, fetchVia] of [[0, 1], [1, 0]] as const) {
+      const email = `both-${confirmVia}@example.org`;
+      const created = await on(agents[confirmVia]!, `${server.url}/v1/share`, 'POST', encodeShareRequest({ op: 'create', publicKey: key, email }));
+      assert.is(created.status, 201, created.text);
+      const code = decodeShareResponse(created.body, (m) => new Error(m)).code;
+      codes.push(code);
+      // Pending, asked through the other process: not cached there as such.
+      assert.is((await on(agents[fetchVia]!, `${server.url}/v1/share`, 'POST', fetchBody(code))).status, 409);
+      const link = new URL(sink.lastLink(email));
+      const confirmed = await on(agents[confirmVia]!, `${server.url}${link.pathname}`, 'POST');
+      assert.is(confirmed.status, 200, confirmed.text);
+      // At once, through the other process.
+      const fetched = await on(agents[fetchVia]!, `${server.url}/v1/share`, 'POST', fetchBody(code));
+      assert.is(fetched.status, 200, `confirmed through ${holders[confirmVia] === p ? 'the store' : 'the fetch'} process, fetched through the other: ${fetched.text}`);
+      assert.is(countOf(fetched), 1);
+    }
+    // 10 fetches through one process, 7 through the other, interleaved, of the first share (1 fetch already).
+    for (let i = 0; i < 10; i++) {
+      assert.is((await on(agents[0]!, `${server.url}/v1/share`, 'POST', fetchBody(codes[0]!))).status, 200);
+      if (i < 7) assert.is((await on(agents[1]!, `${server.url}/v1/share`, 'POST', fetchBody(codes[0]!))).status, 200);
+    }
+    const canonical = codes[0]!.replace(/-/g, '');
+    // Counts are coalesced (100 ms in the fetch process, 1 s in the store): the store must reach 18, and stay there.
+    await waitFor('18 fetches in the store', async () => (await readStateReadOnly(dir.path, 0)).index.shares.get(canonical)?.fetchCount === 18, 10_000);
+    // The next answer, from either process, counts on from there.
+    const next = await on(agents[1]!, `${server.url}/v1/share`, 'POST', fetchBody(codes[0]!));
+    assert.is(countOf(next), 19);
+    for (const a of agents) a.destroy();
+    // A clean stop: the fetch process sends its last counts before the store closes.
+    await server.stop();
+    assert.is(server.child.exitCode, 0, server.stderr());
+    assert.is((await readStateReadOnly(dir.path, 0)).index.shares.get(canonical)?.fetchCount, 19);
+    assert.ok(!existsSync(`/proc/${f}`) || readFileSync(`/proc/${f}/stat`, 'utf8').includes(') Z '), 'the fetch process ended with the server');
+  } finally {
+    for (const a of agents) a.destroy();
+    await server.kill();
+    sink.remove();
+    dir.remove();
+  }
+});
+
+test('kill -9 of the fetch process, then of the store process: every acknowledged publish and confirmation survives', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to find the fetch process')) return;
+  const dir = tempDir('multi-kill');
+  const sink = mailSink();
+  let server = await start(dir.path, sink.command);
+  let stop = false;
+  try {
+    const p = server.child.pid!;
+    let f: number | undefined;
+    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    const published: string[] = [];
+    const confirmed: string[] = [];
+    // Each publish is a new connection (no keep-alive): they alternate between the two processes.
+    const worker = async (w: number) => {
+      for (let i = 0; !stop; i++) {
+        const email = `w${w}.n${i}@example.org`;
+        try {
+          const code = (await publish(server.url, key, email, { timeoutMs: 5000 })).code;
+          published.push(code);
+          if (i % 3 === 0) {
+            const r = await on(new Agent(), `${server.url}${new URL(sink.lastLink(email)).pathname}`, 'POST');
+            if (r.status === 200) confirmed.push(code);
+          }
+        } catch {
+          // A connection the killed process held; new ones go to the process that is left.
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    };
+    const workers = Array.from({ length: 6 }, (_, w) => worker(w));
+    await waitFor('40 acknowledged publishes', () => published.length >= 40, 20_000);
+    process.kill(f!, 'SIGKILL');
+    // The store's process serves on, and starts a new fetch process.
+    await waitFor('a new fetch process', () => childrenOf(p).some((c) => c !== f), 10_000);
+    const before = published.length;
+    await waitFor('40 more acknowledged publishes', () => published.length >= before + 40, 20_000);
+    assert.match(server.stderr(), /fetch process 1 \(pid \d+\) ended \(SIGKILL\)/);
+    const second = childrenOf(p).find((c) => c !== f)!;
+    await server.kill();
+    stop = true;
+    await Promise.all(workers);
+    // The fetch process does not outlive the store's process.
+    await waitFor('the fetch process ends with the store process', () => !existsSync(`/proc/${second}`) || readFileSync(`/proc/${second}/stat`, 'utf8').includes(') Z '), 5_000);
+    assert.ok(confirmed.length >= 10, `confirmations were acknowledged (${confirmed.length})`);
+
+    server = await start(dir.path, sink.command);
+    const agent = new Agent({ keepAlive: false });
+    for (const code of published) {
+      const r = await on(agent, `${server.url}/v1/share`, 'POST', fetchBody(code));
+      // An acknowledged confirmation is live; a share whose confirmation got no answer may be either.
+      if (confirmed.includes(code)) assert.is(r.status, 200, `${code}: confirmed, then ${r.status}`);
+      else assert.ok(r.status === 409 || r.status === 200, `${code}: published, then ${r.status}`);
+    }
+  } finally {
+    stop = true;
+    await server.kill();
+    sink.remove();
+    dir.remove();
+  }
+});
+
+test('one request allowance per client address across both processes', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to tell which process holds a connection')) return;
+  const dir = tempDir('multi-limit');
+  const sink = mailSink();
+  // A burst of 4, one token back every 10 s: 8 requests a little apart get 4 answers and 4 refusals.
+  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dir.path, '--processes', '2', '--verification-email-command', sink.command,
+    '--rate-limit-per-minute', '6', '--rate-limit-burst', '4']);
+  try {
+    const p = server.child.pid!;
+    let f: number | undefined;
+    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    const port = Number(new URL(server.url).port);
+    const statuses: number[] = [];
+    const holders = new Set<number | undefined>();
+    for (let i = 0; i < 8; i++) {
+      // A new connection each time: they alternate between the processes.
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const r = await on(agent, `${server.url}/v1/topology`, 'GET');
+      holders.add(holderOf(port, r.localPort, [p, f!]));
+      agent.destroy();
+      statuses.push(r.status);
+      // Longer than the exchange of taken tokens between the processes (100 ms).
+      await new Promise((res) => setTimeout(res, 300));
+    }
+    assert.equal(holders, new Set([p, f]), 'requests through both processes');
+    assert.equal(statuses, [200, 200, 200, 200, 429, 429, 429, 429]);
+  } finally {
+    await server.kill();
+    sink.remove();
+    dir.remove();
+  }
+});
+
+test.run();
