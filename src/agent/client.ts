@@ -9,6 +9,7 @@ import {
   protocolErrorName, SecureChannel, wipe, type Frame, type ListEntry, type Reply, type Request,
 } from '../protocol/index.js';
 import { StashError, errorMessage } from '../errors.js';
+import { keySlots } from '../native/key-slots.js';
 import { loadSodium } from '../native/sodium.js';
 import { agentEndpoint, type Endpoint } from './paths.js';
 
@@ -205,9 +206,7 @@ export class AgentClient {
     return this.sealed({ type: 'get', id }, (r) => {
       if (r.type === 'cache-miss') return null;
       if (r.type !== 'cache-key') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to get`);
-      const key = sodium.sodium_malloc(r.key.length);
-      r.key.copy(key);
-      return { key, ttl: r.ttl };
+      return { key: keySlots.copy(r.key), ttl: r.ttl };
     });
   }
 

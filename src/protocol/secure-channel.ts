@@ -9,6 +9,7 @@
  * frame cannot be altered, replayed, reordered or cut without detection.
  * Plaintexts live only in sodium_malloc memory and are zeroed after use.
  */
+import { keySlots } from '../native/key-slots.js';
 import { loadSodium } from '../native/sodium.js';
 import { ProtocolError } from './errors.js';
 import { HEADER_BYTES, MAGIC, MAX_PAYLOAD_BYTES, type Frame } from './frame.js';
@@ -20,9 +21,9 @@ const ABYTES = sodium.crypto_aead_chacha20poly1305_ietf_ABYTES;
 const NPUBBYTES = sodium.crypto_aead_chacha20poly1305_ietf_NPUBBYTES;
 const COUNTER_BYTES = 8;
 
-/** Zeroes and frees a secure buffer (safe to call on any buffer). */
+/** Zeroes and frees a secure buffer, or gives back a key slot (native/key-slots.ts); safe to call on any buffer. */
 export function wipe(buf: Buffer | null | undefined): void {
-  if (!buf) return;
+  if (!buf || keySlots.release(buf)) return;
   sodium.sodium_memzero(buf);
   if ((buf as Buffer & { secure?: boolean }).secure) sodium.sodium_free(buf);
 }

@@ -5,6 +5,7 @@ declare module 'sodium-native' {
 
   export function sodium_malloc(size: number): Buf & { secure: true };
   export function sodium_free(buf: Buf): void;
+  export function sodium_is_zero(buf: Buf | Uint8Array, length?: number): boolean;
   export function sodium_memzero(buf: Buf | Uint8Array): void;
   export function sodium_memcmp(a: Buf, b: Buf): boolean;
   export function sodium_mlock(buf: Buf): void;

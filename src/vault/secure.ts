@@ -4,6 +4,7 @@
  * in a sodium_malloc buffer: guard pages, mlock'ed (not swapped), and zeroed
  * here when dropped instead of waiting for the garbage collector.
  */
+import { keySlots } from '../native/key-slots.js';
 import { VaultError } from './errors.js';
 import { sodium, type SecureBuffer } from './sodium.js';
 
@@ -44,10 +45,12 @@ export function randomBytes(size: number): Buffer {
 /**
  * Zeroes a buffer and, when it came from sodium_malloc, frees it. After this the
  * buffer has length 0 (its memory is detached), so a late use reads nothing
- * instead of stale key bytes. Safe to call twice and on undefined.
+ * instead of stale key bytes. A key from the agent client's get() is a slot of
+ * its key pool instead: zeroed and given back (native/key-slots.ts). Safe to
+ * call twice and on undefined.
  */
 export function wipe(buf: Buffer | null | undefined): void {
-  if (!buf) return;
+  if (!buf || keySlots.release(buf)) return;
   if (buf.length > 0) sodium().sodium_memzero(buf);
   // sodium_free detaches the whole backing allocation (a no-op when already freed).
   if ((buf as SecureBuffer).secure === true) sodium().sodium_free(buf);

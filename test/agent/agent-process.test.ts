@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { AgentClient, AgentError } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
+import { keySlots, SLOT_BYTES, SLOTS_PER_SLAB } from '../../src/native/key-slots.js';
 import { encodeFrame, encodeRequest, MsgType, wipe } from '../../src/protocol/index.js';
 import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
@@ -84,7 +85,8 @@ test('put/get/forget/forget-all/list round trips through a live agent', () => wi
   const hit = await c.get(a);
   assert.ok(hit && hit.key.equals(keyA));
   assert.is(hit!.ttl, 60);
-  assert.is((hit!.key as Buffer & { secure?: boolean }).secure, true, 'the client returns keys in secure memory');
+  // Secure memory: a slot of the client's key pool, a sodium_malloc slab (native/key-slots.ts; the test below).
+  assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'the client returns keys in secure memory');
   assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
   const list = await c.list();
   assert.is(list.length, 2);
@@ -99,6 +101,26 @@ test('put/get/forget/forget-all/list round trips through a live agent', () => wi
   const status = await c.status();
   assert.is(status.pid, proc.pid);
   assert.is(status.entries, 0);
+}));
+
+test('get returns each key in a slot of the secure key pool: wipe() zeroes it and gives the slot back', () => withAgentClient({}, async (c) => {
+  const id = randomBytes(16);
+  const key = randomBytes(32);
+  await c.put(id, key, { ttl: 60 });
+  const before = keySlots.stats().inUse;
+  const hits = [await c.get(id), await c.get(id)];
+  assert.is(keySlots.stats().inUse, before + 2);
+  for (const hit of hits) {
+    assert.ok(hit && hit.key.equals(key) && hit.ttl === 60);
+    assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'a view of a sodium_malloc slab');
+  }
+  assert.is.not(hits[0]!.key.byteOffset, hits[1]!.key.byteOffset, 'one slot per key');
+  for (const hit of hits) {
+    wipe(hit!.key);
+    assert.ok(hit!.key.every((b) => b === 0), 'wipe zeroes it');
+  }
+  assert.is(keySlots.stats().inUse, before);
+  assert.ok(keySlots.stats().freeSlotsZero);
 }));
 
 test('getInto copies the key into the caller\'s secure buffer, zeroes the rest, and refuses plain or short buffers', () => withAgentClient({}, async (c) => {
