@@ -8,9 +8,13 @@
  *   (owner-only: 0700 folder, 0600 file, written to a temporary name and
  *   renamed, so a reader sees a whole file or none).
  * - V8 checks only the source's length and its own version and flags, and a
- *   damaged payload crashes the process (a V8 fatal error, checked): so the
- *   file carries CRC-32s of the bundle it was made from and of the V8 data,
- *   and anything that does not match is ignored and rewritten.
+ *   damaged payload crashes the process (a V8 fatal error, checked). So the
+ *   file names the bundle it was made from (the id scripts/bundle-cli.js
+ *   writes into it, and the bundle file's size and modification time) and
+ *   holds the V8 data twice: the copies are compared (memcmp) before V8 sees
+ *   one. A check summing the bytes would need node:zlib or node:crypto
+ *   loaded, about 1.5 ms of CPU per run; a comparison needs nothing loaded.
+ *   Anything that does not match is ignored and rewritten.
  * - A file or folder that is not ours, or that others can write, is never
  *   read or written: compiled code from it would run as us.
  * - It holds bytecode of the bundle's own functions and literals of its
@@ -26,9 +30,17 @@ import Module, { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Script, type ScriptOptions } from 'node:vm';
 
-const MAGIC = Buffer.from('STASHCC\u0001', 'latin1');
-/** magic, crc32 and length of the bundle, crc32 and length of the V8 data, labels' length. */
-const HEADER_BYTES = MAGIC.length + 4 * 4 + 2;
+const MAGIC = Buffer.from('STASHCC\u0002', 'latin1');
+/** The bundle's id as scripts/bundle-cli.js writes it into its first lines. */
+const ID_MARK = '// bundle id: ';
+export const BUNDLE_ID_CHARS = 32;
+const ID_AT = MAGIC.length;
+const SIZE_AT = ID_AT + BUNDLE_ID_CHARS;
+const MTIME_AT = SIZE_AT + 4;
+const DATA_LENGTH_AT = MTIME_AT + 8;
+const LABELS_LENGTH_AT = DATA_LENGTH_AT + 4;
+/** magic, bundle id, bundle size (u32) and mtime (f64, ms), V8 data length (u32), labels' length (u16). */
+const HEADER_BYTES = LABELS_LENGTH_AT + 2;
 /** The largest cache file read (the bundle's is about 300 KB). */
 const MAX_FILE_BYTES = 64 << 20;
 const MAX_LABELS = 64;
@@ -43,9 +55,17 @@ export type CodeCacheStatus =
   | 'unsafe' // the folder or the file is not ours, or others can write it: not used at all
   | 'off'; // no cache folder given
 
+/** The bundle file's identity on disk: a cache names the one it was made from. */
+export interface BundleFile {
+  size: number;
+  mtimeMs: number;
+}
+
 export interface BundleOptions {
   /** The folder for the cache file; null: compile without a cache. */
   dir: string | null;
+  /** statSync() of the bundle (the launcher has it already); without it no cache is used. */
+  file?: BundleFile;
   /** Receives one line per decision (STASH_CODE_CACHE=trace). */
   trace?: (line: string) => void;
 }
@@ -62,16 +82,18 @@ export function codeCacheFile(dir: string): string {
   return join(dir, `cli-node${process.versions.node}-${process.arch}.bin`);
 }
 
-type Crc32 = (data: Uint8Array) => number;
-let crc32Fn: Crc32 | null | undefined;
+/** The id scripts/bundle-cli.js wrote near the top of the bundle; null when there is none. */
+export function bundleId(source: Buffer): string | null {
+  const head = source.toString('latin1', 0, 512);
+  const at = head.indexOf(ID_MARK);
+  if (at < 0) return null;
+  const id = head.slice(at + ID_MARK.length, at + ID_MARK.length + BUNDLE_ID_CHARS);
+  return /^[0-9a-f]+$/.test(id) && id.length === BUNDLE_ID_CHARS ? id : null;
+}
 
-/** zlib.crc32 (Node 20.15+, 22.2+), loaded on first use; null where Node lacks it. */
-function crc32(): Crc32 | null {
-  if (crc32Fn === undefined) {
-    const zlib = process.getBuiltinModule('node:zlib') as { crc32?: Crc32 };
-    crc32Fn = typeof zlib.crc32 === 'function' ? zlib.crc32 : null;
-  }
-  return crc32Fn;
+/** What a cache file must name to be used for this bundle. */
+interface Identity extends BundleFile {
+  id: string;
 }
 
 /** Node's CommonJS wrapper (Module.wrap, untyped in @types/node): the same function require() compiles. */
@@ -100,8 +122,8 @@ interface CacheFile {
   labels: string[];
 }
 
-/** Reads and checks the cache file against the bundle's bytes. */
-function readCache(path: string, source: Buffer): CacheFile | 'missing' | 'invalid' | 'unsafe' {
+/** Reads and checks the cache file against the bundle's identity. */
+function readCache(path: string, want: Identity): CacheFile | 'missing' | 'invalid' | 'unsafe' {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0));
@@ -127,40 +149,34 @@ function readCache(path: string, source: Buffer): CacheFile | 'missing' | 'inval
   } finally {
     closeSync(fd);
   }
-  const crc = crc32();
-  if (crc === null || !file.subarray(0, MAGIC.length).equals(MAGIC)) return 'invalid';
-  let at = MAGIC.length;
-  const sourceCrc = file.readUInt32LE(at);
-  const sourceLength = file.readUInt32LE(at + 4);
-  const dataCrc = file.readUInt32LE(at + 8);
-  const dataLength = file.readUInt32LE(at + 12);
-  const labelsLength = file.readUInt16LE(at + 16);
-  at = HEADER_BYTES;
-  if (at + labelsLength + dataLength !== file.length) return 'invalid';
-  if (sourceLength !== source.length || sourceCrc !== crc(source)) return 'invalid';
-  const data = file.subarray(at + labelsLength);
-  if (dataCrc !== crc(data)) return 'invalid';
-  const labels = file.toString('latin1', at, at + labelsLength).split(',').filter((l) => LABEL.test(l));
+  if (!file.subarray(0, MAGIC.length).equals(MAGIC)) return 'invalid';
+  const dataLength = file.readUInt32LE(DATA_LENGTH_AT);
+  const labelsLength = file.readUInt16LE(LABELS_LENGTH_AT);
+  if (HEADER_BYTES + labelsLength + 2 * dataLength !== file.length) return 'invalid';
+  if (file.toString('latin1', ID_AT, ID_AT + BUNDLE_ID_CHARS) !== want.id) return 'invalid';
+  if (file.readUInt32LE(SIZE_AT) !== want.size || file.readDoubleLE(MTIME_AT) !== want.mtimeMs) return 'invalid';
+  const at = HEADER_BYTES + labelsLength;
+  const data = file.subarray(at, at + dataLength);
+  if (!data.equals(file.subarray(at + dataLength))) return 'invalid';
+  const labels = file.toString('latin1', HEADER_BYTES, at).split(',').filter((l) => LABEL.test(l));
   return { data, labels };
 }
 
 /** Writes the cache file whole (temporary name, then rename); throws on failure. */
-function writeCache(dir: string, path: string, source: Buffer, data: Buffer, labels: string[]): void {
-  const crc = crc32();
-  if (crc === null) throw new Error('zlib.crc32 is missing');
+function writeCache(dir: string, path: string, identity: Identity, data: Buffer, labels: string[]): void {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   if (!safeFolder(dir)) throw new Error(`${dir} is not a private folder of this user`);
   const names = Buffer.from(labels.join(','), 'latin1');
   const header = Buffer.alloc(HEADER_BYTES);
   MAGIC.copy(header);
-  header.writeUInt32LE(crc(source), MAGIC.length);
-  header.writeUInt32LE(source.length, MAGIC.length + 4);
-  header.writeUInt32LE(crc(data), MAGIC.length + 8);
-  header.writeUInt32LE(data.length, MAGIC.length + 12);
-  header.writeUInt16LE(names.length, MAGIC.length + 16);
+  header.write(identity.id, ID_AT, 'latin1');
+  header.writeUInt32LE(identity.size, SIZE_AT);
+  header.writeDoubleLE(identity.mtimeMs, MTIME_AT);
+  header.writeUInt32LE(data.length, DATA_LENGTH_AT);
+  header.writeUInt16LE(names.length, LABELS_LENGTH_AT);
   const tmp = join(dir, `.${process.pid}-${Math.random().toString(16).slice(2, 10)}.tmp`);
   try {
-    writeFileSync(tmp, Buffer.concat([header, names, data]), { mode: 0o600, flag: 'wx' });
+    writeFileSync(tmp, Buffer.concat([header, names, data, data]), { mode: 0o600, flag: 'wx' });
     renameSync(tmp, path);
   } catch (err) {
     try {
@@ -182,11 +198,13 @@ function writeCache(dir: string, path: string, source: Buffer, data: Buffer, lab
 export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
   const trace = opts.trace ?? ((): void => {});
   const source = readFileSync(file);
-  const path = opts.dir === null ? null : codeCacheFile(opts.dir);
+  const id = bundleId(source);
+  const identity: Identity | null = id !== null && opts.file ? { id, size: opts.file.size, mtimeMs: opts.file.mtimeMs } : null;
+  const path = opts.dir === null || identity === null ? null : codeCacheFile(opts.dir);
   let status: CodeCacheStatus = 'off';
   let cached: CacheFile | null = null;
-  if (path !== null && opts.dir !== null) {
-    const found = readCache(path, source);
+  if (path !== null && opts.dir !== null && identity !== null) {
+    const found = readCache(path, identity);
     if (typeof found !== 'string') cached = found;
     status = typeof found === 'string' ? found : 'accepted';
     if (status !== 'missing' && !safeFolder(opts.dir)) {
@@ -213,7 +231,7 @@ export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
     exports: mod.exports as Record<string, unknown>,
     status,
     saveOnExit(label: string): void {
-      if (saving || path === null || opts.dir === null || status === 'off' || status === 'unsafe') return;
+      if (saving || path === null || opts.dir === null || identity === null || status === 'off' || status === 'unsafe') return;
       const name = LABEL.test(label) ? label : 'other';
       const before = status === 'accepted' && cached ? cached.labels : [];
       if (before.includes(name)) return;
@@ -221,7 +239,7 @@ export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
       saving = true;
       process.once('exit', () => {
         try {
-          writeCache(opts.dir as string, path, source, script.createCachedData(), labels);
+          writeCache(opts.dir as string, path, identity, script.createCachedData(), labels);
           trace(`code cache written: ${path} (made by: ${labels.join(', ')})`);
         } catch (err) {
           trace(`code cache not written: ${(err as Error).message}`);

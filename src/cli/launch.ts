@@ -22,7 +22,7 @@ import Module, { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cacheDir } from './cache-dir.js';
-import { loadBundle, safeFolder } from './code-cache.js';
+import { loadBundle, safeFolder, type BundleFile } from './code-cache.js';
 
 type Main = (argv: string[]) => Promise<void>;
 type EnableCompileCache = (dir: string) => { status: number; message?: string; directory?: string };
@@ -35,13 +35,13 @@ function failedToStart(err: unknown): never {
 /** How much newer dist/cli/main.js may be than the bundle before the bundle counts as stale. */
 const STALE_MARGIN_MS = 2000;
 
-/** True when the bundle exists and dist/cli/main.js is not newer (a `tsc` alone leaves the bundle stale). */
-function bundleIsCurrent(bundle: string, esm: string): boolean {
+/** The bundle's size and time when it exists and dist/cli/main.js is not newer (a `tsc` alone leaves it stale), else null. */
+function currentBundle(bundle: string, esm: string): BundleFile | null {
   try {
-    const b = statSync(bundle).mtimeMs;
-    return !existsSync(esm) || statSync(esm).mtimeMs <= b + STALE_MARGIN_MS;
+    const { size, mtimeMs } = statSync(bundle);
+    return !existsSync(esm) || statSync(esm).mtimeMs <= mtimeMs + STALE_MARGIN_MS ? { size, mtimeMs } : null;
   } catch {
-    return false;
+    return null;
   }
 }
 
@@ -73,7 +73,8 @@ export function launch(argv: string[], cliDir: string): void {
   const esm = join(cliDir, 'main.js');
   const setting = process.env.STASH_CODE_CACHE;
   const trace = setting === 'trace' ? (line: string): void => void process.stderr.write(`stash: ${line}\n`) : undefined;
-  if (!bundleIsCurrent(bundle, esm)) {
+  const file = currentBundle(bundle, esm);
+  if (file === null) {
     trace?.(`${bundle} is missing or older than ${esm} (run npm run compile): running the ES modules`);
     import(pathToFileURL(esm).href).then((mod: { main: Main }) => mod.main(argv), failedToStart);
     return;
@@ -92,7 +93,7 @@ export function launch(argv: string[], cliDir: string): void {
       main = (createRequire(bundle)(bundle) as { main: Main }).main;
     } else {
       const dir = setting === 'off' ? null : join(cacheDir(), 'code-cache');
-      const loaded = loadBundle(bundle, { dir, ...(trace ? { trace } : {}) });
+      const loaded = loadBundle(bundle, { dir, file, ...(trace ? { trace } : {}) });
       const exp = loaded.exports as { main: Main; commands: Array<{ path: string[] }> };
       main = exp.main;
       if (!agentMode) loaded.saveOnExit(commandLabel(argv, new Set(exp.commands.map((c) => c.path[0]!))));

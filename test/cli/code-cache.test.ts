@@ -92,14 +92,20 @@ test('a damaged cache is ignored and rewritten (V8 would crash on it), so is a t
     await withEntry(t);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).code, 0);
     const good = readFileSync(cacheFile(t));
-    // 4 KiB of the V8 data overwritten, the header left as it was: fed to V8, this
-    // aborts the process (checked: SIGTRAP) or, for a single flipped bit, runs it.
+    // The layout (src/cli/code-cache.ts): 58-byte header (V8 data length at 52, labels' length
+    // at 56), the labels, then the V8 data twice. 4 KiB of the first copy, the one V8 is given,
+    // overwritten: fed to V8 this aborts the process (checked: SIGSEGV, SIGTRAP).
+    const dataLength = good.readUInt32LE(52);
+    const first = 58 + good.readUInt16LE(56);
     const damaged = Buffer.from(good);
-    damaged.fill(0xff, damaged.length >> 1, (damaged.length >> 1) + 4096);
+    damaged.fill(0xff, first + (dataLength >> 1), first + (dataLength >> 1) + 4096);
+    const otherTime = Buffer.from(good);
+    otherTime.writeDoubleLE(otherTime.readDoubleLE(44) + 1, 44);
     const cases: Array<[string, Buffer]> = [
       ['damaged', damaged],
       ['truncated', good.subarray(0, good.length - 100)],
-      ['another bundle', Buffer.concat([good.subarray(0, 8), Buffer.from([1, 2, 3, 4]), good.subarray(12)])],
+      ['another bundle', Buffer.concat([good.subarray(0, 8), Buffer.from('0123'), good.subarray(12)])],
+      ['another copy of the bundle file', otherTime],
       ['not a cache', Buffer.from('hello, world\n')],
       ['empty', Buffer.alloc(0)],
     ];
