@@ -80,7 +80,7 @@ try {
     const m = med(xs.map((x) => x.rps));
     const x = xs.find((y) => y.rps === m);
     return [name, fmt.int(m), `${fmt.int(Math.min(...xs.map((y) => y.rps)))}-${fmt.int(Math.max(...xs.map((y) => y.rps)))}`, fmt.ms(x.p50), fmt.ms(x.p99),
-      x.serverUs.map(fmt.us).join(' + '), fmt.us(x.wrkUs), ratio, target];
+      x.serverUs.length > 1 ? `${x.serverUs.map(fmt.us).join(' + ')} = ${fmt.us(x.serverUs.reduce((a, b) => a + b, 0))}` : fmt.us(x.serverUs[0]), fmt.us(x.wrkUs), ratio, target];
   };
   const ratio = med(ratios);
   report('Fetch throughput, two server processes over one store vs one (wrk)', ['server', 'fetches/s (median)', `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'server CPU us per fetch', 'wrk CPU us per fetch', `ratio (target >= ${TARGET})`, 'target'], [
@@ -90,7 +90,7 @@ try {
     `command: \`node bench/keyserver-fetch-scaling.js\`: the real \`stash_key_server run\` over ${fmt.int(store.codes.length)} preloaded verified shares (request limits off), every fetch of one live share, binary`,
     `load: \`wrk -t ${threads} -c ${connections} -d ${seconds}s\` in its own process, ${rounds} interleaved round(s) (BENCH_ROUNDS) after a 1 s warm-up of each; nothing pinned: the servers and wrk share the machine's ${availableParallelism()} CPUs`,
     `ratio round by round: ${ratios.map(fmt.ratio).join(', ')} (the ratio column is their median)`,
-    'CPU per fetch: user + system time of each server process (store process first) and of wrk, over the fetches of the round',
+    'CPU per fetch: user + system time of each server process (the store\'s process first) and of wrk, each divided by all the fetches of the round (so the server\'s figures add up to its CPU per fetch)',
     `conditions: ${conditions()}`,
   ]);
 } finally {

@@ -80,6 +80,7 @@ try {
   // makes the first batch of fetch counts start one (the server logs "store: compacted" when it is done).
   const compactNow = ['--compact-min-bytes', '4096'];
   const two = ['--processes', '2'];
+  const perProcess = [];
   for (const [name, flags, env, extra] of [
     ['node defaults', [], {}, []],
     ['installed service settings', MEMORY_NODE_FLAGS, MEMORY_ENV, []],
@@ -95,10 +96,12 @@ try {
     await sleep(quick ? 200 : 1000);
     const started = serverMem(child.pid);
     let peak = { rss: 0, uss: 0 };
+    const each = new Map();
     const sample = () => {
       try {
         const m = serverMem(child.pid);
         peak = { rss: Math.max(peak.rss, m.rss), uss: Math.max(peak.uss, m.uss) };
+        for (const pid of [child.pid, ...childPids(child.pid)]) each.set(pid, Math.max(each.get(pid) ?? 0, memOf(pid).rss));
       } catch { /* exited */ }
     };
     const timer = setInterval(sample, 50);
@@ -114,6 +117,7 @@ try {
     if (extra === compactNow && !compacted) throw new Error(`${name}: the server did not compact during the load`);
     rows.push([name, fmt.mb(baseline.rss), fmt.mb(started.rss), fmt.mb(peak.rss), fmt.mb(peak.uss), fmt.int(summary.requests / summary.seconds),
       peak.rss < 100 * 1048576 ? 'met' : 'not met']);
+    if (each.size > 1) perProcess.push(`${name}: peak RSS of each process ${[...each.values()].map(fmt.mb).join(' MB (store process), ')} MB (fetch process)`);
   }
   report(`Key server process RSS, ${fmt.int(SHARES)} live shares, ${fmt.int(REQUESTS)} fetches`,
     ['settings', 'empty store, idle MB', `${fmt.int(SHARES)} shares, 1 s after start MB`, 'peak RSS under fetch load MB', 'peak private MB', 'fetches/s (every fetch answered)', 'target < 100 MB (RSS)'],
@@ -122,6 +126,7 @@ try {
       'command: `node bench/keyserver-rss-process.js` (the real `stash_key_server run` in its own process, its store written beforehand and recovered at start; RSS and private memory (Private_Clean + Private_Dirty) from /proc/PID/smaps_rollup every 50 ms, summed over the store\'s process and its fetch processes; MB = 2^20 bytes)',
       `installed service settings: node ${MEMORY_NODE_FLAGS.join(' ')}, ${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')} (the unit written by \`stash_key_server install\`; docs/operations.md, "Memory")`,
       'unpinned: the load generator shares the two CPUs with the server',
+      ...perProcess,
       `conditions: ${conditions()}`,
     ]);
 } finally {

@@ -4,7 +4,8 @@
  * a connection is read from the kernel (/proc/net/tcp and /proc/PID/fd), not
  * taken on trust. Behaviour only: a share confirmed through one process is
  * fetched through the other at once, fetch counts through both add up in the
- * store, and kill -9 of either process loses no acknowledged write.
+ * store, the fetch process answers fetches of live shares without the store's
+ * process, and kill -9 of either process loses no acknowledged write.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -113,6 +114,19 @@ test('a share confirmed through one process is fetched through the other at once
       const fetched = await on(agents[fetchVia]!, `${server.url}/v1/share`, 'POST', fetchBody(code));
       assert.is(fetched.status, 200, `confirmed through ${holders[confirmVia] === p ? 'the store' : 'the fetch'} process, fetched through the other: ${fetched.text}`);
       assert.is(countOf(fetched), 1);
+    }
+    // The fetch process answers fetches of live shares from its own copy: with the store's process stopped, it still does.
+    const viaFetch = agents[holders.indexOf(f!)]!;
+    const fresh = codes[1]!;
+    // The copy follows the store within an event-loop turn; the store writes the count of the first fetch within 1 s.
+    await new Promise((r) => setTimeout(r, 1500));
+    process.kill(p, 'SIGSTOP');
+    try {
+      const r = await on(viaFetch, `${server.url}/v1/share`, 'POST', fetchBody(fresh));
+      assert.is(r.status, 200, r.text);
+      assert.is(countOf(r), 2);
+    } finally {
+      process.kill(p, 'SIGCONT');
     }
     // 10 fetches through one process, 7 through the other, interleaved, of the first share (1 fetch already).
     for (let i = 0; i < 10; i++) {

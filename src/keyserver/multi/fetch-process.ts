@@ -1,11 +1,11 @@
 /**
  * A fetch process (`stash_key_server run --processes N` starts N - 1 of
  * them; store-side.ts): the same HTTP server and app as the store's process,
- * over a RemoteBackend instead of the store. It never listens: the store's
- * process hands it connections. It holds nothing that must survive it: every
- * write is the store's process's, answered only once durable there; what it
- * holds is fetch counts of at most COUNT_FLUSH_MS (sent when it stops) and a
- * cache it can lose.
+ * over a RemoteBackend instead of the store, with a copy of the live shares
+ * (replica.ts). It never listens: the store's process hands it connections.
+ * It holds nothing that must survive it: every write is the store's
+ * process's, answered only once durable there; what it holds is fetch counts
+ * of at most COUNT_FLUSH_MS (sent when it stops) and copies it can lose.
  *
  * It ends when the store's process does (the IPC channel closes: nothing
  * could be written any more), and on the store's process's 'stop' note or
@@ -27,6 +27,7 @@ import { createHttpServer } from '../server.js';
 import { readTls } from '../tls-files.js';
 import { Channel } from './channel.js';
 import { RemoteBackend } from './remote-backend.js';
+import { Replica } from './replica.js';
 import { LIMIT_SYNC_MS, type FetchProcessInit } from './store-side.js';
 
 function prefixed(logger: Logger, prefix: string): Logger {
@@ -70,9 +71,24 @@ export async function runFetchProcess(): Promise<void> {
   async function start(init: FetchProcessInit): Promise<void> {
     logger = prefixed(streamLogger(), `fetch process ${init.index}: `);
     const config = init.config;
+    // The copy of the shares follows this note on the channel: take it from the first chunk on.
+    const replica = new Replica(config.serverId);
+    let copied = false;
+    let serving = false;
+    const readyWhenBoth = () => {
+      if (!copied || !serving) return;
+      logger.info(`${replica.size} live share(s) copied from the store process`);
+      process.send!({ k: 'note', m: 'ready', p: process.pid });
+    };
+    channel.handle('replica', (frames: Uint8Array) => replica.apply(frames));
+    channel.handle('replica-done', () => {
+      copied = true;
+      readyWhenBoth();
+    });
     const tls = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
     const clock = systemClock;
-    backend = new RemoteBackend(channel, config, clock);
+    backend = new RemoteBackend(channel, replica, config, clock);
+    setInterval(() => replica.purge(clock.now()), 60_000).unref();
     const limiters = createLimiters(config, clock);
     limiters.requests.trackConsumption();
     const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs });
@@ -90,14 +106,15 @@ export async function runFetchProcess(): Promise<void> {
     channel.handle('limits', (taken: Array<[string, number]>) => {
       for (const [key, n] of taken) limiters.requests.debit(key, n);
     });
-    channel.handle('changed', (codes: string[]) => backend!.forget(codes));
     channel.handle('reload', async (next: ServerConfig) => {
       // The store's process logs what changed; this one applies the same and logs only failures.
       const quiet: Logger = { info: () => {}, warn: () => {}, error: logger.error };
       await applyReload({ config, limiters, server: s, logger: quiet }, next).catch((err: unknown) => logger.error(`reload: ${errorMessage(err)}`));
     });
     for (const socket of pendingSockets.splice(0)) take(socket);
-    process.send!({ k: 'note', m: 'ready', p: process.pid });
+    // Connections come once the copy of the shares is complete.
+    serving = true;
+    readyWhenBoth();
   }
 
   function take(socket: Socket): void {

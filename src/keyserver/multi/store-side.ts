@@ -8,14 +8,13 @@
  *   in turn, to this process or to a fetch process that is up, before a byte
  *   of it is read (node's handle passing, as node:cluster does); a keep-alive
  *   connection stays where it landed.
- * - Calls: a fetch a process could not answer itself (counted here), fetch
- *   counts answered there, publish, the verification page and confirm,
+ * - Calls: a fetch of a share that is not live in a process's copy (counted
+ *   here), fetch counts answered there, publish, the verification page and confirm,
  *   status, replication. Answers are durable before they are sent, as for a
  *   request served here.
- * - Notes: shares that changed (every durable change of a share or a
- *   tombstone, whatever its origin), to be forgotten there; request tokens
- *   each process took, so that every client address has one allowance; a
- *   configuration reloaded.
+ * - Notes: the fetch process's copy of the live shares, a snapshot and then
+ *   every durable change (replica-feed.ts); request tokens each process took,
+ *   so that every client address has one allowance; a configuration reloaded.
  * - A fetch process that dies is started again (after 1 s, up to 30 s when
  *   it keeps dying); meanwhile this process serves every connection.
  */
@@ -31,6 +30,7 @@ import type { ServerConfig } from '../cli/options.js';
 import type { ShareStore } from '../store/share-store.js';
 import type { Timeouts } from '../server.js';
 import { Channel, type Handlers } from './channel.js';
+import { ReplicaFeed } from './replica-feed.js';
 
 /** What a fetch process is started with (its first message). */
 export interface FetchProcessInit {
@@ -69,21 +69,13 @@ export class FetchProcesses {
   private readonly restartDelay: number[];
   private turn = 0;
   private stopping = false;
-  private changed = new Set<string>();
-  private changedScheduled = false;
+  private readonly feed: ReplicaFeed;
   private readonly limitTimer: NodeJS.Timeout;
 
   constructor(private readonly d: StoreSideDeps) {
     this.children = Array.from({ length: d.count }, () => undefined);
     this.restartDelay = Array.from({ length: d.count }, () => 1000);
-    d.store.onChange((c) => {
-      if (c.kind === 'fetch') return;
-      this.changed.add(c.code);
-      if (!this.changedScheduled) {
-        this.changedScheduled = true;
-        setImmediate(() => this.sendChanged());
-      }
-    });
+    this.feed = new ReplicaFeed(d.store, () => Date.now());
     d.limiter.trackConsumption();
     this.limitTimer = setInterval(() => this.syncLimits(undefined, d.limiter.takeConsumed()), LIMIT_SYNC_MS);
     this.limitTimer.unref();
@@ -175,9 +167,11 @@ export class FetchProcesses {
         done();
       });
     });
+    let detach = () => {};
     proc.once('exit', (code, signal) => {
       child.ready = false;
       child.channel.close();
+      detach();
       if (this.stopping) return;
       // A process that lived a while gets a quick restart; one that keeps dying, a slower one each time.
       const delay = Date.now() - child.startedAt > 60_000 ? 1000 : this.restartDelay[index]!;
@@ -189,6 +183,11 @@ export class FetchProcesses {
     });
     const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts };
     proc.send({ k: 'note', m: 'init', p: init });
+    // Its copy of the live shares; it says 'ready' once the snapshot is in.
+    void this.feed.attach(channel).then((d) => {
+      detach = d;
+      if (proc.exitCode !== null || proc.signalCode !== null) d();
+    }, (err: unknown) => logger.error(`fetch process ${index + 1}: the copy of the shares could not be sent: ${String(err)}`));
     return ready;
   }
 
@@ -215,10 +214,4 @@ export class FetchProcesses {
     for (const c of this.children) if (c && c.index !== from && c.ready) c.channel.note('limits', taken);
   }
 
-  private sendChanged(): void {
-    this.changedScheduled = false;
-    const codes = [...this.changed];
-    this.changed = new Set();
-    for (const c of this.children) if (c?.ready) c.channel.note('changed', codes);
-  }
 }

@@ -26,7 +26,7 @@ import { encodeLogRecord, writeLogRecord } from './log-format.js';
 import type { ShareState, Stamp, StoreRecord } from './records.js';
 import { openAndRecover, type SkippedRange } from './recovery.js';
 import { ShareIndex, laterOfOrigin, snapshotEvents } from './share-index.js';
-import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT } from './share-table.js';
+import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT, type TableSnapshot } from './share-table.js';
 import { COMPACT_NAME, LOG_NAME, REPAIR_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
 
 export interface StoreOptions {
@@ -260,6 +260,15 @@ export class ShareStore {
   /** Every live share (pending ones included) and every kept tombstone, as events. */
   allEvents(): StoreRecord[] {
     return snapshotEvents(this.index, this.opts.clock.now());
+  }
+
+  /**
+   * Every share as of now, read lazily (copy on write: share-table.ts);
+   * close() it unless it is iterated to the end. A fetch process's copy of
+   * the shares starts from it (multi/replica-feed.ts).
+   */
+  sharesSnapshot(): TableSnapshot {
+    return this.index.shares.snapshot();
   }
 
   /** Codes of the live shares held here, sorted (tests and resync reports). */
