@@ -14,8 +14,16 @@
  *   (`run --developer | tee`, then Ctrl-C on tee): it switches to
  *   `keepRunningWhenOutputFails`, so its shutdown still removes its state.
  *
+ * The guard does not create the streams: process.stdout and process.stderr
+ * are made by Node on first use (a pipe's loads node:net and the stream
+ * machinery, a few milliseconds of a `stash get`), so the handlers are added
+ * when a stream is first asked for, and writeStdout() writes straight to
+ * descriptor 1 while nothing has asked for it.
+ *
  * Kept free of heavy imports: it loads before every command, `--help` too.
  */
+import { writeSync } from 'node:fs';
+
 export const EXIT_IO_ERROR = 74;
 
 type Which = 'stdout' | 'stderr';
@@ -38,6 +46,8 @@ let keepRunning: ((which: Which, reason: string) => void) | undefined;
 let stdoutFailed = false;
 let stderrFailed = false;
 let installed = false;
+/** True once the guard wraps process.stdout's getter and until that getter has made the stream. */
+let stdoutUnmade = false;
 
 /** "no space left on device (ENOSPC)", or the error's own message. */
 export function describeWriteError(err: NodeJS.ErrnoException): string {
@@ -79,8 +89,38 @@ export function guardOutputStreams(name: string): void {
   program = name;
   if (installed) return;
   installed = true;
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => outputStreamFailed('stdout', err));
-  process.stderr.on('error', (err: NodeJS.ErrnoException) => outputStreamFailed('stderr', err));
+  stdoutUnmade = guardWhenMade('stdout');
+  guardWhenMade('stderr');
+}
+
+/**
+ * Adds the 'error' handler to process[which] when Node makes the stream (the
+ * first read of the property), by wrapping the property's getter. Where the
+ * property is not a configurable getter (never seen), the stream is made and
+ * guarded now. Returns true when the stream is still unmade.
+ */
+function guardWhenMade(which: Which): boolean {
+  const onError = (err: NodeJS.ErrnoException): void => outputStreamFailed(which, err);
+  const desc = Object.getOwnPropertyDescriptor(process, which);
+  const make = desc?.get;
+  if (desc === undefined || make === undefined || desc.configurable !== true) {
+    process[which].on('error', onError);
+    return false;
+  }
+  let stream: NodeJS.WriteStream | undefined;
+  Object.defineProperty(process, which, {
+    configurable: true,
+    enumerable: desc.enumerable ?? false,
+    get(): NodeJS.WriteStream {
+      if (stream === undefined) {
+        stream = make.call(process) as NodeJS.WriteStream;
+        stream.on('error', onError);
+        if (which === 'stdout') stdoutUnmade = false;
+      }
+      return stream;
+    },
+  });
+  return true;
 }
 
 /**
@@ -98,8 +138,25 @@ export function keepRunningWhenOutputFails(report: (reason: string) => void): vo
  * first (which ends a CLI command), then rejects.
  */
 export function writeStdout(data: string | Uint8Array): Promise<void> {
+  let rest = typeof data === 'string' ? Buffer.from(data) : data;
+  if (stdoutUnmade && process.platform !== 'win32') {
+    // No stream yet, so nothing is queued ahead of these bytes: write them to
+    // descriptor 1 as the stream would (it writes files, pipes and terminals
+    // synchronously on Linux). A descriptor left non-blocking by the parent
+    // (EAGAIN) hands the rest to the stream. Windows always uses the stream:
+    // a console needs its UTF-16 conversion.
+    try {
+      while (rest.length > 0) rest = rest.subarray(writeSync(1, rest));
+      return Promise.resolve();
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
+        outputStreamFailed('stdout', err as NodeJS.ErrnoException);
+        return Promise.reject(err);
+      }
+    }
+  }
   return new Promise((resolve, reject) => {
-    process.stdout.write(data, (err) => {
+    process.stdout.write(rest, (err) => {
       if (!err) return resolve();
       outputStreamFailed('stdout', err as NodeJS.ErrnoException);
       reject(err);

@@ -35,6 +35,15 @@ const char* ErrnoName(int err) {
 #ifdef ECONNREFUSED
     case ECONNREFUSED: return "ECONNREFUSED";
 #endif
+#ifdef EPIPE
+    case EPIPE: return "EPIPE";
+#endif
+#ifdef ECONNRESET
+    case ECONNRESET: return "ECONNRESET";
+#endif
+#ifdef ENAMETOOLONG
+    case ENAMETOOLONG: return "ENAMETOOLONG";
+#endif
 #ifdef ETIMEDOUT
     case ETIMEDOUT: return "ETIMEDOUT";
 #endif

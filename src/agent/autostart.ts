@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { packageRoot } from '../native/binding.js';
-import { AgentClient, AgentError } from './client.js';
+import { AgentClient, AgentError, type ConnectOptions } from './client.js';
 import { AgentPathError, agentEndpoint, checkAgentDir, ensureAgentDir, type Endpoint } from './paths.js';
 
 const NOT_RUNNING = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
@@ -64,8 +64,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * Connects to the agent, starting one if none answers and `autostart` is set.
  * Throws AgentError AGENT_UNAVAILABLE with the reason otherwise.
  */
-export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpoint; waitMs?: number } = {}): Promise<AgentClient> {
+export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpoint; waitMs?: number } & ConnectOptions = {}): Promise<AgentClient> {
   const endpoint = opts.endpoint ?? agentEndpoint();
+  const connectOpts: ConnectOptions = { transport: opts.transport, replyTimeoutMs: opts.replyTimeoutMs };
   if (endpoint.dir) {
     // Only a command that may start an agent creates the socket folder; the
     // others inspect it (an unsafe folder is refused either way).
@@ -76,8 +77,10 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
     }
   }
   try {
-    return await AgentClient.connect(endpoint);
+    return await AgentClient.connect(endpoint, 2000, connectOpts);
   } catch (err) {
+    // The transport's own refusal (no addon for `blocking`) says what to do: keep it.
+    if (err instanceof AgentError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (!NOT_RUNNING.has(code) || !opts.autostart) {
       throw new AgentError('AGENT_UNAVAILABLE', `no agent answers at ${endpoint.path} (${code || (err as Error).message})`);
@@ -92,7 +95,7 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
     await sleep(delay);
     delay = Math.min(delay * 2, 200);
     try {
-      return await AgentClient.connect(endpoint);
+      return await AgentClient.connect(endpoint, 2000, connectOpts);
     } catch (err) {
       last = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     }

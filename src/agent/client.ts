@@ -3,24 +3,19 @@
  * requests sealed after a HELLO handshake. Keys returned by get() are in
  * sodium secure memory; callers wipe them (protocol `wipe`) when done.
  */
-import { connect, type Socket } from 'node:net';
 import {
-  decodeReply, encodeFrame, encodeRequest, ephemeralKeys, FrameDecoder, MsgType, PROTOCOL_VERSION, ProtocolError,
-  protocolErrorName, SecureChannel, wipe, type Frame, type ListEntry, type Reply, type Request,
+  decodeReply, encodeFrame, encodeRequest, ephemeralKeys, MsgType, PROTOCOL_VERSION,
+  protocolErrorName, SecureChannel, wipe, type ListEntry, type Reply, type Request,
 } from '../protocol/index.js';
-import { StashError, errorMessage } from '../errors.js';
 import { keySlots } from '../native/key-slots.js';
 import { loadSodium } from '../native/sodium.js';
 import { agentEndpoint, type Endpoint } from './paths.js';
+import { AgentError, openTransport, type Transport, type TransportChoice, type TransportKind } from './transport.js';
+
+export { AgentError } from './transport.js';
+export type { TransportChoice, TransportKind } from './transport.js';
 
 const sodium = loadSodium();
-
-/** An ERROR reply from the agent, or a failure to talk to it. code: AGENT_<NAME>. */
-export class AgentError extends StashError {
-  constructor(code: string, message: string, readonly protocolCode: number | null = null) {
-    super(code, message);
-  }
-}
 
 export interface CachedKey {
   /** Secure memory: wipe() it when done. */
@@ -28,32 +23,25 @@ export interface CachedKey {
   ttl: number;
 }
 
-type Pending = { resolve: (f: Frame) => void; reject: (e: Error) => void };
+export interface ConnectOptions {
+  /** Default `net`; the CLI passes `auto` (src/agent/transport.ts). */
+  transport?: TransportChoice | undefined;
+  /** Blocking transport: how long one reply may take (default 10 s). */
+  replyTimeoutMs?: number | undefined;
+}
 
 export class AgentClient {
-  private readonly decoder = new FrameDecoder();
-  private readonly pending: Pending[] = [];
   private channel: SecureChannel | null = null;
   private handshaking: Promise<SecureChannel> | null = null;
-  private failure: Error | null = null;
   agentPid: number | null = null;
 
-  /** True when the agent closed the connection while no request was in flight (its idle timeout): the next request reconnects. */
-  private closedIdle = false;
   private reopening: Promise<void> | null = null;
-  private closing = false;
 
-  private constructor(private socket: Socket, readonly endpoint: Endpoint) {
-    this.attach(socket);
-  }
+  private constructor(private transport: Transport, readonly endpoint: Endpoint, private readonly opts: ConnectOptions & { timeoutMs: number }) {}
 
-  private attach(socket: Socket): void {
-    socket.on('data', (d: Buffer) => this.onData(d));
-    socket.on('error', (e) => this.failAll(new AgentError('AGENT_UNAVAILABLE', `agent connection failed: ${e.message}`)));
-    socket.on('close', () => {
-      if (this.failure === null && this.pending.length === 0 && !this.closing) this.closedIdle = true;
-      this.failAll(new AgentError('AGENT_UNAVAILABLE', 'the agent closed the connection'));
-    });
+  /** Which transport this connection uses (`auto` resolved). */
+  get transportUsed(): TransportKind {
+    return this.transport.kind;
   }
 
   /**
@@ -63,7 +51,7 @@ export class AgentClient {
    * Activities are not tied to a connection, so their tokens stay valid.
    */
   private reopenIfIdle(): Promise<void> {
-    if (this.reopening === null && this.closedIdle) {
+    if (this.reopening === null && this.transport.closedWhileIdle()) {
       this.reopening = this.reopen().finally(() => {
         this.reopening = null;
       });
@@ -72,73 +60,23 @@ export class AgentClient {
   }
 
   private async reopen(): Promise<void> {
-    this.closedIdle = false;
-    const socket = await AgentClient.openSocket(this.endpoint, 2000).catch((err: Error) => {
+    const transport = await openTransport(this.endpoint, { ...this.opts, transport: this.transport.kind }).catch((err: Error) => {
       throw new AgentError('AGENT_UNAVAILABLE', `cannot reconnect to the agent: ${err.message}`);
     });
+    this.transport.close();
     this.channel?.destroy();
     this.channel = null;
-    this.decoder.clear();
-    this.failure = null;
-    this.socket = socket;
-    this.attach(socket);
+    this.transport = transport;
   }
 
-  /** Connects to a running agent (no autostart). Rejects with the socket error. */
-  static async connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000): Promise<AgentClient> {
-    return new AgentClient(await AgentClient.openSocket(endpoint, timeoutMs), endpoint);
+  /** Connects to a running agent (no autostart). Rejects with the system error (its `code`) when none answers. */
+  static async connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000, opts: ConnectOptions = {}): Promise<AgentClient> {
+    const all = { ...opts, timeoutMs };
+    return new AgentClient(await openTransport(endpoint, all), endpoint, all);
   }
 
-  private static openSocket(endpoint: Endpoint, timeoutMs: number): Promise<Socket> {
-    if (process.platform === 'win32') {
-      // The pipe namespace is machine-wide: connect natively and only to a server running as us (windows-pipe.ts).
-      return import('./windows-pipe.js').then((m) => m.connectWindowsPipe(endpoint.path, timeoutMs));
-    }
-    return new Promise((resolve, reject) => {
-      const socket = connect(endpoint.path);
-      const timer = setTimeout(() => {
-        socket.destroy();
-        reject(Object.assign(new Error(`timed out connecting to ${endpoint.path}`), { code: 'ETIMEDOUT' }));
-      }, timeoutMs);
-      socket.once('connect', () => {
-        clearTimeout(timer);
-        socket.removeAllListeners('error');
-        resolve(socket);
-      });
-      socket.once('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
-    });
-  }
-
-  private onData(data: Buffer): void {
-    try {
-      this.decoder.push(data);
-      for (let f = this.decoder.next(); f; f = this.decoder.next()) {
-        const p = this.pending.shift();
-        if (p) p.resolve(f);
-      }
-    } catch (err) {
-      const e = err instanceof ProtocolError && err.code === 'AGENT_BAD_MAGIC'
-        ? new AgentError('AGENT_VERSION', `the agent at ${this.endpoint.path} speaks another protocol version (${err.message}); stop it and run the matching stash, or remove the socket`)
-        : new AgentError('AGENT_PROTOCOL', `unreadable reply from the agent: ${errorMessage(err)}`);
-      this.failAll(e);
-      this.socket.destroy();
-    }
-  }
-
-  private failAll(err: Error): void {
-    this.failure ??= err;
-    for (const p of this.pending.splice(0)) p.reject(err);
-  }
-
-  private roundTrip(wire: Buffer): Promise<Frame> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      this.pending.push({ resolve, reject });
-      this.socket.write(wire);
-    });
+  private roundTrip(wire: Buffer) {
+    return this.transport.request(wire);
   }
 
   private static check(reply: Reply): Reply {
@@ -294,12 +232,8 @@ export class AgentClient {
   }
 
   close(): void {
-    this.closing = true;
-    this.closedIdle = false;
     this.channel?.destroy();
     this.channel = null;
-    this.decoder.clear();
-    this.socket.end();
-    this.socket.unref();
+    this.transport.close();
   }
 }

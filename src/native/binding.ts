@@ -132,6 +132,19 @@ export interface NativeBinding {
    * us out), EPERM (served by another user), ETIMEDOUT (every instance busy), WIN32_<n>.
    */
   pipeConnect?(name: string, timeoutMs: number): Promise<NativePipeConnection>;
+  /**
+   * Linux and macOS: the blocking agent client of short-lived commands
+   * (native/common/sync_socket_posix.cc, src/agent/transport-blocking.ts).
+   * Failures throw errno-coded errors (ENOENT, ECONNREFUSED, EPIPE, ETIMEDOUT, ...).
+   */
+  unixConnect?(path: string): number;
+  socketSend?(fd: number, data: Buffer): void;
+  /** Bytes read into `into`; 0 when the peer closed. Throws ETIMEDOUT after timeoutMs without a byte. */
+  socketReceive?(fd: number, into: Buffer, timeoutMs: number): number;
+  /** True when the peer closed or reset the connection; never waits, consumes nothing. */
+  socketPeerClosed?(fd: number): boolean;
+  closeFd?(fd: number): void;
+  isTerminal?(fd: number): boolean;
 }
 
 /** The package root: this file sits in src/native or dist/native. */
@@ -151,13 +164,39 @@ function candidates(root: string): string[] {
 }
 
 /**
- * Loads the addon once (node-gyp-build: build/Release first, then
- * prebuilds/<platform>-<arch>/). Throws NativeError naming the files looked
- * for and how to build them.
+ * The two files node-gyp-build would find first on an ordinary install
+ * (build/Release/stash_native.node, then the untagged prebuild of this
+ * platform), loaded without it: node-gyp-build reads package.json, lists
+ * folders and parses tags on every run, a few milliseconds of a `stash get`.
+ * With PREBUILDS_ONLY or STASH_VAULT_PREBUILD set (node-gyp-build's own
+ * overrides), or when neither file exists or loads, node-gyp-build decides.
+ */
+function loadDirect(require: NodeRequire): NativeBinding | undefined {
+  if (process.env.PREBUILDS_ONLY || process.env.STASH_VAULT_PREBUILD) return undefined;
+  for (const file of [
+    join(packageRoot, 'build', 'Release', 'stash_native.node'),
+    join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`, 'node.napi.node'),
+  ]) {
+    if (!existsSync(file)) continue;
+    try {
+      return require(file) as NativeBinding;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Loads the addon once (build/Release first, then
+ * prebuilds/<platform>-<arch>/, as node-gyp-build does). Throws NativeError
+ * naming the files looked for and how to build them.
  */
 export function loadBinding(): NativeBinding {
   if (cached) return cached;
   const require = createRequire(import.meta.url);
+  cached = loadDirect(require);
+  if (cached) return cached;
   try {
     const nodeGypBuild = require('node-gyp-build') as (dir: string) => unknown;
     cached = nodeGypBuild(packageRoot) as NativeBinding;

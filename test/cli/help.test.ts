@@ -123,8 +123,8 @@ test('`stash get` with a cached key loads only what it uses: no config, keyring,
       const r = recordLoads(['get', 'work', 'TOKEN'], t.env, via);
       assert.is(r.code, 0, r.stderr);
       assert.is(r.stdout, 'tok-lean', 'the value came from the cached key (no password source was given)');
-      // The recorder works: the container and agent-client code were seen (the bundle: its socket), and sodium's addon opened.
-      if (via === 'bin') assert.ok(r.lines.includes('require node:net'), `recorder saw the agent client connect: ${r.lines.join('\n')}`);
+      // The recorder works: the container and agent-client code were seen (the bundle: the addon the blocking client calls), and sodium's addon opened.
+      if (via === 'bin') assert.ok(r.lines.some((l) => l.startsWith('dlopen ') && /stash_native|node\.napi/.test(l)), `recorder saw the agent client's addon: ${r.lines.join('\n')}`);
       else {
         for (const m of ['/dist/cli/commands/entry.js', '/dist/vault/containers.js', '/dist/agent/client.js']) {
           assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes(m)), `recorder saw ${m}`);
@@ -132,12 +132,45 @@ test('`stash get` with a cached key loads only what it uses: no config, keyring,
       }
       // Nothing is spawned when the agent answers, and nothing hashes: child_process and crypto stay unloaded.
       assert.not.ok(r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)), `${via}: get imported node:child_process or node:crypto`);
+      // sodium's, and the project's for the blocking agent client (src/agent/transport-blocking.ts).
       const dlopens = r.lines.filter((l) => l.startsWith('dlopen '));
-      assert.equal(dlopens.length, 1, `${via}: only sodium's addon is opened: ${dlopens.join(', ')}`);
-      assert.match(dlopens[0]!, /sodium-native/);
+      assert.equal(dlopens.length, 2, `${via}: only sodium's addon and ours are opened: ${dlopens.join(', ')}`);
+      assert.ok(dlopens.some((l) => /sodium-native/.test(l)), `${via}: sodium's addon: ${dlopens.join(', ')}`);
       for (const re of NOT_ON_GET_PATH) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
     }
   } finally {
+    await t.dispose();
+  }
+});
+
+test('`stash get` with a cached key loads neither node:net, node:tty nor the stream machinery (STASH_AGENT_TRANSPORT=net does)', async () => {
+  const t = cliEnv();
+  const dir = mkdtempSync(join(tmpdir(), 'stash-builtins-'));
+  const record = join(dir, 'builtins.txt');
+  const builtins = (env: NodeJS.ProcessEnv): string[] => {
+    const r = spawnSync(process.execPath, ['--require', join(process.cwd(), 'test', 'fixtures', 'builtins-at-exit.cjs'), stashBin, 'get', 'work', 'TOKEN'], {
+      encoding: 'utf8', env: { ...t.env, ...env, BUILTINS_RECORD: record }, timeout: 20_000,
+    });
+    assert.is(r.status, 0, r.stderr);
+    assert.is(r.stdout, 'tok-lean', 'the value, to a pipe, from the cached key');
+    return readFileSync(record, 'utf8').split('\n').filter(Boolean);
+  };
+  try {
+    await t.initVault(['work']);
+    const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-lean' });
+    assert.is(set.code, 0, set.stderr);
+    const heavy = ['net', 'tty', 'stream', 'internal/stream_base_commons'];
+    const lean = builtins({});
+    assert.ok(lean.includes('fs'), `the record lists built-ins: ${lean.join(' ')}`);
+    assert.equal(lean.filter((m) => heavy.includes(m)), [], 'the blocking transport and the stdout written through descriptor 1');
+    const viaNet = builtins({ STASH_AGENT_TRANSPORT: 'net' });
+    assert.ok(viaNet.includes('net'), `the same check sees node:net when the client uses it: ${viaNet.join(' ')}`);
+    const bad = stash(['get', 'work', 'TOKEN'], { ...t.env, STASH_AGENT_TRANSPORT: 'fast' });
+    assert.is(bad.code, 78, bad.stderr);
+    assert.is(bad.stderr, 'stash: STASH_AGENT_TRANSPORT must be auto, blocking or net; got "fast"\n');
+    assert.is(bad.stdout, '');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
     await t.dispose();
   }
 });

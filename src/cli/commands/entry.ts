@@ -8,6 +8,7 @@ import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
+import { loadBinding } from '../../native/binding.js';
 import { note } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -28,11 +29,25 @@ async function get(session: Session, container: string, name: string): Promise<n
   const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
   try {
     await writeStdout(value);
-    if (process.stdout.isTTY) process.stdout.write('\n');
+    if (stdoutIsTerminal()) await writeStdout('\n');
   } finally {
     wipe(value);
   }
   return 0;
+}
+
+/**
+ * isatty(1) through the addon (loaded already when the agent answered):
+ * process.stdout.isTTY would make the stream, and load node:tty and node:net.
+ */
+function stdoutIsTerminal(): boolean {
+  try {
+    const isTerminal = loadBinding().isTerminal;
+    if (isTerminal) return isTerminal(1);
+  } catch {
+    /* no addon: ask the stream */
+  }
+  return process.stdout.isTTY === true;
 }
 
 /**
