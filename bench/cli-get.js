@@ -1,5 +1,6 @@
 // `stash get` with a cached key (the agent holds the vault and container
-// keys) and `stash vault sessions`, wall time beside `node -e 0`, in
+// keys) and `stash vault sessions`, wall time beside `node -e 0` (and beside
+// the same get through node:net, the transport before the blocking one), in
 // interleaved rounds (BENCH_ROUNDS, default 5): each round times every
 // command back to back, so a load spike of other processes hits one round
 // of all of them, not all rounds of one. hyperfine -N when installed, else
@@ -66,6 +67,10 @@ try {
     { argv: [process.execPath, '-e', '0'], name: 'node -e 0' },
     // `env` adds an exec of its own (about 1 ms): compare this row with the first only roughly.
     { argv: ['env', 'STASH_CODE_CACHE=off', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get, no code cache (env STASH_CODE_CACHE=off)' },
+    // The agent reached through node:net, as before the blocking transport, beside the default
+    // behind the same exec of `env`: these two rows compare the transports.
+    { argv: ['env', 'STASH_AGENT_TRANSPORT=auto', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get, blocking transport (env STASH_AGENT_TRANSPORT=auto)' },
+    { argv: ['env', 'STASH_AGENT_TRANSPORT=net', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get through node:net (env STASH_AGENT_TRANSPORT=net)' },
     { argv: [...stash, 'vault', 'sessions'], name: 'stash vault sessions (no target)' },
   ].map((c) => ({ ...c, line: c.argv.map(quote).join(' ') }));
   const useHyperfine = hasCommand('hyperfine');
