@@ -116,6 +116,13 @@ test('receive: pending until the link is confirmed (75, nothing added); then a m
   const again = await receive(code, ['--fingerprint', aliceFp, '--name', 'alice-again']);
   assert.is(again.code, 73, 'the same key twice is refused');
   assert.match(again.stderr, /this key is already saved as contact "alice"/);
+  // A wrong fingerprint is reported as such even when the key is saved already: it may be a wrong key.
+  const groups = aliceFp.split('-');
+  groups[0] = groups[0] === '0000' ? '1111' : '0000';
+  const wrong = await receive(code, ['--fingerprint', groups.join('-'), '--name', 'alice']);
+  assert.is(wrong.code, 65, wrong.stderr);
+  assert.match(wrong.stderr, /^stash: fingerprint mismatch: /m);
+  assert.not.match(wrong.stderr, /already/);
   await removeContact('alice');
 });
 

@@ -47,7 +47,10 @@ export async function run(inv: Invocation): Promise<number> {
       const keys = decodePublicKey(share.publicKey);
       const fingerprint = formatFingerprint(fingerprintOf(keys.x25519, keys.ed25519));
       const name = typeof inv.values.name === 'string' ? inv.values.name : defaultName(share.email);
-      refuseDuplicate(session.dir, vaultKey, name, fingerprint);
+      // Asked at the terminal: a duplicate is refused before the question. Given
+      // with --fingerprint: a mismatch is reported first (a wrong key matters more
+      // than a name already taken), then a duplicate.
+      if (given === null) refuseDuplicate(session.dir, vaultKey, name, fingerprint);
 
       const show = json ? note : out;
       if (routed.topologyError !== undefined) {
@@ -70,6 +73,7 @@ export async function run(inv: Invocation): Promise<number> {
             + 'no contact was added. Check the fingerprint with the publisher by phone or in person, or ask for a new share.',
         );
       }
+      if (given !== null) refuseDuplicate(session.dir, vaultKey, name, fingerprint);
       const contact = addContact(session.dir, vaultKey, { name, email: share.email, x25519: keys.x25519, ed25519: keys.ed25519 });
       if (json) {
         outJson({
@@ -102,7 +106,7 @@ function defaultName(email: string): string {
   return email.length <= 64 ? email : email.slice(0, email.lastIndexOf('@')).slice(0, 64);
 }
 
-/** Refuses early (before asking for the fingerprint) what addContact would refuse anyway. */
+/** Refuses, before anything is written (and before asking for the fingerprint), what addContact would refuse anyway. */
 function refuseDuplicate(dir: string, vaultKey: Buffer, name: string, fingerprint: string): void {
   const lower = name.normalize('NFC').trim().toLowerCase();
   for (const c of listContacts(dir, vaultKey)) {
