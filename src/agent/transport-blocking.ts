@@ -11,9 +11,10 @@ import { errorCode, errorMessage } from '../errors.js';
 import { AgentError, unreadableReply, type Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
 
-type SyncSocket = Required<Pick<NativeBinding, 'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd'>>;
+export type SyncSocket = Required<Pick<NativeBinding, 'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd'>>;
 
-function syncSocket(): SyncSocket | null {
+/** The addon's blocking socket calls; null when the addon does not load or lacks them (Windows, an older addon). */
+export function syncSocket(): SyncSocket | null {
   let b: NativeBinding;
   try {
     b = loadBinding();
@@ -22,11 +23,6 @@ function syncSocket(): SyncSocket | null {
   }
   if (!b.unixConnect || !b.socketSend || !b.socketReceive || !b.socketPeerClosed || !b.closeFd) return null;
   return b as SyncSocket;
-}
-
-/** True when the addon loads and has the blocking socket calls (not on Windows, nor with an older addon). */
-export function blockingAvailable(): boolean {
-  return syncSocket() !== null;
 }
 
 /** One receive reads at most this much; a reply is rarely more than a few hundred bytes. */
@@ -109,11 +105,7 @@ class BlockingTransport implements Transport {
   }
 }
 
-/** Connects at once (a Unix socket connects or fails without waiting). Rejects with the system error, its `code` kept. */
-export async function openBlockingTransport(endpoint: Endpoint, replyTimeoutMs: number): Promise<Transport> {
-  const io = syncSocket();
-  if (!io) {
-    throw new AgentError('AGENT_UNAVAILABLE', 'the blocking agent transport needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=net');
-  }
+/** Connects at once (a Unix socket connects or fails without waiting). Throws the system error, its `code` kept. */
+export function openBlockingTransport(io: SyncSocket, endpoint: Endpoint, replyTimeoutMs: number): Transport {
   return new BlockingTransport(io, io.unixConnect(endpoint.path), endpoint, replyTimeoutMs);
 }

@@ -70,10 +70,12 @@ export function unreadableReply(endpoint: Endpoint, err: unknown): AgentError {
 export async function openTransport(endpoint: Endpoint, opts: TransportOptions = {}): Promise<Transport> {
   const choice = opts.transport ?? 'net';
   if (choice !== 'net' && process.platform !== 'win32') {
-    const { blockingAvailable, openBlockingTransport } = await import('./transport-blocking.js');
-    if (choice === 'blocking' || blockingAvailable()) {
-      return openBlockingTransport(endpoint, opts.replyTimeoutMs ?? DEFAULT_REPLY_TIMEOUT_MS);
-    }
+    const { openBlockingTransport, syncSocket } = await import('./transport-blocking.js');
+    const io = syncSocket();
+    if (io) return openBlockingTransport(io, endpoint, opts.replyTimeoutMs ?? DEFAULT_REPLY_TIMEOUT_MS);
+  }
+  if (choice === 'blocking') {
+    throw new AgentError('AGENT_UNAVAILABLE', 'the blocking agent transport needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=net');
   }
   const { openNetTransport } = await import('./transport-net.js');
   return openNetTransport(endpoint, opts.timeoutMs ?? 2000);

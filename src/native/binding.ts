@@ -152,9 +152,12 @@ export const packageRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..'
 
 let cached: NativeBinding | undefined;
 
-function candidates(root: string): string[] {
-  const out = [join(root, 'build', 'Release', 'stash_native.node')];
-  const prebuildDir = join(root, 'prebuilds', `${process.platform}-${process.arch}`);
+/** Where node-gyp-build looks first: the addon built here, then this platform's prebuilds. */
+const builtAddon = join(packageRoot, 'build', 'Release', 'stash_native.node');
+const prebuildDir = join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`);
+
+function candidates(): string[] {
+  const out = [builtAddon];
   if (existsSync(prebuildDir)) {
     for (const name of readdirSync(prebuildDir)) if (name.endsWith('.node')) out.push(join(prebuildDir, name));
   } else {
@@ -173,10 +176,7 @@ function candidates(root: string): string[] {
  */
 function loadDirect(require: NodeRequire): NativeBinding | undefined {
   if (process.env.PREBUILDS_ONLY || process.env.STASH_VAULT_PREBUILD) return undefined;
-  for (const file of [
-    join(packageRoot, 'build', 'Release', 'stash_native.node'),
-    join(packageRoot, 'prebuilds', `${process.platform}-${process.arch}`, 'node.napi.node'),
-  ]) {
+  for (const file of [builtAddon, join(prebuildDir, 'node.napi.node')]) {
     if (!existsSync(file)) continue;
     try {
       return require(file) as NativeBinding;
@@ -205,7 +205,7 @@ export function loadBinding(): NativeBinding {
     throw new NativeError(
       'NATIVE_UNAVAILABLE',
       `the stash native addon could not be loaded (${errorMessage(err)}). ` +
-        `Looked for: ${candidates(packageRoot).join(', ')}. ` +
+        `Looked for: ${candidates().join(', ')}. ` +
         'Build it with `npm run build:native` (needs python3, make and a C++ compiler), ' +
         'or install a package that ships prebuilds/.',
       { cause: err },
