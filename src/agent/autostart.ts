@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { packageRoot } from '../native/binding.js';
 import { AgentClient, AgentError, type ConnectOptions } from './client.js';
-import { AgentPathError, agentEndpoint, checkAgentDir, ensureAgentDir, type Endpoint } from './paths.js';
+import { agentEndpoint, checkAgentDir, ensureAgentDir, unsafeAgentDirError, type Endpoint } from './paths.js';
 
 const NOT_RUNNING = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
 
@@ -70,10 +70,10 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
   if (endpoint.dir) {
     // Only a command that may start an agent creates the socket folder; the
     // others inspect it (an unsafe folder is refused either way).
-    if (opts.autostart) ensureAgentDir(endpoint.dir);
+    if (opts.autostart) ensureAgentDir({ dir: endpoint.dir, source: endpoint.source });
     else {
       const check = checkAgentDir(endpoint.dir);
-      if (!check.ok) throw new AgentPathError(`unsafe agent socket folder: ${check.problem}. Check its contents, then fix it with: chmod 700 ${endpoint.dir}`);
+      if (!check.ok) throw unsafeAgentDirError(endpoint, check);
     }
   }
   try {

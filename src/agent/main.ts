@@ -60,7 +60,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
 
   const endpoint = agentEndpoint();
   try {
-    if (endpoint.dir) ensureAgentDir(endpoint.dir);
+    if (endpoint.dir) ensureAgentDir({ dir: endpoint.dir, source: endpoint.source });
   } catch (err) {
     return fatal(errorMessage(err), 77);
   }

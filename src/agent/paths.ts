@@ -62,6 +62,8 @@ export interface DirCheck {
   mode: number | null;
   owner: number | null;
   problem: string | null;
+  /** True when the folder is ours and only its mode is wrong: chmod can repair it. */
+  repairable: boolean;
 }
 
 /** Inspects the socket folder without changing it. */
@@ -70,15 +72,40 @@ export function checkAgentDir(dir: string): DirCheck {
   try {
     st = lstatSync(dir);
   } catch {
-    return { ok: true, exists: false, mode: null, owner: null, problem: null };
+    return { ok: true, exists: false, mode: null, owner: null, problem: null, repairable: false };
   }
   const mode = st.mode & 0o777;
-  const base = { exists: true, mode, owner: st.uid };
-  if (!st.isDirectory()) return { ...base, ok: false, problem: `${dir} is not a directory` };
+  const base = { exists: true, mode, owner: st.uid, repairable: false };
   if (uid() >= 0 && st.uid !== uid()) return { ...base, ok: false, problem: `${dir} is owned by uid ${st.uid}, not by you (uid ${uid()})` };
-  if ((mode & 0o077) !== 0) return { ...base, ok: false, problem: `${dir} has mode ${mode.toString(8).padStart(4, '0')}; it must be 0700` };
+  if (!st.isDirectory()) return { ...base, ok: false, problem: `${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}` };
+  if ((mode & 0o077) !== 0) return { ...base, ok: false, repairable: true, problem: `${dir} has mode ${mode.toString(8).padStart(4, '0')}; it must be 0700` };
   return { ...base, ok: true, problem: null };
 }
+
+/**
+ * What the user can do about an unsafe socket folder. chmod repairs only a
+ * folder of their own; one that another user owns (someone may have created
+ * it first to catch the agent's socket, the classic squat on a shared /tmp)
+ * or that is not a folder cannot be repaired by its victim, so the advice is
+ * to put the agent somewhere else.
+ */
+export function agentDirFix(endpoint: Pick<Endpoint, 'dir' | 'source'>, check: DirCheck): string {
+  const dir = endpoint.dir ?? '';
+  if (check.repairable) return `check the contents of ${dir}, then: chmod 700 ${dir}`;
+  if (check.owner !== null && uid() >= 0 && check.owner === uid()) return `look at what ${dir} is, remove it, and try again`;
+  const elsewhere = endpoint.source === 'STASH_SESSION_AGENT_DIR'
+    ? 'set STASH_SESSION_AGENT_DIR to a folder only you can enter'
+    : `set XDG_RUNTIME_DIR (your login session's private folder, usually /run/user/${uid()}) or STASH_SESSION_AGENT_DIR to a folder only you can enter`;
+  return `you cannot repair a folder another user controls (it may have been put there to catch your agent's socket): ${elsewhere}, and tell the machine's administrator`;
+}
+
+/** The whole refusal, as ensureAgentDir and connectAgent throw it. */
+export function unsafeAgentDirError(endpoint: Pick<Endpoint, 'dir' | 'source'>, check: DirCheck): AgentPathError {
+  const fix = check.repairable ? `Check its contents, then fix it with: chmod 700 ${endpoint.dir ?? ''}` : capitalise(agentDirFix(endpoint, check));
+  return new AgentPathError(`unsafe agent socket folder: ${check.problem}. ${fix}`);
+}
+
+const capitalise = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 
 /**
  * Creates the socket folder 0700, or accepts an existing one that is ours and
@@ -86,10 +113,13 @@ export function checkAgentDir(dir: string): DirCheck {
  * directory is refused, not repaired: something may already have been planted
  * in it, and the user should look before trusting it again.
  */
-export function ensureAgentDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const check = checkAgentDir(dir);
-  if (!check.ok) {
-    throw new AgentPathError(`unsafe agent socket folder: ${check.problem}. Check its contents, then fix it with: chmod 700 ${dir}`);
+export function ensureAgentDir(endpoint: Pick<Endpoint, 'dir' | 'source'> & { dir: string }): void {
+  const { dir } = endpoint;
+  // Checked before mkdir too: mkdir -p through another user's symlink would touch their folder.
+  let check = checkAgentDir(dir);
+  if (check.ok && !check.exists) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    check = checkAgentDir(dir);
   }
+  if (!check.ok) throw unsafeAgentDirError(endpoint, check);
 }

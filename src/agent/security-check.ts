@@ -8,13 +8,15 @@ import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
-import { agentEndpoint, checkAgentDir } from './paths.js';
+import { agentDirFix, agentEndpoint, checkAgentDir } from './paths.js';
 import { LOCKED_BYTES_NEEDED } from './limits.js';
 
 export interface Check {
   name: string;
   ok: boolean;
   detail: string;
+  /** What the user can do, where the check knows better than a generic hint. */
+  fix?: string;
 }
 
 async function peerCredentialCheck(): Promise<Check> {
@@ -75,7 +77,10 @@ export async function securityChecks(): Promise<Check[]> {
   if (endpoint.dir) {
     const dir = checkAgentDir(endpoint.dir);
     const mode = dir.mode === null ? 'not created yet (will be 0700)' : `mode ${dir.mode.toString(8).padStart(4, '0')}`;
-    checks.push({ name: 'socket folder', ok: dir.ok, detail: `${endpoint.dir} (${endpoint.source}): ${dir.problem ?? mode}` });
+    checks.push({
+      name: 'socket folder', ok: dir.ok, detail: `${endpoint.dir} (${endpoint.source}): ${dir.problem ?? mode}`,
+      ...(dir.ok ? {} : { fix: agentDirFix(endpoint, dir) }),
+    });
   } else {
     checks.push({ name: 'named pipe', ok: true, detail: endpoint.path });
   }

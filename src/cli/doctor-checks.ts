@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { describeLogTarget } from '../agent/log.js';
+import { agentDirFix, agentEndpoint, checkAgentDir } from '../agent/paths.js';
 import { errorCode, errorMessage } from '../errors.js';
 import type { CheckStatus } from './output.js';
 import { formatDuration } from './output.js';
@@ -63,7 +64,7 @@ export function agentChecks(status: Doc | null, error: unknown, started: boolean
     return [{
       section: 'agent', name: 'agent running', status: 'fail',
       detail: `the agent cannot be reached or started: ${errorMessage(error)}`,
-      fix: unsafe && socketDir ? `check the contents of ${socketDir}, then: chmod 700 ${socketDir}` : `see the agent log: ${describeLogTarget()}`,
+      fix: unsafe && socketDir ? socketDirFix(socketDir) : `see the agent log: ${describeLogTarget()}`,
     }];
   }
   const acts = Array.isArray(status.activities) ? (status.activities as Array<{ pid: number; kind: string }>) : [];
@@ -85,8 +86,12 @@ export function agentChecks(status: Doc | null, error: unknown, started: boolean
   return checks;
 }
 
+/** The repair for an unsafe socket folder: chmod for one's own, a move elsewhere for a squatted one. */
+function socketDirFix(dir: string): string {
+  return agentDirFix({ dir, source: agentEndpoint().source }, checkAgentDir(dir));
+}
+
 const SECURITY_FIXES: Record<string, (socketDir: string) => string> = {
-  'socket folder': (dir) => `check its contents, then: chmod 700 ${dir}`,
   'peer credentials': () => 'the native addon is needed to check who connects: rebuild it (npm rebuild); see docs/platforms.md',
   dumpable: () => 'the kernel refused PR_SET_DUMPABLE; check the security modules and container runtime',
   'core dumps': () => 'disable core dumps: ulimit -c 0 (or a core limit of 0 in limits.conf)',
@@ -97,14 +102,13 @@ const SECURITY_FIXES: Record<string, (socketDir: string) => string> = {
 /** Socket folder, peer credentials, dumpable/core dumps, mlock limit (the agent's own checks). */
 export async function securityChecks(): Promise<DoctorCheck[]> {
   const { securityChecks: run } = await import('../agent/security-check.js');
-  const { agentEndpoint } = await import('../agent/paths.js');
   const socketDir = agentEndpoint().dir ?? '';
   return (await run()).map((c) => ({
     section: 'security' as const,
     name: c.name,
     status: c.ok ? ('ok' as const) : ('fail' as const),
     detail: c.detail,
-    ...(c.ok ? {} : { fix: (SECURITY_FIXES[c.name] ?? (() => 'see docs/platforms.md'))(socketDir) }),
+    ...(c.ok ? {} : { fix: c.fix ?? (SECURITY_FIXES[c.name] ?? (() => 'see docs/platforms.md'))(socketDir) }),
   }));
 }
 

@@ -6,7 +6,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, lchownSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logindBusFacility, startLogindBus } from '../fixtures/logind-bus.js';
 import { agentPids } from '../helpers/agent.js';
@@ -145,18 +145,61 @@ test('socket folder 0755: the agent is refused, doctor names the folder and the 
     const folder = check(report, 'socket folder');
     assert.is(folder.status, 'fail');
     assert.is(folder.detail, `${t.dir} (STASH_SESSION_AGENT_DIR): ${t.dir} has mode 0755; it must be 0700`);
-    assert.is(folder.fix, `check its contents, then: chmod 700 ${t.dir}`);
+    assert.is(folder.fix, `check the contents of ${t.dir}, then: chmod 700 ${t.dir}`);
     const agent = check(report, 'agent running');
     assert.is(agent.status, 'fail');
     assert.match(agent.detail, /unsafe agent socket folder/);
     assert.is(agent.fix, `check the contents of ${t.dir}, then: chmod 700 ${t.dir}`);
-    assert.match(text, /\[FAIL\] socket folder: .* has mode 0755; it must be 0700\n {7}fix: check its contents, then: chmod 700 /);
+    assert.match(text, /\[FAIL\] socket folder: .* has mode 0755; it must be 0700\n {7}fix: check the contents of .*, then: chmod 700 /);
     assert.equal(agentPids(t.dir), [], 'no agent was started in the unsafe folder');
     // Ordinary commands still work, without caching, after one warning.
     const get = await t.run(['container', 'create', 'other', '--password-file', t.pwFile]);
     assert.is(get.code, 0, get.stderr);
     assert.match(get.stderr, /^stash: warning: the session agent is unavailable \(unsafe agent socket folder: .* has mode 0755; it must be 0700\. Check its contents, then fix it with: chmod 700 .*\); continuing without caching keys\n$/);
     chmodSync(t.dir, 0o700);
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('fallback folder squatted by another user (/tmp/stash-UID as their symlink or folder): refused, and the advice is to move, not chmod', async () => {
+  if (typeof process.getuid !== 'function' || process.getuid() !== 0) {
+    console.log('SKIP: squatting needs a second uid: chown as root (not root here)');
+    return;
+  }
+  const t = cliEnv({ STASH_SESSION_AGENT_DIR: undefined, XDG_RUNTIME_DIR: undefined });
+  try {
+    // The fallback is <tmpdir>/stash-<uid>; TMPDIR moves tmpdir() into this test's own folder.
+    const tmp = join(t.home, 'tmp');
+    mkdirSync(tmp, { mode: 0o1777 });
+    chmodSync(tmp, 0o1777);
+    const env = { TMPDIR: tmp };
+    await t.initVault(['work']);
+    const fallback = join(tmp, `stash-${process.getuid!()}`);
+    const victimTarget = join(tmp, 'attacker-owned');
+    for (const squat of ['symlink', 'folder'] as const) {
+      if (squat === 'symlink') {
+        mkdirSync(victimTarget, { mode: 0o700 });
+        chownSync(victimTarget, 65534, 65534);
+        symlinkSync(victimTarget, fallback);
+        lchownSync(fallback, 65534, 65534);
+      } else {
+        mkdirSync(fallback, { mode: 0o700 });
+        chownSync(fallback, 65534, 65534);
+      }
+      const list = await t.run(['container', 'create', `other-${squat}`, '--password-file', t.pwFile], { env });
+      assert.is(list.code, 0, list.stderr);
+      assert.match(list.stderr, /unsafe agent socket folder: .* is owned by uid 65534, not by you/);
+      assert.match(list.stderr, /set XDG_RUNTIME_DIR .* or STASH_SESSION_AGENT_DIR to a folder only you can enter/);
+      assert.not.match(list.stderr, /chmod/, 'chmod cannot help the victim');
+      const { report, text } = await doctor(t, env);
+      const folder = check(report, 'socket folder');
+      assert.is(folder.status, 'fail');
+      assert.match(folder.fix ?? '', /^you cannot repair a folder another user controls .*set XDG_RUNTIME_DIR/);
+      assert.not.match(text, /chmod 700/);
+      assert.equal(readdirSync(squat === 'symlink' ? victimTarget : fallback), [], 'nothing was created in the squatted folder');
+      rmSync(fallback, { recursive: true, force: true });
+    }
   } finally {
     await t.dispose();
   }
