@@ -212,12 +212,15 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
     const text = await t.run(['vault', 'sessions']);
     assert.match(text.stdout, /^NAME +PATH +EXPIRES IN\n\(vault\) +\S+ +1[45]m \d\ds\nalpha /);
 
+    assert.match(text.stdout, /\nThe vault key opens every container of this vault/);
     const lockName = await t.run(['vault', 'sessions', 'lock', 'alpha']);
     assert.is(lockName.code, 0, lockName.stderr);
-    assert.equal(names(await sessions(t)), ['(vault)', 'beta'], 'lock NAME removed only alpha');
+    assert.match(lockName.stdout, /^Locked alpha: forgot its key and the vault key, which could open it again\.\nContainers still open keep working/);
+    assert.equal(names(await sessions(t)), ['beta'], 'lock NAME removed alpha and the vault key that re-derives it');
+    assert.match((await t.run(['vault', 'sessions'])).stdout, /\nThe vault key is not cached: only the containers listed open without a password\.\n$/);
     const lockPath = await t.run(['vault', 'sessions', 'lock', join(t.vault, 'containers', 'beta.stash')]);
     assert.is(lockPath.code, 0);
-    assert.equal(names(await sessions(t)), ['(vault)'], 'lock PATH removed beta');
+    assert.equal(names(await sessions(t)), [], 'lock PATH removed beta');
     const notOpen = await t.run(['vault', 'sessions', 'lock', 'gamma']);
     assert.is(notOpen.code, 0);
     assert.match(notOpen.stdout, /gamma is not unlocked/);
@@ -225,11 +228,15 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
     assert.is(unknown.code, 66);
     assert.match(unknown.stderr, /no container named "delta"/);
 
-    await t.run(['open', 'gamma']); // the cached vault key suffices
-    rows = await sessions(t);
-    assert.equal(names(rows), ['(vault)', 'gamma']);
+    // Nothing of gamma is cached, but the vault key (cached by opening alpha) would derive it.
+    assert.is((await t.run(['open', 'alpha', '--password-file', t.pwFile])).code, 0);
+    assert.equal(names(await sessions(t)), ['(vault)', 'alpha']);
+    const viaVault = await t.run(['vault', 'sessions', 'lock', 'gamma']);
+    assert.match(viaVault.stdout, /^Locked gamma: forgot the vault key, which could open it\.\n/);
+    assert.equal(names(await sessions(t)), ['alpha']);
+    await t.run(['open', 'gamma', '--password-file', t.pwFile]);
     const all = await t.run(['vault', 'sessions', 'lock-all']);
-    assert.match(all.stdout, /^Forgot 2 cached keys\./);
+    assert.match(all.stdout, /^Forgot 3 cached keys\./);
     assert.equal(await sessions(t), []);
     assert.is((await t.run(['get', 'gamma', 'X'])).code, 64, 'after lock-all a password is needed');
 
@@ -242,6 +249,34 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
     const none = await t.run(['vault', 'sessions']);
     assert.is(none.stdout, 'No agent is running; nothing is unlocked.\n');
     assert.equal(agentPids(t.dir), [], 'listing sessions does not start an agent');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('lock C: C needs the password again (the cached vault key no longer re-derives it); another open container reads and writes without one', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work', 'home']);
+    for (const [c, v] of [['work', 'w-secret'], ['home', 'h-secret']] as const) {
+      assert.is((await t.run(['set', c, 'KEY', '--password-file', t.pwFile], { input: `${v}\n` })).code, 0);
+    }
+    for (const c of ['work', 'home']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
+    assert.is((await t.run(['get', 'work', 'KEY'])).stdout, 'w-secret', 'open: no password needed');
+    const lock = await t.run(['vault', 'sessions', 'lock', 'work']);
+    assert.is(lock.code, 0, lock.stderr);
+    const denied = await t.run(['get', 'work', 'KEY']); // stdin is empty and there is no terminal: no password source
+    assert.is(denied.code, 64, denied.stderr);
+    assert.is(denied.stdout, '', 'nothing of the value on stdout');
+    assert.match(denied.stderr, /password/);
+    const write = await t.run(['set', 'work', 'OTHER'], { input: 'x\n' });
+    assert.is(write.code, 64, 'a write needs the password too');
+    const other = await t.run(['get', 'home', 'KEY']);
+    assert.is(other.code, 0, other.stderr);
+    assert.is(other.stdout, 'h-secret', 'the other open container still reads without a prompt');
+    assert.is((await t.run(['set', 'home', 'NEW'], { input: 'n\n' })).code, 0, 'and takes a write without one');
+    const again = await t.run(['get', 'work', 'KEY', '--password-file', t.pwFile]);
+    assert.is(again.stdout, 'w-secret', 'with the password it opens again');
   } finally {
     await t.dispose();
   }
