@@ -8,6 +8,7 @@ import { parseOptions } from './args.js';
 import { exitCodeFor, ExitCode } from './exit-codes.js';
 import { terminalSafe } from './output.js';
 import { toParseSpec } from './options.js';
+import { hardenCli } from './harden.js';
 import { preloadSodium } from './sodium-preload.js';
 import {
   argNames, commandHelp, commands, commandsUnder, findCommand, groupHelp, suggestCommand, topLevelHelp, usageOf, type Command, type Invocation,
@@ -61,6 +62,8 @@ async function dispatch(argv: string[]): Promise<number> {
   }
   // Past parsing and help: the command is about to run, and nearly every command needs sodium.
   preloadSodium();
+  // Before the command can decrypt anything: no core file, no same-user ptrace (harden.ts).
+  await hardenCli();
   const mod = await found.command.load();
   return mod.run(inv);
 }
