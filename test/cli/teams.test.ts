@@ -13,9 +13,12 @@ import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
-import { identitySecret, unlockVault, wipe } from '../../src/vault/index.js';
+import { randomBytes } from 'node:crypto';
+import { identitySecret, unlockVault, wipe, wipeEntries } from '../../src/vault/index.js';
+import { openSharedContentKey, readSharedEntries } from '../../src/vault/sharing/index.js';
 import { signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
+import { assembleFile } from '../../src/vault/sharing/revisions.js';
 import { tempDir, type TestServer } from '../keyserver/harness.js';
 import { cliEnv, type CliEnv, type RunResult } from './harness.js';
 import { confirmLink, startPlainServer } from './keyserver-harness.js';
@@ -241,6 +244,39 @@ test('help lists the sharing commands; export of a private container and unknown
   const unlinked = await ok(bob, ['container', 'rm', 'team']);
   assert.match(unlinked.stdout, /^Unlinked team; the file .*bob-repo\/team\.stash is kept\.\n$/);
   assert.ok(readFileSync(bobFile).length > 0);
+});
+
+test('a member\'s version numbered 2^53-1 is refused naming them (65), and the owner still removes them by fingerprint', async () => {
+  await ok(alice, ['container', 'create', 'ops']);
+  await ok(alice, ['set', 'ops', 'TOKEN'], 'tok-1');
+  await ok(alice, ['container', 'share', 'ops', 'bob']);
+  const file = join(root, 'alice-repo', 'ops.stash');
+  await ok(alice, ['container', 'export', 'ops', file]);
+  await ok(alice, ['container', 'link', file, '--name', 'ops']);
+  await ok(bob, ['container', 'link', file, '--name', 'ops']);
+  // Bob, with a client of his own, signs a version with every counter at the largest exact number.
+  const vaultKey = await unlockVault(bob.vault, Buffer.from(bob.password));
+  const secret = identitySecret(bob.vault, vaultKey);
+  const contentKey = openSharedContentKey(bob.vault, 'ops', secret);
+  const entries = readSharedEntries(bob.vault, 'ops', contentKey);
+  const current = readFileSync(file);
+  const f = decodeShared(current, file);
+  const max = Number.MAX_SAFE_INTEGER;
+  const write = { revision: max, writtenAt: Date.now(), writer: Buffer.from(secret.ed25519.subarray(32)), lastWrites: f.membership.stanzas.map(() => max), bodyNonce: randomBytes(24) };
+  writeFileSync(file, assembleFile(current.subarray(0, f.membershipBytes.length + SIGNATURE_BYTES), f.membership.stanzas.length, write, contentKey, entries, secret.ed25519));
+  wipeEntries(entries);
+  for (const k of [contentKey, secret.x25519, secret.ed25519, vaultKey]) wipe(k);
+
+  const bobFp = await fingerprintOf(bob);
+  await refused(alice, ['get', 'ops', 'TOKEN'], 65, new RegExp(`version ${max} of ops, written by ${bobFp}, leaves no room for later versions.*stash container unshare ops ${bobFp}`));
+  await refused(alice, ['set', 'ops', 'X'], 65, /leaves no room for later versions/, 'x');
+  await refused(alice, ['container', 'share', 'ops', 'bob'], 65, /leaves no room/);
+  const r = await ok(alice, ['container', 'unshare', 'ops', bobFp]);
+  assert.match(r.stdout, new RegExp(`^Removed ${bobFp} from ops and rotated its content key`));
+  assert.is((await ok(alice, ['get', 'ops', 'TOKEN'])).stdout, 'tok-1');
+  await ok(alice, ['set', 'ops', 'X'], 'x');
+  assert.is((await ok(alice, ['get', 'ops', 'X'])).stdout, 'x');
+  await refused(bob, ['get', 'ops', 'TOKEN'], 85, /you are not a recipient/);
 });
 
 test.run();

@@ -8,9 +8,14 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { acceptShared, containerMembers, mergeShared, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import { randomBytes } from 'node:crypto';
+import { wipe, wipeEntries } from '../../src/vault/index.js';
+import { acceptShared, containerMembers, mergeShared, openSharedContentKey, readSharedEntries, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import { decodeShared, SIGNATURE_BYTES } from '../../src/vault/sharing/format.js';
+import { assembleFile } from '../../src/vault/sharing/revisions.js';
+import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
 import { cleanup, expectCode, tempRoot } from './vault-fixture.js';
-import { befriend, person, read, threeMembers, write } from './sharing-people.js';
+import { befriend, person, read, threeMembers, write, type Person } from './sharing-people.js';
 
 test.after.each(cleanup);
 
@@ -93,6 +98,78 @@ test('merge does not carry a removed member\'s write on the old list into the ne
   acceptShared(bob.dir, bob.key, 'team'); // the newer list is a later epoch: accept takes it
   assert.not.ok(read(bob, 'team').has('DB_HOST'));
   assert.not.ok(read(alice, 'team').has('DB_HOST'), 'the owner never sees it');
+});
+
+/**
+ * A version of the file in place, as `writer` signs it with a client of their
+ * own: its entries kept, its revision and every last write as given.
+ */
+function forgeNumbers(file: string, writer: Person, revision: number, lastWrite: number): Buffer {
+  const current = readFileSync(file);
+  const f = decodeShared(current, file);
+  const key = openSharedContentKey(writer.dir, 'team', writer.secret);
+  const entries = readSharedEntries(writer.dir, 'team', key);
+  try {
+    const write = { revision, writtenAt: Date.now(), writer: writer.pub.ed25519, lastWrites: f.membership.stanzas.map((s) => (s.ed25519.equals(writer.pub.ed25519) ? revision : lastWrite)), bodyNonce: randomBytes(24) };
+    const bytes = assembleFile(current.subarray(0, f.membershipBytes.length + SIGNATURE_BYTES), f.membership.stanzas.length, write, key, entries, writer.secret.ed25519);
+    writeFileSync(file, bytes);
+    return bytes;
+  } finally {
+    wipeEntries(entries);
+    wipe(key);
+  }
+}
+
+test('a signed version numbered 2^53-1 is refused naming its writer, and the owner can still remove that writer', async () => {
+  const { alice, bob, carol, file } = await threeMembers();
+  write(bob, 'team', 'B', 'bravo'); // version 2
+  read(alice, 'team');
+  read(carol, 'team');
+  const bobFp = formatFingerprint(fingerprintOf(bob.pub.x25519, bob.pub.ed25519));
+  const max = Number.MAX_SAFE_INTEGER;
+  const frozen = forgeNumbers(file, bob, max, max); // every counter at the largest exact number
+  for (const p of [alice, carol]) {
+    const err = expectCode(() => read(p, 'team'), 'CONTAINER_CORRUPT', 'the maximum revision');
+    assert.match(err.message, new RegExp(`version ${max} .*written by ${bobFp}.*no room for later versions.*stash container unshare team ${bobFp}`));
+    expectCode(() => write(p, 'team', 'X', 'x'), 'CONTAINER_CORRUPT', 'a write on top of it');
+  }
+  assert.ok(readFileSync(file).equals(frozen), 'nothing was written over it');
+  expectCode(() => acceptShared(carol.dir, carol.key, 'team'), 'CONTAINER_CORRUPT', 'accept of the maximum revision');
+  expectCode(() => unshareContainer(alice.dir, alice.key, 'team', [carol.pub]), 'CONTAINER_CORRUPT', 'removing someone else than its writer');
+
+  const r = unshareContainer(alice.dir, alice.key, 'team', [bob.pub]);
+  assert.ok(r.revision < 2 ** 52, `a revision with room after it: ${r.revision}`);
+  assert.equal([...read(carol, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Carol takes the owner\'s version as a later one, entries kept');
+  write(carol, 'team', 'C', 'charlie');
+  write(alice, 'team', 'D', 'delta');
+  assert.equal([...read(carol, 'team')].map(([k]) => k), ['A', 'B', 'C', 'D']);
+  expectCode(() => read(bob, 'team'), 'SHARE_NOT_RECIPIENT', 'Bob was removed');
+  const m = containerMembers(alice.dir, 'team');
+  assert.equal(m.members.length, 2);
+  assert.ok(m.members.every((x) => x.lastWrite <= m.revision!));
+});
+
+test('last writes above the revision, and a jump far past the version seen, are refused naming the writer; the owner removes them', async () => {
+  const { alice, bob, carol, file } = await threeMembers();
+  const bobFp = formatFingerprint(fingerprintOf(bob.pub.x25519, bob.pub.ed25519));
+  forgeNumbers(file, bob, 2, Number.MAX_SAFE_INTEGER); // revision 2, every other member's last write at the maximum
+  for (const p of [alice, carol]) {
+    assert.match(expectCode(() => read(p, 'team'), 'CONTAINER_CORRUPT', 'last writes above the revision').message, new RegExp(`written by ${bobFp}.*last write .* above the version itself`));
+  }
+  unshareContainer(alice.dir, alice.key, 'team', [bob.pub]);
+  assert.is(read(carol, 'team').get('A'), 'alpha');
+
+  shareContainer(alice.dir, alice.key, 'team', [bob.pub]); // Bob back, and a jump of 2^40 from him
+  read(carol, 'team');
+  const seen = containerMembers(carol.dir, 'team').revision!;
+  forgeNumbers(file, bob, seen + 2 ** 40, seen);
+  const err = expectCode(() => read(carol, 'team'), 'CONTAINER_CORRUPT', 'a jump of 2^40');
+  assert.match(err.message, new RegExp(`written by ${bobFp}.*${2 ** 40} past version ${seen}`));
+  // Below the limit the file leaves room, so a member who knows why may still take it on purpose.
+  assert.match(err.message, /stash container accept team/);
+  unshareContainer(alice.dir, alice.key, 'team', [bob.pub]);
+  write(carol, 'team', 'C', 'charlie');
+  assert.is(read(alice, 'team').get('C'), 'charlie');
 });
 
 test.run();

@@ -10,7 +10,7 @@ import {
   type Contact,
 } from '../../vault/index.js';
 import {
-  acceptShared, containerMembers, shareContainer, unshareContainer, type MemberInfo, type PublicIdentity,
+  acceptShared, containerMembers, NumberingError, shareContainer, unshareContainer, type MemberInfo, type PublicIdentity,
 } from '../../vault/sharing/index.js';
 import { formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -67,9 +67,22 @@ function share(dir: string, vaultKey: Buffer, name: string, who: string[]): numb
   return 0;
 }
 
+/**
+ * The members of `name` a fingerprint may name. While the file is refused for
+ * its numbering, only the member who signed it: the owner may still remove them.
+ */
+function currentMembers(dir: string, name: string): PublicIdentity[] {
+  try {
+    return containerMembers(dir, name).members;
+  } catch (err) {
+    if (err instanceof NumberingError) return [err.writer];
+    throw err;
+  }
+}
+
 /** The members named on the command line: contact names, or fingerprints of members who are not contacts. */
 function resolveMembers(dir: string, vaultKey: Buffer, name: string, who: string[]): Array<PublicIdentity & { shown: string }> {
-  const report = containerMembers(dir, name);
+  let members: PublicIdentity[] | null = null;
   return who.map((w) => {
     try {
       const c = getContact(dir, vaultKey, w);
@@ -82,9 +95,10 @@ function resolveMembers(dir: string, vaultKey: Buffer, name: string, who: string
       } catch {
         throw err;
       }
-      const m = report.members.find((x) => fingerprintsEqual(fingerprintOf(x.x25519, x.ed25519), asFingerprint));
+      members ??= currentMembers(dir, name);
+      const m = members.find((x) => fingerprintsEqual(fingerprintOf(x.x25519, x.ed25519), asFingerprint));
       if (!m) throw new StashError('SHARE_NOT_MEMBER', `no member of ${name} has the fingerprint ${w}`);
-      return { x25519: m.x25519, ed25519: m.ed25519, shown: m.fingerprint };
+      return { x25519: m.x25519, ed25519: m.ed25519, shown: fp(m) };
     }
   });
 }
@@ -98,7 +112,7 @@ async function unshare(session: Session, vaultKey: Buffer, name: string, who: st
   const names = removing.map((m) => m.shown).join(', ');
   const one = removing.length === 1;
   out(`Removed ${names} from ${name} and rotated its content key (now version ${r.revision}).`);
-  out(`${names} can no longer read later versions, but ${one ? 'keeps' : 'keep'} what they already read: every value up to version ${r.revision - 1},`);
+  out(`${names} can no longer read later versions, but ${one ? 'keeps' : 'keep'} what they already read: every value up to version ${r.previous},`);
   out(`and any copy of the file they have, which still opens with their key. Change those secrets if that matters.`);
   return 0;
 }

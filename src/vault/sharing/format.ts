@@ -37,8 +37,6 @@ const TAG_BYTES = 16;
 /** Bytes from the start of the file up to and including the recipient count. */
 const FIXED = 63;
 const OFF = { version: 8, containerId: 10, epoch: 26, commit: 30, count: 62 } as const;
-/** The largest revision or timestamp we accept: exact in a JS number. */
-const MAX_COUNTER = Number.MAX_SAFE_INTEGER;
 /** The last instant a JavaScript Date holds (+275760-09-13), in ms since 1970: the largest time a reader accepts. */
 export const MAX_DATE_MS = 8.64e15;
 
@@ -131,11 +129,13 @@ export function encodeWrite(w: WriteInfo, r: number): Buffer {
   return Buffer.concat([u64(w.revision), u64(w.writtenAt), w.writer, ...w.lastWrites.map(u64), w.bodyNonce]);
 }
 
-/** Reads a u64 that must fit a JS number exactly. */
-function counter(bytes: Buffer, at: number, path: string, what: string): number {
-  const v = bytes.readBigUInt64LE(at);
-  if (v > BigInt(MAX_COUNTER)) throw corrupt(path, `the ${what} is out of range`);
-  return Number(v);
+/**
+ * Reads a u64 revision. Not refused here when it is too large to be exact in a
+ * JS number: such numbers are a signed member's doing, refused after the
+ * signatures with that member named (numbering.ts), so the owner can remove them.
+ */
+function counter(bytes: Buffer, at: number): number {
+  return Number(bytes.readBigUInt64LE(at));
 }
 
 /**
@@ -186,14 +186,10 @@ export function decodeShared(bytes: Buffer, path: string): SharedFile {
   const h = headerLength(r);
   if (bytes.length < h + TAG_BYTES + SIGNATURE_BYTES) throw corrupt(path, 'the file is truncated (no room for a body and a signature)');
   const w = s + SIGNATURE_BYTES;
-  const revision = counter(bytes, w, path, 'revision');
+  const revision = counter(bytes, w);
   if (revision < 1) throw corrupt(path, 'the revision is 0');
   const lastWrites: number[] = [];
-  for (let i = 0; i < r; i++) {
-    const n = counter(bytes, w + 48 + 8 * i, path, 'last-write revision');
-    if (n > revision) throw corrupt(path, 'a last-write revision is newer than the file');
-    lastWrites.push(n);
-  }
+  for (let i = 0; i < r; i++) lastWrites.push(counter(bytes, w + 48 + 8 * i));
   const end = bytes.length - SIGNATURE_BYTES;
   return {
     membership,

@@ -17,10 +17,11 @@ import { validateContainerName } from '../names.js';
 import { vaultPaths } from '../paths.js';
 import { KEY_BYTES, secureRandom, wipe } from '../secure.js';
 import { containerVersion, MAX_SHARED_FILE_BYTES, stanzaIndex } from './format.js';
-import { readRecord } from './records.js';
+import { NumberingError, restartWrite } from './numbering.js';
+import { readRecord, type SharedRecord } from './records.js';
 import { assembleFile, commitRevision, nextWrite, signedMembership } from './revisions.js';
 import { myIdentity, openSharedBody, openStanza } from './shared-entries.js';
-import { loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
+import { loadRefusedNumbering, loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
 
 export interface MembershipChange {
   /** Members added or removed by this call. */
@@ -28,6 +29,8 @@ export interface MembershipChange {
   /** Members asked for that needed no change (already in, for share). */
   unchanged: PublicIdentity[];
   revision: number;
+  /** The version it replaced (0 for a private container converted). */
+  previous: number;
   epoch: number;
   /** True when a private container became a shared one. */
   converted: boolean;
@@ -65,7 +68,7 @@ function convert(dir: string, vaultKey: Buffer, name: string, me: PublicIdentity
     const write = nextWrite(null, stanzas, me.ed25519);
     const bytes = assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519);
     commitRevision(dir, path, v1Bytes, bytes, { name, containerId, owner: me, link: null });
-    return { changed: others, unchanged: [], revision: write.revision, epoch: 1, converted: true };
+    return { changed: others, unchanged: [], revision: write.revision, previous: 0, epoch: 1, converted: true };
   } finally {
     wipeEntries(entries);
     wipe(key);
@@ -97,14 +100,14 @@ export function shareContainer(dir: string, vaultKey: Buffer, name: string, cont
     for (const c of added) {
       if (stanzaIndex(m, c.ed25519) >= 0) throw new VaultError('INVALID_ARGUMENT', `a member of ${name} has the signing key of ${fp(c)} with another encryption key`);
     }
-    if (added.length === 0) return { changed: [], unchanged, revision: l.file.write.revision, epoch: m.epoch, converted: false };
+    if (added.length === 0) return { changed: [], unchanged, revision: l.file.write.revision, previous: l.file.write.revision, epoch: m.epoch, converted: false };
     const key = openStanza(l, me, secret.x25519);
     const entries = openSharedBody(l, key);
     try {
       const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, key, [...current, ...added], secret.ed25519, m.stanzas);
       const write = nextWrite(l.file, stanzas, me.ed25519);
       commitRevision(dir, l.path, l.bytes, assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519), l.record);
-      return { changed: added, unchanged, revision: write.revision, epoch: m.epoch + 1, converted: false };
+      return { changed: added, unchanged, revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
     } finally {
       wipeEntries(entries);
       wipe(key);
@@ -117,6 +120,11 @@ export function shareContainer(dir: string, vaultKey: Buffer, name: string, cont
  * content key: a new random key, the body re-encrypted, every remaining
  * recipient's stanza sealed anew. Removed members keep whatever they already
  * read, and every earlier copy of the file still opens with their key.
+ *
+ * A file refused for its numbering (numbering.ts) is the one exception to
+ * "every check passes first": when its writer is among `members`, the new
+ * version is built from it (its entries, its recipient list less them) and
+ * numbered again from the version this vault saw last.
  */
 export function unshareContainer(dir: string, vaultKey: Buffer, name: string, members: PublicIdentity[]): MembershipChange {
   validateContainerName(name);
@@ -126,7 +134,16 @@ export function unshareContainer(dir: string, vaultKey: Buffer, name: string, me
       const prefix = readBounded(path, MAX_SHARED_FILE_BYTES, () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`));
       if (prefix !== null && containerVersion(prefix) === 1) throw new VaultError('SHARE_NOT_SHARED', `container ${name} is not shared with anyone`);
     }
-    const l = loadVerified(dir, name, me);
+    let l: LoadedShared & { record: SharedRecord };
+    let restart = false;
+    try {
+      l = loadVerified(dir, name, me);
+    } catch (err) {
+      // A version numbered to stop every later write: its writer can still be removed.
+      if (!(err instanceof NumberingError) || !members.some((k) => same(k, err.writer))) throw err;
+      l = loadRefusedNumbering(dir, name, me, err);
+      restart = true;
+    }
     const m = l.file.membership;
     if (!same(m.stanzas[0]!, me)) throw notOwner(l);
     for (const k of members) {
@@ -145,9 +162,9 @@ export function unshareContainer(dir: string, vaultKey: Buffer, name: string, me
     try {
       const kept = m.stanzas.filter((s) => !members.some((k) => same(s, k))).map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
       const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, kept, secret.ed25519);
-      const write = nextWrite(l.file, stanzas, me.ed25519);
+      const write = restart ? restartWrite(l.record.seen, stanzas, me.ed25519) : nextWrite(l.file, stanzas, me.ed25519);
       commitRevision(dir, l.path, l.bytes, assembleFile(membership, stanzas.length, write, newKey, entries, secret.ed25519), l.record);
-      return { changed: members, unchanged: [], revision: write.revision, epoch: m.epoch + 1, converted: false };
+      return { changed: members, unchanged: [], revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
     } finally {
       wipeEntries(entries);
       wipe(newKey);

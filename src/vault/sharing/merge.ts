@@ -19,6 +19,7 @@ import { requireVaultKey } from '../meta-file.js';
 import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
 import { decodeShared, stanzaIndex, type SharedFile } from './format.js';
 import { covers, historyError, relate, seenOf } from './history.js';
+import { checkJump } from './numbering.js';
 import { assembleFile, commitRevision } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
 import { loadShared, memberNamer, readSharedFile, recipientIndex, verifySignatures, type LoadedShared, type PublicIdentity } from './verify.js';
@@ -81,14 +82,17 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
     const cur = loadShared(dir, name);
     const record = cur.record;
     if (!record) throw new VaultError('SHARE_UNTRUSTED_OWNER', `this vault has no record of shared container ${name}; run: stash container accept ${name}`);
-    verifySignatures(cur.file, cur.path, record.owner);
+    verifySignatures(cur.file, cur.path, record.owner, name);
     recipientIndex(cur, me);
     const path = resolve(otherPath);
     const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
     const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
     if (!file.membership.containerId.equals(cur.file.membership.containerId)) throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
-    verifySignatures(file, path, record.owner);
+    verifySignatures(file, path, record.owner, name);
     recipientIndex(other, me);
+    // The merged version is numbered after the later side: neither may jump past what this vault saw.
+    checkJump(record.seen, cur.file, cur.path, name);
+    checkJump(record.seen, file, path, name);
     const nameOf = memberNamer(cur.file, me);
     const toSeen = (next: LoadedShared['next'], what: string) => {
       const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);

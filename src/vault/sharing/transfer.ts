@@ -24,6 +24,7 @@ import { vaultPaths } from '../paths.js';
 import { wipe } from '../secure.js';
 import { fileHash } from './crypto.js';
 import { describeRevision, historyError, relate, seenOf, type Relation } from './history.js';
+import { checkJump } from './numbering.js';
 import { listRecords, readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
 import { writeIfUnchanged } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
@@ -56,7 +57,7 @@ function checkArrival(dir: string, vaultKey: Buffer, l: Omit<LoadedShared, 'reco
   requireVaultKey(dir, vaultKey);
   const pub = identityPublic(dir, vaultKey);
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
-  verifySignatures(l.file, l.path, l.record?.owner ?? null);
+  verifySignatures(l.file, l.path, l.record?.owner ?? null, l.name);
   const secret = identitySecret(dir, vaultKey);
   try {
     const key = openStanza(l as LoadedShared, me, secret.x25519); // SHARE_NOT_RECIPIENT first: Carol learns nothing more
@@ -97,6 +98,7 @@ function refuseDuplicateId(dir: string, name: string, containerId: Buffer): void
 
 /** Judges an arriving file against the record of the same container; throws for rollback and divergence. */
 function judge(l: { file: LoadedShared['file']; next: SeenRevision; path: string }, record: SharedRecord, name: string, me: PublicIdentity): Relation {
+  checkJump(record.seen, l.file, l.path, name);
   const relation = relate(record.seen, l.next);
   const err = historyError(relation, record.seen, l.next, l.path, name, memberNamer(l.file, me));
   if (err) throw err;
@@ -200,7 +202,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
   if (!existing.file.membership.containerId.equals(l.file.membership.containerId)) {
     throw new VaultError('CONTAINER_EXISTS', `${target} holds another container; remove it or choose another file`);
   }
-  verifySignatures(existing.file, target, l.record.owner);
+  verifySignatures(existing.file, target, l.record.owner, name);
   const theirs = seenOf(existing.file, existing.bytes);
   const relation = relate(l.next, theirs);
   if (relation === 'same') return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: theirs };

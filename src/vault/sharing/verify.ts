@@ -6,9 +6,10 @@
  *   2. the recipient list: signed by its owner, and the owner is the one this
  *      vault pinned (SHARE_MEMBERSHIP_INVALID);
  *   3. the write: the writer's signature over every byte (SHARE_BAD_SIGNATURE),
- *      by a member of that list (SHARE_SIGNER_NOT_MEMBER);
- *   4. history against the last revision this vault saw (SHARE_ROLLBACK,
- *      SHARE_DIVERGED);
+ *      by a member of that list (SHARE_SIGNER_NOT_MEMBER), numbered with room
+ *      for later versions (numbering.ts);
+ *   4. history against the last revision this vault saw (a jump too far,
+ *      SHARE_ROLLBACK, SHARE_DIVERGED);
  *   5. this vault's identity is a recipient (SHARE_NOT_RECIPIENT).
  *
  * Only then is the revision remembered and a content key used. Nothing here
@@ -25,6 +26,7 @@ import { publicKeysProblem } from '../public-key.js';
 import { verifyMembership, verifyWrite } from './crypto.js';
 import { containerVersion, decodeShared, MAX_SHARED_FILE_BYTES, stanzaIndex, type SharedFile } from './format.js';
 import { historyError, relate, seenOf, shortKey, type Relation } from './history.js';
+import { checkJump, checkNumbering, type NumberingError } from './numbering.js';
 import { readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
 
 export interface PublicIdentity {
@@ -82,8 +84,13 @@ export function loadShared(dir: string, name: string): LoadedShared {
   return { name, path, bytes, file, record, next: seenOf(file, bytes) };
 }
 
-/** Steps 2 and 3: signatures, owner, writer. `pinnedOwner` is the owner this vault accepted, if any. */
-export function verifySignatures(file: SharedFile, path: string, pinnedOwner: PublicIdentity | null): void {
+/**
+ * Steps 2 and 3: signatures, owner, writer, numbering. `pinnedOwner` is the
+ * owner this vault accepted, if any; `name` names the container in messages.
+ * `numbering: false` skips the numbering checks, for the owner's unshare of
+ * the member whose numbering was refused (numbering.ts).
+ */
+export function verifySignatures(file: SharedFile, path: string, pinnedOwner: PublicIdentity | null, name: string, opts: { numbering?: boolean } = {}): void {
   const m = file.membership;
   for (const s of m.stanzas) {
     const problem = publicKeysProblem(s);
@@ -108,6 +115,7 @@ export function verifySignatures(file: SharedFile, path: string, pinnedOwner: Pu
     throw new VaultError('SHARE_SIGNER_NOT_MEMBER', `${path} was refused: version ${file.write.revision} is signed by ${shortKey(file.write.writer.toString('hex'))}, who is not one of its recipients`);
   }
   if (file.write.lastWrites[w] !== file.write.revision) throw corrupt(path, "the writer's last-write revision is not this revision");
+  if (opts.numbering !== false) checkNumbering(file, path, name);
 }
 
 /** A name for a member key in messages: "you", "the owner", else its fingerprint. */
@@ -123,6 +131,7 @@ export function memberNamer(file: SharedFile, me: PublicIdentity | null): (ed255
 /** Step 4: how the file relates to the last revision seen; throws for rollback and divergence. */
 export function checkHistory(l: LoadedShared, me: PublicIdentity | null): Relation | 'new' {
   if (!l.record) return 'new';
+  checkJump(l.record.seen, l.file, l.path, l.name);
   const relation = relate(l.record.seen, l.next);
   const err = historyError(relation, l.record.seen, l.next, l.path, l.name, memberNamer(l.file, me));
   if (err) throw err;
@@ -151,6 +160,7 @@ export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | 
   withVaultLock(dir, () => {
     const current = readRecord(dir, l.name) ?? base;
     if (!current.containerId.equals(l.file.membership.containerId)) return; // replaced meanwhile; the next read sees it
+    checkJump(current.seen, l.file, l.path, l.name);
     const relation = relate(current.seen, l.next);
     const err = historyError(relation, current.seen, l.next, l.path, l.name, memberNamer(l.file, me));
     if (err) throw err;
@@ -166,7 +176,7 @@ export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | 
  */
 export function loadVerified(dir: string, name: string, me: PublicIdentity): LoadedShared & { record: SharedRecord } {
   const l = loadShared(dir, name);
-  verifySignatures(l.file, l.path, l.record?.owner ?? null);
+  verifySignatures(l.file, l.path, l.record?.owner ?? null, name);
   const relation = checkHistory(l, me);
   // Before anything is remembered: a revision this vault cannot read does not
   // advance its history, so a removed member's earlier copies keep opening.
@@ -186,5 +196,22 @@ export function loadVerified(dir: string, name: string, me: PublicIdentity): Loa
     return { ...l, record };
   }
   if (relation === 'newer') rememberSeen(dir, l, me, l.record!);
+  return l as LoadedShared & { record: SharedRecord };
+}
+
+/**
+ * The file of `name` that `refused` turned down for its numbering, for the
+ * owner's unshare of its writer: every check but numbering, and of history
+ * only the recipient list (an older list than this vault saw stays a rollback).
+ */
+export function loadRefusedNumbering(dir: string, name: string, me: PublicIdentity, refused: NumberingError): LoadedShared & { record: SharedRecord } {
+  const l = loadShared(dir, name);
+  if (!l.record) throw refused; // no version seen before it to number the next one from
+  verifySignatures(l.file, l.path, l.record.owner, name, { numbering: false });
+  if (!l.file.write.writer.equals(refused.writer.ed25519)) {
+    throw new VaultError('SHARE_CHANGED', `${l.path} changed while it was being read (another member or program wrote it); nothing was written: run the command again`);
+  }
+  if (l.next.epoch < l.record.seen.epoch) throw historyError('rollback', l.record.seen, l.next, l.path, name, memberNamer(l.file, me))!;
+  recipientIndex(l, me);
   return l as LoadedShared & { record: SharedRecord };
 }
