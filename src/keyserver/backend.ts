@@ -8,7 +8,7 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Clock } from './clock.js';
-import type { FetchBackend } from './http/share-fetch.js';
+import { MISS_TOKENS, chargingMisses, type FetchBackend } from './http/share-fetch.js';
 import { RequestLimiter } from './limits/token-bucket.js';
 import { WindowLimiter } from './limits/window-limiter.js';
 import type { ReplicateAck } from './replication/batch.js';
@@ -44,7 +44,8 @@ export interface Limiters {
 
 export function createLimiters(config: ServiceConfig, clock: Clock): Limiters {
   return {
-    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock }),
+    // A miss is let in on one token and charged the rest after: the bucket may owe that much.
+    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock, maxDebt: MISS_TOKENS - 1 }),
     emails: new WindowLimiter({ limit: config.verificationEmailRateLimitPerHour, clock }),
     emailIps: new WindowLimiter({ limit: config.verificationEmailIpRateLimitPerHour, clock }),
   };
@@ -53,7 +54,7 @@ export function createLimiters(config: ServiceConfig, clock: Clock): Limiters {
 /** The backend of the store's process: its own service and replication receiver. */
 export function localBackend(service: ShareService, receiver: ReplicationReceiver | undefined): KeyServerBackend {
   return {
-    fetchBody: (code, encoding) => service.fetchBody(code, encoding),
+    fetchBody: (code, encoding, client) => chargingMisses(() => service.fetchBody(code, encoding), client),
     publish: (publicKey, email, clientKey) => service.publish(publicKey, email, clientKey),
     verificationInfo: (token) => service.verificationInfo(token),
     confirm: (token) => service.confirm(token),

@@ -104,6 +104,57 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
   }
 });
 
+test('guessing at the refill rate: 60 unknown-code fetches at 2 a second for 30 s get 8 + 12 = 20 answers of 404, whichever path answers', async () => {
+  const clock = new ManualClock(Date.now());
+  // The fast path takes exactly `application/json`; with a parameter the Koa app answers.
+  for (const [fastFetch, type] of [[true, 'application/json'], [false, 'application/json; charset=utf-8']] as const) {
+    const s = await startTestServer({ clock });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 60; i++) {
+        statuses.push((await postJson(s.url, { op: 'fetch', code: generateShareCode(0, 0).display }, '/v1/share', { 'Content-Type': type })).status);
+        clock.advance(500);
+      }
+      const misses = statuses.filter((st) => st === 404).length;
+      assert.is(misses + statuses.filter((st) => st === 429).length, 60);
+      // 40 tokens and one more every half second: the first 10 misses (40 + 10 - 50 = 0), then one in every five.
+      assert.equal(statuses.slice(0, 11), [...Array(10).fill(404), 429], `fast path ${fastFetch}: ${statuses.join(' ')}`);
+      assert.is(misses, 20, `fast path ${fastFetch}: ${statuses.join(' ')}`);
+    } finally {
+      await s.stop();
+    }
+  }
+});
+
+test('a bucket goes into debt by at most the miss charge, and is paid off by the refill before the next request', () => {
+  const clock = new ManualClock();
+  const limiter = new RequestLimiter({ perMinute: 120, burst: 40, clock, maxDebt: 4 });
+  for (let i = 0; i < 8; i++) {
+    assert.ok(limiter.take('a').ok);
+    limiter.charge('a', 4);
+  }
+  assert.equal(limiter.check('a'), { ok: false, retryAfter: 1 }, 'empty: one token back within half a second');
+  clock.advance(500);
+  assert.ok(limiter.take('a').ok);
+  limiter.charge('a', 4);
+  assert.equal(limiter.take('a'), { ok: false, retryAfter: 3 }, '4 owed: 5 tokens to wait for, 2.5 s');
+  assert.equal(limiter.covered('a'), { ok: false, retryAfter: 3 });
+  // Tokens spent elsewhere never take it deeper than the bound.
+  limiter.debit('a', 100);
+  limiter.charge('a', 100);
+  clock.advance(2000);
+  assert.is(limiter.take('a').ok, false, '4 owed, 4 back: not yet');
+  assert.ok(limiter.covered('a').ok, 'but nothing owed any more');
+  clock.advance(500);
+  assert.ok(limiter.take('a').ok);
+  // Without maxDebt (the default) a bucket stops at empty, as before.
+  const plain = new RequestLimiter({ perMinute: 120, burst: 1, clock });
+  assert.ok(plain.take('b').ok);
+  plain.charge('b', 4);
+  clock.advance(500);
+  assert.ok(plain.take('b').ok);
+});
+
 test('--rate-limit-per-minute 0 disables the request limit', async () => {
   const s = await startTestServer({ config: { rateLimitPerMinute: 0 } });
   try {

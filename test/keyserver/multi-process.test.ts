@@ -12,6 +12,7 @@ import * as assert from 'uvu/assert';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { publish } from '../../src/keyserver/client.js';
+import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
 import { BINARY_MEDIA_TYPE, decodeShareResponse, encodeShareRequest } from '../../src/keyserver/wire/messages.js';
 import { startServerProcess, waitFor, type ServerProcess } from './cluster.js';
@@ -240,6 +241,81 @@ test('one request allowance per client address across both processes', async () 
     }
     assert.equal(holders, new Set([p, f]), 'requests through both processes');
     assert.equal(statuses, [200, 200, 200, 200, 429, 429, 429, 429]);
+  } finally {
+    await server.kill();
+    sink.remove();
+    dir.remove();
+  }
+});
+
+/** An unknown code of server 0 (a guess: well formed, never published). */
+const guess = () => fetchBody(generateShareCode(0, 0).display);
+
+/** One request on a connection of its own (no keep-alive): successive requests alternate between the processes. */
+const alone = (url: string, method: string, body?: Buffer) => on(new Agent({ keepAlive: false }), url, method, body);
+
+/**
+ * `n` unknown-code fetches, one every `intervalMs` on a fixed schedule (a late answer does not delay the next
+ * request), each on a new connection; the statuses in the order sent.
+ */
+async function guessOnSchedule(url: string, n: number, intervalMs: number): Promise<number[]> {
+  const start = Date.now();
+  return Promise.all(Array.from({ length: n }, async (_, i) => {
+    await new Promise((r) => setTimeout(r, start + i * intervalMs - Date.now()));
+    return (await alone(`${url}/v1/share`, 'POST', guess())).status;
+  }));
+}
+
+const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
+
+test('the guessing penalty holds with one process and with two: unknown-code fetches at the refill rate get the burst, then a fifth of the rate', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to find the fetch process')) return;
+  const dirs = [tempDir('multi-guess-1'), tempDir('multi-guess-2')];
+  const sink = mailSink();
+  // The documented case, 60 unknown-code fetches at 2 a second against 120 a minute and a burst of 40 (24 misses a
+  // minute, 8 in a burst; at most 8 + 12 = 20 answered 404 in 30 s), at 2.5 times the speed: 300 a minute, 5 a second.
+  const servers = await Promise.all(['1', '2'].map((processes, i) => startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dirs[i]!.path,
+    '--processes', processes, '--verification-email-command', sink.command, '--rate-limit-per-minute', '300', '--rate-limit-burst', '40'])));
+  try {
+    await waitFor('the fetch process', () => childrenOf(servers[1]!.child.pid!).length > 0);
+    const [one, two] = await Promise.all(servers.map((s) => guessOnSchedule(s.url, 60, 200)));
+    for (const [name, statuses] of [['one process', one!], ['two processes', two!]] as const) {
+      assert.equal(count(statuses, 404) + count(statuses, 429), 60, `${name}: ${statuses.join(' ')}`);
+      assert.ok(count(statuses, 404) <= 20, `${name}: ${count(statuses, 404)} answered 404 (at most 20): ${statuses.join(' ')}`);
+      // Not refused outright either: the first 8 are the burst, and guessing goes on at a fifth of the rate.
+      assert.equal(statuses.slice(0, 8), Array(8).fill(404), `${name}: the burst`);
+      assert.ok(count(statuses, 404) >= 17, `${name}: ${count(statuses, 404)} answered 404 (about 20): ${statuses.join(' ')}`);
+    }
+  } finally {
+    await Promise.all(servers.map((s) => s.kill()));
+    sink.remove();
+    for (const d of dirs) d.remove();
+  }
+});
+
+test('a burst of 200 unknown-code fetches through both processes gets the 8 of one bucket, not 8 per process', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to tell which process holds a connection')) return;
+  const dir = tempDir('multi-burst');
+  const sink = mailSink();
+  // One token every 10 s: no refill to speak of while the burst is answered.
+  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dir.path, '--processes', '2', '--verification-email-command', sink.command,
+    '--rate-limit-per-minute', '6', '--rate-limit-burst', '40']);
+  try {
+    const p = server.child.pid!;
+    let f: number | undefined;
+    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    const port = Number(new URL(server.url).port);
+    const holders = new Set<number | undefined>();
+    const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const r = await on(agent, `${server.url}/v1/share`, 'POST', guess());
+      holders.add(holderOf(port, r.localPort, [p, f!]));
+      agent.destroy();
+      return r.status;
+    }));
+    assert.ok(holders.has(p) && holders.has(f), 'requests through both processes');
+    assert.equal(count(statuses, 404) + count(statuses, 429), 200, statuses.join(' '));
+    assert.is(count(statuses, 404), 8, `8 guesses in a burst of 40 tokens, across both processes: ${count(statuses, 404)}`);
   } finally {
     await server.kill();
     sink.remove();

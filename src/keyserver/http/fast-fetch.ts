@@ -29,7 +29,7 @@ import { handOverBody, readBodyThen } from './body.js';
 import { clientAddress } from './client-address.js';
 import { classify } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
-import { checkRequestRate, fetchBody, fetchedType, type FetchBackend } from './share-fetch.js';
+import { checkRequestRate, fetchedType, type FetchBackend } from './share-fetch.js';
 
 export interface FastFetchDeps {
   backend: FetchBackend;
@@ -80,7 +80,7 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     try {
       const key = limiter.enabled ? clientAddress(req, config.trustProxy).key : '';
       if (limiter.enabled) checkRequestRate(limiter, config, key);
-      body = fetchBody(backend, code, encoding, limiter.enabled ? { limiter, key } : undefined);
+      body = backend.fetchBody(code, encoding, limiter.enabled ? { limiter, key } : undefined);
     } catch (err) {
       failed(req, res, err);
       return;

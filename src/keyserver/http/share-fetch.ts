@@ -14,61 +14,90 @@ import { JSON_CONTENT_TYPE, type Answer } from './answers.js';
 import { responseEncoding } from './negotiate.js';
 
 /** Takes one request token for `clientKey`; throws RATE_LIMITED (429 with Retry-After) when none is left. */
-export function checkRequestRate(limiter: RequestLimiter, config: Pick<ServerConfig, 'rateLimitPerMinute' | 'rateLimitBurst'>, clientKey: string): void {
+export function checkRequestRate(limiter: RequestLimiter, config: RateConfig, clientKey: string): void {
   const decision = limiter.take(clientKey);
-  if (!decision.ok) {
-    throw new RateLimitedError(
-      `too many requests from your address (limit: ${config.rateLimitPerMinute} per minute, burst ${config.rateLimitBurst}); try again in ${decision.retryAfter} seconds`,
-      decision.retryAfter,
-      'requests-per-ip',
-    );
-  }
+  if (!decision.ok) throw requestRateError(config, decision.retryAfter);
+}
+
+type RateConfig = Pick<ServerConfig, 'rateLimitPerMinute' | 'rateLimitBurst'>;
+
+function requestRateError(config: RateConfig, retryAfter: number): RateLimitedError {
+  return new RateLimitedError(
+    `too many requests from your address (limit: ${config.rateLimitPerMinute} per minute, burst ${config.rateLimitBurst}); try again in ${retryAfter} seconds`,
+    retryAfter,
+    'requests-per-ip',
+  );
 }
 
 /**
- * Request tokens a fetch costs in all when it hands out no share: the code
- * is pending verification, unknown or expired. A guesser, or someone polling
- * a pending code they came across, gets a fifth of a fetcher's rate (24 a
- * minute, 8 in a burst, with the defaults). docs/http-api.md, "Rate limits".
+ * Request tokens a fetch costs in all when it hands out no share (a miss):
+ * the code is pending verification, unknown or expired. A guesser, or
+ * someone polling a pending code they came across, gets a fifth of a
+ * fetcher's rate (24 a minute, 8 in a burst, with the defaults).
+ * docs/http-api.md, "Rate limits".
  */
 export const MISS_TOKENS = 5;
 const MISSES = new Set(['SHARE_PENDING', 'SHARE_NOT_FOUND', 'SHARE_EXPIRED']);
 
-/** Where fetches are answered: this process's service, or a fetch process's cache (multi/remote-backend.ts). */
+/** Whether `err` is a fetch's miss. */
+const isMiss = (err: unknown): boolean => MISSES.has(errorCode(err) ?? '');
+
+/** Who a fetch is charged to: the client's address and the request limiter of the process it reached. */
+export interface FetchClient {
+  limiter: RequestLimiter;
+  key: string;
+}
+
+/** Where fetches are answered: this process's service, or a fetch process's copy (multi/remote-backend.ts). */
 export interface FetchBackend {
-  /** ShareService.fetchBody: the body, one character per byte; throws (or, answered elsewhere, rejects with) the service's errors. */
-  fetchBody(rawCode: string, encoding: FetchedEncoding): string | Promise<string>;
+  /**
+   * ShareService.fetchBody: the body, one character per byte; throws (or,
+   * answered elsewhere, rejects with) the service's errors. A miss is charged
+   * to `client` (MISS_TOKENS in all, with the token the request took) by the
+   * process that finds it a miss: chargingMisses here, settleForwardedMiss in
+   * the store's process for a fetch process.
+   */
+  fetchBody(rawCode: string, encoding: FetchedEncoding, client?: FetchClient): string | Promise<string>;
 }
 
 /**
- * Fetches `code` (counting the fetch) and encodes the answer; throws the
- * service's errors. A miss takes MISS_TOKENS - 1 more tokens from `client`.
- * The body is one character per byte (latin1).
+ * Runs a fetch this process answers itself; a miss takes MISS_TOKENS - 1
+ * more tokens from `client` (into debt if need be) before its error goes on.
+ * Synchronous, so no other request of the client is let in between the
+ * token it took and the charge.
  */
-export function fetchBody(
-  backend: FetchBackend, code: string, encoding: FetchedEncoding, client?: { limiter: RequestLimiter; key: string },
-): string | Promise<string> {
-  const charge = (err: unknown): never => {
-    if (client && MISSES.has(errorCode(err) ?? '')) client.limiter.charge(client.key, MISS_TOKENS - 1);
-    throw err;
-  };
-  let body;
+export function chargingMisses(fetch: () => string, client: FetchClient | undefined): string {
   try {
-    body = backend.fetchBody(code, encoding);
+    return fetch();
   } catch (err) {
-    return charge(err);
+    if (client && isMiss(err)) client.limiter.charge(client.key, MISS_TOKENS - 1);
+    throw err;
   }
-  return typeof body === 'string' ? body : body.catch(charge);
+}
+
+/**
+ * The store's process, for a fetch a fetch process asked of it that turned
+ * out a miss (`err`), after the tokens that process took for `key` were
+ * handed over with the call (debit): the store's process decides every miss
+ * against its own bucket, so misses through all processes are counted in one
+ * place, in order. When that bucket does not cover the tokens taken (the
+ * fetch process let the request in on a count that had not yet heard of
+ * other misses), the answer is 429 instead of the miss; otherwise the miss
+ * is charged as chargingMisses does. Any other error is left alone.
+ */
+export function settleForwardedMiss(limiter: RequestLimiter, config: RateConfig, key: string, err: unknown): void {
+  if (!isMiss(err)) return;
+  const covered = limiter.covered(key);
+  if (!covered.ok) throw requestRateError(config, covered.retryAfter);
+  limiter.charge(key, MISS_TOKENS - 1);
 }
 
 /** The content type of a fetched answer in `encoding`. */
 export const fetchedType = (encoding: FetchedEncoding): string => (encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE);
 
-/** fetchBody as an Answer (the Koa route). */
-export async function fetchAnswer(
-  backend: FetchBackend, code: string, headers: IncomingHttpHeaders, client?: { limiter: RequestLimiter; key: string },
-): Promise<Answer> {
+/** A fetch as an Answer (the Koa route). */
+export async function fetchAnswer(backend: FetchBackend, code: string, headers: IncomingHttpHeaders, client?: FetchClient): Promise<Answer> {
   const encoding = responseEncoding(headers, 'POST');
-  const body = await fetchBody(backend, code, encoding, client);
+  const body = await backend.fetchBody(code, encoding, client);
   return { status: 200, headers: [], type: fetchedType(encoding), body: Buffer.from(body, 'latin1') };
 }

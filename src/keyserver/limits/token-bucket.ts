@@ -1,6 +1,13 @@
 /**
  * Per-client request limit: a token bucket per address (capacity `burst`,
  * refilled at `perMinute` tokens per minute). perMinute 0 disables it.
+ *
+ * A request is let in while its bucket holds a whole token. Costs found out
+ * afterwards (charge) and tokens spent in another process (debit) may take
+ * the bucket below empty, down to `maxDebt` tokens owed: later requests wait
+ * until the debt is paid off, so an extra cost is collected in full however
+ * the requests are spaced, and a client that goes over the limit at once is
+ * never locked out for longer than (maxDebt + 1) tokens take to come back.
  */
 import type { Clock } from '../clock.js';
 import { BoundedMap } from './bounded-map.js';
@@ -16,14 +23,17 @@ export class RequestLimiter {
   private readonly buckets: BoundedMap<Bucket>;
   private ratePerMs: number;
   private takes = 0;
+  /** The fewest tokens a bucket may hold: minus the debt allowed. */
+  private readonly floor: number;
   /** Tokens taken here since the last takeConsumed(), by key: kept only when trackConsumption() was called. */
   private consumed: Map<string, number> | undefined;
 
   constructor(
-    private readonly opts: { perMinute: number; burst: number; clock: Clock; maxEntries?: number },
+    private readonly opts: { perMinute: number; burst: number; clock: Clock; maxEntries?: number; maxDebt?: number },
   ) {
     this.buckets = new BoundedMap(opts.maxEntries ?? 100_000);
     this.ratePerMs = opts.perMinute / 60_000;
+    this.floor = -(opts.maxDebt ?? 0);
   }
 
   /**
@@ -66,25 +76,40 @@ export class RequestLimiter {
   }
 
   /**
-   * Takes up to `n` more tokens from `key` after a request that turned out
-   * costly (a fetch that found nothing to hand out); never below empty, and
-   * never refuses: the caller's next request pays for it.
+   * Takes `n` more tokens from `key` after a request that turned out costly
+   * (a fetch that found nothing to hand out). Never refuses: the bucket goes
+   * into debt (at most maxDebt) and the caller's next requests pay for it.
    */
   charge(key: string, n: number): void {
     if (!this.enabled || n <= 0) return;
     const b = this.buckets.get(key);
     if (b === undefined) return;
     const now = this.opts.clock.now();
-    b.tokens = Math.max(0, this.refilled(b, now) - n);
+    b.tokens = Math.max(this.floor, this.refilled(b, now) - n);
     b.at = now;
     if (this.consumed) this.consumed.set(key, (this.consumed.get(key) ?? 0) + n);
+  }
+
+  /**
+   * Whether every token taken from `key` so far is paid for (the bucket is
+   * not in debt); when not, how many seconds until the next request would be
+   * let in. Another process let a request in on its own count and handed its
+   * token over (debit): this says whether that count was right.
+   */
+  covered(key: string): Decision {
+    if (!this.enabled) return { ok: true };
+    const b = this.buckets.get(key);
+    if (b === undefined) return { ok: true };
+    const tokens = this.refilled(b, this.opts.clock.now());
+    return tokens >= 0 ? { ok: true } : this.refusal(tokens);
   }
 
   /**
    * Several processes serving one server (multi/store-side.ts): each
    * reports the tokens its requests took (takeConsumed) and takes those the
    * others' requests took (debit), so every address has one allowance across
-   * them, exact to within one exchange interval.
+   * them, exact to within one exchange interval. A call that needs the count
+   * to be exact now hands a key's tokens over with it (takeConsumedOf).
    */
   trackConsumption(): void {
     this.consumed ??= new Map();
@@ -98,7 +123,18 @@ export class RequestLimiter {
     return out;
   }
 
-  /** Takes `n` tokens that another process's requests used from `key`: never below empty, never refused, not reported back. */
+  /**
+   * The tokens taken here from `key` since they were last reported, now
+   * handed over with a call instead (0 unless tracking): the next
+   * takeConsumed() leaves them out.
+   */
+  takeConsumedOf(key: string): number {
+    const n = this.consumed?.get(key) ?? 0;
+    if (n > 0) this.consumed!.delete(key);
+    return n;
+  }
+
+  /** Takes `n` tokens that another process's requests used from `key`: never refused, down to maxDebt owed, not reported back. */
   debit(key: string, n: number): void {
     if (!this.enabled || n <= 0) return;
     const now = this.opts.clock.now();
@@ -107,7 +143,7 @@ export class RequestLimiter {
       b = { tokens: this.opts.burst, at: now };
       this.buckets.set(key, b);
     }
-    b.tokens = Math.max(0, this.refilled(b, now) - n);
+    b.tokens = Math.max(this.floor, this.refilled(b, now) - n);
     b.at = now;
   }
 

@@ -9,6 +9,11 @@
  *   confirmed a moment ago and not in the copy yet) is a call to the store's
  *   process, which decides, counts it and answers; so a share confirmed
  *   through either process is fetchable through this one at once.
+ * - Such a call hands over the request tokens this process took from the
+ *   client's address and has not reported yet, and the store's process
+ *   charges a miss (or refuses it, 429) against its own bucket of that
+ *   address, which every miss of every process goes through
+ *   (http/share-fetch.ts, settleForwardedMiss).
  * - Fetches answered here are counted here and sent to the store's process
  *   every COUNT_FLUSH_MS; its answer (the count now, fetches through every
  *   process) and the counts in the copy (written by the store each second)
@@ -20,6 +25,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyServerBackend, StatusReport } from '../backend.js';
 import type { Clock } from '../clock.js';
+import type { FetchClient } from '../http/share-fetch.js';
 import type { ReplicateAck } from '../replication/batch.js';
 import { checkServed, topologyOf, type ServiceConfig, type VerificationView } from '../service.js';
 import { parseShareCode, type ShareCode } from '../share-code.js';
@@ -34,6 +40,12 @@ export const COUNT_FLUSH_MS = 100;
 /** Counts from the store's answers kept at most (the copy's counts catch up within a second anyway). */
 const BASES_KEPT = 16_384;
 const PARSED_KEPT = 4096;
+
+/** A fetch asked of the store's process: the code as sent, and the client's address with the tokens taken for it here (handed over). */
+export interface ForwardedFetchCall {
+  code: string;
+  client?: { key: string; taken: number };
+}
 
 /** What the store's process answers to a fetch it counted for this process. */
 export interface ForwardedFetch {
@@ -57,7 +69,7 @@ export class RemoteBackend implements KeyServerBackend {
 
   constructor(private readonly channel: Channel, private readonly replica: Replica, private readonly config: ServiceConfig, private readonly clock: Clock) {}
 
-  fetchBody(rawCode: string, encoding: FetchedEncoding): string | Promise<string> {
+  fetchBody(rawCode: string, encoding: FetchedEncoding, client?: FetchClient): string | Promise<string> {
     const code = this.parse(rawCode);
     checkServed(this.config, code.primary);
     const canonical = code.canonical;
@@ -69,7 +81,9 @@ export class RemoteBackend implements KeyServerBackend {
       const count = Math.max(v[PEEK_FETCH_COUNT]!, this.bases.get(canonical) ?? 0) + (this.sending.get(canonical) ?? 0) + n;
       return this.cache.body(canonical, v, count, encoding, () => this.replica.facts(code));
     }
-    return this.channel.call<ForwardedFetch>('fetch', rawCode).then((r) => {
+    const call: ForwardedFetchCall = { code: rawCode };
+    if (client) call.client = { key: client.key, taken: client.limiter.takeConsumedOf(client.key) };
+    return this.channel.call<ForwardedFetch>('fetch', call).then((r) => {
       this.setBase(canonical, r.count);
       return this.cache.body(canonical, r.version, r.count, encoding, () => r.facts);
     });

@@ -9,7 +9,8 @@
  *   of it is read (node's handle passing, as node:cluster does); a keep-alive
  *   connection stays where it landed.
  * - Calls: a fetch of a share that is not live in a process's copy (counted
- *   here), fetch counts answered there, publish, the verification page and confirm,
+ *   here; a miss is charged or refused here, against this process's bucket of
+ *   the address), fetch counts answered there, publish, the verification page and confirm,
  *   status, replication. Answers are durable before they are sent, as for a
  *   request served here.
  * - Notes: the fetch process's copy of the live shares, a snapshot and then
@@ -29,7 +30,9 @@ import type { ServiceConfig, ShareService } from '../service.js';
 import type { ServerConfig } from '../cli/options.js';
 import type { ShareStore } from '../store/share-store.js';
 import type { Timeouts } from '../server.js';
+import { settleForwardedMiss } from '../http/share-fetch.js';
 import { Channel, type Handlers } from './channel.js';
+import type { ForwardedFetchCall } from './remote-backend.js';
 import { ReplicaFeed } from './replica-feed.js';
 
 /** What a fetch process is started with (its first message). */
@@ -192,9 +195,22 @@ export class FetchProcesses {
   }
 
   private handlers(index: number): Handlers {
-    const { service, backend, limiter } = this.d;
+    const { service, backend, limiter, config } = this.d;
     return {
-      fetch: (rawCode: string) => service.fetchForProcess(rawCode),
+      fetch: ({ code, client }: ForwardedFetchCall) => {
+        if (client === undefined) return service.fetchForProcess(code);
+        // The tokens the fetch process took for this address, first: the miss is judged on them all.
+        if (client.taken > 0) {
+          limiter.debit(client.key, client.taken);
+          this.syncLimits(index, [[client.key, client.taken]]);
+        }
+        try {
+          return service.fetchForProcess(code);
+        } catch (err) {
+          settleForwardedMiss(limiter, config, client.key, err);
+          throw err;
+        }
+      },
       counts: (items: Array<[string, number]>) => items.map(([code, n]) => [code, service.countForwarded(code, n) ?? null]),
       publish: (p: { publicKey: Uint8Array; email: string; clientKey: string }) => backend.publish(p.publicKey, p.email, p.clientKey),
       verificationInfo: (token: string) => backend.verificationInfo(token),
