@@ -36,6 +36,7 @@ const byErrorCode: Record<string, number> = {
   INVALID_ARGUMENT: ExitCode.usage,
   INVALID_PASSWORD: ExitCode.usage,
   PASSWORD_MISMATCH: ExitCode.usage,
+  WEAK_PASSWORD: ExitCode.usage,
   NO_PASSWORD_SOURCE: ExitCode.usage,
   CONFIG: ExitCode.config,
   NATIVE_UNAVAILABLE: ExitCode.software,

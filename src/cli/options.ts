@@ -28,6 +28,10 @@ export const SHARED = {
     type: 'string', value: 'PRESET',
     help: 'Argon2id cost: moderate (default) or interactive',
   },
+  allowWeak: {
+    type: 'boolean',
+    help: 'accept a new password shorter than 8 characters (also STASH_ALLOW_WEAK_PASSWORD=1; for tests and throwaway vaults)',
+  },
 } as const satisfies Record<string, OptionDef>;
 
 /** The node:util parseArgs form of a command's options (help is always accepted). */

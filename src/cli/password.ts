@@ -3,7 +3,8 @@
  * a file, or a hidden prompt on the terminal. Every password is returned in
  * sodium secure memory; callers wipe() it.
  */
-import { StashError, UsageError } from '../errors.js';
+import { StashError, UsageError, errorMessage } from '../errors.js';
+import { newPasswordProblem } from './password-strength.js';
 import { constantTimeEqual, wipe } from '../vault/secure.js';
 import { warn } from './output.js';
 import type { PasswordSource } from './password-source.js';
@@ -67,15 +68,37 @@ async function promptNonEmpty(question: string): Promise<Buffer> {
  * explicit source, else asked twice on the terminal (three tries to type the
  * same thing twice).
  */
-export async function readNewPassword(src: PasswordSource, file: string | null, what = 'new vault password'): Promise<Buffer> {
+export async function readNewPassword(src: PasswordSource, file: string | null, what = 'new vault password', allowWeak = false): Promise<Buffer> {
+  // Checked as soon as the password is known, before the caller writes anything.
+  const checked = (pw: Buffer): Buffer => {
+    try {
+      const warning = newPasswordProblem(pw, allowWeak);
+      if (warning) warn(warning);
+      return pw;
+    } catch (err) {
+      wipe(pw);
+      throw err;
+    }
+  };
   if (file !== null) {
-    return nonEmpty(readFileSecure(file, { maxBytes: MAX_PASSWORD_BYTES, what: 'new password file', stripNewline: true }), file);
+    return checked(nonEmpty(readFileSecure(file, { maxBytes: MAX_PASSWORD_BYTES, what: 'new password file', stripNewline: true }), file));
   }
   const explicit = readExplicitPassword(src);
-  if (explicit) return explicit;
+  if (explicit) return checked(explicit);
   if (!haveTerminal()) throw noSource();
   for (let attempt = 1; attempt <= 3; attempt++) {
     const first = await promptNonEmpty(`${capitalize(what)}: `);
+    // Said before the repeat prompt, so a short password can still be changed.
+    let warning: string | null;
+    try {
+      warning = newPasswordProblem(first, allowWeak);
+    } catch (err) {
+      wipe(first);
+      if (attempt >= 3) throw err;
+      process.stderr.write(`${errorMessage(err).replace(/\. Nothing was written$/, '')}; try again.\n`);
+      continue;
+    }
+    if (warning) warn(warning);
     let second: Buffer;
     try {
       second = await promptPassword(`Repeat the ${what}: `);
@@ -85,10 +108,7 @@ export async function readNewPassword(src: PasswordSource, file: string | null, 
     }
     const same = constantTimeEqual(first, second);
     wipe(second);
-    if (same) {
-      if (first.length < 8) warn('this password is shorter than 8 characters; a long passphrase is much harder to guess');
-      return first;
-    }
+    if (same) return first;
     wipe(first);
     if (attempt < 3) process.stderr.write('The two passwords differ; try again.\n');
   }

@@ -36,7 +36,7 @@ export interface Command {
   load(): Promise<CommandModule>;
 }
 
-const { json, passwordFile, passwordStdin, ttl, kdf } = SHARED;
+const { json, passwordFile, passwordStdin, ttl, kdf, allowWeak } = SHARED;
 const unlock = { 'password-file': passwordFile, 'password-stdin': passwordStdin, ttl };
 const server = {
   type: 'string', value: 'URL',
@@ -49,7 +49,7 @@ export const commands: Command[] = [
     summary: 'create a new vault (asks for a new password twice) and unlock it for this session',
     details: 'The vault folder is STASH_VAULT_DIR, else the platform data folder (Linux: $XDG_DATA_HOME/stash or ~/.local/share/stash). '
       + 'The new vault key is cached in the session agent, as the first command of a session would do.',
-    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl },
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl, 'allow-weak-password': allowWeak },
     load: () => import('./commands/vault-init.js'),
   },
   {
@@ -59,7 +59,7 @@ export const commands: Command[] = [
     options: {
       'password-file': passwordFile, 'password-stdin': passwordStdin,
       'new-password-file': { type: 'string', value: 'FILE', help: 'read the new password from FILE (first line)' },
-      kdf,
+      kdf, 'allow-weak-password': allowWeak,
     },
     load: () => import('./commands/vault-passwd.js'),
   },

@@ -5,7 +5,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv, havePty } from './harness.js';
@@ -91,7 +91,7 @@ test('three mismatches give up (64); Ctrl-C cancels (130); nothing is created', 
   const t = cliEnv();
   try {
     const ask: Array<[string, string]> = [];
-    for (let i = 0; i < 3; i++) ask.push(['New vault password: ', `a${i}`], ['Repeat the new vault password: ', `b${i}`]);
+    for (let i = 0; i < 3; i++) ask.push(['New vault password: ', `long enough a${i}`], ['Repeat the new vault password: ', `long enough b${i}`]);
     const r = t.pty(['vault', 'init'], ask);
     assert.is(r.status, 64, r.output);
     assert.match(r.output, /stash: the two passwords differed three times; nothing was changed/);
@@ -100,6 +100,46 @@ test('three mismatches give up (64); Ctrl-C cancels (130); nothing is created', 
     assert.match(cancel.output, /stash: cancelled/);
     const list = await t.run(['container', 'list']);
     assert.is(list.code, 66, 'no vault was created');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('a new password under 8 characters is refused before anything is written; a short one is warned about before the repeat prompt', async () => {
+  const t = cliEnv();
+  try {
+    const short = join(t.home, 'short');
+    writeFileSync(short, 'abc\n', { mode: 0o600 });
+    const refused = await t.run(['vault', 'init', '--password-file', short]);
+    assert.is(refused.code, 64, refused.stderr);
+    assert.match(refused.stderr, /\nstash: the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\)\. Nothing was written\n$/);
+    assert.not.ok(existsSync(t.vault), 'no vault folder was created');
+    // Multi-byte characters count once each: 8 of them pass the minimum.
+    const accents = join(t.home, 'accents');
+    writeFileSync(accents, 'éééééééé\n', { mode: 0o600 });
+    const warned = await t.run(['vault', 'init', '--password-file', accents]);
+    assert.is(warned.code, 0, warned.stderr);
+    assert.match(warned.stderr, /\nstash: warning: this password has only 8 characters; 12 or more .* is much harder to guess\n/);
+    rmSync(t.vault, { recursive: true, force: true });
+    const allowed = await t.run(['vault', 'init', '--password-file', short, '--allow-weak-password']);
+    assert.is(allowed.code, 0, allowed.stderr);
+    assert.match(allowed.stderr, /only 3 characters/);
+    const pw2 = join(t.home, 'pw2');
+    writeFileSync(pw2, 'tiny\n', { mode: 0o600 });
+    const passwd = await t.run(['vault', 'passwd', '--password-file', short, '--new-password-file', pw2]);
+    assert.is(passwd.code, 64, 'passwd applies the same rule');
+    await t.run(['vault', 'sessions', 'lock-all']);
+    assert.is((await t.run(['container', 'create', 'c', '--password-file', short])).code, 0, 'the old password still opens the vault');
+    if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+    rmSync(t.vault, { recursive: true, force: true });
+    const r = t.pty(['vault', 'init'], [
+      ['New vault password: ', 'abc'],
+      ['try again[\\s\\S]*New vault password: ', 'ten chars!'],
+      ['only 10 characters[\\s\\S]*Repeat the new vault password: ', 'ten chars!'],
+    ]);
+    assert.is(r.status, 0, r.output);
+    assert.match(r.output, /the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\); try again\./);
+    assert.match(r.output, /warning: this password has only 10 characters[^]*Repeat the new vault password: [^]*Created a vault/);
   } finally {
     await t.dispose();
   }

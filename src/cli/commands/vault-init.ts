@@ -9,6 +9,7 @@ import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
 import { createVault, defaultVaultDir, identityPublic, vaultExists, VaultError, wipe, type KdfPreset } from '../../vault/index.js';
 import { formatBytes, formatDuration, out, warn } from '../output.js';
 import { readNewPassword } from '../password.js';
+import { weakAllowed } from '../password-strength.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 
@@ -44,7 +45,7 @@ export async function run(inv: Invocation): Promise<number> {
   const kdf = kdfChoice(inv.values);
   const session = new Session(inv.values, { dir });
   try {
-    const password = await readNewPassword(session.source, null);
+    const password = await readNewPassword(session.source, null, undefined, weakAllowed(inv.values['allow-weak-password']));
     let created: Awaited<ReturnType<typeof createVault>>;
     try {
       // An `unlock` activity while Argon2id runs, as for every unlock.

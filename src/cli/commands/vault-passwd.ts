@@ -9,6 +9,7 @@ import { changePassword, readVaultInfo, wipe } from '../../vault/index.js';
 import { autoUnlockEnabled, keyringSet } from '../keyring.js';
 import { out, warn } from '../output.js';
 import { isExplicit, readNewPassword } from '../password.js';
+import { weakAllowed } from '../password-strength.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 import { kdfChoice } from './vault-init.js';
@@ -24,7 +25,7 @@ export async function run(inv: Invocation): Promise<number> {
     const vaultId = readVaultInfo(session.dir).vaultId;
     const vaultKey = await session.vaultKeyFromPassword({ keyring: false });
     try {
-      const password = await readNewPassword({ stdin: false, file: null, fileFrom: null }, newFile);
+      const password = await readNewPassword({ stdin: false, file: null, fileFrom: null }, newFile, undefined, weakAllowed(inv.values['allow-weak-password']));
       try {
         await changePassword(session.dir, vaultKey, password, kdf === undefined ? {} : { kdf });
         out(`Changed the password of the vault at ${session.dir}`);
