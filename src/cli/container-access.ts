@@ -8,7 +8,7 @@
  * Ed25519 key, so it needs the vault key (from the agent, else the password)
  * besides the content key.
  */
-import { readEntries, readEntry, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
+import { entryNotFound, readEntries, readEntry, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
 import { wipe } from '../vault/secure.js';
 import type { Session } from './session.js';
 
@@ -23,11 +23,11 @@ export async function readEntriesOf(dir: string, info: ContainerInfo, key: Buffe
 /** One entry as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
 export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer, entryName: string): Promise<Buffer> {
   if (!info.shared) return readEntry(dir, info.name, key, entryName);
-  const [{ secureCopy }, { VaultError }, { wipeEntries }] = await Promise.all([import('../vault/secure.js'), import('../vault/errors.js'), import('../vault/container-body.js')]);
+  const [{ secureCopy }, { wipeEntries }] = await Promise.all([import('../vault/secure.js'), import('../vault/container-body.js')]);
   const entries = await readEntriesOf(dir, info, key);
   try {
     const value = entries.get(entryName);
-    if (value === undefined) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(info.name)} has no entry ${entryName}`);
+    if (value === undefined) throw entryNotFound(info.name, entryName, entries.keys());
     return secureCopy(value);
   } finally {
     wipeEntries(entries);

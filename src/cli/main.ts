@@ -10,6 +10,7 @@ import { terminalSafe } from './output.js';
 import { toParseSpec } from './options.js';
 import { hardenCli } from './harden.js';
 import { preloadSodium } from './sodium-preload.js';
+import { didYouMean } from './suggest.js';
 import {
   argNames, commandHelp, commands, commandsUnder, findCommand, groupHelp, suggestCommand, topLevelHelp, usageOf, type Command, type Invocation,
 } from './registry.js';
@@ -33,13 +34,20 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = await dispatch(argv);
   } catch (err) {
     const code = errorCode(err);
-    process.stderr.write(`stash: ${terminalSafe(errorMessage(err))}\n`);
+    process.stderr.write(`stash: ${terminalSafe(errorMessage(err) + misspeltHint(err))}\n`);
     if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
     process.exitCode = exitCodeFor(code);
   }
 }
 
+/** "; did you mean X?" for a container or entry name that was not found (vault errors carry the names). */
+function misspeltHint(err: unknown): string {
+  const misspelt = (err as { misspelt?: { word: string; candidates: string[] } } | null)?.misspelt;
+  return misspelt ? didYouMean(misspelt.word, misspelt.candidates) : '';
+}
+
 const isHelp = (a: string): boolean => a === '--help' || a === '-h';
+const TOP_LEVEL_OPTIONS = ['--help', '--version'];
 
 async function dispatch(argv: string[]): Promise<number> {
   const [first] = argv;
@@ -49,9 +57,14 @@ async function dispatch(argv: string[]): Promise<number> {
     return first === undefined ? ExitCode.usage : ExitCode.ok;
   }
   if (first === '--version' || first === '-V') {
+    if (argv[1] !== undefined) throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
     const { readVersion } = await import('./version.js');
     process.stdout.write(`stash ${readVersion()}\n`);
     return ExitCode.ok;
+  }
+  if (first.startsWith('-')) {
+    // Only --help and --version come before a command; name the option, not an empty command.
+    throw new UsageError(`unknown option '${first}'${didYouMean(first, TOP_LEVEL_OPTIONS, (o) => `'${o}'`)} (see stash --help)`);
   }
   const found = findCommand(argv);
   if (!found || isUnknownSubcommand(found.command, found.rest)) return groupOrUnknown(argv);
@@ -94,7 +107,12 @@ function groupOrUnknown(argv: string[]): number {
       process.stdout.write(groupHelp(prefix));
       return ExitCode.ok;
     }
-    throw new UsageError(`stash ${prefix.join(' ')}: missing command\n${groupHelp(prefix)}`);
+    const group = `stash ${prefix.join(' ')}`;
+    const option = argv[words.length];
+    if (option !== undefined) {
+      throw new UsageError(`unknown option '${option}': '${group}' needs one of its commands first (see ${group} --help)`);
+    }
+    throw new UsageError(`missing command: '${group}' needs one of these\n${groupHelp(prefix)}`);
   }
   // One line and a hint, as git and gh do: the whole help would bury the mistake.
   const shown = words.slice(0, prefix.length + 1).join(' ');

@@ -5,6 +5,7 @@
  * neither sodium, Koa, the keyring nor the native addon.
  */
 import { SHARED, type OptionDef } from './options.js';
+import { distance, nearest } from './suggest.js';
 
 export type { OptionDef } from './options.js';
 
@@ -121,7 +122,7 @@ export const commands: Command[] = [
   },
   {
     path: ['vault', 'sessions', 'lock'], args: 'CONTAINER', positionals: [1, 1],
-    summary: 'forget the cached key of one container (by name or path)',
+    summary: 'forget one container\'s key and the cached vault key that could open it again (by name or path)',
     options: {},
     load: () => import('./commands/sessions.js'),
   },
@@ -319,19 +320,6 @@ export function argNames(command: Command): string[] {
   return (end < 0 ? words : words.slice(0, end)).filter((w) => /^[A-Z][A-Z_]*$/.test(w));
 }
 
-/** Edit distance of two short words (insertions, deletions, substitutions). */
-function distance(a: string, b: string): number {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[b.length]!;
-}
-
 /**
  * A likely meant command for mistyped words (`stash gte` -> `get`): the last
  * word is compared with the words that may follow the ones before it. Null
@@ -341,18 +329,31 @@ export function suggestCommand(words: string[]): string | null {
   const prefix = words.slice(0, -1);
   const typo = words[words.length - 1];
   if (typo === undefined) return null;
+  const alias = ALIASES[[...prefix, typo].join(' ')];
+  if (alias !== undefined) return alias;
   const next = new Set(commandsUnder(prefix).map((c) => c.path[prefix.length]!));
-  let best: string | null = null;
-  let bestDistance = Math.min(3, typo.length);
-  for (const word of next) {
-    const d = distance(typo, word);
-    if (d < bestDistance) {
-      best = word;
-      bestDistance = d;
-    }
-  }
-  return best === null ? null : [...prefix, best].join(' ');
+  const guess = nearest(typo, next);
+  if (guess === null) return null;
+  const path = [...prefix, guess].join(' ');
+  // A write is offered for a slip of one key only: `cat` must not become `set`.
+  if (WRITES.has(path) && distance(typo.toLowerCase(), guess) > 1) return null;
+  return path;
 }
+
+/** Words people type for an existing command (pass, gopass, op, coreutils habits). */
+const ALIASES: Record<string, string> = {
+  cat: 'get', show: 'get', read: 'get', print: 'get', view: 'get', reveal: 'get',
+  list: 'ls', delete: 'rm', remove: 'rm', del: 'rm', unlock: 'open',
+  'container ls': 'container list', 'container delete': 'container rm', 'container remove': 'container rm', 'container new': 'container create',
+  'vault contact ls': 'vault contact list', 'vault sessions ls': 'vault sessions', 'vault sessions list': 'vault sessions',
+};
+
+/** Commands that change or remove something: suggested only for a one-key slip. */
+const WRITES = new Set([
+  'set', 'rm', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
+  'container create', 'container rm', 'container share', 'container unshare', 'container accept', 'container merge',
+  'container import', 'container link',
+]);
 
 /** Longest command path that prefixes argv. */
 export function findCommand(argv: string[]): { command: Command; rest: string[] } | undefined {
@@ -390,7 +391,11 @@ export function commandHelp(command: Command): string {
   const width = Math.max(...rows.map(([f]) => f.length));
   const lines = [usageOf(command), '', `${command.summary}.`];
   if (command.details) lines.push('', command.details);
-  lines.push('', 'options:', ...rows.map(([f, h]) => `  ${f.padEnd(width)}  ${h}`), '');
+  lines.push('', 'options:', ...rows.map(([f, h]) => `  ${f.padEnd(width)}  ${h}`));
+  // `vault sessions` runs by itself and is a group too: its help names both.
+  const sub = commandsUnder(command.path).filter((c) => c.path.length === command.path.length + 1);
+  if (sub.length > 0) lines.push('', 'commands:', ...table(commandsUnder(command.path)));
+  lines.push('');
   return lines.join('\n');
 }
 

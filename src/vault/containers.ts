@@ -70,7 +70,14 @@ function corrupt(path: string, why: string): VaultError {
 }
 
 function notFound(dir: string, name: string): VaultError {
-  return new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+  const err = new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+  try {
+    // Names are read from the files and records alone: no password is needed to suggest one.
+    err.misspelt = { word: name, candidates: listContainers(dir).map((c) => c.name) };
+  } catch {
+    /* no suggestion */
+  }
+  return err;
 }
 
 /** Header checks shared by every reader: the name inside matches the file name, the vault id matches. */
@@ -278,11 +285,18 @@ export function readEntry(dir: string, name: string, contentKey: Buffer, entryNa
   const entries = readEntries(dir, name, contentKey);
   try {
     const value = entries.get(entryName);
-    if (value === undefined) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(name)} has no entry ${entryName}`);
+    if (value === undefined) throw entryNotFound(name, entryName, entries.keys());
     return secureCopy(value);
   } finally {
     wipeEntries(entries);
   }
+}
+
+/** ENTRY_NOT_FOUND, with the entry names (the container is open: its names are known) to suggest from. */
+export function entryNotFound(container: string, entryName: string, names: Iterable<string>): VaultError {
+  const err = new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${entryName}`);
+  err.misspelt = { word: entryName, candidates: [...names] };
+  return err;
 }
 
 /**

@@ -45,6 +45,11 @@ export type VaultErrorCode =
 
 export class VaultError extends StashError {
   declare readonly code: VaultErrorCode;
+  /**
+   * For a name that was not found: the word asked for and the names that do
+   * exist, so the CLI can say "did you mean ...?". Names only, never values.
+   */
+  misspelt?: { word: string; candidates: string[] };
 
   constructor(code: VaultErrorCode, message: string, options?: { cause?: unknown }) {
     // Vault errors describe local files; they are never sent to a remote caller.

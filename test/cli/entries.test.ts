@@ -79,4 +79,28 @@ test('a 64 KiB value followed by its newline is stored whole; one byte more is r
   }
 });
 
+
+test('misspelt names: did you mean ...? for an entry (case too) while the container is open, and for a container with no password at all', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    assert.is((await t.run(['set', 'work', 'GITHUB_TOKEN', '--password-file', t.pwFile], { input: 'tok\n' })).code, 0);
+    for (const typo of ['GITHUB_TOKN', 'github_token']) {
+      const r = await t.run(['get', 'work', typo]);
+      assert.is(r.code, 66, r.stderr);
+      assert.is(r.stderr, `stash: container "work" has no entry ${typo}; did you mean GITHUB_TOKEN?\n`);
+      assert.is(r.stdout, '');
+    }
+    const far = await t.run(['get', 'work', 'SOMETHING_ELSE']);
+    assert.is(far.stderr, 'stash: container "work" has no entry SOMETHING_ELSE\n', 'nothing close: no guess');
+    await t.run(['vault', 'sessions', 'lock-all']);
+    // No password source and nothing cached: container names come from the files alone.
+    const wrok = await t.run(['get', 'wrok', 'GITHUB_TOKEN']);
+    assert.is(wrok.code, 66, wrok.stderr);
+    assert.match(wrok.stderr, /^stash: no container named "wrok" in the vault at .*; did you mean work\?\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
 test.run();

@@ -229,7 +229,20 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
     [['frobnicate'], /^stash: unknown command 'frobnicate' \(see stash --help\)\n$/],
     [['gte', 'c', 'N'], /^stash: unknown command 'gte'; did you mean 'stash get'\? \(see stash --help\)\n$/],
     [['vault', 'sessions', 'frob'], /^stash: unknown command 'vault sessions frob' \(see stash vault sessions --help\)\n$/],
-    [['vault'], /^stash: stash vault: missing command\nusage: stash vault <command>/],
+    [['vault'], /^stash: missing command: 'stash vault' needs one of these\nusage: stash vault <command>/],
+    [['vault', '--bogus'], /^stash: unknown option '--bogus': 'stash vault' needs one of its commands first \(see stash vault --help\)\n$/],
+    // Top-level options are named, with the nearest real one.
+    [['--versoin'], /^stash: unknown option '--versoin'; did you mean '--version'\? \(see stash --help\)\n$/],
+    [['--foo'], /^stash: unknown option '--foo' \(see stash --help\)\n$/],
+    [['-x'], /^stash: unknown option '-x' \(see stash --help\)\n$/],
+    [['--json'], /^stash: unknown option '--json' \(see stash --help\)\n$/],
+    [['--version', 'extra'], /^stash: unexpected argument 'extra' after --version \(see stash --help\)\n$/],
+    // A read is never turned into a write: cat is two edits from both get and set.
+    [['cat', 'c', 'N'], /^stash: unknown command 'cat'; did you mean 'stash get'\? \(see stash --help\)\n$/],
+    [['show', 'c', 'N'], /did you mean 'stash get'\?/],
+    [['container', 'ls'], /^stash: unknown command 'container ls'; did you mean 'stash container list'\?/],
+    [['sat', 'c', 'N'], /did you mean 'stash set'\?/], // one key off a write is still a slip
+    [['vault', 'sessions', 'lockall'], /did you mean 'stash vault sessions lock-all'\? \(see stash vault sessions --help\)/],
   ];
   for (const [args, re] of cases) {
     const r = stash(args);
@@ -240,6 +253,17 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
   const bare = stash([]);
   assert.is(bare.code, 64);
   assert.match(bare.stdout, /usage: stash <command>/);
+});
+
+test('a group that also runs by itself lists its subcommands in --help (vault sessions)', () => {
+  const r = stash(['vault', 'sessions', '--help']);
+  assert.is(r.code, 0, r.stderr);
+  for (const sub of ['lock CONTAINER', 'lock-all', 'stop', 'auto-unlock status', 'auto-unlock enable', 'auto-unlock disable', 'auto-unlock forget']) {
+    assert.match(r.stdout, new RegExp(`\\n  vault sessions ${sub} `), sub);
+  }
+  assert.match(r.stdout, /--json/);
+  const leaf = stash(['vault', 'sessions', 'lock', '--help']);
+  assert.not.match(leaf.stdout, /commands:/, 'a command without subcommands lists none');
 });
 
 test('--version of both executables prints the version of package.json', () => {
