@@ -11,6 +11,9 @@
  *   server restarted with an old configuration cannot roll the cache back).
  * - It holds only what GET /v1/topology tells anyone: no secret. Still
  *   written owner-only (0700 folder, 0600 file), atomically.
+ * - Server URLs are kept and compared as their base (keyServerBase): a
+ *   server written as `https://host` or `https://host/v1/share`, in the
+ *   configuration, a topology or an older file, is the same server.
  * - A file that is damaged, or names a server URL that breaks the URL rule,
  *   is ignored as if absent; every failure to read or write the cache is
  *   silent: the cache can only add a fallback, never fail a command.
@@ -19,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from './cache-dir.js';
-import { keyServerUrlProblem } from '../keyserver/server-url.js';
+import { keyServerBase, keyServerUrlProblem } from '../keyserver/server-url.js';
 import type { TopologyResponse, TopologyStatus } from '../keyserver/wire/messages.js';
 
 export { cacheDir };
@@ -58,7 +61,8 @@ function fileOf(dir: string, clusterId: string): string {
 }
 
 const isId = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 9;
-const base = (url: string): string => url.replace(/\/+$/, '');
+/** URLs are kept and compared as their base: a server written with or without /v1/share is one server. */
+const base = keyServerBase;
 
 /** The file's content when every field is what this module writes, else null (damaged: ignored). */
 function parse(text: string): CacheFile | null {
@@ -122,7 +126,7 @@ export function saveTopology(topology: TopologyResponse, learnedFrom: string, as
   try {
     if (keyServerUrlProblem(learnedFrom) !== null) return;
     // Entries a client would pass over anyway are left out, so the file always parses.
-    const servers = topology.servers.filter((s) => keyServerUrlProblem(s.url) === null);
+    const servers = topology.servers.filter((s) => keyServerUrlProblem(s.url) === null).map((s) => ({ ...s, url: base(s.url) }));
     const dir = cacheDir(env);
     const path = fileOf(dir, topology.clusterId);
     let old: CacheFile | null = null;

@@ -85,6 +85,7 @@ function notTls(err: NodeJS.ErrnoException): boolean {
   return err.code === 'EPROTO' || /wrong version number|packet length too long|unknown protocol|http request/i.test(err.message);
 }
 
+/** `path` under the server's base URL; `serverUrl` may be the base or its /v1/share endpoint (checkKeyServerUrl). */
 function endpoint(serverUrl: string, path: string): URL {
   const base = checkKeyServerUrl(serverUrl, 'the key server URL', (m) => new KeyServerError('USAGE', m));
   return new URL(`${new URL(base).href.replace(/\/+$/, '')}${path}`);

@@ -6,6 +6,9 @@
  * for the owner, the owner and then the secondary are tried. Disabled servers
  * are skipped.
  *
+ * A server URL may be written as the base or as its /v1/share endpoint, in
+ * the configuration and in a topology alike (server-url.ts, keyServerBase).
+ *
  * Only failures of a server itself (unreachable, timed out, untrusted
  * certificate, garbled answer, 5xx, 421 "not served here") move on to the
  * next candidate. An answer
@@ -16,7 +19,7 @@
 import { errorCode, errorMessage } from '../errors.js';
 import { fetchShare, topology as fetchTopology, type ClientOptions, type FetchedShare } from './client.js';
 import { ServerUnreachableError } from './errors.js';
-import { keyServerUrlProblem } from './server-url.js';
+import { keyServerBase, keyServerUrlProblem } from './server-url.js';
 import { parseShareCode, type ShareCode } from './share-code.js';
 import type { TopologyResponse } from './wire/messages.js';
 
@@ -84,12 +87,13 @@ export function candidateServers(topology: TopologyResponse, code: ShareCode, co
   for (const id of ids) {
     const server = topology.servers.find((s) => s.id === id);
     if (!server || server.status === 'disabled') continue;
-    const url = server.url.replace(/\/+$/, '');
+    const url = keyServerBase(server.url);
     // A topology is the server's word: an entry that breaks the URL rule is passed over, not obeyed.
     if (keyServerUrlProblem(url) !== null || out.some((c) => c.url === url)) continue;
     out.push({ id, url });
   }
-  for (const url of typeof configured === 'string' ? [configured] : configured) {
+  for (const raw of typeof configured === 'string' ? [configured] : configured) {
+    const url = keyServerBase(raw);
     if (!out.some((c) => c.url === url)) out.push({ id: null, url });
   }
   return out;
@@ -130,7 +134,7 @@ async function routingTopology(configured: readonly string[], opts: RouteOptions
     const topologyError = errorMessage(err);
     const others = cached.servers
       .filter((s) => s.status !== 'disabled' && keyServerUrlProblem(s.url) === null)
-      .map((s) => s.url.replace(/\/+$/, ''))
+      .map((s) => keyServerBase(s.url))
       .filter((u) => !configured.includes(u));
     try {
       const fresh = await firstTopology(others, opts);
@@ -152,7 +156,8 @@ async function routingTopology(configured: readonly string[], opts: RouteOptions
  */
 export async function fetchAlongRoute(serverUrls: string | readonly string[], rawCode: string, opts: RouteOptions = {}): Promise<RoutedShare> {
   const code = parseShareCode(rawCode);
-  const configured = typeof serverUrls === 'string' ? [serverUrls] : serverUrls;
+  // Server URLs, configured or from a topology, are compared and shown as their base (either spelling: server-url.ts).
+  const configured = (typeof serverUrls === 'string' ? [serverUrls] : serverUrls).map(keyServerBase);
   // A primary that swallows packets should not hold the failover back for long.
   const attemptOpts: RouteOptions = { ...opts, timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS };
   const source = await routingTopology(configured, attemptOpts);

@@ -10,6 +10,13 @@
  * somewhere it was never meant to go, and credentials would end up in
  * messages, `stash doctor` output and logs. Messages show the URL through
  * redactUrl, so a refused password is never printed.
+ *
+ * The spec calls a topology entry's URL and `--public-url` "the public
+ * /v1/share base URL", so operators write a server both ways:
+ * `https://keys.example.org` and `https://keys.example.org/v1/share`.
+ * keyServerBase turns either into the base, and every place a server URL
+ * comes in (server options, topology answers, the client's configuration
+ * and cache) goes through it.
  */
 
 /**
@@ -24,7 +31,26 @@ export function redactUrl(raw: string): string {
   return shown.length > 100 ? `${shown.slice(0, 100)}...` : shown;
 }
 
-/** Why `raw` is not a key server base URL, or null when it is one. */
+/** The endpoint that all share requests go to, relative to the base URL. */
+const SHARE_ENDPOINT = '/v1/share';
+
+/**
+ * The base URL of a key server URL written either way: without trailing
+ * slashes, and without a final `/v1/share` path segment (a URL whose path
+ * ends in `/v1/share` names the endpoint itself, not a folder the API lives
+ * under). Only the path is looked at (`http://v1/share` is host v1, path
+ * /share, and stays); anything that is no absolute URL loses only its
+ * trailing slashes, and is for keyServerUrlProblem to refuse.
+ */
+export function keyServerBase(raw: string): string {
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*)(\/[^?#]*)?$/.exec(raw);
+  if (!m) return raw.replace(/\/+$/, '');
+  let path = (m[2] ?? '').replace(/\/+$/, '');
+  if (path.endsWith(SHARE_ENDPOINT)) path = path.slice(0, -SHARE_ENDPOINT.length).replace(/\/+$/, '');
+  return m[1] + path;
+}
+
+/** Why `raw` is not a key server URL (a base, or the /v1/share endpoint: keyServerBase), or null when it is one. */
 export function keyServerUrlProblem(raw: string): string | null {
   let url: URL;
   try {
@@ -48,12 +74,12 @@ export function keyServerUrlProblem(raw: string): string | null {
 }
 
 /**
- * `raw` without trailing slashes when it is a key server base URL; else the
- * error `fail` makes of "WHAT must ...; got "REDACTED"" (a UsageError for a
- * flag, a ConfigError for the environment and the config file).
+ * The base URL of `raw` (keyServerBase) when it is a key server URL; else
+ * the error `fail` makes of "WHAT must ...; got "REDACTED"" (a UsageError for
+ * a flag, a ConfigError for the environment and the config file).
  */
 export function checkKeyServerUrl(raw: string, what: string, fail: (message: string) => Error): string {
   const problem = keyServerUrlProblem(raw);
   if (problem !== null) throw fail(`${what} ${problem}; got ${JSON.stringify(redactUrl(raw))}`);
-  return raw.replace(/\/+$/, '');
+  return keyServerBase(raw);
 }

@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { ConfigError } from '../../src/errors.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { candidateServers } from '../../src/keyserver/routed-fetch.js';
-import { checkKeyServerUrl, keyServerUrlProblem, redactUrl } from '../../src/keyserver/server-url.js';
+import { checkKeyServerUrl, keyServerBase, keyServerUrlProblem, redactUrl } from '../../src/keyserver/server-url.js';
 import { parseShareCode } from '../../src/keyserver/share-code.js';
+import { findKeyServerUrl } from '../../src/cli/key-server-url.js';
 import { cliEnv, type CliEnv } from './harness.js';
 
 const SECRET = 's3cretPW';
@@ -55,6 +56,35 @@ test('a topology entry that breaks the rule is passed over', () => {
     servers: [{ id: 0, url: `https://u:${SECRET}@a.example`, status: 'active' }, { id: 1, url: 'https://b.example/', status: 'active' }],
   } as never, code, 'https://configured.example');
   assert.equal(list.map((c) => c.url), ['https://b.example', 'https://configured.example']);
+});
+
+test('a URL written as the /v1/share endpoint (as the spec words it) names the same server as its base', () => {
+  const same: Array<[string, string]> = [
+    ['https://keys.example.org', 'https://keys.example.org'],
+    ['https://keys.example.org/', 'https://keys.example.org'],
+    ['https://keys.example.org/v1/share', 'https://keys.example.org'],
+    ['https://keys.example.org/v1/share/', 'https://keys.example.org'],
+    ['https://keys.example.org:8443/stash/v1/share', 'https://keys.example.org:8443/stash'],
+    ['http://127.0.0.1:8089/v1/share', 'http://127.0.0.1:8089'],
+    // Only a whole final path segment pair: these are other paths, and `v1` here is a host name.
+    ['https://keys.example.org/v1/shares', 'https://keys.example.org/v1/shares'],
+    ['https://keys.example.org/xv1/share', 'https://keys.example.org/xv1/share'],
+    ['http://v1/share', 'http://v1/share'],
+  ];
+  for (const [raw, base] of same) {
+    assert.is(keyServerBase(raw), base, raw);
+    assert.is(checkKeyServerUrl(raw, 'x', (m) => new ConfigError(m)), base, raw);
+  }
+  // The rule is the same for both spellings.
+  assert.ok(keyServerUrlProblem(`https://u:${SECRET}@keys.example.org/v1/share`) !== null);
+  assert.ok(keyServerUrlProblem('https://keys.example.org/v1/share?x') !== null);
+  // Topology entries and configured URLs written either way are one candidate each, as the base.
+  const code = parseShareCode(generateShareCode(0, 1).display);
+  const list = candidateServers({
+    clusterId: 'c', topologyVersion: 1, routes: [{ owner: 0, primary: 0, failovers: [1] }], promotedOwners: [], serverId: 0,
+    servers: [{ id: 0, url: 'https://a.example/v1/share', status: 'active' }, { id: 1, url: 'https://b.example/v1/share/', status: 'active' }],
+  }, code, ['https://a.example/', 'https://b.example/v1/share', 'https://c.example/v1/share']);
+  assert.equal(list, [{ id: 0, url: 'https://a.example' }, { id: 1, url: 'https://b.example' }, { id: null, url: 'https://c.example' }]);
 });
 
 let t: CliEnv;
@@ -112,6 +142,23 @@ test('the same base URL is accepted from each source', async () => {
     const r = await receive(args, env);
     assert.is(r.code, 69, r.stderr);
     assert.match(r.stderr, /cannot reach the key server at http:\/\/127\.0\.0\.1:9/);
+  }
+});
+
+test('the /v1/share spelling from each source: the flag, the environment and the config file all give the base', async () => {
+  assert.equal(await findKeyServerUrl({ server: 'http://127.0.0.1:9/v1/share' }, {}), { url: 'http://127.0.0.1:9', from: '--server' });
+  const dir = join(t.env.XDG_CONFIG_HOME!, 'stash');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, 'config.toml');
+  writeFileSync(file, 'key_server_url = "http://127.0.0.1:9/v1/share"\n');
+  try {
+    for (const env of [{ STASH_KEY_SERVER_URL: 'http://127.0.0.1:9/v1/share/' }, {}]) {
+      const doctor = await t.run(['doctor', '--json'], { env });
+      const ks = (JSON.parse(doctor.stdout) as { keyServer: { url: string; from: string } }).keyServer;
+      assert.is(ks.url, 'http://127.0.0.1:9', `${ks.from}: ${doctor.stdout}`);
+    }
+  } finally {
+    writeFileSync(file, '');
   }
 });
 

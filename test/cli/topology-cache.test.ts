@@ -80,4 +80,24 @@ test('a cluster id that is no file name is hashed; an unwritable folder is silen
   assert.is(cachedTopologyFor(['https://a.example.org'], blocked), null);
 });
 
+test('server URLs written as the /v1/share endpoint are kept as the base and found by either spelling', () => {
+  const spelled: TopologyResponse = {
+    ...topo(1), clusterId: 'spelled',
+    servers: [{ id: 0, url: 'https://s0.example.org/v1/share', status: 'active' }, { id: 1, url: 'https://s1.example.org/v1/share/', status: 'standby' }],
+  };
+  saveTopology(spelled, 'https://s0.example.org/v1/share', ['https://s0.example.org/v1/share'], env);
+  const doc = JSON.parse(readFileSync(join(dir, 'topology-spelled.json'), 'utf8')) as { learnedFrom: string; askedAt: string[]; topology: TopologyResponse };
+  assert.is(doc.learnedFrom, 'https://s0.example.org');
+  assert.equal(doc.askedAt, ['https://s0.example.org']);
+  assert.equal(doc.topology.servers.map((s) => s.url), ['https://s0.example.org', 'https://s1.example.org']);
+  for (const configured of ['https://s0.example.org', 'https://s0.example.org/v1/share', 'https://s1.example.org/', 'https://s1.example.org/v1/share']) {
+    assert.is(cachedTopologyFor([configured], env)?.topology.clusterId, 'spelled', configured);
+  }
+  // A file an earlier version wrote, with the URLs as the server advertised them, is found the same way.
+  writeFileSync(join(dir, 'topology-spelled.json'), JSON.stringify({ ...doc, askedAt: ['https://s0.example.org/v1/share'], topology: spelled }));
+  for (const configured of ['https://s0.example.org', 'https://s1.example.org/v1/share']) {
+    assert.is(cachedTopologyFor([configured], env)?.topology.clusterId, 'spelled', configured);
+  }
+});
+
 test.run();

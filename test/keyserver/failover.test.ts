@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fetchShare, publish, status } from '../../src/keyserver/client.js';
 import { fetchAlongRoute } from '../../src/keyserver/routed-fetch.js';
 import { FETCH_FLUSH_MS } from '../../src/keyserver/server.js';
+import type { TopologyResponse } from '../../src/keyserver/wire/messages.js';
 import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
 import { cliEnv } from '../cli/harness.js';
 import { http, identityPublicKey, mailSink, postJson, tempDir, type MailSink } from './harness.js';
@@ -20,8 +21,15 @@ import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, runServerCommand, sta
 
 const key = identityPublicKey();
 
+/**
+ * How an operator writes a server's public URL: as the base (`http://host:port`) or, as the spec words it ("the
+ * public /v1/share base URL"), as the endpoint itself (`http://host:port/v1/share`). Both name the same server.
+ */
+type Spelling = 'base' | 'endpoint';
+const publicUrl = (port: number, spelling: Spelling) => (spelling === 'base' ? baseUrl(port) : `${baseUrl(port)}/v1/share`);
+
 /** An operator's config file for node `id` of a pair on `ports`. */
-function writeNodeConfig(dir: string, id: number, ports: number[], sink: MailSink): string {
+function writeNodeConfig(dir: string, id: number, ports: number[], sink: MailSink, spelling: Spelling = 'base'): string {
   const other = 1 - id;
   const path = join(dir, `node-${id}.toml`);
   writeFileSync(path, [
@@ -30,8 +38,8 @@ function writeNodeConfig(dir: string, id: number, ports: number[], sink: MailSin
     `state_dir = "${join(dir, `state-${id}`)}"`,
     `server_id = ${id}`,
     `cluster_id = "${CLUSTER}"`,
-    `public_url = "${baseUrl(ports[id]!)}"`,
-    `topology_server = ["${id}=${baseUrl(ports[id]!)},active", "${other}=${baseUrl(ports[other]!)},standby"]`,
+    `public_url = "${publicUrl(ports[id]!, spelling)}"`,
+    `topology_server = ["${id}=${publicUrl(ports[id]!, spelling)},active", "${other}=${publicUrl(ports[other]!, spelling)},standby"]`,
     'route = "0=0,1"',
     'route = "1=1,0"',
     `replication_token = "${TOKEN}"`,
@@ -46,11 +54,11 @@ function writeNodeConfig(dir: string, id: number, ports: number[], sink: MailSin
 }
 
 /** Ports, config files and mail sinks of a pair, and the processes started for it (stopped by cleanup). */
-async function pair(name: string) {
+async function pair(name: string, spelling: Spelling = 'base') {
   const ports = await freePorts(2);
   const dir = tempDir(name);
   const sinks = [mailSink(), mailSink()];
-  const conf = [0, 1].map((id) => writeNodeConfig(dir.path, id, ports, sinks[id]!));
+  const conf = [0, 1].map((id) => writeNodeConfig(dir.path, id, ports, sinks[id]!, spelling));
   const procs: ServerProcess[] = [];
   const cleanup = async () => {
     await Promise.all(procs.map((p) => p.stop()));
@@ -138,44 +146,62 @@ test('failover: A killed, owner 0 promoted on B, fetched from B, A back, resync-
   }
 });
 
-test('client failover: a client that ran doctor against A once receives from B after A died and B took owner 0', async () => {
-  const { conf, sinks, procs, cleanup } = await pair('client-failover');
-  const bob = cliEnv();
-  try {
-    const a = await startServerProcess(['--config', conf[0]!]);
-    let b = await startServerProcess(['--config', conf[1]!]);
-    procs.push(a, b);
-    await bob.initVault();
-    // Bob is configured with A alone, and asks it once (doctor): the topology is now in his cache folder.
-    const env = { STASH_KEY_SERVER_URL: a.url, STASH_PASSWORD_FILE: bob.pwFile };
-    const doctor = await bob.run(['doctor', '--json'], { env });
-    const ks = (JSON.parse(doctor.stdout) as { keyServer: { reachable: boolean; clusterId: string } }).keyServer;
-    assert.equal([ks.reachable, ks.clusterId], [true, CLUSTER], doctor.stdout);
+for (const spelling of ['base', 'endpoint'] as const) {
+  test(`client failover (topology and public URLs written as the ${spelling}): a client configured with A alone, that ran doctor against A once, receives from B after A died and B took owner 0`, async () => {
+    const { ports, conf, sinks, procs, cleanup } = await pair(`client-failover-${spelling}`, spelling);
+    const bob = cliEnv();
+    try {
+      const a = await startServerProcess(['--config', conf[0]!]);
+      let b = await startServerProcess(['--config', conf[1]!]);
+      procs.push(a, b);
+      // Whichever way the operator wrote them, the servers advertise the base URLs, and the links they mail work.
+      const advertised = (await http(`${a.url}/v1/topology`, { headers: { Accept: 'application/json' } })).json().servers.map((x: { url: string }) => x.url);
+      assert.equal(advertised, [baseUrl(ports[0]!), baseUrl(ports[1]!)]);
+      await bob.initVault();
+      // Bob is configured with A alone (spelled as the operator spelled it), and asks it once (doctor): the topology
+      // is now in his cache folder.
+      const env = { STASH_KEY_SERVER_URL: publicUrl(ports[0]!, spelling), STASH_PASSWORD_FILE: bob.pwFile };
+      const doctor = await bob.run(['doctor', '--json'], { env });
+      const ks = (JSON.parse(doctor.stdout) as { keyServer: { reachable: boolean; clusterId: string } }).keyServer;
+      assert.equal([ks.reachable, ks.clusterId], [true, CLUSTER], doctor.stdout);
 
-    const code = await publishVerified(a.url, sinks[0]!, 'alice-fo@example.org');
-    await waitFor('B holds the share', async () => (await status(b.url)).shares_live === 1 && (await status(a.url)).replication_pending === 0);
-    await a.kill();
-    await b.stop();
-    b = await startServerProcess(['--config', conf[1]!, '--promoted-owner', '0']);
-    procs.push(b);
+      const code = await publishVerified(a.url, sinks[0]!, 'alice-fo@example.org');
+      assert.ok(sinks[0]!.lastLink('alice-fo@example.org').startsWith(`${a.url}/verify/`), sinks[0]!.lastLink('alice-fo@example.org'));
+      await waitFor('B holds the share', async () => (await status(b.url)).shares_live === 1 && (await status(a.url)).replication_pending === 0);
+      await a.kill();
+      await b.stop();
+      // Steps 1-3 of the runbook, with the flags written the same way.
+      b = await startServerProcess(['--config', conf[1]!, '--promoted-owner', '0', '--topology-server', `0=${publicUrl(ports[0]!, spelling)},disabled`,
+        '--topology-server', `1=${publicUrl(ports[1]!, spelling)},promoted`, '--route', '0=1,0']);
+      procs.push(b);
 
-    const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
-    const r = await bob.run(['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, '--name', 'alice', '--json'], { env });
-    assert.is(r.code, 0, r.stderr);
-    const got = JSON.parse(r.stdout) as { server: string; contact: { name: string } };
-    assert.is(got.server, b.url, 'B answered');
-    assert.is(got.contact.name, 'alice');
-    assert.match(r.stderr, new RegExp(`^stash: ${a.url} did not answer \\(.*ECONNREFUSED.*\\); asked ${b.url}, a server of the same cluster it listed\\n`));
-    // The cache now also holds B's answer, still found through A's URL.
-    const cached = JSON.parse(readFileSync(join(bob.env.XDG_CACHE_HOME!, 'stash', `topology-${CLUSTER}.json`), 'utf8')) as { learnedFrom: string; askedAt: string[]; topology: { promotedOwners: number[] } };
-    assert.is(cached.learnedFrom, b.url);
-    assert.ok(cached.askedAt.includes(a.url), JSON.stringify(cached.askedAt));
-    assert.equal(cached.topology.promotedOwners, [0]);
-  } finally {
-    await bob.dispose();
-    await cleanup();
-  }
-});
+      const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
+      const r = await bob.run(['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, '--name', 'alice', '--json'], { env });
+      assert.is(r.code, 0, r.stderr);
+      const got = JSON.parse(r.stdout) as { server: string; contact: { name: string } };
+      assert.is(got.server, b.url, 'B answered');
+      assert.is(got.contact.name, 'alice');
+      assert.match(r.stderr, new RegExp(`^stash: ${a.url} did not answer \\(.*ECONNREFUSED.*\\); asked ${b.url}, a server of the same cluster it listed\\n`));
+      // The cache now also holds B's answer, still found through A's URL.
+      const cached = JSON.parse(readFileSync(join(bob.env.XDG_CACHE_HOME!, 'stash', `topology-${CLUSTER}.json`), 'utf8')) as { learnedFrom: string; askedAt: string[]; topology: TopologyResponse };
+      assert.is(cached.learnedFrom, b.url);
+      assert.ok(cached.askedAt.includes(a.url), JSON.stringify(cached.askedAt));
+      assert.equal(cached.topology.promotedOwners, [0]);
+      // The library's route from A alone, written either way, through a cached topology whose URLs are written
+      // either way too (as a server that advertised what its operator wrote would have answered).
+      for (const configured of [a.url, `${a.url}/v1/share/`]) {
+        for (const listed of ['base', 'endpoint'] as const) {
+          const topology: TopologyResponse = { ...cached.topology, servers: [0, 1].map((id) => ({ id, url: publicUrl(ports[id]!, listed), status: id === 0 ? 'disabled' as const : 'promoted' as const })) };
+          const routed = await fetchAlongRoute([configured], code, { timeoutMs: 2000, cached: topology });
+          assert.is(routed.answeredBy.url, b.url, `${configured}, cached URLs written as the ${listed}`);
+        }
+      }
+    } finally {
+      await bob.dispose();
+      await cleanup();
+    }
+  });
+}
 
 test('kill -9 of a server with events queued for a down peer loses none of them', async () => {
   const { ports, conf, sinks, procs, cleanup } = await pair('kill9');

@@ -129,6 +129,18 @@ test('config files are read first, later files win, flags override, repeatables 
   assert.equal(c.promotedOwners, [0, 1]);
 });
 
+test('--public-url and --topology-server URLs written as the /v1/share endpoint (the spec\'s words) are kept as the base', () => {
+  const c = config(['--public-url', 'https://keys.example.org/v1/share', '--topology-server', '0=https://a.example.org/v1/share,active',
+    '--topology-server', '1=https://b.example.org:8443/stash/v1/share/,standby', '--replication-peer-url', 'https://b.example.org/v1/replicate']);
+  assert.is(c.publicUrl, 'https://keys.example.org');
+  assert.equal(c.topologyServers.map((s) => `${s.id} ${s.url} ${s.status}`), ['0 https://a.example.org active', '1 https://b.example.org:8443/stash standby']);
+  assert.equal(c.replicationPeerUrls, ['https://b.example.org/v1/replicate'], 'a replication URL names its endpoint and is left alone');
+  files['/spelled.conf'] = 'public_url = "https://keys.example.org/v1/share"\ntopology_server = ["0=https://a.example.org/v1/share", "1=https://b.example.org,standby"]\n';
+  const f = config(['--config', '/spelled.conf']);
+  assert.is(f.publicUrl, 'https://keys.example.org');
+  assert.equal(f.topologyServers.map((s) => s.url), ['https://a.example.org', 'https://b.example.org']);
+});
+
 test('command-line errors name the option', () => {
   fails(['--nope'], /unknown option: --nope/);
   fails(['run', 'extra'], /unexpected argument: "extra"/);

@@ -63,6 +63,33 @@ test('a fetch is served by the owner\'s primary; the standby answers 421 naming 
   }
 });
 
+test('a topology that lists its URLs as the /v1/share endpoint (an older server advertising what its operator wrote) is followed the same', async () => {
+  const ports = await freePorts(2);
+  const spelled = (i: number) => {
+    const c = ringConfig(i, ports);
+    // Straight into the config, past the option parser that would turn them into the base: as an older server had them.
+    c.topologyServers = c.topologyServers!.map((s) => ({ ...s, url: `${s.url}/v1/share` }));
+    return c;
+  };
+  const [a, b] = await Promise.all([0, 1].map((i) => startTestServer({ config: spelled(i), replication: fast })));
+  try {
+    const code = await verified(a!, 'ivan@example.org');
+    await waitFor('B holds the replica', () => b!.store.lookup(parseShareCode(code).canonical).state === 'live');
+    assert.equal((await topology(b!.url)).servers.map((s) => s.url), [0, 1].map((i) => `${baseUrl(ports[i]!)}/v1/share`));
+    for (const configured of [b!.url, `${b!.url}/v1/share`]) {
+      const routed = await fetchAlongRoute([configured], code);
+      assert.is(routed.answeredBy.url, baseUrl(ports[0]!), configured);
+      assert.equal(routed.attempts.map((x) => x.url), [baseUrl(ports[0]!)], 'A, the primary, answered first: no request went to .../v1/share/v1/share');
+      assert.equal(routed.share.publicKey, key);
+    }
+    // The client functions take either spelling.
+    assert.equal((await fetchShare(`${a!.url}/v1/share`, code)).publicKey, key);
+    assert.is((await topology(`${a!.url}/v1/share/`)).clusterId, CLUSTER);
+  } finally {
+    await Promise.all([a!.stop(), b!.stop()]);
+  }
+});
+
 test('--promoted-owner: the standby serves the owner, reports itself promoted; the client falls over when the primary is down', async () => {
   const ports = await freePorts(2);
   const a = await startTestServer({ config: ringConfig(0, ports), replication: fast });

@@ -8,6 +8,7 @@ import {
   parseBoolean,
   parseClusterId,
   parseHttpUrl,
+  parsePublicUrl,
   parseInteger,
   parseReplicationToken,
   parseRoute,
@@ -167,9 +168,9 @@ export const optionDefs: readonly OptionDef[] = [
   opt('developer', undefined, 'developer mode: state in a fresh temporary directory; verification links printed when no email command is set', (c, r, w) => { c.developer = parseBoolean(r, w); }),
   opt('server-id', 'N', `this server's routing id, 0..${MAX_SERVER_ID} (default 0)`, (c, r, w) => { c.serverId = parseInteger(r, w, 0, MAX_SERVER_ID); }),
   opt('cluster-id', 'ID', 'public topology cluster id (default "default")', (c, r, w) => { c.clusterId = parseClusterId(r, w); }),
-  opt('public-url', 'URL', 'public base URL of this server (default derived from --bind)', (c, r, w) => { c.publicUrl = parseHttpUrl(r, w); }),
+  opt('public-url', 'URL', 'public base URL of this server, with or without /v1/share (default derived from --bind)', (c, r, w) => { c.publicUrl = parsePublicUrl(r, w); }),
   opt('topology-version', 'N', 'public topology version (default 1)', (c, r, w) => { c.topologyVersion = int(0, 0xffffffff)(r, w); }),
-  opt('topology-server', 'ID=URL[,STATUS]', 'topology entry; STATUS active|standby|promoted|disabled (repeatable)', (c, r, w) => {
+  opt('topology-server', 'ID=URL[,STATUS]', 'topology entry: URL is the server\'s public base URL, with or without /v1/share; STATUS active|standby|promoted|disabled (repeatable)', (c, r, w) => {
     const s = parseTopologyServer(r, w);
     upsert(c.topologyServers, s, (x) => x.id === s.id);
   }, { repeatable: true }),

@@ -5,6 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
+import { keyServerBase } from '../server-url.js';
 
 /** Largest server id a locator character can name (ring of 32). */
 export const MAX_RING_ID = 31;
@@ -86,6 +87,16 @@ export function parseHttpUrl(raw: string, where: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
+/**
+ * A server's public URL (`--public-url`, a `--topology-server` entry): an
+ * http(s) URL as parseHttpUrl takes it, written as the base or as its
+ * /v1/share endpoint, returned as the base (keyServerBase) so that it is
+ * advertised and used one way.
+ */
+export function parsePublicUrl(raw: string, where: string): string {
+  return keyServerBase(parseHttpUrl(raw, where));
+}
+
 /** `HOST:PORT`, `[IPv6]:PORT`; port 0 asks the OS for a free port. */
 export function parseBind(raw: string, where: string): BindAddress {
   const text = raw.trim();
@@ -102,7 +113,7 @@ function parseId(raw: string, where: string, what: string): number {
   return parseInteger(raw, `${where} ${what}`, 0, MAX_SERVER_ID);
 }
 
-/** `ID=URL[,STATUS]`. */
+/** `ID=URL[,STATUS]`; the URL as parsePublicUrl takes it. */
 export function parseTopologyServer(raw: string, where: string): TopologyServer {
   const eq = raw.indexOf('=');
   if (eq <= 0) throw new UsageError(`${where} must be ID=URL[,STATUS], got ${show(raw)}`);
@@ -119,7 +130,7 @@ export function parseTopologyServer(raw: string, where: string): TopologyServer 
     rest = rest.slice(0, comma);
   }
   if (rest.trim() === '') throw new UsageError(`${where} has no URL (form ID=URL[,STATUS]): ${show(raw)}`);
-  return { id, url: parseHttpUrl(rest, `${where} URL`), status };
+  return { id, url: parsePublicUrl(rest, `${where} URL`), status };
 }
 
 /** `OWNER=PRIMARY[,FAILOVER...]`; the primary is required, ids may not repeat. */
