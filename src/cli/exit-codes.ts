@@ -37,6 +37,8 @@ const byErrorCode: Record<string, number> = {
   INVALID_PASSWORD: ExitCode.usage,
   PASSWORD_MISMATCH: ExitCode.usage,
   WEAK_PASSWORD: ExitCode.usage,
+  VALUE_MISMATCH: ExitCode.usage,
+  CANCELLED: ExitCode.failure,
   NO_PASSWORD_SOURCE: ExitCode.usage,
   CONFIG: ExitCode.config,
   NATIVE_UNAVAILABLE: ExitCode.software,

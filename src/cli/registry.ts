@@ -251,13 +251,17 @@ export const commands: Command[] = [
   },
   {
     path: ['set'], args: 'CONTAINER NAME', positionals: [2, 2],
-    summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt)',
-    details: 'One trailing newline of a value read from stdin is removed; a value is at most 64 KiB. NAME is like an environment '
+    summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
+    details: 'One trailing newline of a value read from stdin is removed (so `echo token | stash set C N` stores "token"); --raw keeps '
+      + 'every byte, for files such as PEM keys. At a terminal, an existing entry is replaced only after a yes (--force skips '
+      + 'the question); a piped value replaces it without asking. A value is at most 64 KiB. NAME is like an environment '
       + 'variable name. An empty value (empty stdin, Enter at the prompt) is refused unless --allow-empty is given, so that '
       + 'a slip cannot overwrite a secret.',
     options: {
       ...unlock,
       'allow-empty': { type: 'boolean', help: 'store an empty value (refused otherwise)' },
+      raw: { type: 'boolean', help: 'store the bytes of standard input exactly (no trailing newline removed)' },
+      force: { type: 'boolean', help: 'replace an existing entry without asking (asked only at a terminal)' },
     },
     load: () => import('./commands/entry.js'),
   },

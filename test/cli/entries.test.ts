@@ -46,12 +46,12 @@ test('Enter at the hidden value prompt is refused (64) and the stored value kept
   try {
     await t.initVault(['work']);
     assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-1' })).code, 0);
-    const r = t.pty(['set', 'work', 'TOKEN', '--password-file', t.pwFile], [['Value of TOKEN \\(hidden\\): ', '']]);
-    assert.is(r.answered, 1, r.output);
+    const r = t.pty(['set', 'work', 'TOKEN', '--password-file', t.pwFile], [['Replace it\\? \\[y/N\\] ', 'y'], ['Value of TOKEN \\(hidden\\): ', '']]);
+    assert.is(r.answered, 2, r.output);
     assert.is(r.status, 64, r.output);
     assert.match(r.output, /the value of TOKEN is empty; nothing was stored/);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'tok-1');
-    const allowed = t.pty(['set', 'work', 'TOKEN', '--allow-empty'], [['Value of TOKEN \\(hidden\\): ', '']]);
+    const allowed = t.pty(['set', 'work', 'TOKEN', '--allow-empty', '--force'], [['Value of TOKEN \\(hidden\\): ', '']]);
     assert.is(allowed.status, 0, allowed.output);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, '');
   } finally {
@@ -98,6 +98,56 @@ test('misspelt names: did you mean ...? for an entry (case too) while the contai
     const wrok = await t.run(['get', 'wrok', 'GITHUB_TOKEN']);
     assert.is(wrok.code, 66, wrok.stderr);
     assert.match(wrok.stderr, /^stash: no container named "wrok" in the vault at .*; did you mean work\?\n$/);
+  } finally {
+    await t.dispose();
+  }
+});
+
+
+test('--raw stores stdin byte for byte; without it one trailing newline is dropped (a PEM keeps its last newline only with --raw)', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['c']);
+    assert.is((await t.run(['set', 'c', 'K', '--raw', '--password-file', t.pwFile], { input: 'a\nb\n' })).code, 0);
+    const raw = await t.run(['get', 'c', 'K']);
+    assert.is(raw.stdout, 'a\nb\n', 'od -c shows a \\n b \\n');
+    const plain = await t.run(['set', 'c', 'K'], { input: 'a\nb\n' });
+    assert.is(plain.code, 0, plain.stderr);
+    assert.is((await t.run(['get', 'c', 'K'])).stdout, 'a\nb');
+    assert.is((await t.run(['set', 'c', 'CRLF', '--raw'], { input: 'x\r\n' })).code, 0);
+    assert.is((await t.run(['get', 'c', 'CRLF'])).stdout, 'x\r\n');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('set says Replaced when it replaced; at a terminal it asks first (no keeps the value, --force skips the question); the hidden value is asked twice', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const first = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'one\n' });
+    assert.is(first.stderr, 'Stored TOKEN in work.\n');
+    const piped = await t.run(['set', 'work', 'TOKEN'], { input: 'two\n' });
+    assert.is(piped.code, 0, 'a piped value replaces without asking: a script has nobody to ask');
+    assert.is(piped.stderr, 'Replaced TOKEN in work.\n');
+    if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
+    const no = t.pty(['set', 'work', 'TOKEN'], [['TOKEN already exists in work\\. Replace it\\? \\[y/N\\] ', 'n']]);
+    assert.is(no.status, 1, no.output);
+    assert.match(no.output, /kept the existing TOKEN; nothing was stored/);
+    assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'two');
+    const yes = t.pty(['set', 'work', 'TOKEN'], [
+      ['Replace it\\? \\[y/N\\] ', 'y'], ['Value of TOKEN \\(hidden\\): ', 'three'], ['Repeat the value of TOKEN: ', 'three'],
+    ]);
+    assert.is(yes.status, 0, yes.output);
+    assert.match(yes.output, /Replaced TOKEN in work\./);
+    assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'three');
+    const forced = t.pty(['set', 'work', 'TOKEN', '--force'], [
+      ['Value of TOKEN \\(hidden\\): ', 'four'], ['Repeat the value of TOKEN: ', 'fuor'],
+      ['The two values differ; try again\\.[\\s\\S]*Value of TOKEN \\(hidden\\): ', 'four'], ['Repeat the value of TOKEN: ', 'four'],
+    ]);
+    assert.is(forced.status, 0, forced.output);
+    assert.not.match(forced.output, /Replace it\?/);
+    assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'four');
   } finally {
     await t.dispose();
   }

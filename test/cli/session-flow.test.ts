@@ -92,9 +92,11 @@ test('on a terminal: the first command asks (no echo), the second does not', asy
   try {
     await t.initVault(['work']);
     assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
-    const first = t.pty(['set', 'work', 'TOKEN'], [['Password for the vault at .*: ', t.password], ['Value of TOKEN \\(hidden\\): ', 'tok-123']]);
+    const first = t.pty(['set', 'work', 'TOKEN'], [
+      ['Password for the vault at .*: ', t.password], ['Value of TOKEN \\(hidden\\): ', 'tok-123'], ['Repeat the value of TOKEN: ', 'tok-123'],
+    ]);
     assert.is(first.status, 0, first.output);
-    assert.is(first.answered, 2, 'asked for the password, then the value');
+    assert.is(first.answered, 3, 'asked for the password, then the value twice');
     assert.not.ok(first.output.includes(t.password), 'the password is not echoed');
     assert.not.ok(first.output.includes('tok-123'), 'the value is not echoed');
 

@@ -3,7 +3,8 @@
  * command that prints a secret; it writes the value's exact bytes (plus a
  * newline only when stdout is a terminal) and wipes them once written.
  */
-import { UsageError } from '../../errors.js';
+import { StashError, UsageError } from '../../errors.js';
+import type { ContainerInfo } from '../../vault/containers.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
@@ -19,7 +20,12 @@ export async function run(inv: Invocation): Promise<number> {
   validateEntryName(name);
   const session = new Session(inv.values);
   try {
-    return inv.command.path[0] === 'get' ? await get(session, container, name) : await set(session, container, name, inv.values['allow-empty'] === true);
+    if (inv.command.path[0] === 'get') return await get(session, container, name);
+    return await set(session, container, name, {
+      allowEmpty: inv.values['allow-empty'] === true,
+      raw: inv.values.raw === true,
+      force: inv.values.force === true,
+    });
   } finally {
     session.close();
   }
@@ -51,19 +57,37 @@ function stdoutIsTerminal(): boolean {
 }
 
 /**
- * The value: stdin when it is not a terminal (one trailing newline dropped),
- * else a hidden prompt. Both readers load here, off the `get` path.
+ * The value: stdin when it is not a terminal (one trailing newline dropped,
+ * unless --raw keeps every byte), else a hidden prompt asked twice. Both
+ * readers load here, off the `get` path.
  */
-async function readValue(session: Session, name: string): Promise<Buffer> {
+async function readValue(session: Session, name: string, raw: boolean): Promise<Buffer> {
   if (!process.stdin.isTTY) {
     if (session.source.stdin) {
       throw new UsageError('--password-stdin cannot be used while the value comes from standard input; use --password-file FILE');
     }
     const { readFdSecure } = await import('../secure-read.js');
-    return readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: `the value of ${name} on standard input`, stripNewline: true });
+    return readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: `the value of ${name} on standard input`, stripNewline: !raw });
   }
-  const { promptHidden } = await import('../prompt.js');
-  return promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
+  const [{ promptHidden }, { constantTimeEqual }] = await Promise.all([import('../prompt.js'), import('../../vault/secure.js')]);
+  // Typed blind, so typed twice: a slip would silently become the stored secret.
+  for (let attempt = 1; ; attempt++) {
+    const first = await promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
+    if (first.length === 0) return first; // refused (or, with --allow-empty, meant): nothing to repeat
+    let second: Buffer;
+    try {
+      second = await promptHidden(`Repeat the value of ${name}: `, MAX_VALUE_BYTES);
+    } catch (err) {
+      wipe(first);
+      throw err;
+    }
+    const same = constantTimeEqual(first, second);
+    wipe(second);
+    if (same) return first;
+    wipe(first);
+    if (attempt >= 3) throw new StashError('VALUE_MISMATCH', `the two values of ${name} differed three times; nothing was stored`);
+    process.stderr.write('The two values differ; try again.\n');
+  }
 }
 
 /**
@@ -76,18 +100,48 @@ function refuseEmpty(value: Buffer, name: string, allowEmpty: boolean): Buffer {
   throw new UsageError(`the value of ${name} is empty; nothing was stored (add --allow-empty to store an empty value)`);
 }
 
-async function set(session: Session, container: string, name: string, allowEmpty: boolean): Promise<number> {
+/** True when `name` exists in the container (the entries are opened and wiped again). */
+async function entryExists(session: Session, info: ContainerInfo, key: Buffer, name: string): Promise<boolean> {
+  const [{ readEntriesOf }, { wipeEntries }] = await Promise.all([import('../container-access.js'), import('../../vault/container-body.js')]);
+  const entries = await readEntriesOf(session.dir, info, key);
+  try {
+    return entries.has(name);
+  } finally {
+    wipeEntries(entries);
+  }
+}
+
+/**
+ * At a terminal an existing entry is replaced only after a yes (--force skips
+ * the question); a value piped in replaces it as before, since a script has
+ * nobody to ask. Either way the message says whether it replaced.
+ */
+async function confirmReplace(container: string, name: string): Promise<void> {
+  const { askLine } = await import('../prompt.js');
+  const answer = await askLine(`${name} already exists in ${container}. Replace it? [y/N] `);
+  if (answer === null || !/^y(es)?$/i.test(answer)) {
+    throw new StashError('CANCELLED', `kept the existing ${name}; nothing was stored (--force replaces without asking)`);
+  }
+}
+
+async function set(session: Session, container: string, name: string, opts: { allowEmpty: boolean; raw: boolean; force: boolean }): Promise<number> {
+  const interactive = process.stdin.isTTY === true;
   // A value piped in is read first, so that a password prompt cannot consume it
   // and an empty one is refused before any password is asked.
-  let value = process.stdin.isTTY ? null : refuseEmpty(await readValue(session, name), name, allowEmpty);
+  let value = interactive ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+  let replaced = false;
   try {
     await session.withContentKey(container, async (key, info) => {
-      value ??= refuseEmpty(await readValue(session, name), name, allowEmpty);
+      replaced = await entryExists(session, info, key, name);
+      if (value === null) {
+        if (replaced && !opts.force) await confirmReplace(container, name);
+        value = refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+      }
       await updateEntriesOf(session, info, key, new Map([[name, value]]));
     });
   } finally {
     wipe(value);
   }
-  note(`Stored ${name} in ${container}.`);
+  note(`${replaced ? 'Replaced' : 'Stored'} ${name} in ${container}.`);
   return 0;
 }
