@@ -3,7 +3,7 @@
  * handler that every connection calls. No I/O of its own beyond what its
  * parts do; the process wiring (socket, signals, exit) is in main.ts.
  */
-import sodium from 'sodium-native';
+import { securePool } from '../native/secure-pool.js';
 import { listEntrySize, ProtocolError, type Reply, type Request } from '../protocol/index.js';
 import { KeyCache } from './cache.js';
 import type { RequestHandler } from './connection.js';
@@ -125,7 +125,8 @@ export class Agent implements RequestHandler {
     return n;
   }
 
-  handle(req: Request, peerPid: number | null, _sealed = true, keyMemory = (n: number) => sodium.sodium_malloc(n)): Reply {
+  /** Answers one request. A CACHE_KEY reply's key is in `keyMemory` (by default a secure pool view: wipe() it). */
+  handle(req: Request, peerPid: number | null, _sealed = true, keyMemory = (n: number) => securePool.take(n)): Reply {
     this.opts.cache.prune();
     switch (req.type) {
       case 'get': {

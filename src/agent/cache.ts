@@ -1,7 +1,9 @@
 /**
- * The key cache. Each key lives in its own sodium_malloc buffer, kept
- * PROT_NONE (sodium_mprotect_noaccess) except while it is copied, and zeroed
- * and freed when its entry goes.
+ * The key cache. Each key lives in a sodium_malloc buffer of its own, taken
+ * from the process's secure pool (native/secure-pool.ts), kept PROT_NONE
+ * (sodium_mprotect_noaccess) except while it is copied, and zeroed and given
+ * back to the pool when its entry goes: puts and forgets reuse the same
+ * buffers instead of allocating guarded memory per request.
  *
  * Expiry is sliding: every hit moves it to now + TTL; list never extends it.
  * Time is read on two clocks and an entry expires when EITHER says so: the
@@ -11,6 +13,7 @@
  */
 import sodium from 'sodium-native';
 import { StashError } from '../errors.js';
+import { securePool } from '../native/secure-pool.js';
 import { DEFAULT_TTL_SECONDS, MAX_ENTRIES } from './limits.js';
 
 export interface Clock {
@@ -49,10 +52,9 @@ export class CacheFullError extends StashError {
   }
 }
 
+/** Zeroes a stored key and gives its buffer back (the pool makes it readable again first). */
 function wipeKey(key: Buffer): void {
-  sodium.sodium_mprotect_readwrite(key);
-  sodium.sodium_memzero(key);
-  sodium.sodium_free(key);
+  securePool.release(key);
 }
 
 export class KeyCache {
@@ -73,7 +75,7 @@ export class KeyCache {
     const hex = id.toString('hex');
     this.prune();
     if (!this.entries.has(hex) && this.entries.size >= this.maxEntries) throw new CacheFullError(this.maxEntries);
-    const secure = sodium.sodium_malloc(key.length);
+    const secure = securePool.take(key.length);
     key.copy(secure);
     sodium.sodium_mprotect_noaccess(secure);
     this.remove(hex);

@@ -10,7 +10,7 @@ import {
 } from '../protocol/index.js';
 import { StashError } from '../errors.js';
 import {
-  FRAME_DEADLINE_MS, MAX_SMALL_PIECES, OUTPUT_BOUND_BYTES, OUTPUT_STALL_MS, SMALL_PIECE_BYTES,
+  FRAME_DEADLINE_MS, MAX_HELLOS, MAX_SMALL_PIECES, OUTPUT_BOUND_BYTES, OUTPUT_STALL_MS, SMALL_PIECE_BYTES,
 } from './limits.js';
 
 /** The connection's time and size limits; the defaults are limits.ts's. */
@@ -20,6 +20,8 @@ export interface ConnectionLimits {
   outputStallMs: number;
   /** Small reads (under SMALL_PIECE_BYTES) a frame may arrive in. */
   maxSmallPieces: number;
+  /** HELLO frames the connection may send; the next one closes it. */
+  maxHellos: number;
 }
 
 const DEFAULT_LIMITS: ConnectionLimits = {
@@ -27,6 +29,7 @@ const DEFAULT_LIMITS: ConnectionLimits = {
   outputBoundBytes: OUTPUT_BOUND_BYTES,
   outputStallMs: OUTPUT_STALL_MS,
   maxSmallPieces: MAX_SMALL_PIECES,
+  maxHellos: MAX_HELLOS,
 };
 
 /** What a connection needs from the agent. */
@@ -77,6 +80,8 @@ export class AgentConnection {
   private frameDeadline: NodeJS.Timeout | null = null;
   /** Small reads that left the current frame incomplete. */
   private smallPieces = 0;
+  /** HELLO frames received, refused ones included (limits.maxHellos). */
+  private hellos = 0;
   private paused = false;
 
   constructor(
@@ -201,6 +206,10 @@ export class AgentConnection {
       if (SEALED_ONLY.has(frame.type)) {
         throw new ProtocolError('UNSUPPORTED_TYPE', `${typeName(frame.type)} is a cache request and is accepted only inside a sealed frame`);
       }
+      // Every HELLO frame counts, refused ones too: a client sends one, or two after UNKNOWN_FLAGS.
+      if (frame.type === MsgType.HELLO && ++this.hellos > this.limits.maxHellos) {
+        throw new ProtocolError('HANDSHAKE_LIMIT', `more than ${this.limits.maxHellos} HELLO frames on one connection; a client sends one`, true);
+      }
       const req = decodeRequest(frame);
       if (req.type === 'hello') reply = this.hello(req.version, req.publicKey);
       else reply = await this.handler.handle(req, this.peerPid, false);
@@ -208,7 +217,10 @@ export class AgentConnection {
       if (req.type === 'stop') this.handler.stopRequested();
     } catch (err) {
       this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(err)))));
-      if (err instanceof ProtocolError && err.fatal) this.close();
+      if (err instanceof ProtocolError && err.fatal) {
+        this.handler.log('warning', `closing a connection from pid ${this.peerPid ?? '?'}: ${err.message}`);
+        this.close();
+      }
     }
   }
 

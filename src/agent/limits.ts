@@ -36,3 +36,10 @@ export const OUTPUT_STALL_MS = 10_000;
  */
 export const MAX_SMALL_PIECES = 32;
 export const SMALL_PIECE_BYTES = 1024;
+/**
+ * HELLO frames one connection may send. A client sends one (two when a
+ * HELLO with a flag is refused with UNKNOWN_FLAGS and it tries again without);
+ * each costs the agent a key pair and a key exchange. The next one is answered
+ * HANDSHAKE_LIMIT and the connection closed.
+ */
+export const MAX_HELLOS = 8;

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import sodium from 'sodium-native';
+import { securePool } from '../native/secure-pool.js';
 import { FINGERPRINT_BYTES, fingerprintInput, formatFingerprint } from '../vault/fingerprint-format.js';
 import type { ServerConfig } from './cli/options.js';
 import type { Clock } from './clock.js';
@@ -184,7 +185,9 @@ export class ShareService {
     }
     // The token lives in locked memory until it has been hashed and turned into
     // the link; the link string itself cannot be wiped (it is an argv entry).
-    const tokenBytes = sodium.sodium_malloc(TOKEN_BYTES);
+    // Pool memory, given back below: a sodium_malloc per publish would pile up
+    // guarded mappings until the collector freed them (native/secure-pool.ts).
+    const tokenBytes = securePool.take(TOKEN_BYTES);
     let token: string;
     let tokenHash: Buffer;
     try {
@@ -194,7 +197,7 @@ export class ShareService {
       token = copy.toString('base64url');
       copy.fill(0);
     } finally {
-      sodium.sodium_memzero(tokenBytes);
+      securePool.release(tokenBytes);
     }
     await store.put({ code: code.canonical, publicKey: key, email, createdAt: now, expiresAt, tokenHash });
     const mail = await this.deps.mailer.send(email, `${config.publicUrl}/verify/${token}`, token);

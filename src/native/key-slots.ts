@@ -2,10 +2,12 @@
  * Secure memory for the keys AgentClient.get() hands out: 64-byte slots in
  * sodium_malloc slabs of one page (64 slots), instead of one sodium_malloc
  * per key. sodium_malloc maps a key's page between guard pages, mlocks it and
- * keeps it out of core dumps, and sodium_free unmaps it: about ten system
- * calls, most of a get() round trip (docs/benchmarks.md). A slab is the same
- * kind of memory (locked, out of core dumps), with its guard pages around the
- * slab instead of around each key.
+ * keeps it out of core dumps, and libsodium's free unmaps it (in sodium-native
+ * 5.1.0 only once the collector finalises the buffer: sodium_free detaches it):
+ * about ten system calls, most of a get() round trip (docs/benchmarks.md).
+ * A slab is the same kind of memory (locked, out of core dumps), with its
+ * guard pages around the slab instead of around each key. (The agent's own
+ * secure memory is reused too, through native/secure-pool.ts.)
  *
  * - get() returns a view of exactly the key's bytes in its slot. It is not
  *   `secure`-flagged (sodium_free on it would free the slab under other keys).

@@ -26,6 +26,7 @@ export const ProtocolErrorCode = {
   SUSPENDING: 19,
   UNKNOWN_FLAGS: 20,
   SLOW_FRAME: 21,
+  HANDSHAKE_LIMIT: 22,
 } as const;
 
 export type ProtocolErrorName = keyof typeof ProtocolErrorCode;

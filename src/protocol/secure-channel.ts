@@ -7,9 +7,12 @@
  * ciphertext of the inner frame (type byte + payload). The nonce is the counter;
  * the AEAD's associated data is the SEALED frame header plus the counter, so a
  * frame cannot be altered, replayed, reordered or cut without detection.
- * Plaintexts live only in sodium_malloc memory and are zeroed after use.
+ * Plaintexts and keys live only in sodium_malloc memory, taken from the
+ * process's secure pool (native/secure-pool.ts) and zeroed when given back:
+ * nothing here allocates guarded memory per handshake or per message.
  */
 import { keySlots } from '../native/key-slots.js';
+import { securePool } from '../native/secure-pool.js';
 import { loadSodium } from '../native/sodium.js';
 import { ProtocolError } from './errors.js';
 import { HEADER_BYTES, MAGIC, MAX_PAYLOAD_BYTES, type Frame } from './frame.js';
@@ -21,14 +24,18 @@ const ABYTES = sodium.crypto_aead_chacha20poly1305_ietf_ABYTES;
 const NPUBBYTES = sodium.crypto_aead_chacha20poly1305_ietf_NPUBBYTES;
 const COUNTER_BYTES = 8;
 
-/** Zeroes and frees a secure buffer, or gives back a key slot (native/key-slots.ts); safe to call on any buffer. */
+/**
+ * Zeroes a buffer: a key slot (native/key-slots.ts) or a secure pool view
+ * (native/secure-pool.ts) is given back, a sodium_malloc buffer freed; safe
+ * to call on any buffer, and twice.
+ */
 export function wipe(buf: Buffer | null | undefined): void {
-  if (!buf || keySlots.release(buf)) return;
+  if (!buf || keySlots.release(buf) || securePool.release(buf)) return;
   sodium.sodium_memzero(buf);
   if ((buf as Buffer & { secure?: boolean }).secure) sodium.sodium_free(buf);
 }
 
-/** An ephemeral key pair, secret half in secure memory. */
+/** An ephemeral key pair, secret half in secure memory (a pool view: wipe() it). */
 export interface EphemeralKeys {
   publicKey: Buffer;
   secretKey: Buffer;
@@ -36,7 +43,7 @@ export interface EphemeralKeys {
 
 export function ephemeralKeys(): EphemeralKeys {
   const publicKey = Buffer.alloc(sodium.crypto_kx_PUBLICKEYBYTES);
-  const secretKey = sodium.sodium_malloc(sodium.crypto_kx_SECRETKEYBYTES);
+  const secretKey = securePool.take(sodium.crypto_kx_SECRETKEYBYTES);
   sodium.crypto_kx_keypair(publicKey, secretKey);
   return { publicKey, secretKey };
 }
@@ -49,21 +56,21 @@ function checkPeerKey(pk: Buffer): void {
 /**
  * Size of a channel's reusable scratch buffers. Cache requests and replies
  * (ids, keys, short paths, list pages of a few entries) fit; a rarer larger
- * message gets its own sodium_malloc buffer, up to the 128 KiB frame cap.
+ * message gets a larger buffer from the secure pool, up to the 128 KiB frame cap.
  */
 export const SCRATCH_BYTES = 4096;
 
 /**
- * One reusable sodium_malloc buffer, lent out one view at a time. sodium_malloc
- * is costly (mmap with guard pages, mprotect, mlock; munmap on free), so a
- * channel allocates this once instead of once per message. A view must be given
- * back with give(), which zeroes it; while the scratch is lent, or for a request
- * larger than it, take() falls back to a fresh sodium_malloc buffer (freed by give()).
+ * One reusable buffer of secure memory, lent out one view at a time, so that
+ * a message costs a memzero rather than a trip to the secure pool. A view must
+ * be given back with give(), which zeroes it; while the scratch is lent, or
+ * for a request larger than it, take() falls back to a buffer of its own from
+ * the secure pool (given back, zeroed, by give()). The scratch's own buffer
+ * goes back to the pool on destroy().
  */
 export class SecureScratch {
+  /** The pool view behind the scratch, from the first take() to destroy(). */
   private buf: Buffer | null = null;
-  /** The scratch's memory, kept after destroy() so a late give() of a view is recognised. */
-  private backing: ArrayBufferLike | null = null;
   private lent = false;
   private destroyed = false;
 
@@ -71,33 +78,22 @@ export class SecureScratch {
 
   /** A zero-filled secure buffer of `size` bytes; hand it back with give(). */
   take(size: number): Buffer {
-    if (this.lent || this.destroyed || size > this.capacity) {
-      // sodium_malloc(0) returns a pointer we cannot use; a view keeps the flag sodium_free checks.
-      const fresh = sodium.sodium_malloc(Math.max(1, size));
-      sodium.sodium_memzero(fresh);
-      return size === fresh.length ? fresh : Object.assign(fresh.subarray(0, size), { secure: true });
-    }
-    if (this.buf === null) {
-      this.buf = sodium.sodium_malloc(this.capacity);
-      sodium.sodium_memzero(this.buf); // sodium_malloc fills new memory with 0xdb, not zeroes
-      this.backing = this.buf.buffer;
-    }
+    if (this.lent || this.destroyed || size > this.capacity) return securePool.take(size);
+    this.buf ??= securePool.take(this.capacity);
     this.lent = true;
     return this.buf.subarray(0, size);
   }
 
-  /** Zeroes a buffer from take(); frees it when it was a fallback allocation. Safe to call twice. */
+  /** Zeroes a buffer from take(); a fallback goes back to the pool. Safe to call twice, and after destroy(). */
   give(view: Buffer): void {
-    if (view.buffer === this.backing) {
-      // After destroy() the scratch is already zeroed and freed.
-      if (this.buf !== null) sodium.sodium_memzero(view);
+    // A fallback is a view the pool handed out; the scratch's own views are subarrays it does not know.
+    if (securePool.release(view)) return;
+    // Ours: zero it. After destroy(), or given back twice, there is nothing of ours to zero
+    // (the buffer may already belong to someone else).
+    if (this.buf !== null && view.buffer === this.buf.buffer) {
+      sodium.sodium_memzero(view);
       this.lent = false;
-      return;
     }
-    // A fallback buffer: zero it and free its allocation (sodium_free ignores a buffer not marked secure).
-    if (view.buffer.byteLength === 0) return; // already freed: sodium_free detaches the memory
-    sodium.sodium_memzero(view);
-    sodium.sodium_free(view);
   }
 
   /**
@@ -112,12 +108,11 @@ export class SecureScratch {
     return this.buf.every((b) => b === 0) ? 'zero' : 'dirty';
   }
 
-  /** Zeroes and frees the scratch; later take() calls get fresh buffers. */
+  /** Zeroes the scratch and gives it back to the pool; later take() calls get buffers of their own. */
   destroy(): void {
     this.destroyed = true;
     if (this.buf === null) return;
-    sodium.sodium_memzero(this.buf);
-    sodium.sodium_free(this.buf);
+    securePool.release(this.buf);
     this.buf = null;
     this.lent = false;
   }
@@ -147,8 +142,8 @@ export class SecureChannel {
 
   /** Agent side: derive keys from our ephemeral pair and the client's public key. Wipes our secret key. */
   static forServer(ours: EphemeralKeys, clientPublicKey: Buffer): SecureChannel {
-    const rx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
-    const tx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
+    const rx = securePool.take(sodium.crypto_kx_SESSIONKEYBYTES);
+    const tx = securePool.take(sodium.crypto_kx_SESSIONKEYBYTES);
     try {
       // Inside the try: a refused peer key still wipes our secret key and the session buffers.
       checkPeerKey(clientPublicKey);
@@ -165,8 +160,8 @@ export class SecureChannel {
 
   /** Client side: derive keys from our ephemeral pair and the agent's public key. Wipes our secret key. */
   static forClient(ours: EphemeralKeys, serverPublicKey: Buffer): SecureChannel {
-    const rx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
-    const tx = sodium.sodium_malloc(sodium.crypto_kx_SESSIONKEYBYTES);
+    const rx = securePool.take(sodium.crypto_kx_SESSIONKEYBYTES);
+    const tx = securePool.take(sodium.crypto_kx_SESSIONKEYBYTES);
     try {
       // Inside the try: a refused peer key still wipes our secret key and the session buffers.
       checkPeerKey(serverPublicKey);
@@ -274,7 +269,7 @@ export class SecureChannel {
     return { seal: this.sealScratch.state(), open: this.openScratch.state() };
   }
 
-  /** Zeroes and frees both session keys and both scratch buffers. */
+  /** Zeroes both session keys and both scratch buffers and gives them back to the secure pool. */
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;

@@ -5,6 +5,7 @@
  * here when dropped instead of waiting for the garbage collector.
  */
 import { keySlots } from '../native/key-slots.js';
+import { securePool } from '../native/secure-pool.js';
 import { VaultError } from './errors.js';
 import { sodium, type SecureBuffer } from './sodium.js';
 
@@ -46,11 +47,12 @@ export function randomBytes(size: number): Buffer {
  * Zeroes a buffer and, when it came from sodium_malloc, frees it. After this the
  * buffer has length 0 (its memory is detached), so a late use reads nothing
  * instead of stale key bytes. A key from the agent client's get() is a slot of
- * its key pool instead: zeroed and given back (native/key-slots.ts). Safe to
- * call twice and on undefined.
+ * its key pool instead, and the protocol's keys and plaintexts are views of the
+ * secure pool: zeroed and given back (native/key-slots.ts, native/secure-pool.ts).
+ * Safe to call twice and on undefined.
  */
 export function wipe(buf: Buffer | null | undefined): void {
-  if (!buf || keySlots.release(buf)) return;
+  if (!buf || keySlots.release(buf) || securePool.release(buf)) return;
   if (buf.length > 0) sodium().sodium_memzero(buf);
   // sodium_free detaches the whole backing allocation (a no-op when already freed).
   if ((buf as SecureBuffer).secure === true) sodium().sodium_free(buf);

@@ -5,6 +5,7 @@ import {
   decodeRequest, decodeReply, encodeReply, encodeRequest, ephemeralKeys, FrameDecoder, MAX_PAYLOAD_BYTES, MsgType, ProtocolError,
   SCRATCH_BYTES, SecureChannel, SecureScratch, type Frame,
 } from '../../src/protocol/index.js';
+import { securePool } from '../../src/native/secure-pool.js';
 
 function pair(): { client: SecureChannel; server: SecureChannel } {
   const c = ephemeralKeys();
@@ -82,10 +83,13 @@ test('a frame sealed for another session does not open', () => {
 
 test('an all-zero handshake key is refused; destroyed channels refuse work', () => {
   for (const [side, bad] of [['server', Buffer.alloc(32)], ['client', Buffer.alloc(32)], ['server', Buffer.alloc(31, 1)]] as const) {
+    const before = securePool.stats().inUse;
     const ours = ephemeralKeys();
+    const secret = Buffer.from(ours.secretKey.buffer); // the whole pool buffer behind it
     const open = side === 'server' ? () => SecureChannel.forServer(ours, bad) : () => SecureChannel.forClient(ours, bad);
     assert.is(errCode(open), 'AGENT_MALFORMED_PAYLOAD', `${side}, ${bad.length}-byte key`);
-    assert.is(ours.secretKey.byteLength, 0, `${side}: our secret key is wiped and freed even when the peer key is refused`);
+    assert.ok(secret.every((b) => b === 0), `${side}: our secret key is wiped even when the peer key is refused`);
+    assert.is(securePool.stats().inUse, before, `${side}: the secret key and both session keys went back to the secure pool`);
   }
   const { client } = pair();
   client.destroy();
@@ -142,6 +146,7 @@ test('a message near the 128 KiB cap seals and opens after many small ones, and 
 });
 
 test('SecureScratch lends one view at a time, falls back beyond its size, zeroes whatever comes back', () => {
+  const inUse = securePool.stats().inUse;
   const s = new SecureScratch(64);
   const a = s.take(40);
   a.fill(0xaa);
@@ -151,11 +156,15 @@ test('SecureScratch lends one view at a time, falls back beyond its size, zeroes
   b.fill(1);
   c.fill(2);
   const empty = s.take(0); // lent too: a fresh one-byte allocation behind an empty view
+  assert.is(securePool.stats().inUse, inUse + 4, 'the scratch and three fallbacks, all from the secure pool');
+  const backings = [b, c, empty].map((v) => Buffer.from(v.buffer));
   s.give(b);
   s.give(c);
   s.give(empty);
-  for (const fresh of [b, c, empty]) assert.is(fresh.buffer.byteLength, 0, 'a fallback buffer is freed (detached) when given back');
-  s.give(c); // twice: nothing left to free
+  assert.ok(backings.every((m) => m.every((x) => x === 0)), 'a fallback buffer is zeroed when given back');
+  assert.is(securePool.stats().inUse, inUse + 1, 'and goes back to the pool');
+  s.give(c); // twice: the pool no longer knows the view, nothing happens
+  assert.is(securePool.stats().inUse, inUse + 1);
   assert.is(s.state(), 'lent');
   s.give(a);
   assert.ok(a.every((x) => x === 0));
@@ -163,9 +172,14 @@ test('SecureScratch lends one view at a time, falls back beyond its size, zeroes
   assert.is(s.take(64).buffer, a.buffer, 'the scratch is reused');
   s.destroy();
   assert.is(s.state(), 'freed');
+  assert.is(securePool.stats().inUse, inUse, 'destroy() gave the scratch back to the pool');
+  s.give(a); // late: the buffer may belong to someone else now, so nothing is touched
   const late = s.take(8);
-  assert.ok(late.buffer !== a.buffer && late.length === 8);
+  assert.ok(late.length === 8 && late.every((x) => x === 0));
+  late.fill(5);
   s.give(late);
+  assert.ok(late.every((x) => x === 0));
+  assert.is(securePool.stats().inUse, inUse);
 });
 
 test.run();
