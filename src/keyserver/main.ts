@@ -8,6 +8,7 @@ import { errorCode, errorMessage } from '../errors.js';
 import { guardOutputStreams } from '../output-streams.js';
 import { commandHelpText, helpText } from './cli/help.js';
 import { parseCommandLine } from './cli/parse.js';
+import { streamLogger } from './logger.js';
 
 const exitByCode: Record<string, number> = {
   USAGE: 64,
@@ -45,6 +46,10 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(inv.topic === undefined ? helpText() : commandHelpText(inv.topic));
       process.exitCode = 0;
       return;
+    }
+    if (inv.warnings.length > 0) {
+      const logger = streamLogger();
+      for (const w of inv.warnings) logger.warn(w);
     }
     if (inv.command === 'run') {
       const { runForeground } = await import('./run.js');

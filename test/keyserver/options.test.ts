@@ -2,10 +2,13 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import { parseCommandLine, type Invocation } from '../../src/keyserver/cli/parse.js';
+import { writeFileSync } from 'node:fs';
+import { TOKEN_FLAG_WARNING, parseCommandLine, type Invocation } from '../../src/keyserver/cli/parse.js';
 import { optionDefs, type ServerConfig } from '../../src/keyserver/cli/options.js';
 import { helpText } from '../../src/keyserver/cli/help.js';
 import { tsxNode } from '../helpers/facility.js';
+import { startServerProcess } from './cluster.js';
+import { tempDir } from './harness.js';
 
 const files: Record<string, string> = {};
 const reader = (p: string): string => {
@@ -249,6 +252,45 @@ test('the real entry: --help does not load koa, errors exit 64, usage errors of 
   const noPeer = run(['resync-peer']);
   assert.is(noPeer.status, 64);
   assert.match(noPeer.stderr, /resync-peer needs --peer-url/);
+});
+
+test('--replication-token given as a flag draws a warning at start (the command line is readable by every local user); the token file and a config file do not', async () => {
+  const token = 'flag-token-0123456789abcdef';
+  for (const argv of [['--replication-token', token], [`--replication-token=${token}`], ['resync-peer', '--peer-url', 'http://127.0.0.1:9/v1/replicate', '--replication-token', token]]) {
+    const inv = parseCommandLine(argv, reader);
+    assert.ok(inv.command !== 'help' && inv.warnings.length === 1, argv.join(' '));
+    if (inv.command !== 'help') {
+      assert.is(inv.warnings[0], TOKEN_FLAG_WARNING);
+      assert.not.ok(inv.warnings[0]!.includes(token));
+    }
+  }
+  files['/token'] = `${token}\n`;
+  files['/with-token.conf'] = `replication_token = "${token}"\n`;
+  for (const argv of [['--replication-token-file', '/token'], ['--config', '/with-token.conf'], []]) {
+    const inv = parseCommandLine(argv, reader);
+    assert.equal(inv.command !== 'help' && inv.warnings, [], argv.join(' '));
+  }
+  assert.match(TOKEN_FLAG_WARNING, /--replication-token-file PATH/);
+
+  // The real server says so once, on stderr, in its log format, without the token; from the file it says nothing.
+  const dir = tempDir('token-flag');
+  try {
+    writeFileSync(join(dir.path, 'token'), `${token}\n`, { mode: 0o600 });
+    const [withFlag, withFile] = await Promise.all([['--replication-token', token], ['--replication-token-file', join(dir.path, 'token')]].map((extra) =>
+      startServerProcess(['--developer', '--bind', '127.0.0.1:0', ...extra])));
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const warned = withFlag!.stderr().split('\n').filter((l) => l.includes('--replication-token on the command line'));
+      assert.is(warned.length, 1, withFlag!.stderr());
+      assert.match(warned[0]!, /^\S+ WARN --replication-token on the command line can be read by every user of this machine/);
+      assert.not.ok(withFlag!.stderr().includes(token));
+      assert.not.ok(withFile!.stderr().includes('--replication-token on the command line'), withFile!.stderr());
+    } finally {
+      await Promise.all([withFlag!.stop(), withFile!.stop()]);
+    }
+  } finally {
+    dir.remove();
+  }
 });
 
 test.run();

@@ -182,7 +182,7 @@ export const optionDefs: readonly OptionDef[] = [
     const n = parseInteger(r, w, 0, MAX_SERVER_ID);
     if (!c.promotedOwners.includes(n)) c.promotedOwners.push(n);
   }, { repeatable: true }),
-  opt('replication-token', 'TOKEN', 'shared replication secret (HMAC key, at least 16 characters)', (c, r, w) => { c.replicationToken = parseReplicationToken(r, w); }),
+  opt('replication-token', 'TOKEN', 'shared replication secret (HMAC key, at least 16 characters); every local user can read a command line: prefer --replication-token-file', (c, r, w) => { c.replicationToken = parseReplicationToken(r, w); }),
   opt('replication-token-file', 'PATH', 'read the replication secret from a file instead (first line; the installed unit uses this)', (c, r, w) => { c.replicationTokenFile = parseText(r, w); }),
   opt('replication-peer-url', 'URL', "a peer's /v1/replicate URL (repeatable)", (c, r, w) => {
     const u = parseHttpUrl(r, w);

@@ -21,7 +21,8 @@ import {
 export type Invocation =
   /** topic: the command whose help was asked for (`run --help`, `help run`); none for the general help. */
   | { command: 'help'; topic?: Command }
-  | { command: Command; config: ServerConfig; configFiles: string[] };
+  /** warnings: said once at start (main.ts logs them), never on a reload. */
+  | { command: Command; config: ServerConfig; configFiles: string[]; warnings: string[] };
 
 /** Reads a config file; injectable for tests. */
 export type FileReader = (path: string) => string;
@@ -76,8 +77,20 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
   }
   crossCheck(command, config);
   if (config.replicationTokenFile !== undefined) config.replicationToken = readTokenFile(config.replicationTokenFile, readFile);
-  return { command, config, configFiles };
+  const warnings: string[] = [];
+  if (flags.some((s) => s.def.flag === 'replication-token')) warnings.push(TOKEN_FLAG_WARNING);
+  return { command, config, configFiles, warnings };
 }
+
+/**
+ * A process's command line is readable by every local user (ps,
+ * /proc/PID/cmdline), and the replication token is the cluster's one secret:
+ * whoever reads it can sign batches that every node applies.
+ */
+export const TOKEN_FLAG_WARNING =
+  '--replication-token on the command line can be read by every user of this machine (ps, /proc/PID/cmdline); '
+  + 'put the token in a file only this server\'s user can read and give --replication-token-file PATH, '
+  + 'or set replication_token in a --config file only it can read';
 
 function readFlags(command: Command, args: string[]): RawSetting[] {
   const out: RawSetting[] = [];
