@@ -66,8 +66,22 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
     // smol-toml's TomlError has the position; its message adds a code excerpt we leave out.
     const line = (err as { line?: unknown }).line;
     const where = typeof line === 'number' ? `${path}:${line}` : path;
-    throw new ConfigError(`${where}: not valid TOML: ${errorMessage(err).split('\n')[0]!.replace(/^Invalid TOML document: /, '')}`);
+    const why = errorMessage(err).split('\n')[0]!.replace(/^Invalid TOML document: /, '');
+    const assignment = typeof line === 'number' ? /^\s*([A-Za-z0-9_.\-]+)\s*=\s*(.*?)\s*$/.exec(text.split(/\r?\n/)[line - 1] ?? '') : null;
+    if (assignment && /invalid value|unexpected|expected/i.test(why)) {
+      const key = assignment[1]!.split('.').pop()!;
+      const value = assignment[2]!.slice(0, 60);
+      throw new ConfigError(`${where}: ${assignment[1]}: ${JSON.stringify(value)} is not a TOML value; ${expectedValue(key)}`);
+    }
+    throw new ConfigError(`${where}: not valid TOML: ${why}`);
   }
+}
+
+/** What a key of the config file takes, said the way a TOML file must write it. */
+function expectedValue(key: string): string {
+  if ((AGENT_KEYS as readonly string[]).includes(key)) return `${key} takes a boolean: true or false, unquoted`;
+  if (key === 'key_server_url') return 'key_server_url takes a string in quotes, e.g. "https://keys.example.org"';
+  return 'a boolean is true or false (unquoted), a string is written in quotes';
 }
 
 /**

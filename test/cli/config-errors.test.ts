@@ -66,6 +66,9 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
       ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, key_server_url\n$/],
       ['[agent]\n\nprevent_slep = true\n', /:3: unknown key "agent\.prevent_slep"/],
       ['a = 1\n[agent\n', /:2: not valid TOML: /],
+      // An unquoted word is no TOML value at all: the key, the line and the type it takes are named.
+      ['[agent]\nprevent_sleep = yes\n', /:2: prevent_sleep: "yes" is not a TOML value; prevent_sleep takes a boolean: true or false, unquoted\n$/],
+      ['key_server_url = https://k.example\n', /:1: key_server_url: "https:\/\/k\.example" is not a TOML value; key_server_url takes a string in quotes/],
     ];
     for (const [text, re] of cases) {
       const path = writeConfig(t, text);
