@@ -175,7 +175,8 @@ export function suspendChecks(status: Doc | null, capability: SuspendCapability 
     checks.push({
       section, name: 'inhibitor backend', status: optional ? 'warn' : 'fail',
       detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}${optional ? ' (agent.prevent_sleep is off: keys are wiped only by their TTL)' : ''}`,
-      fix: fixBackend,
+      // Without a backend the other way out is to run unprotected on purpose: say how, and what it costs.
+      fix: optional ? fixBackend : `${fixBackend}; or, to run without suspend protection (keys then wiped only by their TTL), set agent.prevent_sleep = false in the config file, which makes this a warning`,
     });
     const skipped = `skipped: ${backend} is unavailable (see inhibitor backend)`;
     checks.push({ section, name: 'delay lock', status: 'info', detail: skipped });

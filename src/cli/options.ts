@@ -17,9 +17,9 @@ export const SHARED = {
   json: { type: 'boolean', help: 'print JSON (for scripts)' },
   passwordFile: {
     type: 'string', value: 'FILE',
-    help: 'read the vault password from FILE (its first line; also STASH_PASSWORD_FILE)',
+    help: 'read the vault password from FILE (its first line; also STASH_PASSWORD_FILE); not read, nor checked, while the agent holds the key',
   },
-  passwordStdin: { type: 'boolean', help: 'read the vault password from standard input' },
+  passwordStdin: { type: 'boolean', help: 'read the vault password from standard input; not read, nor checked, while the agent holds the key' },
   ttl: {
     type: 'string', value: 'SECONDS',
     help: 'keep keys this command caches in the agent for SECONDS (default 900; sliding)',

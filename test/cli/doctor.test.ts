@@ -85,6 +85,16 @@ test('no logind on a machine that suspends: one failing line with its fix, the d
     assert.equal(report.checks.filter((c) => c.status === 'fail').map((c) => c.name), ['inhibitor backend'], 'one cause, one failing line');
     assert.match(text, /\[FAIL\] inhibitor backend: logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus/);
     assert.match(text, /\n {7}fix: suspend protection needs systemd-logind/);
+    assert.match(backend.fix!, /or, to run without suspend protection .*set agent\.prevent_sleep = false in the config file, which makes this a warning$/);
+    // With no agent and no socket folder, doctor starts one: the folder is reported as it is
+    // afterwards, one story with "agent running" (it said "not created yet" beside the running agent).
+    await t.stopAgents();
+    rmSync(t.dir, { recursive: true, force: true });
+    const fresh = await t.run(['doctor', '--json'], { env: { STASH_SYS_POWER_STATE: powerState(t, 'freeze mem disk\n') } });
+    const started = JSON.parse(fresh.stdout) as Report;
+    assert.match(check(started, 'agent running').detail, /\(started by doctor\)/);
+    assert.match(check(started, 'socket folder').detail, /: mode 0700$/);
+    assert.not.match(fresh.stdout, /not created yet/);
     assert.match(text, /\[info\] delay lock: skipped: logind is unavailable/);
     assert.match(text, /\n1 problem found: inhibitor backend\.\n$/);
   } finally {

@@ -20,8 +20,10 @@ const TITLES: Record<DoctorCheck['section'], string> = {
 
 export async function run(inv: Invocation): Promise<number> {
   // Security first: it inspects the socket folder before anything connects to it.
-  const security = await securityChecks();
+  const before = await securityChecks();
   const agent = await agentStatus();
+  // An agent doctor started has just created the socket folder: report it as it is now, not "not created yet".
+  const security = agent.started ? await securityChecks() : before;
   const config = await configChecks(agent.status);
   const vault = vaultChecks();
   const keyServer = await keyServerChecks();
