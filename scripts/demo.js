@@ -84,10 +84,11 @@ const never = new Promise(() => {});
  * terminal). After Ctrl-C only cleanup may start commands; a demo step that
  * was about to start one waits for the signal handler to exit instead.
  */
-function stash(who, args, { cleanup = false } = {}) {
+function stash(who, args, { cleanup = false, input = null } = {}) {
   if (interrupted && !cleanup) return never;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [stashBin, ...args], { env: who.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [stashBin, ...args], { env: who.env, stdio: [input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: true });
+    if (input !== null) child.stdin.end(input);
     state.child = child;
     child.closed = new Promise((done) => child.on('close', done));
     let stdout = '';
@@ -120,8 +121,8 @@ function killGroup(child, signal) {
 }
 
 /** Runs, narrates, and checks the exit status. */
-async function narrate(who, args, { shown, expect = 0 } = {}) {
-  const result = await stash(who, args);
+async function narrate(who, args, { shown, expect = 0, input = null } = {}) {
+  const result = await stash(who, args, { input });
   if (interrupted) await never; // the signal handler cleans up and exits
   showRun(`${who.name} `, shown ?? `stash ${args.join(' ')}`, result);
   if (result.code !== expect) {
@@ -288,13 +289,23 @@ async function demo() {
   const list = await narrate(bob, ['vault', 'contact', 'list']);
   if (!list.stdout.includes('alice@example.test')) throw new DemoError('the contact list does not show alice');
 
-  step("What Bob's session agent caches: his vault key, unlocked once, so later commands need no password");
+  step('Bob keeps a secret: a container, a value piped in, read back, and handed to a command');
+  await narrate(bob, ['container', 'create', 'deploy']);
+  await narrate(bob, ['set', 'deploy', 'API_TOKEN'], { input: 'demo-token-123\n', shown: "echo demo-token-123 | stash set deploy API_TOKEN" });
+  const got = await narrate(bob, ['get', 'deploy', 'API_TOKEN']);
+  if (got.stdout !== 'demo-token-123') throw new DemoError('get did not return the stored value');
+  await narrate(bob, ['ls', 'deploy']);
+  const env = await narrate(bob, ['env', 'deploy', '--', process.execPath, '-e', 'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)'],
+    { shown: "stash env deploy -- node -e 'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)'" });
+  if (!env.stdout.includes('the command sees API_TOKEN=demo-token-123')) throw new DemoError('env did not hand the value to the command');
+
+  step("What Bob's session agent caches: his vault key and the deploy container's key, unlocked once, so later commands need no password");
   await narrate(bob, ['vault', 'sessions']);
 
   step('Clean up: stop both agents (their keys are wiped) and the server, remove the folder');
   await cleanup(true);
   say('');
-  say('Demo complete: Alice published, the link was confirmed, Bob checked the fingerprint and saved the contact.');
+  say('Demo complete: Alice published, the link was confirmed, Bob checked the fingerprint and saved the contact, then kept a secret and used it.');
 }
 
 async function waitForLog(pattern, ms) {

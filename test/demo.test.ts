@@ -96,7 +96,12 @@ test('the demo runs end to end: exit 0, the fingerprint matches, the contact is 
     assert.match(r.stdout, new RegExp(`\\n {4}alice {2}alice@example\\.test {2}${fp} {2}\\d{4}-\\d\\d-\\d\\d\\n`));
     assert.match(r.stdout, /stash: fingerprint mismatch: [^\n]*no contact was added[^\n]*\n {4}\(exit status 65\)/, 'the wrong fingerprint is refused first');
     assert.match(r.stdout, /key server \| info verify: share [0-9A-V]{2}… confirmed by a\*\*\*@example\.test/);
-    assert.match(r.stdout, /Bob \$ stash vault sessions\n {4}NAME {5}PATH +EXPIRES IN\n {4}\(vault\) {2}\S+\/bob\/vault +1[45]m \d\ds\n/);
+    assert.match(r.stdout, /Bob \$ stash vault sessions\n {4}NAME {5}PATH +EXPIRES IN\n {4}\(vault\) {2}\S+\/bob\/vault +1[45]m \d\ds\n {4}deploy /);
+    // The tour's everyday half: create, set, get, ls, env.
+    assert.match(r.stdout, /Bob \$ stash container create deploy\n/);
+    assert.match(r.stdout, /Bob \$ echo demo-token-123 \| stash set deploy API_TOKEN\n {4}Stored API_TOKEN in deploy\.\n/);
+    assert.match(r.stdout, /Bob \$ stash get deploy API_TOKEN\n {4}demo-token-123\n/);
+    assert.match(r.stdout, /the command sees API_TOKEN=demo-token-123/);
     assert.match(r.stdout, /Alice \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./);
     assert.match(r.stdout, /Bob \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./);
     assert.match(r.stdout, /\nkey server stopped\nremoved \S+stash-demo-\w+\n/);
