@@ -293,6 +293,11 @@ test('every stash_key_server command has its own --help with only the options it
   assert.not.ok(install.includes('--bind'), 'install does not take --bind, so its help does not list it');
   const run = keyServer(['run', '--help']).stdout;
   assert.ok(run.includes('--bind ADDR') && !run.includes('--purge-data'), run);
+  for (const flag of ['--requests', '--payload-bytes', '--concurrency', '--preload-shares', '--json']) assert.not.ok(run.includes(flag), `run --help lists ${flag}`);
+  assert.ok(keyServer(['bench-http', '--help']).stdout.includes('--requests N'));
+  const refused = keyServer(['run', '--developer', '--requests', '5']);
+  assert.is(refused.code, 64);
+  assert.match(refused.stderr, /option --requests is not accepted by `run`/);
   // The general help still lists everything.
   const all = keyServer(['--help']);
   assert.is(all.code, 0);

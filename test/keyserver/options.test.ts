@@ -82,8 +82,8 @@ test('every value option parses in both flag forms', () => {
     'run', '--bind=[::1]:0', '--state-dir', '/tmp/x', '--server-id', '9', '--cluster-id', 'eu-1', '--public-url', 'https://keys.example.org/',
     '--topology-version', '7', '--topology-server', '0=https://a.example.org,active', '--topology-server', '1=https://b.example.org/,standby',
     '--route', '0=0,1', '--route', '1=1', '--promoted-owner', '1', '--promoted-owner', '1', '--replication-token', 'x'.repeat(32),
-    '--replication-peer-url', 'https://b.example.org/v1/replicate', '--origin-epoch', '1700000000000', '--requests', '10',
-    '--payload-bytes', '0', '--concurrency', '4', '--preload-shares', '100', '--compact-min-bytes', '8192',
+    '--replication-peer-url', 'https://b.example.org/v1/replicate', '--origin-epoch', '1700000000000',
+    '--compact-min-bytes', '8192',
     '--rate-limit-per-minute', '0', '--rate-limit-burst', '5', '--verification-email-command', '/usr/local/bin/mail-link',
     '--verification-email-rate-limit-per-hour', '2', '--verification-email-ip-rate-limit-per-hour', '3',
     '--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--share-ttl', '3600', '--trust-proxy', '--developer', '--processes', '3',
@@ -156,7 +156,13 @@ test('command-line errors name the option', () => {
   fails(['--server-id', '-1'], /--server-id must be a whole number, got "-1"/);
   fails(['--server-id', '1.5'], /--server-id must be a whole number/);
   fails(['--topology-version', 'x'], /--topology-version must be a whole number, got "x"/);
-  fails(['--requests', '0'], /--requests must be at least 1, got 0/);
+  fails(['bench-http', '--requests', '0'], /--requests must be at least 1, got 0/);
+  // The benchmark options belong to bench-* alone: run refuses them, and its help does not list them.
+  for (const flag of ['--requests', '--payload-bytes', '--concurrency', '--preload-shares']) {
+    fails(['run', '--developer', flag, '5'], new RegExp(`option ${flag} is not accepted by \`run\``));
+  }
+  const bench = config(['bench-http', '--requests', '10', '--payload-bytes', '0', '--concurrency', '4', '--preload-shares', '100']);
+  assert.equal([bench.requests, bench.payloadBytes, bench.concurrency, bench.preloadShares], [10, 0, 4, 100]);
   fails(['--compact-min-bytes', '99999999999999999999'], /--compact-min-bytes must be a whole number/);
   fails(['--rate-limit-burst', '0'], /--rate-limit-burst must be 1\.\.1000000/);
   fails(['--share-ttl', '5'], /--share-ttl must be 60\.\.34560000, got 5/);
