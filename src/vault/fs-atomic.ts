@@ -1,13 +1,14 @@
 /**
  * Crash-safe file writes. A vault file is never rewritten in place: the new
- * bytes go to a temp file in the same folder (0600), are fsync'ed, renamed over
+ * bytes go to a temp file in the same folder (0600; a linked shared container
+ * keeps the mode of the file it replaces), are fsync'ed, renamed over
  * the old name (atomic on POSIX and on NTFS), and then the folder is fsync'ed so
  * the rename itself survives a power cut. A crash leaves either the old file or
  * the new one, plus at most a temp file that readers ignore and the next locked
  * write sweeps away. Temp files only ever hold ciphertext or public data.
  */
 import {
-  closeSync, constants, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
+  closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
   renameSync, unlinkSync, writeSync, chmodSync, type Stats,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -15,6 +16,8 @@ import { errnoCode, ioError, VaultError } from './errors.js';
 import { randomBytes } from './secure.js';
 
 export const FILE_MODE = 0o600;
+/** A new file that other users share (a linked shared container): 0664 less the umask, so 0644 under the usual 022. */
+export const SHARED_FILE_MODE = 0o664;
 export const DIR_MODE = 0o700;
 const isWindows = process.platform === 'win32';
 
@@ -67,22 +70,53 @@ export function restrictDir(dir: string): void {
   }
 }
 
+export interface AtomicWriteOptions {
+  /**
+   * Runs once the new bytes are durable, right before the rename; if it
+   * throws, nothing is replaced (a compare-and-swap for files that other
+   * programs may change, such as a shared container in a git checkout).
+   */
+  beforeRename?: () => void;
+  /**
+   * A file that other users read and write (a linked shared container): a new
+   * one is SHARED_FILE_MODE less the umask, and a replaced one keeps its mode
+   * and, where this user may set it, its group. Otherwise the file is 0600.
+   */
+  shared?: boolean;
+}
+
+/** Gives the temp file `fd` the mode and group of the file at `path`, if there is one. */
+function keepModeOf(path: string, fd: number): void {
+  let st: Stats;
+  try {
+    st = lstatSync(path);
+  } catch {
+    return; // a new file: SHARED_FILE_MODE less the umask
+  }
+  if (!st.isFile() || isWindows) return;
+  try {
+    fchownSync(fd, -1, st.gid);
+  } catch {
+    // Not a group of ours (EPERM): the folder's or our own group it is, as for any new file there.
+  }
+  fchmodSync(fd, st.mode & 0o777);
+}
+
 /**
- * Atomically replaces (or creates) `path` with `chunks`, mode 0600. On any
- * failure the temp file is removed and the old file is untouched.
- * `beforeRename` runs once the new bytes are durable, right before the rename;
- * if it throws, nothing is replaced (a compare-and-swap for files that other
- * programs may change, such as a shared container in a git checkout).
+ * Atomically replaces (or creates) `path` with `chunks`, mode 0600 unless
+ * `opts.shared`. On any failure the temp file is removed and the old file is
+ * untouched.
  */
-export function atomicWrite(path: string, chunks: readonly Uint8Array[], opts: { beforeRename?: () => void } = {}): void {
+export function atomicWrite(path: string, chunks: readonly Uint8Array[], opts: AtomicWriteOptions = {}): void {
   const tmp = tempPathFor(path);
   let fd: number;
   try {
-    fd = openSync(tmp, 'wx', FILE_MODE);
+    fd = openSync(tmp, 'wx', opts.shared ? SHARED_FILE_MODE : FILE_MODE);
   } catch (err) {
     throw ioError(err, 'create', tmp);
   }
   try {
+    if (opts.shared) keepModeOf(path, fd);
     for (const chunk of chunks) {
       let off = 0;
       while (off < chunk.length) off += writeSync(fd, chunk, off, chunk.length - off);

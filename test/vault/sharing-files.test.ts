@@ -5,7 +5,7 @@
  * blocks or a write that dies cannot take the runner with it.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
@@ -49,6 +49,8 @@ test('a write killed before its rename leaves the linked file as it was; its tem
   const temps = () => readdirSync(folder).filter((n) => n.startsWith(`.${basename(file)}.tmp-`)).sort();
   const [crashed] = temps();
   assert.ok(crashed, 'the crashed write left its temp file beside the linked file');
+  const lock = join(folder, `.${basename(file)}.lock`);
+  assert.ok(existsSync(lock), 'and the lock it held when it was killed');
   assert.ok(readFileSync(file).equals(before), 'the linked file is untouched');
   assert.not.ok(read(alice, 'team').has('CRASH'));
   // Another member's write in progress in the same shared folder: a fresh temp file, never touched.
@@ -56,7 +58,10 @@ test('a write killed before its rename leaves the linked file as it was; its tem
   writeFileSync(fresh, 'in progress elsewhere');
   const old = new Date(Date.now() - 3600_000);
   utimesSync(join(folder, crashed!), old, old);
+  const started = Date.now();
   write(alice, 'team', 'NEXT', 'n');
+  assert.ok(Date.now() - started < 2000, 'the dead writer\'s lock is broken at once, not waited for');
+  assert.not.ok(existsSync(lock));
   assert.equal(temps(), [basename(fresh)], 'the stale temp file is gone, the fresh one kept');
   assert.is(read(bob, 'team').get('NEXT'), 'n');
 });

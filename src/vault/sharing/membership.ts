@@ -19,7 +19,7 @@ import { KEY_BYTES, secureRandom, wipe } from '../secure.js';
 import { containerVersion, MAX_SHARED_FILE_BYTES, stanzaIndex } from './format.js';
 import { NumberingError, restartWrite } from './numbering.js';
 import { readRecord, type SharedRecord } from './records.js';
-import { assembleFile, commitRevision, nextWrite, signedMembership } from './revisions.js';
+import { assembleFile, commitRevision, nextWrite, signedMembership, withWriteLock } from './revisions.js';
 import { myIdentity, openSharedBody, openStanza } from './shared-entries.js';
 import { loadRefusedNumbering, loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
 
@@ -82,7 +82,7 @@ function convert(dir: string, vaultKey: Buffer, name: string, me: PublicIdentity
  */
 export function shareContainer(dir: string, vaultKey: Buffer, name: string, contacts: PublicIdentity[]): MembershipChange {
   validateContainerName(name);
-  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => {
+  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => withWriteLock(dir, name, () => {
     if (contacts.some((c) => same(c, me))) throw new VaultError('INVALID_ARGUMENT', 'you are the owner already; share with your contacts');
     const wanted = contacts.filter((c, i) => contacts.findIndex((d) => same(c, d)) === i);
     if (!readRecord(dir, name)) {
@@ -112,7 +112,7 @@ export function shareContainer(dir: string, vaultKey: Buffer, name: string, cont
       wipeEntries(entries);
       wipe(key);
     }
-  }));
+  })));
 }
 
 /**
@@ -128,7 +128,7 @@ export function shareContainer(dir: string, vaultKey: Buffer, name: string, cont
  */
 export function unshareContainer(dir: string, vaultKey: Buffer, name: string, members: PublicIdentity[]): MembershipChange {
   validateContainerName(name);
-  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => {
+  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => withWriteLock(dir, name, () => {
     if (!readRecord(dir, name)) {
       const path = vaultPaths(dir).container(name);
       const prefix = readBounded(path, MAX_SHARED_FILE_BYTES, () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`));
@@ -169,7 +169,7 @@ export function unshareContainer(dir: string, vaultKey: Buffer, name: string, me
       wipeEntries(entries);
       wipe(newKey);
     }
-  }));
+  })));
 }
 
 export interface MemberInfo extends PublicIdentity {

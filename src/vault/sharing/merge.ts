@@ -20,7 +20,7 @@ import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
 import { decodeShared, stanzaIndex, type SharedFile } from './format.js';
 import { covers, historyError, relate, seenOf } from './history.js';
 import { checkJump } from './numbering.js';
-import { assembleFile, commitRevision } from './revisions.js';
+import { assembleFile, commitRevision, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
 import { loadShared, memberNamer, readSharedFile, recipientIndex, verifySignatures, type LoadedShared, type PublicIdentity } from './verify.js';
 
@@ -78,7 +78,7 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
   requireVaultKey(dir, vaultKey);
   const pub = identityPublic(dir, vaultKey);
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
-  return withVaultLock(dir, () => {
+  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
     const cur = loadShared(dir, name);
     const record = cur.record;
     if (!record) throw new VaultError('SHARE_UNTRUSTED_OWNER', `this vault has no record of shared container ${name}; run: stash container accept ${name}`);
@@ -133,7 +133,7 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
         if (theirs) wipeEntries(theirs);
       }
     });
-  });
+  }));
 }
 
 /**

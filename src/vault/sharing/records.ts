@@ -53,6 +53,16 @@ export function recordPath(dir: string, name: string): string {
   return join(sharedDir(dir), `${name}.json`);
 }
 
+/**
+ * This vault's own last version of a linked container, as it wrote it (or
+ * tried to): a signed file like any other, ciphertext only. Someone else's
+ * write (a git pull, a sync client, an old stash) can replace the linked file
+ * after ours; with this copy, `stash container merge NAME COPY` brings ours back.
+ */
+export function ownCopyPath(dir: string, name: string): string {
+  return join(sharedDir(dir), `${name}.last-write.stash`);
+}
+
 function encode(r: SharedRecord): Buffer {
   const doc = {
     format: FORMAT,
@@ -134,8 +144,9 @@ export function writeRecord(dir: string, record: SharedRecord): void {
   atomicWrite(recordPath(dir, record.name), [encode(record)]);
 }
 
-/** Removes a record; false when there was none. The caller holds the vault lock. */
+/** Removes a record (and this vault's own last version); false when there was no record. The caller holds the vault lock. */
 export function removeRecord(dir: string, name: string): boolean {
+  removeFile(ownCopyPath(dir, name));
   return removeFile(recordPath(dir, name));
 }
 

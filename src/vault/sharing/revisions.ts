@@ -1,8 +1,9 @@
 /**
  * Making a new revision of a shared container: the recipient list (signed by
  * the owner), the write block, the body encrypted under the content key, and
- * the writer's signature; then a compare-and-swap write, so a file that
- * another member or program replaced meanwhile is never overwritten.
+ * the writer's signature; then a compare-and-swap write under the linked
+ * file's lock, so a file that another member or program replaced meanwhile is
+ * never overwritten.
  */
 import { lstatSync, readdirSync, unlinkSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -10,12 +11,13 @@ import { NONCE_BYTES, sealWithNonce } from '../aead.js';
 import { encodeBody } from '../container-body.js';
 import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
-import { atomicWrite, readBounded } from '../fs-atomic.js';
+import { atomicWrite, ensureDir, readBounded } from '../fs-atomic.js';
 import { randomBytes, wipe } from '../secure.js';
 import { fileHash, sealKey, signMembership, signWrite } from './crypto.js';
 import { decodeShared, encodeMembership, encodeWrite, MAX_SHARED_FILE_BYTES, type SharedFile, type Stanza, type WriteInfo } from './format.js';
 import { seenOf } from './history.js';
-import { writeRecord, type SharedRecord } from './records.js';
+import { assertLockHeld, withFileLock } from './file-lock.js';
+import { ownCopyPath, readRecord, sharedDir, writeRecord, type SharedRecord } from './records.js';
 import type { PublicIdentity } from './verify.js';
 
 /**
@@ -103,29 +105,62 @@ export function sweepStaleTemps(path: string): void {
 
 /**
  * Replaces `path` with `bytes` only if it still holds the bytes whose hash is
- * `expected` (null: only if it does not exist). SHARE_CHANGED otherwise. Stale
- * temp files of earlier crashed writes of `path` are swept afterwards.
+ * `expected` (null: only if it does not exist). SHARE_CHANGED otherwise,
+ * ending with `hint` when given. `shared`: a file outside the vault that other
+ * members write, so the check and the rename happen under its lock
+ * (file-lock.ts; without it two writers could both pass the check before
+ * either renamed, and one acknowledged write was lost), and the file keeps
+ * its mode and group so that the other members can still read it. Stale temp files of earlier crashed writes
+ * of `path` are swept afterwards.
  */
-export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer | null): void {
-  atomicWrite(path, [bytes], {
+export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer | null, opts: { shared?: boolean; hint?: string } = {}): void {
+  const shared = opts.shared === true;
+  const write = () => atomicWrite(path, [bytes], {
+    shared,
     beforeRename() {
+      if (shared) assertLockHeld(path);
       const now = readBounded(path, MAX_SHARED_FILE_BYTES + 1024 * 1024, () => new VaultError('SHARE_CHANGED', `${path} was replaced by something that is not a container file while this write was made; nothing was written`));
       const same = expected === null ? now === null : now !== null && fileHash(now).equals(expected);
       if (!same) {
         throw new VaultError(
           'SHARE_CHANGED',
-          `${path} changed while this write was being made (another member or program wrote it at the same moment); nothing was written: run the command again`,
+          `${path} changed while this write was being made (another member or program wrote it at the same moment); nothing was written: run the command again${opts.hint ?? ''}`,
         );
       }
     },
   });
+  if (shared) withFileLock(path, write);
+  else write();
   sweepStaleTemps(path);
 }
 
-/** Writes a new revision over `base` (compare-and-swap) and remembers it as seen. Call under the vault lock. */
+/**
+ * Runs `fn` (a read-modify-write of container `name`) holding the lock of its
+ * linked file, if it has one, so that members writing at once take turns
+ * instead of failing each other's compare-and-swap. Call under the vault lock
+ * (always taken first: no lock order to get wrong).
+ */
+export function withWriteLock<T>(dir: string, name: string, fn: () => T): T {
+  const link = readRecord(dir, name)?.link;
+  return link ? withFileLock(link, fn) : fn();
+}
+
+/**
+ * Writes a new revision over `base` (compare-and-swap) and remembers it as
+ * seen. Call under the vault lock. For a linked file, the version is first
+ * kept in the vault (ownCopyPath), so that it can be merged back if the write
+ * is refused, or if something else replaces the file after it.
+ */
 export function commitRevision(dir: string, path: string, baseBytes: Buffer | null, bytes: Buffer, record: Omit<SharedRecord, 'seen'>): SharedFile {
   const file = decodeShared(bytes, path);
-  writeIfUnchanged(path, bytes, baseBytes === null ? null : fileHash(baseBytes));
+  let hint = '';
+  if (record.link !== null) {
+    const copy = ownCopyPath(dir, record.name);
+    ensureDir(sharedDir(dir));
+    atomicWrite(copy, [bytes]);
+    hint = ` (or take this version as it was made: stash container merge ${record.name} ${copy})`;
+  }
+  writeIfUnchanged(path, bytes, baseBytes === null ? null : fileHash(baseBytes), { shared: record.link !== null, hint });
   writeRecord(dir, { ...record, seen: seenOf(file, bytes) });
   return file;
 }

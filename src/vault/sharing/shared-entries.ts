@@ -13,7 +13,7 @@ import { validateEntryName, validateValue } from '../names.js';
 import { assertKey, constantTimeEqual, wipe } from '../secure.js';
 import { ed25519PublicOf, openSealedKey } from './crypto.js';
 import { MAX_DATE_MS } from './format.js';
-import { assembleFile, commitRevision, nextWrite } from './revisions.js';
+import { assembleFile, commitRevision, nextWrite, withWriteLock } from './revisions.js';
 import { loadVerified, recipientIndex, type LoadedShared, type PublicIdentity } from './verify.js';
 
 function corrupt(path: string, why: string): VaultError {
@@ -96,7 +96,7 @@ export function updateSharedEntries(dir: string, name: string, contentKey: Buffe
   assertKey(contentKey, 'the content key');
   const me = myIdentity(dir);
   if (!ed25519PublicOf(signer.ed25519).equals(me.ed25519)) throw new VaultError('INVALID_ARGUMENT', "the signing key is not this vault's identity");
-  return withVaultLock(dir, () => {
+  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
     const l = loadVerified(dir, name, me);
     recipientIndex(l, me);
     const entries = openSharedBody(l, contentKey);
@@ -122,5 +122,5 @@ export function updateSharedEntries(dir: string, name: string, contentKey: Buffe
     } finally {
       wipeEntries(entries);
     }
-  });
+  }));
 }

@@ -196,7 +196,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
     if (code !== 'FILE_NOT_FOUND') throw err;
   }
   if (existing === null) {
-    writeIfUnchanged(target, l.bytes, null);
+    writeIfUnchanged(target, l.bytes, null, { shared: true });
     return { name, path: target, revision: l.next.revision, outcome: 'added', previous: null };
   }
   if (!existing.file.membership.containerId.equals(l.file.membership.containerId)) {
@@ -216,7 +216,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
         + `Take its changes in first (read it with a separate name: stash container import ${target} --name ${name}-theirs, then stash get / stash set), then export again`,
     );
   }
-  writeIfUnchanged(target, l.bytes, fileHash(existing.bytes));
+  writeIfUnchanged(target, l.bytes, fileHash(existing.bytes), { shared: true });
   return { name, path: target, revision: l.next.revision, outcome: 'updated', previous: theirs };
 }
 

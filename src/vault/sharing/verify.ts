@@ -25,9 +25,9 @@ import { vaultPaths } from '../paths.js';
 import { publicKeysProblem } from '../public-key.js';
 import { verifyMembership, verifyWrite } from './crypto.js';
 import { containerVersion, decodeShared, MAX_SHARED_FILE_BYTES, stanzaIndex, type SharedFile } from './format.js';
-import { historyError, relate, seenOf, shortKey, type Relation } from './history.js';
+import { covers, historyError, relate, seenOf, shortKey, type Relation } from './history.js';
 import { checkJump, checkNumbering, type NumberingError } from './numbering.js';
-import { readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
+import { ownCopyPath, readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
 
 export interface PublicIdentity {
   x25519: Buffer;
@@ -128,13 +128,30 @@ export function memberNamer(file: SharedFile, me: PublicIdentity | null): (ed255
   };
 }
 
+/**
+ * For a refusal: where this vault's own last version is, when the file lacks
+ * it (something replaced the linked file after our write), so it can be merged back.
+ */
+function ownCopyHint(dir: string, l: LoadedShared): string {
+  const copy = ownCopyPath(dir, l.name);
+  try {
+    const bytes = readBounded(copy, MAX_SHARED_FILE_BYTES, () => corrupt(copy, 'not a container file'));
+    if (bytes === null) return '';
+    const mine = seenOf(decodeShared(bytes, copy), bytes);
+    if (covers(l.next, mine)) return '';
+    return ` Your own last version (${mine.revision}), which this file lacks, is kept in ${copy}: stash container merge ${l.name} ${copy} brings it back.`;
+  } catch {
+    return ''; // a hint only: a damaged copy must not hide the refusal
+  }
+}
+
 /** Step 4: how the file relates to the last revision seen; throws for rollback and divergence. */
-export function checkHistory(l: LoadedShared, me: PublicIdentity | null): Relation | 'new' {
+export function checkHistory(l: LoadedShared, me: PublicIdentity | null, dir?: string): Relation | 'new' {
   if (!l.record) return 'new';
   checkJump(l.record.seen, l.file, l.path, l.name);
   const relation = relate(l.record.seen, l.next);
   const err = historyError(relation, l.record.seen, l.next, l.path, l.name, memberNamer(l.file, me));
-  if (err) throw err;
+  if (err) throw dir === undefined ? err : new VaultError(err.code, `${err.message}${ownCopyHint(dir, l)}`);
   return relation;
 }
 
@@ -152,21 +169,29 @@ export function recipientIndex(l: { file: SharedFile; path: string; name: string
 }
 
 /**
- * Remembers `l` as the last revision seen, under the vault lock, unless a
- * concurrent reader has meanwhile recorded a later one (then `l` is judged
- * against that, and refused if it is now older or diverged).
+ * Remembers `l` as the last revision seen, under the vault lock, unless
+ * another process of this vault has meanwhile recorded a later one. Then `l`
+ * was read before that process's write, so it is judged against the record
+ * now only when `final`; otherwise false: read the file again.
  */
-export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | null, base: SharedRecord): void {
-  withVaultLock(dir, () => {
+export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | null, base: SharedRecord, final = true): boolean {
+  return withVaultLock(dir, () => {
     const current = readRecord(dir, l.name) ?? base;
-    if (!current.containerId.equals(l.file.membership.containerId)) return; // replaced meanwhile; the next read sees it
-    checkJump(current.seen, l.file, l.path, l.name);
+    if (!current.containerId.equals(l.file.membership.containerId)) return true; // replaced meanwhile; the next read sees it
     const relation = relate(current.seen, l.next);
+    const moved = !current.seen.hash.equals(base.seen.hash);
+    // Not a rollback: our read was older than a write this vault made since (two `stash set` at once).
+    if (moved && !final && relation !== 'same' && relation !== 'newer') return false;
+    checkJump(current.seen, l.file, l.path, l.name);
     const err = historyError(relation, current.seen, l.next, l.path, l.name, memberNamer(l.file, me));
     if (err) throw err;
     if (relation === 'newer') writeRecord(dir, { ...current, seen: l.next });
+    return true;
   });
 }
+
+/** Reads of a file that this vault's own writers keep moving past, before the last judgement stands. */
+const MAX_REREADS = 20;
 
 /**
  * Steps 1-4 for a container of this vault, and the record kept up to date.
@@ -175,9 +200,17 @@ export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | 
  * imported, linked or accepted first.
  */
 export function loadVerified(dir: string, name: string, me: PublicIdentity): LoadedShared & { record: SharedRecord } {
+  for (let read = 1; ; read++) {
+    const l = verifiedOnce(dir, name, me, read >= MAX_REREADS);
+    if (l) return l;
+  }
+}
+
+/** One read for loadVerified; null when another process of this vault wrote meanwhile and it must read again. */
+function verifiedOnce(dir: string, name: string, me: PublicIdentity, final: boolean): (LoadedShared & { record: SharedRecord }) | null {
   const l = loadShared(dir, name);
   verifySignatures(l.file, l.path, l.record?.owner ?? null, name);
-  const relation = checkHistory(l, me);
+  const relation = checkHistory(l, me, dir);
   // Before anything is remembered: a revision this vault cannot read does not
   // advance its history, so a removed member's earlier copies keep opening.
   recipientIndex(l, me);
@@ -195,7 +228,7 @@ export function loadVerified(dir: string, name: string, me: PublicIdentity): Loa
     });
     return { ...l, record };
   }
-  if (relation === 'newer') rememberSeen(dir, l, me, l.record!);
+  if (relation === 'newer' && !rememberSeen(dir, l, me, l.record!, final)) return null;
   return l as LoadedShared & { record: SharedRecord };
 }
 
