@@ -12,6 +12,7 @@ import {
   type ContainerHeader, type ParsedContainer,
 } from './container-format.js';
 import { VaultError } from './errors.js';
+import { identityPublic } from './identity.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
@@ -45,6 +46,15 @@ export interface ContainerListing extends ContainerInfo {
   problem: string | null;
   /** Recipients of a shared container (the owner included); null for a private one. */
   members: number | null;
+  /** A linked file that is not there (moved, or not pulled yet): size and modified mean nothing then. */
+  missing: boolean;
+  /** Shared: whether this vault's identity is one of the recipients (false once removed); null for a private one. */
+  member: boolean | null;
+}
+
+/** One wording for a linked file that is gone, in `ls`, `get` and `container list` alike. */
+export function missingLinkMessage(link: string): string {
+  return `linked to ${link}, which does not exist (moved, or not pulled yet?)`;
 }
 
 /** Enough of a file to read a version 1 header or a version 2 recipient list. */
@@ -54,15 +64,15 @@ const HEADER_PREFIX_BYTES = Math.max(MAX_HEADER_BYTES, headerLength(MAX_RECIPIEN
  * Id and recipient count from a header prefix, either version; null id for a
  * file that names another container or vault. Throws CONTAINER_CORRUPT.
  */
-function headerFacts(prefix: Buffer, name: string, vaultId: Buffer, path: string, expectedId: Buffer | null): { id: string; members: number | null } {
+function headerFacts(prefix: Buffer, name: string, vaultId: Buffer, path: string, expectedId: Buffer | null): { id: string; members: number | null; recipients: Buffer[] } {
   if (containerVersion(prefix) === 2) {
     const { membership } = decodeMembership(prefix, path);
     if (expectedId && !membership.containerId.equals(expectedId)) throw corrupt(path, `it holds another container than ${name}; was the file swapped?`);
-    return { id: membership.containerId.toString('hex'), members: membership.stanzas.length };
+    return { id: membership.containerId.toString('hex'), members: membership.stanzas.length, recipients: membership.stanzas.map((st) => st.x25519) };
   }
   const { header } = decodeHeader(prefix, path);
   checkHeader(header, name, vaultId, path);
-  return { id: header.containerId.toString('hex'), members: null };
+  return { id: header.containerId.toString('hex'), members: null, recipients: [] };
 }
 
 function corrupt(path: string, why: string): VaultError {
@@ -176,22 +186,32 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   const records = new Map(listRecords(dir).map((r) => [r.name, r]));
   const out: ContainerListing[] = [];
+  let me: Buffer | null;
+  try {
+    me = identityPublic(dir).x25519; // public keys only: no password needed
+  } catch {
+    me = null;
+  }
   const add = (name: string, path: string, link: string | null, expectedId: Buffer | null): void => {
-    const base = { name, path, link, shared: link !== null };
+    const base = { name, path, link, shared: link !== null, missing: false, member: null };
     let prefix: ReturnType<typeof readPrefix>;
     try {
       prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
-      if (prefix === null && link !== null) throw new VaultError('CONTAINER_NOT_FOUND', `the linked file ${link} does not exist`);
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;
       out.push({ ...base, size: 0, modified: new Date(0), id: '', problem: err.message, members: null });
+      return;
+    }
+    if (prefix === null && link !== null) {
+      out.push({ ...base, missing: true, size: 0, modified: new Date(0), id: expectedId?.toString('hex') ?? '', problem: missingLinkMessage(link), members: null });
       return;
     }
     if (prefix === null) return; // removed while we listed
     const entry = { ...base, size: prefix.size, modified: prefix.mtime };
     try {
       const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, expectedId);
-      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members });
+      const member = facts.members === null || me === null ? null : facts.recipients.some((k) => k.equals(me));
+      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members, member });
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;
       out.push({ ...entry, id: '', problem: err.message, members: null });
@@ -209,7 +229,7 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   for (const [name, r] of records) {
     if (r.record?.link) add(name, r.record.link, r.record.link, r.record.containerId);
-    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
+    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, missing: false, member: null, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -222,7 +242,7 @@ export function containerInfo(dir: string, name: string): ContainerInfo & { size
   const path = record?.link ?? vaultPaths(dir).container(name);
   const prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
   if (prefix === null) {
-    if (record?.link) throw new VaultError('CONTAINER_NOT_FOUND', `container ${name} is linked to ${record.link}, which does not exist (moved, or not pulled yet?)`);
+    if (record?.link) throw new VaultError('CONTAINER_NOT_FOUND', `container ${name} is ${missingLinkMessage(record.link)}`);
     throw notFound(dir, name);
   }
   const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, record?.containerId ?? null);

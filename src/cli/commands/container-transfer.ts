@@ -5,7 +5,9 @@
  * encrypted, and is verified, not opened); import, link and merge need the
  * vault key, to open files with this vault's identity (and to sign a merge).
  */
-import { UsageError } from '../../errors.js';
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { StashError, UsageError } from '../../errors.js';
 import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
 import { exportShared, importShared, linkShared, mergeShared, type Prefer, type TransferResult } from '../../vault/sharing/index.js';
 import { out } from '../output.js';
@@ -25,7 +27,7 @@ export async function run(inv: Invocation): Promise<number> {
     const vaultKey = await session.vaultKey();
     try {
       const r = action === 'import' ? importShared(session.dir, vaultKey, file, name) : linkShared(session.dir, vaultKey, file, name);
-      report(action === 'import' ? 'import' : 'link', r);
+      report(action === 'import' ? 'import' : 'link', r, file);
       return 0;
     } finally {
       wipe(vaultKey);
@@ -38,6 +40,9 @@ export async function run(inv: Invocation): Promise<number> {
 function exportFile(name: string, file: string): number {
   validateContainerName(name);
   if (file.length === 0) throw new UsageError('FILE must not be empty');
+  // Said before anything is written, in the user's words: the write itself would name a temporary file.
+  const folder = dirname(resolve(file));
+  if (!existsSync(folder)) throw new StashError('FILE_NOT_FOUND', `cannot export ${name} to ${file}: the folder ${folder} does not exist (create it first); nothing was written`);
   const r = exportShared(defaultVaultDir(), name, file);
   if (r.outcome === 'unchanged') out(`${r.path} already holds version ${r.revision} of ${name}; nothing written.`);
   else if (r.outcome === 'updated') out(`Updated ${r.path} from version ${r.previous!.revision} to version ${r.revision} of ${name}.`);
@@ -45,7 +50,8 @@ function exportFile(name: string, file: string): number {
   return 0;
 }
 
-function report(action: 'import' | 'link', r: TransferResult): void {
+/** What import or link did; `source` is the file the user named (import copies it into the vault). */
+function report(action: 'import' | 'link', r: TransferResult, source: string): void {
   switch (r.outcome) {
     case 'unchanged':
       out(`${r.name} is already at version ${r.revision}${action === 'link' ? `, linked to ${r.path}` : ''}; nothing changed.`);
@@ -53,7 +59,7 @@ function report(action: 'import' | 'link', r: TransferResult): void {
     case 'updated':
       out(action === 'link'
         ? `${r.name} now uses ${r.path} (version ${r.revision}).`
-        : `Updated ${r.name} from version ${r.previous!.revision} to version ${r.revision}.`);
+        : `Updated ${r.name} from version ${r.previous!.revision} to version ${r.revision} (from ${source}).`);
       return;
     case 'replaced-copy':
       out(`${r.name} now uses ${r.path} (version ${r.revision}); the copy in the vault, version ${r.previous!.revision}, was removed.`);
@@ -61,7 +67,7 @@ function report(action: 'import' | 'link', r: TransferResult): void {
     default:
       out(action === 'link'
         ? `Linked ${r.name} to ${r.path} (version ${r.revision}).`
-        : `Imported ${r.path} as ${r.name} (version ${r.revision}).`);
+        : `Imported ${source} as ${r.name} (version ${r.revision}).`);
   }
   if (action === 'link') out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
 }
@@ -84,7 +90,8 @@ async function merge(inv: Invocation): Promise<number> {
         out(`Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`);
         if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
         if (r.conflicts.length > 0) out(`Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`}.`);
-        out('An entry deleted on one side and kept on the other is kept: delete it again if it should go.');
+        // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
+        if (r.oneSided.length > 0) out(`Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again.`);
       }
       return 0;
     } finally {

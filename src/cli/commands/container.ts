@@ -8,6 +8,7 @@ import { StashError, UsageError } from '../../errors.js';
 import {
   containerInfo, createContainer, defaultVaultDir, listContainers, removeContainer, validateContainerName, wipe,
 } from '../../vault/index.js';
+import type { ContainerListing } from '../../vault/containers.js';
 import { readRecord } from '../../vault/sharing/records.js';
 import { formatTable, out, outJson } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
@@ -47,8 +48,8 @@ function list(json: boolean): number {
   const all = listContainers(defaultVaultDir());
   if (json) {
     outJson(all.map((c) => ({
-      name: c.name, id: c.id || null, path: c.path, size: c.size, modified: c.modified.toISOString(), problem: c.problem,
-      shared: c.shared, members: c.members, link: c.link,
+      name: c.name, id: c.id || null, path: c.path, size: known(c) ? c.size : null, modified: known(c) ? c.modified.toISOString() : null,
+      problem: c.problem, missing: c.missing, shared: c.shared, members: c.members, member: c.member, link: c.link,
     })));
     return 0;
   }
@@ -57,13 +58,24 @@ function list(json: boolean): number {
     return 0;
   }
   const state = (c: (typeof all)[number]): string => {
+    if (c.missing) return `MISSING: ${c.problem}`;
     if (c.problem) return `DAMAGED: ${c.problem}`;
     if (!c.shared) return 'ok';
-    return `shared, ${c.members} member${c.members === 1 ? '' : 's'}${c.link ? `, linked to ${c.link}` : ''}`;
+    const members = `shared, ${c.members} member${c.members === 1 ? '' : 's'}`;
+    // A removed member still has the file (and a git pull brings the owner's new versions): say why it no longer opens.
+    const removed = c.member === false ? ', you are not one of them (removed by the owner?): it no longer opens for you' : '';
+    return `${members}${removed}${c.link ? `, linked to ${c.link}` : ''}`;
   };
-  const rows = all.map((c) => [c.name, String(c.size), c.modified.toISOString().replace('T', ' ').slice(0, 19), state(c)]);
+  const rows = all.map((c) => [
+    c.name, known(c) ? String(c.size) : '-', known(c) ? c.modified.toISOString().replace('T', ' ').slice(0, 19) : '-', state(c),
+  ]);
   for (const line of formatTable(['NAME', 'BYTES', 'MODIFIED', 'STATE'], rows)) out(line);
   return 0;
+}
+
+/** False when there is no file to measure (a missing link, a damaged record): no size, no 1970 date. */
+function known(c: ContainerListing): boolean {
+  return !c.missing && c.modified.getTime() !== 0;
 }
 
 async function remove(name: string, force: boolean): Promise<number> {

@@ -32,6 +32,12 @@ export interface MergeResult {
   fromOther: string[];
   /** Entries both sides changed, and which side won. */
   conflicts: string[];
+  /**
+   * Entries only one side holds, all kept. Without a common version a merge
+   * cannot tell an entry added on one side from one deleted on the other,
+   * so these are the ones a deletion may have been undone for.
+   */
+  oneSided: string[];
 }
 
 /** Which side wins an entry that both versions hold with different values. */
@@ -47,15 +53,17 @@ function decrypt(l: LoadedShared, me: PublicIdentity, x25519Secret: Buffer): Ent
 }
 
 /** The union of two entry maps, and the names both hold with different values. */
-function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[] } {
+function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[]; oneSided: string[] } {
   const merged = new Map<string, Uint8Array>(ours);
   const fromOther: string[] = [];
   const conflicts: string[] = [];
+  const oneSided = [...ours.keys()].filter((name) => !theirs.has(name));
   for (const [name, value] of theirs) {
     const mine = ours.get(name);
     if (mine === undefined) {
       merged.set(name, value);
       fromOther.push(name);
+      oneSided.push(name);
     } else if (!constantTimeEqual(mine, value)) {
       conflicts.push(name);
       if (prefer === 'file') {
@@ -64,7 +72,7 @@ function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<st
       }
     }
   }
-  return { merged, fromOther, conflicts };
+  return { merged, fromOther, conflicts, oneSided: oneSided.sort() };
 }
 
 /**
@@ -100,12 +108,12 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
     };
     if (cur.next.hash.equals(other.next.hash) || (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)) {
       toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
-      return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [] };
+      return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [], oneSided: [] };
     }
     if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
       toSeen(other.next, path);
       commitRevision(dir, cur.path, cur.bytes, bytes, record);
-      return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [] };
+      return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [], oneSided: [] };
     }
     refuseRemovedWriter(cur, other, me);
     return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
@@ -113,7 +121,7 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
       let theirs: Entries | null = null;
       try {
         theirs = decrypt(other, me, x25519Secret);
-        const { merged, fromOther, conflicts } = unite(ours, theirs, prefer);
+        const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
         if (conflicts.length > 0 && prefer === null) {
           throw new VaultError(
             'SHARE_DIVERGED',
@@ -127,7 +135,7 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
         const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
         toSeen(result, 'the merged version');
         commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
-        return { outcome: 'merged', revision: result.revision, fromOther, conflicts };
+        return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided };
       } finally {
         wipeEntries(ours);
         if (theirs) wipeEntries(theirs);
