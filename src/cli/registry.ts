@@ -6,6 +6,7 @@
  */
 import { SHARED, type OptionDef } from './options.js';
 import { distance, nearest } from './suggest.js';
+import { GENERATOR_OPTIONS } from './generate/option-defs.js';
 
 export type { OptionDef } from './options.js';
 
@@ -262,8 +263,20 @@ export const commands: Command[] = [
       'allow-empty': { type: 'boolean', help: 'store an empty value (refused otherwise)' },
       raw: { type: 'boolean', help: 'store the bytes of standard input exactly (no trailing newline removed)' },
       force: { type: 'boolean', help: 'replace an existing entry without asking (asked only at a terminal)' },
+      generate: { type: 'boolean', help: 'store a new random value (see stash generate) instead of reading one; nothing is printed' },
+      print: { type: 'boolean', help: 'with --generate: print the generated value once' },
+      ...GENERATOR_OPTIONS,
     },
     load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['generate'], args: '', positionals: [0, 0],
+    summary: 'print a random password (24 characters by default) or passphrase (--words N)',
+    details: 'Randomness from libsodium (randombytes_uniform: no modulo bias). The default set is A-Z a-z 0-9 and '
+      + '!#$%&()*+,-./:;<=>?@[]^_{|}~ (90 characters, about 6.5 bits each). Passphrases use the EFF long word list '
+      + '(7,776 words, about 12.9 bits each). Needs no vault. To store a new value directly: stash set C NAME --generate.',
+    options: { ...GENERATOR_OPTIONS, json },
+    load: () => import('./commands/generate.js'),
   },
   {
     path: ['get'], args: 'CONTAINER NAME', positionals: [2, 2],

@@ -21,6 +21,8 @@ export interface Sodium {
   /** Returns the unpadded length; throws on bad padding. */
   sodium_unpad(buf: Buffer, paddedLength: number, blockSize: number): number;
   randombytes_buf(buf: ArrayBufferView): void;
+  /** Uniform in [0, upper): libsodium rejects the values that would bias a modulo. */
+  randombytes_uniform(upper: number): number;
 
   crypto_pwhash_async(out: Buffer, passwd: Buffer, salt: Buffer, opslimit: number, memlimit: number, alg: number): Promise<void>;
   crypto_pwhash_ALG_ARGON2ID13: number;

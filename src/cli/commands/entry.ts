@@ -5,6 +5,7 @@
  */
 import { StashError, UsageError } from '../../errors.js';
 import type { ContainerInfo } from '../../vault/containers.js';
+import type { Generator } from '../generate/options.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
@@ -25,6 +26,8 @@ export async function run(inv: Invocation): Promise<number> {
       allowEmpty: inv.values['allow-empty'] === true,
       raw: inv.values.raw === true,
       force: inv.values.force === true,
+      generate: await generateOption(inv.values),
+      print: inv.values.print === true,
     });
   } finally {
     session.close();
@@ -124,11 +127,25 @@ async function confirmReplace(container: string, name: string): Promise<void> {
   }
 }
 
-async function set(session: Session, container: string, name: string, opts: { allowEmpty: boolean; raw: boolean; force: boolean }): Promise<number> {
+/** The generator of --generate (checked before any password is asked), or null. */
+async function generateOption(values: Invocation['values']): Promise<Generator | null> {
+  const { anyGeneratorOption, generatorFrom } = await import('../generate/options.js');
+  if (values.generate !== true) {
+    if (anyGeneratorOption(values) || values.print === true) throw new UsageError('--length, --words, --charset, --no-symbols, --separator and --print go with --generate');
+    return null;
+  }
+  if (values.raw === true || values['allow-empty'] === true) throw new UsageError('--generate makes the value: --raw and --allow-empty do not apply');
+  return generatorFrom(values);
+}
+
+interface SetOptions { allowEmpty: boolean; raw: boolean; force: boolean; generate: Generator | null; print: boolean }
+
+async function set(session: Session, container: string, name: string, opts: SetOptions): Promise<number> {
   const interactive = process.stdin.isTTY === true;
   // A value piped in is read first, so that a password prompt cannot consume it
-  // and an empty one is refused before any password is asked.
-  let value = interactive ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+  // and an empty one is refused before any password is asked. A generated one
+  // needs nothing read.
+  let value = opts.generate ? opts.generate.next() : interactive ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
   let replaced = false;
   try {
     await session.withContentKey(container, async (key, info) => {
@@ -139,9 +156,19 @@ async function set(session: Session, container: string, name: string, opts: { al
       }
       await updateEntriesOf(session, info, key, new Map([[name, value]]));
     });
+  } catch (err) {
+    wipe(value);
+    throw err;
+  }
+  try {
+    note(`${replaced ? 'Replaced' : 'Stored'} ${name} in ${container}${opts.generate ? ` (generated: ${opts.generate.describe})` : ''}.`);
+    // Printed once, after it is safely stored, and only when asked for.
+    if (opts.print && value) {
+      await writeStdout(value);
+      if (stdoutIsTerminal()) await writeStdout('\n');
+    }
   } finally {
     wipe(value);
   }
-  note(`${replaced ? 'Replaced' : 'Stored'} ${name} in ${container}.`);
   return 0;
 }
