@@ -39,6 +39,8 @@ const byErrorCode: Record<string, number> = {
   WEAK_PASSWORD: ExitCode.usage,
   VALUE_MISMATCH: ExitCode.usage,
   CANCELLED: ExitCode.failure,
+  INVALID_TOTP: ExitCode.dataError,
+  NOT_TOTP: ExitCode.dataError,
   NO_PASSWORD_SOURCE: ExitCode.usage,
   CONFIG: ExitCode.config,
   NATIVE_UNAVAILABLE: ExitCode.software,

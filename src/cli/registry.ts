@@ -265,6 +265,7 @@ export const commands: Command[] = [
       force: { type: 'boolean', help: 'replace an existing entry without asking (asked only at a terminal)' },
       generate: { type: 'boolean', help: 'store a new random value (see stash generate) instead of reading one; nothing is printed' },
       print: { type: 'boolean', help: 'with --generate: print the generated value once' },
+      totp: { type: 'string', value: 'URI|SECRET|-', help: 'store a TOTP seed: an otpauth://totp/ URI or a base32 secret (- reads it from stdin or the prompt); stash otp prints its codes' },
       ...GENERATOR_OPTIONS,
     },
     load: () => import('./commands/entry.js'),
@@ -283,6 +284,14 @@ export const commands: Command[] = [
     summary: 'print a value (the only command that prints a secret)',
     options: unlock,
     load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['otp'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: 'print the current TOTP code of a seed stored with set --totp',
+    details: 'RFC 6238 with SHA1, SHA256 or SHA512, 6 to 8 digits, any period, as the otpauth URI says. A newline follows only on a terminal; '
+      + 'a terminal is also told how long the code stays valid.',
+    options: { ...unlock, json },
+    load: () => import('./commands/otp.js'),
   },
   {
     path: ['ls'], args: 'CONTAINER', positionals: [1, 1],

@@ -6,6 +6,7 @@
  */
 import { changeTime, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
 import { readEntriesOf, updateEntriesOf } from '../container-access.js';
+import { isTotpValue } from '../totp/otpauth.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -16,6 +17,8 @@ interface EntryRow {
   size: number;
   /** Null when unknown (written by a stash that did not record change times). */
   changedAt: Date | null;
+  /** A TOTP seed (`stash otp` prints its code). */
+  totp: boolean;
 }
 
 export async function run(inv: Invocation): Promise<number> {
@@ -38,14 +41,14 @@ async function list(session: Session, container: string, json: boolean): Promise
     try {
       return [...entries].map(([name, value]) => {
         const t = changeTime(entries, name);
-        return { name, size: value.length, changedAt: t > 0 ? new Date(t) : null };
+        return { name, size: value.length, changedAt: t > 0 ? new Date(t) : null, totp: isTotpValue(value) };
       });
     } finally {
       wipeEntries(entries);
     }
   });
   if (json) {
-    outJson(rows.map((r) => ({ name: r.name, size: r.size, changedAt: r.changedAt?.toISOString() ?? null })));
+    outJson(rows.map((r) => ({ name: r.name, size: r.size, changedAt: r.changedAt?.toISOString() ?? null, totp: r.totp })));
     return 0;
   }
   if (rows.length === 0) {
@@ -53,7 +56,10 @@ async function list(session: Session, container: string, json: boolean): Promise
     return 0;
   }
   const when = (d: Date | null): string => (d ? `${d.toISOString().replace('T', ' ').slice(0, 19)} UTC` : '-');
-  for (const line of formatTable(['NAME', 'BYTES', 'CHANGED'], rows.map((r) => [r.name, String(r.size), when(r.changedAt)]))) out(line);
+  // The KIND column appears once there is something other than plain secrets to tell apart.
+  const kinds = rows.some((r) => r.totp);
+  const table = rows.map((r) => [r.name, String(r.size), when(r.changedAt), ...(kinds ? [r.totp ? 'totp' : '-'] : [])]);
+  for (const line of formatTable(['NAME', 'BYTES', 'CHANGED', ...(kinds ? ['KIND'] : [])], table)) out(line);
   return 0;
 }
 

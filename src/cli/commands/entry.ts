@@ -11,7 +11,7 @@ import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../..
 import { wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
 import { loadBinding } from '../../native/binding.js';
-import { note } from '../output.js';
+import { note, warn } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 
@@ -28,6 +28,7 @@ export async function run(inv: Invocation): Promise<number> {
       force: inv.values.force === true,
       generate: await generateOption(inv.values),
       print: inv.values.print === true,
+      totp: totpOption(inv.values),
     });
   } finally {
     session.close();
@@ -138,21 +139,48 @@ async function generateOption(values: Invocation['values']): Promise<Generator |
   return generatorFrom(values);
 }
 
-interface SetOptions { allowEmpty: boolean; raw: boolean; force: boolean; generate: Generator | null; print: boolean }
+interface SetOptions { allowEmpty: boolean; raw: boolean; force: boolean; generate: Generator | null; print: boolean; totp: string | null }
+
+/** --totp URI|SECRET|-: checked for combinations here, parsed once the value is known. */
+function totpOption(values: Invocation['values']): string | null {
+  const raw = values.totp;
+  if (raw === undefined) return null;
+  if (typeof raw !== 'string' || raw.length === 0) throw new UsageError('--totp needs an otpauth://totp/ URI, a base32 secret, or - to read it like a value');
+  if (values.generate === true || values.raw === true || values['allow-empty'] === true) throw new UsageError('--totp does not combine with --generate, --raw or --allow-empty');
+  if (raw !== '-') warn('a secret on the command line is visible to other local users (ps, /proc) and stays in your shell history; next time use --totp - and give it on stdin or at the prompt');
+  return raw;
+}
+
+/** The normalised otpauth URI to store, from the option or (for `-`) from stdin or the prompt. */
+async function totpValue(session: Session, name: string, option: string, piped: Buffer | null): Promise<Buffer> {
+  const { formatTotp, parseTotp } = await import('../totp/otpauth.js');
+  const { secureCopy } = await import('../../vault/secure.js');
+  const source = option === '-' ? (piped ?? await readValue(session, name, false)) : null;
+  try {
+    const params = parseTotp(source ? source.toString('utf8') : option);
+    const stored = secureCopy(Buffer.from(formatTotp(params)));
+    params.secret.fill(0);
+    return stored;
+  } finally {
+    wipe(source);
+  }
+}
 
 async function set(session: Session, container: string, name: string, opts: SetOptions): Promise<number> {
   const interactive = process.stdin.isTTY === true;
   // A value piped in is read first, so that a password prompt cannot consume it
   // and an empty one is refused before any password is asked. A generated one
   // needs nothing read.
-  let value = opts.generate ? opts.generate.next() : interactive ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+  let value = opts.generate ? opts.generate.next() : interactive || (opts.totp !== null && opts.totp !== '-') ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+  // A seed is checked (and normalised) before any password is asked when it is at hand.
+  if (opts.totp !== null && (opts.totp !== '-' || value !== null)) value = await totpValue(session, name, opts.totp, value);
   let replaced = false;
   try {
     await session.withContentKey(container, async (key, info) => {
       replaced = await entryExists(session, info, key, name);
       if (value === null) {
         if (replaced && !opts.force) await confirmReplace(container, name);
-        value = refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+        value = opts.totp !== null ? await totpValue(session, name, opts.totp, null) : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
       }
       await updateEntriesOf(session, info, key, new Map([[name, value]]));
     });
