@@ -15,6 +15,8 @@
  */
 import { errorMessage } from '../errors.js';
 import { readTls } from './tls-files.js';
+import { certificateProblems } from './tls/certificate-check.js';
+import { profileOptions } from './tls/profile.js';
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { ServerConfig } from './cli/options.js';
@@ -118,9 +120,11 @@ export async function applyReload(r: Reloadable, next: ServerConfig): Promise<Re
     try {
       // The same checks as at start: a renewed file that is not PEM, or a key of another certificate, is named.
       const { cert, key } = await readTls(c.tlsCert, c.tlsKey);
-      (r.server as unknown as HttpsServer).setSecureContext({ cert, key, minVersion: 'TLSv1.2' });
+      // The whole profile again: setSecureContext replaces the context, settings and all.
+      (r.server as unknown as HttpsServer).setSecureContext(profileOptions({ cert, key }));
       applied.push('tls_cert');
       changes.push('TLS certificate and key read again');
+      for (const p of certificateProblems(cert, `--tls-cert ${c.tlsCert}`, c.publicUrl, Date.now())) r.logger.warn(`reload: ${p}`);
     } catch (err) {
       r.logger.error(`reload: the TLS certificate or key cannot be used (${errorMessage(err)}); keeping the one in use`);
     }

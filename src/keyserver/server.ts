@@ -7,7 +7,6 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -24,6 +23,10 @@ import { FetchProcesses } from './multi/store-side.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
 import { readTls } from './tls-files.js';
+import { certificateProblems } from './tls/certificate-check.js';
+import { createHttpsServer } from './tls/https-server.js';
+import type { AlpnChallengeResponder } from './tls/port-guard.js';
+import type { TlsMaterial } from './tls/profile.js';
 import { ReplicationReceiver } from './replication/inbound.js';
 import { Replicator, type ReplicationSettings } from './replication/outbound.js';
 
@@ -113,9 +116,14 @@ function hostForUrl(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
-/** The HTTP(S) server of a key server process, with its limits and timeouts (the fetch processes use the same). */
+/**
+ * The HTTP(S) server of a key server process, with its limits and timeouts (the fetch processes use the same).
+ * HTTPS when `tls` is given, or with `https.acme` before ACME has a certificate; the TLS handshake
+ * is bound by the headers deadline (tls/https-server.ts).
+ */
 export function createHttpServer(
-  timeouts: Timeouts, tls: { cert: Buffer; key: Buffer } | undefined, handler: (req: IncomingMessage, res: ServerResponse) => void,
+  timeouts: Timeouts, tls: TlsMaterial | undefined, handler: (req: IncomingMessage, res: ServerResponse) => void,
+  https: { acme?: boolean; challenges?: AlpnChallengeResponder } = {},
 ): Server {
   const serverOptions = {
     requestTimeout: timeouts.requestMs,
@@ -124,8 +132,8 @@ export function createHttpServer(
     connectionsCheckingInterval: timeouts.checkIntervalMs,
     maxHeaderSize: 8192,
   };
-  const server: Server = tls
-    ? createHttpsServer({ ...serverOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, handler)
+  const server: Server = tls || https.acme
+    ? createHttpsServer(serverOptions, { material: tls, deadlineMs: timeouts.headersMs, ...(https.challenges ? { challenges: https.challenges } : {}) }, handler)
     : createPlainServer(serverOptions, handler);
   server.maxHeadersCount = 64;
   return server;
@@ -204,6 +212,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     if (wildcard) logger.warn(`listening on all addresses: verification links will use ${publicUrl}; set --public-url`);
   }
   const serviceConfig: ServiceConfig = { ...config, publicUrl, originEpoch };
+  // Said before any client finds out; the server still starts (a renewal may be under way).
+  if (tls) for (const p of certificateProblems(tls.cert, `--tls-cert ${config.tlsCert}`, publicUrl, Date.now())) logger.warn(p);
   const receiver = new ReplicationReceiver(
     {
       serverId: config.serverId,

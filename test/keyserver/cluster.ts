@@ -113,10 +113,10 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
 }
 
-/** Starts `stash_key_server run <args>` as a real process; resolves once it listens. */
-export async function startServerProcess(args: string[]): Promise<ServerProcess> {
+/** Starts `stash_key_server run <args>` as a real process (with `env`, default this one's); resolves once it listens. */
+export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServerProcess> {
   const [node, ...prefix] = tsxNodeArgs;
-  const child = spawn(node!, [...prefix, fixture, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(node!, [...prefix, fixture, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d) => { err += d; });
@@ -124,7 +124,7 @@ export async function startServerProcess(args: string[]): Promise<ServerProcess>
     const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 20_000);
     child.stdout!.on('data', (d) => {
       out += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = /listening on (https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);

@@ -15,7 +15,7 @@ import { StashError } from '../../errors.js';
 import type { ServerConfig } from '../cli/options.js';
 import { parseCommandLine } from '../cli/parse.js';
 import { alive } from '../store/state-dir.js';
-import { liveServerLine } from './live-status.js';
+import { liveServerLines } from './live-status.js';
 import { UNIT_NAME, installPaths, type InstallPaths } from './paths.js';
 import { defaultConfigText, unitText } from './unit.js';
 
@@ -189,6 +189,6 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
   }
   const log = await stat(paths.log).then((s) => `${s.size} bytes, last written ${s.mtime.toISOString()}`, () => 'no log yet');
   out(`log: ${paths.log} ${log}`);
-  if (running) out(await liveServerLine(running));
+  if (running) for (const line of await liveServerLines(running)) out(line);
   return installed ? 0 : 3;
 }
