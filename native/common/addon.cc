@@ -18,7 +18,9 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   stash::InitHarden(env, exports);
   stash::InitSystemLog(env, exports);
   stash::InitPower(env, exports);
-#if !defined(_WIN32)
+#if defined(_WIN32)
+  stash::InitConsole(env, exports);
+#else
   stash::InitSyncSocket(env, exports);
 #endif
   return exports;

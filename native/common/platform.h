@@ -19,7 +19,11 @@ void InitSystemLog(Napi::Env env, Napi::Object exports);
 // processInfo(pid) on macOS and Windows).
 void InitPower(Napi::Env env, Napi::Object exports);
 
-#if !defined(_WIN32)
+#if defined(_WIN32)
+// hasConsole(), consoleReadLine(options): the hidden prompt on the console
+// (native/windows/console_windows.cc).
+void InitConsole(Napi::Env env, Napi::Object exports);
+#else
 // unixConnect(path), socketSend(fd, buf), socketReceive(fd, buf, timeoutMs),
 // socketPeerClosed(fd), closeFd(fd), isTerminal(fd): the blocking agent client
 // of short-lived commands (native/common/sync_socket_posix.cc).

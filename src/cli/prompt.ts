@@ -2,21 +2,24 @@
  * Prompts on the controlling terminal (/dev/tty), not on stdin/stdout, so they
  * work while stdin or stdout are redirected (`stash get x y > file`). Hidden
  * input is read in raw mode (no echo) byte by byte straight into sodium secure
- * memory; each chunk Node hands us is zeroed once copied.
+ * memory; each chunk Node hands us is zeroed once copied. On Windows the
+ * console (CONIN$) is asked instead, through the addon (prompt-console.ts).
  */
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
 import { ReadStream } from 'node:tty';
 import { StashError } from '../errors.js';
 import { secureAlloc, wipe } from '../vault/secure.js';
+import { askLineConsole, haveConsole, promptHiddenConsole } from './prompt-console.js';
 
 /** Thrown when a prompt is needed but the process has no terminal. */
 export class NoTerminalError extends StashError {}
 
-const TTY_PATH = process.platform === 'win32' ? 'CONIN$' : '/dev/tty';
+const TTY_PATH = '/dev/tty';
+const WINDOWS = process.platform === 'win32';
 
-/** Opens the controlling terminal, or null when there is none (cron, CI, setsid). */
+/** Opens the controlling terminal, or null when there is none (cron, CI, setsid). Unix only. */
 function openTty(): number | null {
-  if (process.platform === 'win32') return null; // Windows: prompts need stdin to be the console
+  if (WINDOWS) return null;
   try {
     return openSync(TTY_PATH, 'r+');
   } catch {
@@ -26,6 +29,7 @@ function openTty(): number | null {
 
 /** True when a prompt could be shown. */
 export function haveTerminal(): boolean {
+  if (WINDOWS) return haveConsole();
   const fd = openTty();
   if (fd === null) return false;
   closeSync(fd);
@@ -83,6 +87,7 @@ function discardTypeAhead(): number {
  * an empty line cancel (INTERRUPTED). Lines longer than maxBytes are refused.
  */
 export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer> {
+  if (WINDOWS) return promptHiddenConsole(question, maxBytes);
   const fd = openTty();
   if (fd === null) throw new NoTerminalError('NO_TERMINAL', 'no terminal to ask on');
   const input = new ReadStream(fd);
@@ -149,6 +154,7 @@ export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer>
 
 /** Asks `question` on the terminal and reads one line (echo on); null when there is no terminal. */
 export function askLine(question: string): Promise<string | null> {
+  if (WINDOWS) return askLineConsole(question);
   const fd = openTty();
   if (fd === null) return Promise.resolve(null);
   const input = new ReadStream(fd);

@@ -98,6 +98,26 @@ export interface NativePipeConnection {
   pid: number;
 }
 
+/** Windows: what consoleReadLine reads (native/windows/console_windows.cc). */
+export interface NativeConsoleReadOptions {
+  /** Written to CONOUT$ once echo is set as asked. */
+  prompt: string;
+  /** Receives the line as UTF-8 (no CR LF); its length is the most accepted (E2BIG beyond). */
+  into: Buffer;
+  /** false: ENABLE_ECHO_INPUT off for the read (a hidden prompt). */
+  echo: boolean;
+  /** Flush what was typed before the prompt (FlushConsoleInputBuffer) and say so with discardedNotice. */
+  discardTypeAhead: boolean;
+  discardedNotice: string;
+}
+
+export interface NativeConsoleRead {
+  /** Bytes of the line in `into`. */
+  length: number;
+  /** A key had been typed before the prompt and was dropped. */
+  discarded: boolean;
+}
+
 /** The raw binding, exactly as native/common/addon.cc exports it. */
 export interface NativeBinding {
   platform: 'linux' | 'darwin' | 'win32';
@@ -132,6 +152,14 @@ export interface NativeBinding {
    * us out), EPERM (served by another user), ETIMEDOUT (every instance busy), WIN32_<n>.
    */
   pipeConnect?(name: string, timeoutMs: number): Promise<NativePipeConnection>;
+  /** Windows only: CONIN$ opens and is a console input buffer. */
+  hasConsole?(): boolean;
+  /**
+   * Windows only: one line from the console in line mode, echo as asked, with Ctrl-C and
+   * Ctrl-Break cancelling; the mode is restored in every case. Rejects ENOTTY (no console),
+   * ECANCELED (Ctrl-C, Ctrl-Break), EOF, E2BIG (longer than `into`), EILSEQ, EBUSY, WIN32_<n>.
+   */
+  consoleReadLine?(options: NativeConsoleReadOptions): Promise<NativeConsoleRead>;
   /**
    * Linux and macOS: the blocking agent client of short-lived commands
    * (native/common/sync_socket_posix.cc, src/agent/transport-blocking.ts).

@@ -32,7 +32,7 @@ test('native/sources.json lists every native source once, each OS folder only fo
       assert.ok(readFileSync(f).length > 0, `${f} exists`);
     }
   }
-  for (const f of ['pipe_windows.cc', 'pipe_core_windows.cc']) assert.ok(sources.win.includes(`native/windows/${f}`), f);
+  for (const f of ['pipe_windows.cc', 'pipe_core_windows.cc', 'console_windows.cc']) assert.ok(sources.win.includes(`native/windows/${f}`), f);
 });
 
 test('neither build file names a source of its own', () => {

@@ -43,9 +43,9 @@ test('native/windows and native/common compile (syntax) with mingw-w64', () => {
   const r = check();
   assert.is(r.status, 0, `mingw syntax check failed:\n${r.stdout}\n${r.stderr}`);
   assert.not.match(r.stdout, /FAIL/);
-  // Every Windows source and header is in the run, the named pipe included.
+  // Every Windows source and header is in the run, the named pipe and the console prompt included.
   const expected = readdirSync('native/windows').filter((f) => /\.(cc|h)$/.test(f));
-  for (const f of ['pipe_windows.cc', 'pipe_windows.h', 'pipe_core_windows.cc', 'pipe_core_windows.h']) assert.ok(expected.includes(f), f);
+  for (const f of ['pipe_windows.cc', 'pipe_windows.h', 'pipe_core_windows.cc', 'pipe_core_windows.h', 'console_windows.cc']) assert.ok(expected.includes(f), f);
   for (const f of expected) assert.match(r.stdout, new RegExp(`^ok {3}native/windows/${f.replace('.', '\\.')}$`, 'm'));
 });
 
