@@ -20,7 +20,7 @@ const { runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
 const { benchPublicKey } = await import(dist('keyserver/bench/requests.js'));
 const { ShareStore } = await import(dist('keyserver/store/share-store.js'));
 const { defaultConfig } = await import(dist('keyserver/cli/options.js'));
-const { MEMORY_NODE_FLAGS, MEMORY_ENV } = await import(dist('keyserver/install/unit.js'));
+const { UNIT_ENVIRONMENT } = await import(dist('keyserver/install/unit.js'));
 
 const SHARES = quick ? 2000 : 100000;
 const REQUESTS = quick ? 2000 : 50000;
@@ -83,9 +83,9 @@ try {
   const perProcess = [];
   for (const [name, flags, env, extra] of [
     ['node defaults', [], {}, []],
-    ['installed service settings', MEMORY_NODE_FLAGS, MEMORY_ENV, []],
-    ['installed service settings, compacting during the load', MEMORY_NODE_FLAGS, MEMORY_ENV, compactNow],
-    ['installed service settings, two processes (total of both)', MEMORY_NODE_FLAGS, MEMORY_ENV, two],
+    ['installed service settings', [], UNIT_ENVIRONMENT, []],
+    ['installed service settings, compacting during the load', [], UNIT_ENVIRONMENT, compactNow],
+    ['installed service settings, two processes (total of both)', [], UNIT_ENVIRONMENT, two],
   ]) {
     const processes = extra === two ? two : [];
     const idle = await startServer(empty, flags, env, processes);
@@ -124,7 +124,7 @@ try {
     rows,
     [
       'command: `node bench/keyserver-rss-process.js` (the real `stash_key_server run` in its own process, its store written beforehand and recovered at start; RSS and private memory (Private_Clean + Private_Dirty) from /proc/PID/smaps_rollup every 50 ms, summed over the store\'s process and its fetch processes; MB = 2^20 bytes)',
-      `installed service settings: node ${MEMORY_NODE_FLAGS.join(' ')}, ${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')} (the unit written by \`stash_key_server install\`; docs/operations.md, "Memory")`,
+      `installed service settings: the environment ${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => (v.includes(' ') ? `${k}='${v}'` : `${k}=${v}`)).join(' ')} (the unit's Environment= lines, written by \`stash_key_server install\`; docs/operations.md, "Memory")`,
       'unpinned: the load generator shares the two CPUs with the server',
       ...perProcess,
       `conditions: ${conditions()}`,

@@ -19,6 +19,7 @@ import { installPaths } from '../../src/keyserver/install/paths.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { tempDir } from './harness.js';
+import { unitEnvironment } from './unit-lines.js';
 import { runServerCommand } from './cluster.js';
 
 /** Every path under `root`, relative, sorted. */
@@ -60,14 +61,14 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
       'StandardOutput=append:/var/log/stash-key-server/server.log', 'WantedBy=multi-user.target']) {
       assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
     }
-    const exec = /^ExecStart=(\S+node\S*) ((?:--\S+ )*)\S+\/bin\/stash_key_server\.js run --processes auto --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m.exec(unit);
+    const exec = /^ExecStart=(\S+node\S*) \S+\/bin\/stash_key_server\.js run --processes auto --config \/etc\/stash\/key-server\.toml --replication-token-file %d\/replication-token$/m.exec(unit);
     assert.ok(exec, `ExecStart line as expected in:\n${unit}`);
-    // The memory settings (docs/operations.md, "Memory"): node takes the flags and they cap the heap; the allocator settings reach the process.
-    const envLine = /^Environment=(.*)$/m.exec(unit);
-    assert.ok(envLine, 'unit has an Environment= line');
-    const probe = spawnSync(exec[1]!, [...exec[2]!.trim().split(' '), '-e',
+    // The memory settings (docs/operations.md, "Memory"): node takes the flags from NODE_OPTIONS and they cap the heap; the allocator settings reach the process.
+    const unitEnv = unitEnvironment(unit);
+    assert.is(unitEnv.NODE_OPTIONS, '--max-semi-space-size=1 --max-old-space-size=64');
+    const probe = spawnSync(exec[1]!, ['-e',
       'console.log(JSON.stringify({ limit: require("v8").getHeapStatistics().heap_size_limit, env: [process.env.MALLOC_ARENA_MAX, process.env.MALLOC_MMAP_THRESHOLD_, process.env.MALLOC_TRIM_THRESHOLD_] }))'],
-    { encoding: 'utf8', env: { ...process.env, ...Object.fromEntries(envLine[1]!.split(' ').map((kv) => kv.split('=') as [string, string])) } });
+    { encoding: 'utf8', env: { ...process.env, ...unitEnv } });
     assert.is(probe.status, 0, probe.stderr);
     const seen = JSON.parse(probe.stdout) as { limit: number; env: string[] };
     assert.ok(seen.limit < 100 * 1024 * 1024, `heap limit ${seen.limit}`);

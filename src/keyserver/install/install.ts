@@ -15,8 +15,10 @@ import { StashError } from '../../errors.js';
 import type { ServerConfig } from '../cli/options.js';
 import { parseCommandLine } from '../cli/parse.js';
 import { alive } from '../store/state-dir.js';
+import { isSingleExecutable } from '../sea/runtime.js';
+import { installExecutable, removeExecutable } from './executable.js';
 import { liveServerLines } from './live-status.js';
-import { UNIT_NAME, installPaths, type InstallPaths } from './paths.js';
+import { UNIT_NAME, installPaths, realPaths, type InstallPaths } from './paths.js';
 import { defaultConfigText, unitText } from './unit.js';
 
 export interface HostFacts {
@@ -70,8 +72,11 @@ export async function install(config: ServerConfig, out: Out, host?: HostFacts, 
   const h = host ?? realHost(paths);
   requireLinux(h, 'install');
   requireRoot(h, 'install');
+  // From the single executable: a copy of it in /usr/local/bin, which the unit runs; from npm: node and the package's script.
+  const single = isSingleExecutable();
+  if (single) await installExecutable(paths, out);
   await mkdir(dirname(paths.unit), { recursive: true, mode: 0o755 });
-  await writeFile(paths.unit, unitText({ node: process.execPath, script: serverScript() }), { mode: 0o644 });
+  await writeFile(paths.unit, unitText(single ? { executable: realPaths.executable } : { node: process.execPath, script: serverScript() }), { mode: 0o644 });
   await chmod(paths.unit, 0o644);
   out(`wrote ${paths.unit}`);
 
@@ -123,6 +128,7 @@ export async function uninstall(config: ServerConfig, out: Out, host?: HostFacts
     out(`${paths.unit} was not installed`);
   }
   if (h.systemdRunning) systemctlStep(h, out, ['daemon-reload']);
+  await removeExecutable(paths, out);
   if (!config.purgeData) {
     out(`kept ${paths.config}, ${paths.token}, ${paths.state}, ${paths.cache} and ${paths.logDir} (--purge-data removes them)`);
     return 0;

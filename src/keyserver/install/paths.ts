@@ -27,6 +27,8 @@ export interface InstallPaths {
   cachePrivate: string;
   logDir: string;
   log: string;
+  /** Where `install` run from the single executable puts a copy of it (the unit runs that copy). */
+  executable: string;
 }
 
 /** The real paths (as written into the unit and the config). */
@@ -41,6 +43,7 @@ export const realPaths = {
   cachePrivate: '/var/cache/private/stash-key-server',
   logDir: '/var/log/stash-key-server',
   log: '/var/log/stash-key-server/server.log',
+  executable: '/usr/local/bin/stash_key_server',
 } as const;
 
 /** The paths on this machine, under `prefix` (STASH_KEY_SERVER_ROOT_PREFIX) when given. */
@@ -58,5 +61,6 @@ export function installPaths(prefix: string = process.env.STASH_KEY_SERVER_ROOT_
     cachePrivate: p(realPaths.cachePrivate),
     logDir: p(realPaths.logDir),
     log: p(realPaths.log),
+    executable: p(realPaths.executable),
   };
 }

@@ -17,16 +17,18 @@
  *
  * Memory: node runs with a small young generation and a capped old one, and
  * glibc's allocator is told to hand freed memory back (docs/operations.md,
- * "Memory"; bench/keyserver-rss-process.js measures both ways).
+ * "Memory"; bench/keyserver-rss-process.js measures both ways). The node
+ * flags go in NODE_OPTIONS, not on ExecStart: a single executable hands
+ * every argument after its name to our own option parser, which refuses
+ * them; node reads NODE_OPTIONS either way, and the fetch processes inherit it.
  */
 import { realPaths } from './paths.js';
 
-export interface UnitInputs {
-  /** Absolute path of the node binary. */
-  node: string;
-  /** Absolute path of bin/stash_key_server.js. */
-  script: string;
-}
+export type UnitInputs =
+  /** The npm package: node runs bin/stash_key_server.js (absolute paths). */
+  | { node: string; script: string }
+  /** The single executable, installed as a file of its own (absolute path). */
+  | { executable: string };
 
 /** Node flags of the installed service: young generation 2 x 1 MB, old generation capped at 64 MB. */
 export const MEMORY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--max-old-space-size=64'];
@@ -37,6 +39,9 @@ export const MEMORY_ENV: Readonly<Record<string, string>> = {
   MALLOC_TRIM_THRESHOLD_: '65536',
 };
 
+/** The environment of the installed service: the node flags (NODE_OPTIONS) and the allocator settings. */
+export const UNIT_ENVIRONMENT: Readonly<Record<string, string>> = { NODE_OPTIONS: MEMORY_NODE_FLAGS.join(' '), ...MEMORY_ENV };
+
 /** How many processes the installed service serves from (run --processes). */
 export const UNIT_PROCESSES: readonly string[] = ['--processes', 'auto'];
 
@@ -45,9 +50,17 @@ function execArg(arg: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(arg) ? arg : `"${arg.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
+/** An Environment= assignment, quoted as a whole when its value holds a space. */
+function envAssignment(name: string, value: string): string {
+  const kv = `${name}=${value}`;
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(kv) ? kv : `"${kv.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
 export function unitText(u: UnitInputs): string {
+  const files = 'executable' in u ? [u.executable] : [u.node, u.script];
+  const command = files.map(execArg).join(' ');
   // ProtectHome=yes would hide a package installed under a home folder (npm -g with a user prefix).
-  const underHome = /^\/(home|root|run\/user)\//.test(u.script) || /^\/(home|root|run\/user)\//.test(u.node);
+  const underHome = files.some((f) => /^\/(home|root|run\/user)\//.test(f));
   return `# Installed by \`stash_key_server install\`. \`stash_key_server uninstall\` removes it.
 [Unit]
 Description=stash key sharing server
@@ -58,12 +71,13 @@ Wants=network-online.target
 [Service]
 Type=simple
 # --processes auto: a fetch process beside the store's process when the machine has more than one core (docs/benchmarks.md, "Multi-core fetch").
-ExecStart=${execArg(u.node)} ${MEMORY_NODE_FLAGS.join(' ')} ${execArg(u.script)} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token
+ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
 # systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
 ExecReload=/bin/kill -HUP $MAINPID
 LoadCredential=replication-token:${realPaths.token}
-Environment=${Object.entries(MEMORY_ENV).map(([k, v]) => `${k}=${v}`).join(' ')}
+# Node flags only through NODE_OPTIONS: the single executable takes every argument as its own.
+Environment=${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => envAssignment(k, v)).join(' ')}
 Restart=on-failure
 RestartSec=2
 TimeoutStopSec=10
