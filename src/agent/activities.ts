@@ -19,6 +19,16 @@ import { isSameProcess, isSelfOrDescendant, readProcInfo, signalIfSame, type Pro
 export const ACTIVITY_KINDS = ['unlock', 'open', 'env', 'form', 'recovery', 'vault'] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
 
+/**
+ * Kinds that hold no sleep inhibitor and are terminated on every suspend,
+ * whatever terminate_on_suspend says. A `form` activity is a pending
+ * clipboard clear (`stash get --clip`): waiting to clear a clipboard is no
+ * reason to keep a laptop awake, and a clipboard holding a secret must not
+ * outlive a suspend, so the helper is ended (its SIGTERM handler clears the
+ * clipboard) instead. docs/suspend.md states this exception to the spec.
+ */
+export const SUSPEND_CLEARED_KINDS: ReadonlySet<string> = new Set<ActivityKind>(['form']);
+
 /** Most activities held at once; a registration beyond this is refused (ACTIVITY_LIMIT). */
 export const MAX_ACTIVITIES = 256;
 /** Longest grace terminateAll accepts; logind gives the whole suspend 5 s. */
@@ -151,14 +161,15 @@ export class ActivityRegistry {
    * is never signalled (it counts as skipped), and the agent never signals
    * itself. A signal the kernel refuses (EPERM: say, `stash env -- sudo ...`
    * registered a child that became root) counts as failed and does not stop
-   * the others from being signalled.
+   * the others from being signalled. With `only`, just the activities whose
+   * kind it accepts are signalled and forgotten; the others stay registered.
    */
-  async terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number; failed: number }> {
+  async terminateAll(graceMs: number, only?: (kind: ActivityKind) => boolean): Promise<{ terminated: number; killed: number; skipped: number; failed: number }> {
     const grace = Number.isFinite(graceMs) ? Math.min(Math.max(0, graceMs), MAX_GRACE_MS) : 0;
     const seen = new Set<string>();
     const targets: Entry[] = [];
-    const before = new Set(this.entries);
-    for (const e of this.entries) {
+    const before = new Set(only ? this.entries.filter((e) => only(e.kind)) : this.entries);
+    for (const e of before) {
       const key = `${e.pid}:${e.startTime}`;
       if (!seen.has(key)) {
         seen.add(key);

@@ -5,6 +5,7 @@
  */
 import { securePool } from '../native/secure-pool.js';
 import { listEntrySize, ProtocolError, type Reply, type Request } from '../protocol/index.js';
+import { SUSPEND_CLEARED_KINDS } from './activities.js';
 import { KeyCache } from './cache.js';
 import type { RequestHandler } from './connection.js';
 import type { Level } from './log.js';
@@ -15,7 +16,7 @@ export interface Activities {
   unregister(pid: number, token: string): void;
   list(): Array<{ pid: number; kind: string; ageMs: number }>;
   prune(): number;
-  terminateAll(graceMs: number): Promise<{ terminated: number; killed: number; skipped: number; failed: number }>;
+  terminateAll(graceMs: number, only?: (kind: string) => boolean): Promise<{ terminated: number; killed: number; skipped: number; failed: number }>;
   readonly size: number;
   clear(): void;
 }
@@ -66,10 +67,14 @@ export class Agent implements RequestHandler {
     return this.opts.activities;
   }
 
-  /** Called by the registry whenever the set of active activities changes. */
+  /**
+   * Called by the registry whenever the set of active activities changes.
+   * A pending clipboard clear (`form`) takes no block lock: it is ended on
+   * suspend instead (SUSPEND_CLEARED_KINDS, docs/suspend.md).
+   */
   activitiesChanged(kinds: string[]): void {
     this.lastActivityKinds = kinds;
-    if (this.opts.power && this.opts.preventSleep) this.opts.power.setActivityInhibit(kinds);
+    if (this.opts.power && this.opts.preventSleep) this.opts.power.setActivityInhibit(kinds.filter((k) => !SUSPEND_CLEARED_KINDS.has(k)));
   }
 
   onStop(handler: () => void): void {
@@ -102,12 +107,17 @@ export class Agent implements RequestHandler {
    */
   async beforeSleep(): Promise<void> {
     const wiped = this.opts.cache.forgetAll();
+    const grace = this.opts.terminateGraceMs ?? defaultTerminateGraceMs();
+    // Without terminate-on-suspend, only the clipboard clears are ended: a clipboard holding a secret must not outlive the suspend.
+    const r = await this.opts.activities.terminateAll(grace, this.opts.terminateOnSuspend ? undefined : (kind) => SUSPEND_CLEARED_KINDS.has(kind));
+    const counts = `${r.terminated} terminated, ${r.killed} killed, ${r.skipped} skipped${r.failed > 0 ? `, ${r.failed} could not be signalled (another user's process?)` : ''}`;
+    const level = r.failed > 0 ? 'warning' : 'info';
     if (this.opts.terminateOnSuspend) {
-      const r = await this.opts.activities.terminateAll(this.opts.terminateGraceMs ?? defaultTerminateGraceMs());
-      this.log(r.failed > 0 ? 'warning' : 'info', `suspend: wiped ${wiped} key(s); activities: ${r.terminated} terminated, ${r.killed} killed, ${r.skipped} skipped${r.failed > 0 ? `, ${r.failed} could not be signalled (another user's process?)` : ''}`);
+      this.log(level, `suspend: wiped ${wiped} key(s); activities: ${counts}`);
     } else {
       this.opts.power?.setActivityInhibit([]);
-      this.log('info', `suspend: wiped ${wiped} key(s); ${this.opts.activities.size} activit(ies) left running without a sleep inhibitor`);
+      const ended = r.terminated + r.killed + r.skipped + r.failed > 0 ? `clipboard clears: ${counts}; ` : '';
+      this.log(level, `suspend: wiped ${wiped} key(s); ${ended}${this.opts.activities.size} activit(ies) left running without a sleep inhibitor`);
     }
   }
 

@@ -171,6 +171,21 @@ test('terminateAll returns as soon as every process is gone, well before the gra
   await exited(child);
 });
 
+test('terminateAll with a kind filter signals and forgets only those activities', async () => {
+  const { child: clip } = await sleeper();
+  const { child: kept } = await sleeper();
+  const { reg, changes } = registry();
+  reg.register(process.pid, clip.pid!, 'form');
+  reg.register(process.pid, kept.pid!, 'env');
+  assert.equal(await reg.terminateAll(1000, (kind) => kind === 'form'), { terminated: 1, killed: 0, skipped: 0, failed: 0 });
+  assert.equal((await exited(clip)).signal, 'SIGTERM');
+  assert.is(kept.exitCode, null, 'the env activity was not signalled');
+  assert.equal(reg.list().map((a) => a.kind), ['env']);
+  assert.equal(changes.at(-1), ['env']);
+  kept.kill('SIGKILL');
+  await exited(kept);
+});
+
 test('a process the kernel will not let us signal (EPERM) does not stop the others from being terminated', async () => {
   if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run the registry as nobody')) return;
   const { child: rootOwned } = await sleeper();

@@ -208,6 +208,35 @@ test('PrepareForSleep(true), terminate off: children keep running, the block loc
   }
 });
 
+test('a form activity (a pending clipboard clear) takes no block lock and is terminated on suspend even with terminate off', async () => {
+  if (!bus) return;
+  const a = await agentOnBus(false);
+  const clip = child();
+  const other = child();
+  try {
+    await a.client.registerActivity(clip.pid!, 'form');
+    await sleep(300);
+    assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'a form activity alone holds no block lock');
+    await a.client.registerActivity(other.pid!, 'env');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock for the env activity');
+    assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['env'], 'the lock names env, not form');
+
+    await bus.emitPrepareForSleep(true);
+    assert.is(await exited(clip, 5000), 'SIGTERM', 'the form activity was terminated although terminate_on_suspend is off');
+    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    assert.is(other.exitCode, null, 'the env activity is left running');
+    assert.is(other.signalCode, null);
+    assert.equal(((await a.client.status()).activities as Array<{ kind: string }>).map((x) => x.kind), ['env']);
+    assert.match(readLog(a.t), /clipboard clears: 1 terminated, 0 killed, 0 skipped; 1 activit\(ies\) left running without a sleep inhibitor/);
+    await bus.emitPrepareForSleep(false);
+    await waitFor(async () => (await power(a.client)).phase === 'idle', 5000, 'resume');
+  } finally {
+    clip.kill('SIGKILL');
+    other.kill('SIGKILL');
+    await a.close();
+  }
+});
+
 test('a PrepareForSleep from another sender is ignored', async () => {
   if (!bus) return;
   const a = await agentOnBus(true);
