@@ -72,6 +72,9 @@ const AT_RESTART: Array<[key: keyof ServerConfig, name: string, secret?: true]> 
   ['verificationEmailCommand', 'verification_email_command'],
   ['tlsCert', 'tls_cert'],
   ['tlsKey', 'tls_key'],
+  ['acmeDomains', 'acme_domain'],
+  ['acmeEmail', 'acme_email'],
+  ['acmeDirectory', 'acme_directory'],
   ['processes', 'processes'],
 ];
 

@@ -7,6 +7,7 @@
 import { constants } from 'node:fs';
 import { access } from 'node:fs/promises';
 import { createServer as createPlainServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
@@ -22,11 +23,10 @@ import { createLimiters, localBackend } from './backend.js';
 import { FetchProcesses } from './multi/store-side.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
-import { readTls } from './tls-files.js';
-import { certificateProblems } from './tls/certificate-check.js';
 import { createHttpsServer } from './tls/https-server.js';
+import { ServerCertificates } from './tls/server-certificates.js';
 import type { AlpnChallengeResponder } from './tls/port-guard.js';
-import type { TlsMaterial } from './tls/profile.js';
+import { profileOptions, type TlsMaterial } from './tls/profile.js';
 import { ReplicationReceiver } from './replication/inbound.js';
 import { Replicator, type ReplicationSettings } from './replication/outbound.js';
 
@@ -146,7 +146,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const logger = opts.logger ?? streamLogger();
   const timeouts = { ...defaultTimeouts, ...opts.timeouts };
 
-  const tls = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
+  // The --tls-cert files, or ACME's stored certificate (none yet: one is ordered once the port is bound).
+  const certs = await ServerCertificates.open(config, logger);
+  let tls = certs.material;
 
   let mailer = opts.mailer;
   if (!mailer) {
@@ -184,7 +186,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     res.statusCode = 503;
     res.end();
   };
-  const server = createHttpServer(timeouts, tls, (req, res) => handler(req, res));
+  const server = createHttpServer(timeouts, tls, (req, res) => handler(req, res), certs.https);
 
   try {
     await new Promise<void>((ok, fail) => {
@@ -202,10 +204,22 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   server.on('error', (err) => logger.error(`http server: ${err.message}`));
   server.on('tlsClientError', () => undefined); // scanners and plain-HTTP clients on the TLS port
 
+  try {
+    tls = await certs.first(server);
+  } catch (err) {
+    // No certificate over ACME: nothing to serve. The error says which step failed (exit 76).
+    await new Promise<void>((done) => {
+      server.close(() => done());
+      server.closeAllConnections();
+    });
+    await store.close();
+    throw err;
+  }
+
   const port = (server.address() as AddressInfo).port;
   const scheme = tls ? 'https' : 'http';
   const url = `${scheme}://${hostForUrl(config.bind.host)}:${port}`;
-  let publicUrl = config.publicUrl;
+  let publicUrl = config.publicUrl ?? certs.defaultPublicUrl(port);
   if (publicUrl === undefined) {
     const wildcard = config.bind.host === '0.0.0.0' || config.bind.host === '::';
     publicUrl = wildcard ? `${scheme}://${hostname()}:${port}` : url;
@@ -213,7 +227,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   }
   const serviceConfig: ServiceConfig = { ...config, publicUrl, originEpoch };
   // Said before any client finds out; the server still starts (a renewal may be under way).
-  if (tls) for (const p of certificateProblems(tls.cert, `--tls-cert ${config.tlsCert}`, publicUrl, Date.now())) logger.warn(p);
+  certs.warn(publicUrl);
   const receiver = new ReplicationReceiver(
     {
       serverId: config.serverId,
@@ -261,10 +275,16 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   if ((opts.processes ?? 1) > 1) {
     fetchProcesses = new FetchProcesses({
       count: opts.processes! - 1, config: serviceConfig, timeouts, service, backend, limiter: limiters.requests, store, logger,
+      tls: () => certs.material, keepConnections: () => certs.challengePending(),
     });
     fetchProcesses.takeConnections(server);
     await fetchProcesses.start();
   }
+  // A renewed ACME certificate serves new connections at once, in every process.
+  certs.renew((m) => {
+    (server as unknown as HttpsServer).setSecureContext(profileOptions(m));
+    fetchProcesses?.tlsRenewed(m);
+  });
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -277,6 +297,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       // Before the store closes: the fetch processes send their last fetch counts as they stop.
       await fetchProcesses?.stop();
       await closed;
+      await certs.stop();
       await replicator?.stop();
       await store.close();
     })();

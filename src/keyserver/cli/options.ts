@@ -19,6 +19,7 @@ import {
   type Route,
   type TopologyServer,
 } from './values.js';
+import { LETS_ENCRYPT_DIRECTORY, parseAcmeDirectory, parseAcmeDomain, parseAcmeEmail } from './acme-values.js';
 
 export type Command =
   | 'run'
@@ -65,6 +66,11 @@ export interface ServerConfig {
   verificationEmailIpRateLimitPerHour: number;
   tlsCert: string | undefined;
   tlsKey: string | undefined;
+  /** Names to obtain a certificate for over ACME (TLS-ALPN-01 on the server's own port); empty: no ACME. */
+  acmeDomains: string[];
+  acmeEmail: string | undefined;
+  /** undefined: Let's Encrypt (LETS_ENCRYPT_DIRECTORY). */
+  acmeDirectory: string | undefined;
   shareTtlSeconds: number;
   trustProxy: boolean;
   /** run: processes serving HTTP over the one store (1: this process alone; 'auto': 2 on a machine with more than one core). */
@@ -107,6 +113,9 @@ export function defaultConfig(): ServerConfig {
     verificationEmailIpRateLimitPerHour: 30,
     tlsCert: undefined,
     tlsKey: undefined,
+    acmeDomains: [],
+    acmeEmail: undefined,
+    acmeDirectory: undefined,
     shareTtlSeconds: 900,
     trustProxy: false,
     processes: 1,
@@ -201,6 +210,12 @@ export const optionDefs: readonly OptionDef[] = [
   opt('verification-email-ip-rate-limit-per-hour', 'N', 'verification emails per source IP per hour, 0 disables (default 30)', (c, r, w) => { c.verificationEmailIpRateLimitPerHour = int(0, 100000)(r, w); }),
   opt('tls-cert', 'PATH', 'PEM certificate chain: serve HTTPS directly (needs --tls-key)', (c, r, w) => { c.tlsCert = parseText(r, w); }),
   opt('tls-key', 'PATH', 'PEM private key of --tls-cert', (c, r, w) => { c.tlsKey = parseText(r, w); }),
+  opt('acme-domain', 'NAME', 'obtain and renew the certificate for NAME over ACME (TLS-ALPN-01 on this server\'s own TLS port, 443 for a public CA); instead of --tls-cert (repeatable)', (c, r, w) => {
+    const name = parseAcmeDomain(r, w);
+    if (!c.acmeDomains.includes(name)) c.acmeDomains.push(name);
+  }, { repeatable: true }),
+  opt('acme-email', 'ADDR', 'contact address of the ACME account (the CA\'s notices go there)', (c, r, w) => { c.acmeEmail = parseAcmeEmail(r, w); }),
+  opt('acme-directory', 'URL', `ACME directory URL (default Let's Encrypt, ${LETS_ENCRYPT_DIRECTORY})`, (c, r, w) => { c.acmeDirectory = parseAcmeDirectory(r, w); }),
   opt('share-ttl', 'SECONDS', 'lifetime of a published share, 60..34560000 (default 900)', (c, r, w) => { c.shareTtlSeconds = int(60, 400 * 86400)(r, w); }),
   opt('trust-proxy', undefined, 'take the client address from X-Forwarded-For (only behind a proxy you run)', (c, r, w) => { c.trustProxy = parseBoolean(r, w); }),
   opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = 2 with more than one core (default 1)', (c, r, w) => {

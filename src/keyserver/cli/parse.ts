@@ -141,6 +141,12 @@ function crossCheck(command: Command, c: ServerConfig): void {
   if ((c.tlsCert === undefined) !== (c.tlsKey === undefined)) {
     throw new UsageError('--tls-cert and --tls-key must be given together (or neither, for plain HTTP)');
   }
+  if (c.acmeDomains.length > 0 && c.tlsCert !== undefined) {
+    throw new UsageError('give --acme-domain (certificates obtained over ACME) or --tls-cert/--tls-key (certificate files), not both');
+  }
+  if (c.acmeDomains.length === 0 && (c.acmeEmail !== undefined || c.acmeDirectory !== undefined)) {
+    throw new UsageError(`--acme-${c.acmeEmail !== undefined ? 'email' : 'directory'} needs --acme-domain NAME: the names to obtain a certificate for`);
+  }
   if (c.replicationToken !== undefined && c.replicationTokenFile !== undefined) {
     throw new UsageError('give --replication-token or --replication-token-file, not both (the installed service passes the file: remove replication_token from the config)');
   }

@@ -13,13 +13,16 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { ServerConfig } from '../cli/options.js';
+import { acmeStatusLine } from '../tls/acme/status-line.js';
 import { certificateFacts, certificateProblems, describeCertificate } from '../tls/certificate-check.js';
 
 const TIMEOUT_MS = 2000;
 
+type LiveConfig = Pick<ServerConfig, 'bind' | 'tlsCert' | 'tlsKey' | 'publicUrl' | 'acmeDomains' | 'acmeDirectory' | 'stateDir'>;
+
 /** Where the server of `c` answers on this host. */
-function localUrl(c: Pick<ServerConfig, 'bind' | 'tlsCert' | 'tlsKey'>): string {
-  const scheme = c.tlsCert !== undefined && c.tlsKey !== undefined ? 'https' : 'http';
+function localUrl(c: LiveConfig): string {
+  const scheme = (c.tlsCert !== undefined && c.tlsKey !== undefined) || c.acmeDomains.length > 0 ? 'https' : 'http';
   const host = c.bind.host === '0.0.0.0' ? '127.0.0.1' : c.bind.host === '::' ? '::1' : c.bind.host;
   return `${scheme}://${host.includes(':') ? `[${host}]` : host}:${c.bind.port}/v1/status`;
 }
@@ -59,14 +62,18 @@ function getJson(url: string): Promise<LiveAnswer> {
   });
 }
 
-type LiveConfig = Pick<ServerConfig, 'bind' | 'tlsCert' | 'tlsKey' | 'publicUrl'>;
-
 /**
  * The `server:` line (whether the server answers, when its configuration
  * was loaded, what recovery skipped) and, over HTTPS, a `certificate:` line:
- * the names and expiry of the certificate it serves, and what is wrong with it.
+ * the names and expiry of the certificate it serves, and what is wrong with it;
+ * with ACME, an `acme:` line on the last order (acme/status-line.ts).
  */
 export async function liveServerLines(c: LiveConfig): Promise<string[]> {
+  const acme = await acmeStatusLine(c);
+  return [...await answerLines(c), ...(acme ? [acme] : [])];
+}
+
+async function answerLines(c: LiveConfig): Promise<string[]> {
   const url = localUrl(c);
   let answer: LiveAnswer;
   try {

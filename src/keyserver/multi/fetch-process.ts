@@ -25,6 +25,7 @@ import { streamLogger, type Logger } from '../logger.js';
 import { applyReload } from '../reload.js';
 import { createHttpServer } from '../server.js';
 import { readTls } from '../tls-files.js';
+import { profileOptions, type TlsMaterial } from '../tls/profile.js';
 import { Channel } from './channel.js';
 import { RemoteBackend } from './remote-backend.js';
 import { Replica } from './replica.js';
@@ -85,14 +86,17 @@ export async function runFetchProcess(): Promise<void> {
       copied = true;
       readyWhenBoth();
     });
-    const tls = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
+    // ACME's certificate comes with the init note; --tls-cert files are read here as in the store's process.
+    const tls = init.tls ?? (config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined);
     const clock = systemClock;
     backend = new RemoteBackend(channel, replica, config, clock);
     setInterval(() => replica.purge(clock.now()), 60_000).unref();
     const limiters = createLimiters(config, clock);
     limiters.requests.trackConsumption();
     const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs });
-    const s = createHttpServer(init.timeouts, tls, app.callback);
+    const s = createHttpServer(init.timeouts, tls, app.callback, { acme: config.acmeDomains.length > 0 });
+    // A renewed ACME certificate (store-side.ts tlsRenewed), with the same TLS profile.
+    channel.handle('tls', (material: TlsMaterial) => (s as unknown as HttpsServer).setSecureContext(profileOptions(material)));
     s.on('error', (err) => logger.error(`http server: ${err.message}`));
     s.on('tlsClientError', () => undefined);
     // It never listens (connections come from the store's process), but node:http checks the

@@ -69,9 +69,12 @@ function daysText(ms: number): string {
 /**
  * The problems of `chain` for a server whose public URL is `publicUrl`, one
  * sentence each naming `source` (e.g. "--tls-cert /etc/stash/tls/fullchain.pem");
- * empty when there are none.
+ * empty when there are none. `expiringSoon: false` leaves out the 14-day
+ * warning (a certificate the server renews itself).
  */
-export function certificateProblems(chain: Buffer | string, source: string, publicUrl: string, nowMs: number): string[] {
+export function certificateProblems(
+  chain: Buffer | string, source: string, publicUrl: string, nowMs: number, opts: { expiringSoon?: boolean } = {},
+): string[] {
   const x = new X509Certificate(chain);
   const f = certificateFacts(x);
   const problems: string[] = [];
@@ -80,7 +83,7 @@ export function certificateProblems(chain: Buffer | string, source: string, publ
     problems.push(`the certificate of ${source} expired at ${until}: clients refuse it; renew it (then systemctl reload)`);
   } else if (f.notBefore > nowMs) {
     problems.push(`the certificate of ${source} is not valid before ${new Date(f.notBefore).toISOString()}: clients refuse it until then (is this machine's clock right?)`);
-  } else if (f.notAfter - nowMs < EXPIRY_WARNING_DAYS * DAY_MS) {
+  } else if (opts.expiringSoon !== false && f.notAfter - nowMs < EXPIRY_WARNING_DAYS * DAY_MS) {
     problems.push(`the certificate of ${source} expires at ${until} (${daysText(f.notAfter - nowMs)} left, under ${EXPIRY_WARNING_DAYS} days): renew it (then systemctl reload)`);
   }
   const host = publicHost(publicUrl);

@@ -43,7 +43,7 @@ const PLAIN_HTTP_ANSWER = [
 export interface AlpnChallengeResponder {
   /** Whether any challenge is pending: only then is a whole ClientHello read before handing over. */
   pending(): boolean;
-  /** Takes the connection when `hello` is an ACME validation of a pending name; false leaves it to the caller. */
+  /** Takes the connection (its ClientHello put back unread) when `hello` is an ACME validation of a pending name; false leaves it to the caller. */
   take(socket: Socket, hello: ClientHelloInfo): boolean;
 }
 
@@ -61,9 +61,12 @@ export function guardTlsPort(server: TlsServer, opts: { deadlineMs: number; chal
   server.removeAllListeners('connection');
   const waiting = new Set<Socket>();
 
-  const handOver = (socket: Socket, read: Buffer) => {
+  // The bytes read go back into the socket first: node's TLSSocket starts from what the socket has buffered.
+  const putBack = (socket: Socket, read: Buffer) => {
     socket.pause();
     socket.unshift(read);
+  };
+  const toTls = (socket: Socket) => {
     for (const l of tlsListeners) l.call(server, socket);
   };
 
@@ -95,12 +98,13 @@ export function guardTlsPort(server: TlsServer, opts: { deadlineMs: number; chal
           if (read.length < Math.min(recordEnd, MAX_HELLO)) return;
           done();
           const hello = parseClientHello(read);
-          if (hello && opts.challenges.take(socket, hello)) return;
-          handOver(socket, read);
+          putBack(socket, read);
+          if (!hello || !opts.challenges.take(socket, hello)) toTls(socket);
           return;
         }
         done();
-        handOver(socket, read);
+        putBack(socket, read);
+        toTls(socket);
       } else if (first >= 0x41 && first <= 0x5a) {
         // An uppercase letter: the start of GET, POST, HEAD, ...
         done();
