@@ -4,7 +4,7 @@
  *
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
  * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend;
- * top-level key_server_url (checked by keyserver/server-url.ts, the rule
+ * [cli] clip_seconds (the clipboard clear of `get --clip`); top-level key_server_url (checked by keyserver/server-url.ts, the rule
  * --server follows too). Unknown keys and wrong types are errors naming the
  * file, the line, the key and what was expected. agentSettings() adds the
  * agent's environment-only settings: the CLI runs it before it starts an
@@ -32,7 +32,13 @@ export interface StashConfig {
   preventSleep: Setting<boolean>;
   terminateOnSuspend: Setting<boolean>;
   keyServerUrl: Setting<string | null>;
+  /** Seconds before `get --clip` clears the clipboard (cli.clip_seconds, STASH_CLIP_SECONDS). */
+  clipSeconds: Setting<number>;
 }
+
+/** Default and largest clipboard clear delay (seconds): pass and gopass clear after 45 s; a day at most. */
+export const DEFAULT_CLIP_SECONDS = 45;
+export const MAX_CLIP_SECONDS = 86_400;
 
 /** The config file path and which rule chose it. */
 export function configPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): { path: string; source: StashConfig['pathSource'] } {
@@ -48,7 +54,8 @@ export function configPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJ
 }
 
 const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend'] as const;
-const TOP_KEYS = ['agent', 'key_server_url'] as const;
+const CLI_KEYS = ['clip_seconds'] as const;
+const TOP_KEYS = ['agent', 'cli', 'key_server_url'] as const;
 
 /** Parses a boolean environment value; anything else is an error naming the variable. */
 export function envBoolean(name: string, raw: string): boolean {
@@ -80,6 +87,7 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
 /** What a key of the config file takes, said the way a TOML file must write it. */
 function expectedValue(key: string): string {
   if ((AGENT_KEYS as readonly string[]).includes(key)) return `${key} takes a boolean: true or false, unquoted`;
+  if (key === 'clip_seconds') return `clip_seconds takes a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, unquoted`;
   if (key === 'key_server_url') return 'key_server_url takes a string in quotes, e.g. "https://keys.example.org"';
   return 'a boolean is true or false (unquoted), a string is written in quotes';
 }
@@ -117,6 +125,16 @@ export function keyLine(text: string, table: string | null, key: string): number
 function fileBoolean(where: string, key: string, value: unknown): boolean {
   if (typeof value !== 'boolean') throw new ConfigError(`${where}: ${key} must be a boolean (true or false), got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** A clipboard clear delay: a whole number of seconds from 1 to MAX_CLIP_SECONDS, else a ConfigError naming `what`. */
+function clipSecondsValue(what: string, value: unknown, fromText: boolean): number {
+  // The variable is text; the file has a number type, and "45" in quotes is a string there.
+  const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CLIP_SECONDS) {
+    throw new ConfigError(`${what} must be a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
+  }
+  return n;
 }
 
 /** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
@@ -178,6 +196,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     preventSleep: def(true),
     terminateOnSuspend: def(true),
     keyServerUrl: def<string | null>(null),
+    clipSeconds: def(DEFAULT_CLIP_SECONDS),
   };
   if (text !== null) {
     const doc = await parseToml(path, text);
@@ -194,6 +213,17 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
       const what = `${at(null, 'key_server_url')}: key_server_url`;
       if (typeof url !== 'string') throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
       config.keyServerUrl = { value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)), source: 'file', from: 'key_server_url' };
+    }
+    const cli = doc.cli;
+    if (cli !== undefined) {
+      if (typeof cli !== 'object' || cli === null || Array.isArray(cli)) throw new ConfigError(`${at(null, 'cli')}: cli must be a table ([cli])`);
+      const table = cli as Record<string, unknown>;
+      for (const key of Object.keys(table)) {
+        if (!(CLI_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('cli', key)}: unknown key "cli.${key}"; known keys: ${CLI_KEYS.map((k) => `cli.${k}`).join(', ')}`);
+      }
+      if (table.clip_seconds !== undefined) {
+        config.clipSeconds = { value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, table.clip_seconds, false), source: 'file', from: 'cli.clip_seconds' };
+      }
     }
     const agent = doc.agent;
     if (agent !== undefined) {
@@ -219,6 +249,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   }
   if (env.STASH_AGENT_TERMINATE_ON_SUSPEND !== undefined && env.STASH_AGENT_TERMINATE_ON_SUSPEND !== '') {
     config.terminateOnSuspend = { value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND), source: 'environment', from: 'STASH_AGENT_TERMINATE_ON_SUSPEND' };
+  }
+  if (env.STASH_CLIP_SECONDS !== undefined && env.STASH_CLIP_SECONDS !== '') {
+    config.clipSeconds = { value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true), source: 'environment', from: 'STASH_CLIP_SECONDS' };
   }
   if (env.STASH_KEY_SERVER_URL) {
     const url = checkKeyServerUrl(env.STASH_KEY_SERVER_URL, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));

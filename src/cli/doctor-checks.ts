@@ -198,7 +198,7 @@ export function suspendChecks(status: Doc | null, capability: SuspendCapability 
   } else if (block.reason) {
     checks.push({ section, name: 'block lock', status: 'fail', detail: `cannot be taken: ${String(block.reason)}`, fix: fixBackend });
   } else {
-    checks.push({ section, name: 'block lock', status: 'ok', detail: 'not needed now (no activity); taken while one runs' });
+    checks.push({ section, name: 'block lock', status: 'ok', detail: 'not needed now (no activity; a pending clipboard clear takes none); taken while one runs' });
   }
   const listener = String(power.listener ?? 'stopped');
   checks.push(listener === 'running'
@@ -228,6 +228,7 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
   const settings = [
     ['agent.prevent_sleep', config.preventSleep],
     ['agent.terminate_on_suspend', config.terminateOnSuspend],
+    ['cli.clip_seconds', config.clipSeconds],
     ['key_server_url', config.keyServerUrl],
   ] as const;
   for (const [key, s] of settings) {

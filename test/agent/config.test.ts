@@ -82,5 +82,22 @@ test('key_server_url from file, overridden by STASH_KEY_SERVER_URL', async () =>
   assert.is(c.keyServerUrl.value, 'http://127.0.0.1:8089');
 });
 
+test('cli.clip_seconds: default 45, from the file, STASH_CLIP_SECONDS over it; bad values name the line or the variable', async () => {
+  assert.equal((await loadConfig(base)).clipSeconds, { value: 45, source: 'default', from: null });
+  let p = write('[cli]\nclip_seconds = 10\n');
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).clipSeconds, { value: 10, source: 'file', from: 'cli.clip_seconds' });
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p, STASH_CLIP_SECONDS: ' 20 ' })).clipSeconds, { value: 20, source: 'environment', from: 'STASH_CLIP_SECONDS' });
+  for (const bad of ['0', '2.5', '86401', '"45"', '-1']) {
+    p = write(`# the delay\n[cli]\nclip_seconds = ${bad}\n`);
+    const m = await error({ ...base, STASH_CONFIG: p });
+    assert.ok(m.startsWith(`${p}:3: cli.clip_seconds must be a whole number of seconds from 1 to 86400`), m);
+  }
+  p = write('[cli]\nclip_second = 5\n');
+  assert.match(await error({ ...base, STASH_CONFIG: p }), /:2: unknown key "cli\.clip_second"; known keys: cli\.clip_seconds/);
+  p = write('[cli]\nclip_seconds = soon\n');
+  assert.match(await error({ ...base, STASH_CONFIG: p }), /clip_seconds takes a whole number of seconds from 1 to 86400, unquoted/);
+  assert.match(await error({ ...base, STASH_CLIP_SECONDS: 'soon' }), /^STASH_CLIP_SECONDS must be a whole number of seconds from 1 to 86400, got "soon"/);
+});
+
 test.after(() => rmSync(home, { recursive: true, force: true }));
 test.run();

@@ -221,12 +221,14 @@ test('config settings show their source; a broken config file fails with the fil
     await t.initVault();
     const cfgDir = join(t.home, 'config', 'stash');
     mkdirSync(cfgDir, { recursive: true });
-    writeFileSync(join(cfgDir, 'config.toml'), '[agent]\nterminate_on_suspend = false\n');
+    writeFileSync(join(cfgDir, 'config.toml'), '[agent]\nterminate_on_suspend = false\n[cli]\nclip_seconds = 20\n');
     const good = await doctor(t);
     const s = good.report.config!.settings;
     assert.equal(s['agent.prevent_sleep'], { value: false, source: 'environment', from: 'STASH_AGENT_PREVENT_SLEEP' });
     assert.equal(s['agent.terminate_on_suspend'], { value: false, source: 'file', from: 'agent.terminate_on_suspend' });
     assert.equal(s.key_server_url, { value: null, source: 'default', from: null });
+    assert.equal(s['cli.clip_seconds'], { value: 20, source: 'file', from: 'cli.clip_seconds' });
+    assert.match(good.text, /\[info\] cli\.clip_seconds: 20 \(file: cli\.clip_seconds\)/);
     assert.match(good.text, /\[info\] agent\.prevent_sleep: false \(environment: STASH_AGENT_PREVENT_SLEEP\)/);
     assert.match(good.text, /\[info\] agent\.terminate_on_suspend: false \(file: agent\.terminate_on_suspend\)/);
     assert.match(check(good.report, 'config file').detail, /config\.toml \(default location; found\)$/);
