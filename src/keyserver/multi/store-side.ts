@@ -19,7 +19,7 @@
  * - A fetch process that dies is started again (after 1 s, up to 30 s when
  *   it keeps dying); meanwhile this process serves every connection.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:net';
 import type { Socket } from 'node:net';
 import type { KeyServerBackend } from '../backend.js';
@@ -30,19 +30,17 @@ import type { ServiceConfig, ShareService } from '../service.js';
 import type { ServerConfig } from '../cli/options.js';
 import type { ShareStore } from '../store/share-store.js';
 import type { Timeouts } from '../server.js';
-import type { TlsMaterial } from '../tls/profile.js';
 import { settleForwardedMiss } from '../http/share-fetch.js';
 import { Channel, type Handlers } from './channel.js';
 import type { ForwardedFetchCall } from './remote-backend.js';
 import { ReplicaFeed } from './replica-feed.js';
+import { startSelf } from '../sea/runtime.js';
 
 /** What a fetch process is started with (its first message). */
 export interface FetchProcessInit {
   index: number;
   config: ServiceConfig;
   timeouts: Timeouts;
-  /** The certificate ACME obtained (with --tls-cert the fetch process reads the files itself). */
-  tls?: TlsMaterial;
 }
 
 /** How often the request tokens taken in each process are exchanged. */
@@ -68,10 +66,6 @@ export interface StoreSideDeps {
   limiter: RequestLimiter;
   store: ShareStore;
   logger: Logger;
-  /** The ACME certificate in use, for a fetch process that starts (or starts again). */
-  tls?: () => TlsMaterial | undefined;
-  /** While true, new connections stay here: an ACME validation must reach the process that holds its challenge. */
-  keepConnections?: () => boolean;
 }
 
 export class FetchProcesses {
@@ -114,7 +108,7 @@ export class FetchProcesses {
     server.on('connection', (socket: Socket) => {
       const up = this.children.filter((c): c is Child => c?.ready === true && c.channel.connected);
       const slot = this.turn++ % (up.length + 1);
-      if (slot > 0 && !this.stopping && !this.d.keepConnections?.()) {
+      if (slot > 0 && !this.stopping) {
         const child = up[slot - 1]!;
         child.channel.sendSocket(socket, (err) => {
           if (err) this.d.logger.warn(`fetch process ${child.index}: a connection could not be handed over (${err.message})`);
@@ -124,11 +118,6 @@ export class FetchProcesses {
       for (const l of own) l.call(server, socket);
       socket.resume();
     });
-  }
-
-  /** An ACME certificate renewed: every fetch process serves it from its next connection on. */
-  tlsRenewed(material: TlsMaterial): void {
-    for (const c of this.children) c?.channel.note('tls', material);
   }
 
   /** A configuration read again (SIGHUP): every fetch process applies it as this one did. */
@@ -156,12 +145,8 @@ export class FetchProcesses {
 
   private spawn(index: number): Promise<void> {
     const { logger } = this.d;
-    // The same node, flags (the unit's memory settings) and entry script as this process.
-    const proc = fork(process.argv[1]!, ['__fetch-process'], {
-      execArgv: process.execArgv,
-      serialization: 'advanced',
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    });
+    // The same node, flags (the unit's memory settings) and entry script as this process, or the same single executable.
+    const proc = startSelf(['__fetch-process'], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     const channel = new Channel(proc, this.handlers(index), logger, () => new StoreUnavailableError('the fetch process is gone'));
     const child: Child = { index, proc, channel, ready: false, startedAt: Date.now() };
     this.children[index] = child;
@@ -196,8 +181,7 @@ export class FetchProcesses {
         if (!this.stopping) void this.spawn(index);
       }, delay).unref();
     });
-    const material = this.d.tls?.();
-    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts, ...(material ? { tls: material } : {}) };
+    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts };
     proc.send({ k: 'note', m: 'init', p: init });
     // Its copy of the live shares; it says 'ready' once the snapshot is in.
     void this.feed.attach(channel).then((d) => {
