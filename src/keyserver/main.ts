@@ -23,6 +23,8 @@ const exitByCode: Record<string, number> = {
   STATE_UNREADABLE: 66,
   NOT_ROOT: 77,
   UNSUPPORTED_PLATFORM: 69,
+  // No certificate over ACME at start: the unit does not restart on it (RestartPreventExitStatus), sparing the CA's failure limits.
+  ACME_FAILED: 76,
   INSTALL_CONFLICT: 73,
   ADDON_CACHE: 73,
 };

@@ -30,6 +30,7 @@ import type { ServiceConfig, ShareService } from '../service.js';
 import type { ServerConfig } from '../cli/options.js';
 import type { ShareStore } from '../store/share-store.js';
 import type { Timeouts } from '../server.js';
+import type { TlsMaterial } from '../tls/profile.js';
 import { settleForwardedMiss } from '../http/share-fetch.js';
 import { Channel, type Handlers } from './channel.js';
 import type { ForwardedFetchCall } from './remote-backend.js';
@@ -41,6 +42,8 @@ export interface FetchProcessInit {
   index: number;
   config: ServiceConfig;
   timeouts: Timeouts;
+  /** The certificate ACME obtained (with --tls-cert the fetch process reads the files itself). */
+  tls?: TlsMaterial;
 }
 
 /** How often the request tokens taken in each process are exchanged. */
@@ -66,6 +69,10 @@ export interface StoreSideDeps {
   limiter: RequestLimiter;
   store: ShareStore;
   logger: Logger;
+  /** The ACME certificate in use, for a fetch process that starts (or starts again). */
+  tls?: () => TlsMaterial | undefined;
+  /** While true, new connections stay here: an ACME validation must reach the process that holds its challenge. */
+  keepConnections?: () => boolean;
 }
 
 export class FetchProcesses {
@@ -108,7 +115,7 @@ export class FetchProcesses {
     server.on('connection', (socket: Socket) => {
       const up = this.children.filter((c): c is Child => c?.ready === true && c.channel.connected);
       const slot = this.turn++ % (up.length + 1);
-      if (slot > 0 && !this.stopping) {
+      if (slot > 0 && !this.stopping && !this.d.keepConnections?.()) {
         const child = up[slot - 1]!;
         child.channel.sendSocket(socket, (err) => {
           if (err) this.d.logger.warn(`fetch process ${child.index}: a connection could not be handed over (${err.message})`);
@@ -118,6 +125,11 @@ export class FetchProcesses {
       for (const l of own) l.call(server, socket);
       socket.resume();
     });
+  }
+
+  /** An ACME certificate renewed: every fetch process serves it from its next connection on. */
+  tlsRenewed(material: TlsMaterial): void {
+    for (const c of this.children) c?.channel.note('tls', material);
   }
 
   /** A configuration read again (SIGHUP): every fetch process applies it as this one did. */
@@ -181,7 +193,8 @@ export class FetchProcesses {
         if (!this.stopping) void this.spawn(index);
       }, delay).unref();
     });
-    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts };
+    const material = this.d.tls?.();
+    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts, ...(material ? { tls: material } : {}) };
     proc.send({ k: 'note', m: 'init', p: init });
     // Its copy of the live shares; it says 'ready' once the snapshot is in.
     void this.feed.attach(channel).then((d) => {
