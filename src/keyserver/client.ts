@@ -19,6 +19,7 @@ import {
   type LimitName,
 } from './errors.js';
 import { checkKeyServerUrl } from './server-url.js';
+import { UNTRUSTED_CERTIFICATE_CODES } from './tls/certificate-errors.js';
 import { parseShareCode } from './share-code.js';
 import { statusSignatureHeaders } from './replication/signature.js';
 import {
@@ -62,18 +63,7 @@ const MAX_RESPONSE = 64 * 1024;
 const limitNames: readonly string[] = ['requests-per-ip', 'emails-per-address', 'emails-per-ip'] satisfies LimitName[];
 const protocolFail = (message: string) => new ServerProtocolError(`unexpected answer from the key server: ${message}`);
 
-const untrustedCodes = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'CERT_HAS_EXPIRED',
-  'CERT_NOT_YET_VALID',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-]);
+const untrustedCodes = UNTRUSTED_CERTIFICATE_CODES;
 
 /**
  * True for a TLS handshake that met something else: OpenSSL reads the first

@@ -9,6 +9,7 @@ import { KeyServerError } from '../errors.js';
 import { BINARY_MEDIA_TYPE, decodeError } from '../wire/messages.js';
 import { decodeAck, encodeBatch, type ReplicateAck, type ReplicateBatch } from './batch.js';
 import { signatureHeaders } from './signature.js';
+import { UNTRUSTED_CERTIFICATE_CODES } from '../tls/certificate-errors.js';
 
 const MAX_ANSWER = 64 * 1024;
 
@@ -66,7 +67,10 @@ export function sendBatch(
     req.on('timeout', () => req.destroy(new ReplicationSendError('PEER_UNREACHABLE', `no answer within ${timeoutMs / 1000} s`, 0)));
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (err instanceof ReplicationSendError) reject(err);
-      else reject(new ReplicationSendError('PEER_UNREACHABLE', `cannot reach the peer (${err.code ?? err.message})`, 0));
+      // Nothing is sent to a peer whose certificate this server does not trust (spec: replication runs over HTTPS).
+      else if (err.code !== undefined && UNTRUSTED_CERTIFICATE_CODES.has(err.code)) {
+        reject(new ReplicationSendError('PEER_UNREACHABLE', `refused the peer's certificate (${err.code}: ${err.message}); nothing was sent. Give this server the peer's CA (NODE_EXTRA_CA_CERTS) or fix the peer's certificate`, 0));
+      } else reject(new ReplicationSendError('PEER_UNREACHABLE', `cannot reach the peer (${err.code ?? err.message})`, 0));
     });
     req.end(body);
   });
