@@ -2,8 +2,11 @@
 // `npm run release`: builds the addon for every release target with cmake-js into
 // prebuilds/<platform>-<arch>/node.napi.node (the layout and names node-gyp-build
 // reads, as prebuildify writes them), runs each prebuild on its own platform
-// (linux-x64 for real, linux-arm64 under qemu-user, win32-x64 under Wine), then
-// packs one tarball and prints its path on the last line.
+// (linux-x64 for real, linux-arm64 under qemu-user, win32-x64 under Wine), writes
+// the key server's single executables for the Linux targets beside the tarball
+// (stash_key_server-VERSION-linux-x64 and -linux-arm64, scripts/release/sea.js;
+// that script alone builds just those), then packs one tarball and prints its
+// path on the last line.
 //   node scripts/release.js [--out DIR] [--only linux-x64,win32-x64]
 // Needs cmake, g++, g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64 and wine
 // (Debian package names); the arm64 and Windows Node builds come from the npm
@@ -14,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchNode } from './fetch-node.js';
 import { buildTarget } from './release/build.js';
+import { SEA_TARGETS, buildSingleExecutables } from './release/sea.js';
 import { aptPackageOf, notBuiltHere, releaseTargets } from './release/targets.js';
 import { verifyPrebuild } from './release/verify.js';
 
@@ -81,6 +85,8 @@ async function main() {
     const identity = report.peer ? 'peerCredentials named this process' : 'processInfo answered';
     console.log(`release: checked ${target.name}: ${target.how} on node ${report.node}: addon loaded from ${report.addon}, ${identity}, agent put/get round trip ok`);
   }
+  const seaTargets = SEA_TARGETS.filter((t) => targets.some((x) => x.name === t.name)).map((t) => t.name);
+  const executables = seaTargets.length > 0 ? await buildSingleExecutables(root, { outDir: opts.out, targets: seaTargets, log: (line) => console.log(`release: ${line}`) }) : [];
   for (const skip of notBuiltHere) console.log(`release: not built here: ${skip.name}: ${skip.why}`);
   // Prebuilds made elsewhere (a maintainer's Mac) are packed as they are, and said so.
   const others = existsSync(join(root, 'prebuilds')) ? readdirSync(join(root, 'prebuilds')).filter((d) => !targets.some((t) => t.name === d)) : [];
@@ -104,6 +110,7 @@ async function main() {
   }
   const tarball = join(opts.out, packed[0].filename);
   if (!existsSync(tarball)) throw new ReleaseError(`npm pack reported ${tarball}, which does not exist`);
+  for (const e of executables) console.log(`release: single executable ${e.path} (${e.bytes} bytes)`);
   console.log(`release: packed ${files.length} files, prebuilds for ${targets.map((t) => t.name).join(', ')}`);
   console.log(tarball);
 }

