@@ -98,7 +98,7 @@ test('stash: every stdout-writing command ends quietly with 0 when its reader ha
 
 test('stash_key_server: --help, --version, install and status end quietly with 0 when their reader has gone', async () => {
   const env = { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root };
-  for (const args of [['--help'], ['--version'], ['run', '--help'], ['install'], ['status']]) {
+  for (const args of [['--help'], ['--version'], ['run', '--help'], ['install', '--acme-domain', 'keys.example.org'], ['status']]) {
     const r = await runWith(serverBin, args, env, { closed: 'stdout' });
     noStack(r, args.join(' '));
     assert.is(r.code, 0, `stash_key_server ${args.join(' ')}: exit ${r.code}: ${r.stderr}`);
@@ -123,7 +123,7 @@ test('| head -1 in a real shell: doctor, container list, identity show, stash_ke
     assert.is(r.head.split('\n').length, 2, `one line: ${r.head}`);
     noStack({ code: r.status, signal: null, stdout: '', stderr: r.stderr }, line);
   }
-  const install = sh(`${node} ${serverBin} install`, { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
+  const install = sh(`${node} ${serverBin} install --acme-domain keys.example.org`, { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
   assert.is(install.status, 0, install.stderr);
   assert.match(install.head, /^wrote /);
 });

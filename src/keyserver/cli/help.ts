@@ -8,7 +8,8 @@ const header = `stash_key_server: the stash key sharing server
 Usage:
   stash_key_server [options]                 same as run
   stash_key_server run [options]             run the server in the foreground
-  stash_key_server install [--force-config]  install as a systemd service (Linux, root)
+  stash_key_server install --acme-domain NAME [--acme-email ADDR] | --tls-cert PATH --tls-key PATH [--force-config]
+                                             install as a systemd service serving HTTPS on 443 (Linux, root)
   stash_key_server uninstall [--purge-data]  remove the service (--purge-data: data, cache, logs, config)
   stash_key_server status                    unit, config, state and log status
   stash_key_server resync-peer --peer-url URL [options]
@@ -40,7 +41,11 @@ export function helpText(): string {
 /** Usage line and summary of each command, for `stash_key_server COMMAND --help`. */
 const COMMANDS: Record<Command, { usage: string; summary: string }> = {
   run: { usage: 'run [options]', summary: 'Runs the key server in the foreground (also what `stash_key_server [options]` does).' },
-  install: { usage: 'install [--force-config]', summary: 'Installs the server as a systemd service (Linux, as root): user, folders, config, unit.' },
+  install: {
+    usage: 'install (--acme-domain NAME [--acme-email ADDR] [--acme-directory URL] | --tls-cert PATH --tls-key PATH) [--force-config]',
+    summary: 'Installs the server as a systemd service serving HTTPS on port 443 (Linux, as root): folders, config, unit. '
+      + 'It needs the certificate: over ACME for NAME, or from files; a kept config that names one needs no flag.',
+  },
   uninstall: { usage: 'uninstall [--purge-data]', summary: 'Removes the systemd service; --purge-data also removes data, cache, logs and the config.' },
   status: { usage: 'status', summary: 'Prints the state of the installed service: unit, config, state folder and log.' },
   'resync-peer': { usage: 'resync-peer --peer-url URL [options]', summary: "Streams this server's live shares and pending verifications to a peer (after a peer lost its state)." },

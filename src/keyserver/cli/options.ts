@@ -127,7 +127,8 @@ export function defaultConfig(): ServerConfig {
 }
 
 /** Which commands accept an option. */
-type Scope = 'run' | 'resync' | 'install' | 'uninstall' | 'bench';
+/** 'certificate': the TLS certificate's source, taken by run-like commands and by install (which writes it into the config). */
+type Scope = 'run' | 'resync' | 'install' | 'uninstall' | 'bench' | 'certificate';
 
 export interface OptionDef {
   /** Flag name without the leading `--`. */
@@ -208,14 +209,14 @@ export const optionDefs: readonly OptionDef[] = [
   opt('verification-email-command', 'PATH', 'run as `PATH <email> <url>` to send a verification link', (c, r, w) => { c.verificationEmailCommand = parseText(r, w); }),
   opt('verification-email-rate-limit-per-hour', 'N', 'verification emails per address per hour, 0 disables (default 5)', (c, r, w) => { c.verificationEmailRateLimitPerHour = int(0, 100000)(r, w); }),
   opt('verification-email-ip-rate-limit-per-hour', 'N', 'verification emails per source IP per hour, 0 disables (default 30)', (c, r, w) => { c.verificationEmailIpRateLimitPerHour = int(0, 100000)(r, w); }),
-  opt('tls-cert', 'PATH', 'PEM certificate chain: serve HTTPS directly (needs --tls-key)', (c, r, w) => { c.tlsCert = parseText(r, w); }),
-  opt('tls-key', 'PATH', 'PEM private key of --tls-cert', (c, r, w) => { c.tlsKey = parseText(r, w); }),
+  opt('tls-cert', 'PATH', 'PEM certificate chain: serve HTTPS directly (needs --tls-key)', (c, r, w) => { c.tlsCert = parseText(r, w); }, { scope: 'certificate' }),
+  opt('tls-key', 'PATH', 'PEM private key of --tls-cert', (c, r, w) => { c.tlsKey = parseText(r, w); }, { scope: 'certificate' }),
   opt('acme-domain', 'NAME', 'obtain and renew the certificate for NAME over ACME (TLS-ALPN-01 on this server\'s own TLS port, 443 for a public CA); instead of --tls-cert (repeatable)', (c, r, w) => {
     const name = parseAcmeDomain(r, w);
     if (!c.acmeDomains.includes(name)) c.acmeDomains.push(name);
-  }, { repeatable: true }),
-  opt('acme-email', 'ADDR', 'contact address of the ACME account (the CA\'s notices go there)', (c, r, w) => { c.acmeEmail = parseAcmeEmail(r, w); }),
-  opt('acme-directory', 'URL', `ACME directory URL (default Let's Encrypt, ${LETS_ENCRYPT_DIRECTORY})`, (c, r, w) => { c.acmeDirectory = parseAcmeDirectory(r, w); }),
+  }, { repeatable: true, scope: 'certificate' }),
+  opt('acme-email', 'ADDR', 'contact address of the ACME account (the CA\'s notices go there)', (c, r, w) => { c.acmeEmail = parseAcmeEmail(r, w); }, { scope: 'certificate' }),
+  opt('acme-directory', 'URL', `ACME directory URL (default Let's Encrypt, ${LETS_ENCRYPT_DIRECTORY})`, (c, r, w) => { c.acmeDirectory = parseAcmeDirectory(r, w); }, { scope: 'certificate' }),
   opt('share-ttl', 'SECONDS', 'lifetime of a published share, 60..34560000 (default 900)', (c, r, w) => { c.shareTtlSeconds = int(60, 400 * 86400)(r, w); }),
   opt('trust-proxy', undefined, 'take the client address from X-Forwarded-For (only behind a proxy you run)', (c, r, w) => { c.trustProxy = parseBoolean(r, w); }),
   opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = 2 with more than one core (default 1)', (c, r, w) => {
@@ -231,15 +232,15 @@ export const optionDefs: readonly OptionDef[] = [
 export function scopeAllows(command: Command, scope: Scope): boolean {
   switch (command) {
     case 'install':
-      return scope === 'install';
+      return scope === 'install' || scope === 'certificate';
     case 'uninstall':
       return scope === 'uninstall';
     case 'status':
       return false;
     case 'resync-peer':
-      return scope === 'run' || scope === 'resync';
+      return scope === 'run' || scope === 'resync' || scope === 'certificate';
     default:
-      return scope === 'run' || (scope === 'bench' && command.startsWith('bench-'));
+      return scope === 'run' || scope === 'certificate' || (scope === 'bench' && command.startsWith('bench-'));
   }
 }
 

@@ -20,6 +20,7 @@ import { installExecutable, removeExecutable } from './executable.js';
 import { liveServerLines } from './live-status.js';
 import { UNIT_NAME, installPaths, realPaths, type InstallPaths } from './paths.js';
 import { defaultConfigText, unitText } from './unit.js';
+import { describeSource, installSource } from './certificate-source.js';
 
 export interface HostFacts {
   platform: NodeJS.Platform;
@@ -72,11 +73,15 @@ export async function install(config: ServerConfig, out: Out, host?: HostFacts, 
   const h = host ?? realHost(paths);
   requireLinux(h, 'install');
   requireRoot(h, 'install');
+  // The certificate for port 443, from the flags or the kept config: asked for before anything is written.
+  const existing = existsSync(paths.config) ? { path: paths.config, text: await readFile(paths.config, 'utf8') } : undefined;
+  const source = await installSource(config, existing);
   // From the single executable: a copy of it in /usr/local/bin, which the unit runs; from npm: node and the package's script.
   const single = isSingleExecutable();
   if (single) await installExecutable(paths, out);
   await mkdir(dirname(paths.unit), { recursive: true, mode: 0o755 });
-  await writeFile(paths.unit, unitText(single ? { executable: realPaths.executable } : { node: process.execPath, script: serverScript() }), { mode: 0o644 });
+  const tlsFiles = source.kind === 'files' ? { cert: source.cert, key: source.key } : undefined;
+  await writeFile(paths.unit, unitText(single ? { executable: realPaths.executable } : { node: process.execPath, script: serverScript() }, tlsFiles), { mode: 0o644 });
   await chmod(paths.unit, 0o644);
   out(`wrote ${paths.unit}`);
 
@@ -86,9 +91,10 @@ export async function install(config: ServerConfig, out: Out, host?: HostFacts, 
   } else {
     // 0644: the DynamicUser service reads it itself. A replication token in it is therefore readable by local
     // users; docs/operations.md shows how to keep it in a root-only drop-in instead.
-    await writeFile(paths.config, defaultConfigText(), { mode: 0o644 });
+    await writeFile(paths.config, defaultConfigText(source), { mode: 0o644 });
     out(`${config.forceConfig ? 'rewrote' : 'wrote'} ${paths.config}`);
   }
+  out(describeSource(source));
   if (existsSync(paths.token)) {
     out(`kept ${paths.token}`);
   } else {

@@ -15,6 +15,13 @@
  * on a machine with more than one core (multi/store-side.ts); KillMode stays
  * control-group, so a stop signals both and a restart starts both.
  *
+ * Port 443: the config install writes binds 0.0.0.0:443 and names the
+ * certificate (install/certificate-source.ts): ACME, which the service
+ * runs itself, or files that systemd hands over (LoadCredential=, so the
+ * key may stay root-only) and ExecStart= names in the credentials folder.
+ * A start that ends because ACME gave no certificate (exit 76) is not
+ * retried every 2 s: Let's Encrypt allows 5 failed validations an hour.
+ *
  * Memory: node runs with a small young generation and a capped old one, and
  * glibc's allocator is told to hand freed memory back (docs/operations.md,
  * "Memory"; bench/keyserver-rss-process.js measures both ways). The node
@@ -23,6 +30,7 @@
  * them; node reads NODE_OPTIONS either way, and the fetch processes inherit it.
  */
 import { realPaths } from './paths.js';
+import type { CertificateSource } from './certificate-source.js';
 
 export type UnitInputs =
   /** The npm package: node runs bin/stash_key_server.js (absolute paths). */
@@ -56,7 +64,8 @@ function envAssignment(name: string, value: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(kv) ? kv : `"${kv.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
-export function unitText(u: UnitInputs): string {
+/** `tls`: certificate files for LoadCredential= (install/certificate-source.ts), absolute paths. */
+export function unitText(u: UnitInputs, tls?: { cert: string; key: string }): string {
   const files = 'executable' in u ? [u.executable] : [u.node, u.script];
   const command = files.map(execArg).join(' ');
   // ProtectHome=yes would hide a package installed under a home folder (npm -g with a user prefix).
@@ -71,15 +80,20 @@ Wants=network-online.target
 [Service]
 Type=simple
 # --processes auto: a fetch process beside the store's process when the machine has more than one core (docs/benchmarks.md, "Multi-core fetch").
-ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token
+ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token${tls ? ' --tls-cert %d/tls-cert --tls-key %d/tls-key' : ''}
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
 # systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
 ExecReload=/bin/kill -HUP $MAINPID
 LoadCredential=replication-token:${realPaths.token}
-# Node flags only through NODE_OPTIONS: the single executable takes every argument as its own.
+${tls ? `# The certificate files too: the key stays root-only; a renewal needs a restart (credentials are copied at start).
+LoadCredential=tls-cert:${tls.cert}
+LoadCredential=tls-key:${tls.key}
+` : ''}# Node flags only through NODE_OPTIONS: the single executable takes every argument as its own.
 Environment=${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => envAssignment(k, v)).join(' ')}
 Restart=on-failure
 RestartSec=2
+# Exit 76: no certificate over ACME. The log says why; retrying in a loop would only spend the CA's failure limits.
+RestartPreventExitStatus=76
 TimeoutStopSec=10
 KillSignal=SIGTERM
 
@@ -131,22 +145,45 @@ WantedBy=multi-user.target
 `;
 }
 
+const quoted = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+/** The certificate lines of the config: what install was given. */
+function certificateLines(source: CertificateSource | undefined): string {
+  if (source?.kind === 'acme') {
+    return [
+      '# The certificate: obtained over ACME (TLS-ALPN-01 on port 443, no port 80) and renewed by the service itself;',
+      '# account and certificates in the state folder. The names must resolve to this machine.',
+      `acme_domain = [${source.domains.map(quoted).join(', ')}]`,
+      source.email !== undefined ? `acme_email = ${quoted(source.email)}` : '# acme_email = "ops@example.org"',
+      source.directory !== undefined ? `acme_directory = ${quoted(source.directory)}` : '# acme_directory = "https://acme-staging-v02.api.letsencrypt.org/directory"',
+    ].join('\n');
+  }
+  if (source?.kind === 'files') {
+    return [
+      '# The certificate files: the unit hands them to the service (LoadCredential=) and names its copies on',
+      '# ExecStart=; run install again (with --force-config) to use other files. After renewing them, restart the service.',
+      `tls_cert = ${quoted(source.cert)}`,
+      `tls_key = ${quoted(source.key)}`,
+    ].join('\n');
+  }
+  return '# acme_domain = ["keys.example.org"]   (or tls_cert / tls_key; install asks for one of them)';
+}
+
 /** The config written at install time (kept on later installs unless --force-config). */
-export function defaultConfigText(): string {
+export function defaultConfigText(source?: CertificateSource): string {
   return `# /etc/stash/key-server.toml: configuration of stash_key_server (docs/key-server.md lists every key).
 # Written by \`stash_key_server install\`; kept on reinstall unless --force-config is given.
 # Keys use underscores; flags on the ExecStart line of the unit would override them.
 
-# Behind a reverse proxy that terminates TLS: keep loopback and set public_url and trust_proxy.
-# Serving HTTPS directly: bind_addr = "0.0.0.0:443" and set tls_cert / tls_key.
-bind_addr = "127.0.0.1:8089"
+# HTTPS on port 443 (the unit grants the port-binding capability and nothing more).
+# Behind a reverse proxy that terminates TLS instead: bind to loopback, drop the certificate and set public_url and trust_proxy.
+bind_addr = "0.0.0.0:443"
 state_dir = "${realPaths.state}"
 server_id = 0
 cluster_id = "default"
-# public_url = "https://keys.example.org"
+# public_url = "https://keys.example.org"   (default: https:// and the first acme_domain)
 # trust_proxy = true
-# tls_cert = "/etc/stash/tls/fullchain.pem"
-# tls_key = "/etc/stash/tls/privkey.pem"
+${certificateLines(source)}
 
 # Verification mail: run as <command> <email> <url>.
 # verification_email_command = "/usr/local/lib/stash/send-verification"
