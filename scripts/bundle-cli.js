@@ -22,7 +22,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 
 /** Packages the CLI may require at run time; a new one must be checked (an ES-only package cannot be require()d on Node 20). */
-const EXTERNAL = new Set(['sodium-native', 'smol-toml', 'node-gyp-build', '@napi-rs/keyring']);
+// dotenv: CommonJS with no dependencies (stash run --env-file).
+const EXTERNAL = new Set(['sodium-native', 'smol-toml', 'node-gyp-build', '@napi-rs/keyring', 'dotenv']);
 
 // The bundle's own source starts strict (esbuild's "use strict" comes after the banner).
 // Its id (the start of its SHA-256, written over the placeholder once it is

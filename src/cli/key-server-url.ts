@@ -21,7 +21,7 @@ export interface KeyServerUrl {
  * config file is read only when --server is absent, so a broken file does not
  * stand in the way of an explicit URL.
  */
-export async function findKeyServerUrl(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl | null> {
+export async function findKeyServerUrl(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl | null> {
   if (typeof values.server === 'string') return { url: checkKeyServerUrl(values.server, '--server', (m) => new UsageError(m)), from: '--server' };
   const { loadConfig } = await import('../agent/config.js');
   const config = await loadConfig(env);
@@ -39,7 +39,7 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
  * fingerprint check still protects the key, but the address and the code
  * travel in the clear.
  */
-export async function requireKeyServerUrl(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl> {
+export async function requireKeyServerUrl(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl> {
   const found = await findKeyServerUrl(values, env);
   if (found) {
     const url = new URL(found.url);

@@ -79,8 +79,8 @@ export function launch(argv: string[], cliDir: string): void {
     import(pathToFileURL(esm).href).then((mod: { main: Main }) => mod.main(argv), failedToStart);
     return;
   }
-  // The agent runs for hours: it reads the cache but never writes it.
-  const agentMode = argv[0] === '__agent' || argv[0] === '__agent_security_check';
+  // The agent runs for hours, the clipboard helper waits to be ended (on a suspend, quickly): they read the cache but never write it.
+  const agentMode = argv[0] === '__agent' || argv[0] === '__agent_security_check' || argv[0] === '__clip-clear';
   let main: Main;
   try {
     const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;

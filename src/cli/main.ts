@@ -25,6 +25,12 @@ export async function main(argv: string[]): Promise<void> {
     await runAgentProcess(argv.slice(1));
     return;
   }
+  if (argv[0] === '__clip-clear') {
+    // The clipboard clear of `get --clip`, detached (src/cli/clipboard/helper.ts).
+    const { runClipHelper } = await import('./clipboard/helper.js');
+    await runClipHelper(argv.slice(1));
+    return;
+  }
   if (argv[0] === '__agent_security_check') {
     const { runSecurityCheck } = await import('../agent/security-check.js');
     process.exitCode = await runSecurityCheck(argv.slice(1));
@@ -143,10 +149,11 @@ function parseInvocation(command: Command, args: string[]): Invocation | 'help' 
     const hint = command.passthrough ? ' (put -- before the command to run)' : '';
     throw new UsageError(`unexpected argument '${parsed.positionals[max]}'${hint}\n${usage}`);
   }
-  if (command.passthrough && (dash < 0 || rest.length === 0)) throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
+  if (command.passthrough && !command.commandOptional && (dash < 0 || rest.length === 0)) throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
   const values: Invocation['values'] = {};
   for (const [k, v] of Object.entries(parsed.values)) {
     if (typeof v === 'string' || typeof v === 'boolean') values[k] = v;
+    else if (Array.isArray(v)) values[k] = v.map(String);
   }
   return { command, values, positionals: parsed.positionals, rest };
 }

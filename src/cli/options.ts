@@ -10,6 +10,8 @@ export interface OptionDef {
   short?: string;
   /** Placeholder of the value in help, e.g. FILE. */
   value?: string;
+  /** May be given several times; the command gets every value, in order. */
+  multiple?: boolean;
   help: string;
 }
 
@@ -38,7 +40,7 @@ export const SHARED = {
 export function toParseSpec(options: Record<string, OptionDef>): OptionSpec {
   const spec: OptionSpec = { help: { type: 'boolean', short: 'h' } };
   for (const [name, o] of Object.entries(options)) {
-    spec[name] = o.short ? { type: o.type, short: o.short } : { type: o.type };
+    spec[name] = { type: o.type, ...(o.short ? { short: o.short } : {}), ...(o.multiple ? { multiple: true } : {}) };
   }
   return spec;
 }

@@ -15,7 +15,7 @@ export interface PasswordSource {
 }
 
 /** The password source chosen by a command's options and the environment. */
-export function passwordSource(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv = process.env): PasswordSource {
+export function passwordSource(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): PasswordSource {
   const stdin = values['password-stdin'] === true;
   const flag = typeof values['password-file'] === 'string' ? values['password-file'] : undefined;
   if (stdin && flag !== undefined) throw new UsageError('--password-stdin and --password-file cannot be combined; choose one');

@@ -7,12 +7,14 @@
 import { SHARED, type OptionDef } from './options.js';
 import { distance, nearest } from './suggest.js';
 import { GENERATOR_OPTIONS } from './generate/option-defs.js';
+import { CLIP_OPTIONS } from './clipboard/option-defs.js';
 
 export type { OptionDef } from './options.js';
 
 export interface Invocation {
   command: Command;
-  values: Record<string, string | boolean | undefined>;
+  /** Option values; an option with `multiple` gives a string[]. */
+  values: Record<string, string | boolean | string[] | undefined>;
   positionals: string[];
   /** Words after `--` (only for commands with `passthrough`). */
   rest: string[];
@@ -35,6 +37,8 @@ export interface Command {
   options: Record<string, OptionDef>;
   /** Takes `-- CMD ARGS...` after its own arguments. */
   passthrough?: boolean;
+  /** With passthrough: the command may be left out (the command checks when it is needed). */
+  commandOptional?: boolean;
   load(): Promise<CommandModule>;
 }
 
@@ -281,16 +285,63 @@ export const commands: Command[] = [
   },
   {
     path: ['get'], args: 'CONTAINER NAME', positionals: [2, 2],
-    summary: 'print a value (the only command that prints a secret)',
-    options: unlock,
+    summary: 'print a value (the only command that prints a secret), or copy it with --clip',
+    details: 'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small '
+      + 'helper clears it after the delay, or at once when the machine suspends, unless something else was copied meanwhile.',
+    options: { ...unlock, ...CLIP_OPTIONS },
     load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['edit'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: 'edit a value in $VISUAL or $EDITOR (a private file on tmpfs, removed afterwards)',
+    details: 'The value is written to a 0600 file in a new 0700 folder under XDG_RUNTIME_DIR (a tmpfs), the editor runs on it, and '
+      + 'the result is stored if it changed, byte for byte. The file (and whatever the editor left beside it) is overwritten and '
+      + 'removed afterwards, also after Ctrl-C. Without XDG_RUNTIME_DIR the command refuses unless --insecure-tmp is given.',
+    options: { ...unlock, 'insecure-tmp': { type: 'boolean', help: 'without XDG_RUNTIME_DIR: use the temporary folder, which may be on disk' } },
+    load: () => import('./commands/edit.js'),
+  },
+  {
+    path: ['read'], args: 'stash://CONTAINER/NAME', positionals: [1, 1],
+    summary: 'print one value by its secret reference (as get prints it)',
+    details: 'A reference is stash://CONTAINER/NAME; the same syntax works in stash run (environment values, dotenv files) and stash inject (templates).',
+    options: unlock,
+    load: () => import('./commands/read.js'),
+  },
+  {
+    path: ['run'], args: '-- CMD [ARGS...]', positionals: [0, 0], passthrough: true,
+    summary: 'run CMD with every environment value that is a stash:// reference replaced by its secret',
+    details: 'References come from this environment and the --env-file dotenv files (later sources win). Every container is opened once '
+      + '(one password prompt at most); an unknown reference is an error before CMD starts. --file NAME=REF writes the value to a '
+      + '0600 file on tmpfs (XDG_RUNTIME_DIR) and passes its path in NAME; the file is removed when CMD ends. --mask passes CMD\'s '
+      + 'output through stash and replaces every secret value (4 bytes or longer) with <concealed by stash>.',
+    options: {
+      ...unlock,
+      'env-file': { type: 'string', value: 'FILE', multiple: true, help: 'read variables from a dotenv file (repeatable; later files win)' },
+      'no-inherit': { type: 'boolean', help: 'start from an empty environment (PATH, HOME, USER, LOGNAME, LANG, TERM, TMPDIR and XDG_RUNTIME_DIR kept)' },
+      file: { type: 'string', value: 'NAME=REF', multiple: true, help: 'write the secret REF to a private file and pass its path in NAME (repeatable)' },
+      'insecure-tmp': { type: 'boolean', help: 'with --file and no XDG_RUNTIME_DIR: use the temporary folder, which may be on disk' },
+      mask: { type: 'boolean', help: 'conceal secret values in the output of CMD (its output then goes through a pipe, not the terminal)' },
+    },
+    load: () => import('./commands/run.js'),
+  },
+  {
+    path: ['inject'], args: '', positionals: [0, 0],
+    summary: 'fill a template: every {{ stash://CONTAINER/NAME }} replaced by its value',
+    details: 'The template comes from -i FILE or standard input; the result goes to standard output or -o FILE (written 0600, atomically). '
+      + 'Every reference is resolved first: a missing one is an error and nothing is written.',
+    options: {
+      ...unlock,
+      in: { type: 'string', short: 'i', value: 'TEMPLATE', help: 'read the template from TEMPLATE (default: standard input)' },
+      out: { type: 'string', short: 'o', value: 'FILE', help: 'write the result to FILE, mode 0600 (default: standard output)' },
+    },
+    load: () => import('./commands/inject.js'),
   },
   {
     path: ['otp'], args: 'CONTAINER NAME', positionals: [2, 2],
     summary: 'print the current TOTP code of a seed stored with set --totp',
     details: 'RFC 6238 with SHA1, SHA256 or SHA512, 6 to 8 digits, any period, as the otpauth URI says. A newline follows only on a terminal; '
       + 'a terminal is also told how long the code stays valid.',
-    options: { ...unlock, json },
+    options: { ...unlock, json, ...CLIP_OPTIONS },
     load: () => import('./commands/otp.js'),
   },
   {
@@ -315,10 +366,17 @@ export const commands: Command[] = [
     load: () => import('./commands/open.js'),
   },
   {
-    path: ['env'], args: 'CONTAINER -- CMD [ARGS...]', positionals: [1, 1], passthrough: true,
-    summary: "run CMD with the container's entries as environment variables",
-    details: 'SIGINT, SIGTERM and SIGHUP are forwarded to CMD. The exit status is the exit status of CMD, or 128+N when signal N killed it.',
-    options: unlock,
+    path: ['env'], args: 'CONTAINER [CONTAINER...] -- CMD [ARGS...]', positionals: [1, 64], passthrough: true, commandOptional: true,
+    summary: "run CMD with the containers' entries as environment variables (or print them with --format)",
+    details: 'Each container is opened once. A name held by two containers is an error unless --prefer names the one that wins. '
+      + 'SIGINT, SIGTERM and SIGHUP are forwarded to CMD. The exit status is the exit status of CMD, or 128+N when signal N killed it. '
+      + '--format prints the entries instead of running a command (dotenv, json or shell), with a warning on a terminal.',
+    options: {
+      ...unlock,
+      only: { type: 'string', value: 'NAME[,NAME...]', help: 'only these entries' },
+      prefer: { type: 'string', value: 'CONTAINER', help: 'the container whose value wins when two hold the same name' },
+      format: { type: 'string', value: 'FORMAT', help: 'print the entries as dotenv, json or shell (export) lines instead of running a command' },
+    },
     load: () => import('./commands/env.js'),
   },
   {
@@ -368,7 +426,7 @@ export function suggestCommand(words: string[]): string | null {
 
 /** Words people type for an existing command (pass, gopass, op, coreutils habits). */
 const ALIASES: Record<string, string> = {
-  cat: 'get', show: 'get', read: 'get', print: 'get', view: 'get', reveal: 'get',
+  cat: 'get', show: 'get', print: 'get', view: 'get', reveal: 'get',
   list: 'ls', delete: 'rm', remove: 'rm', del: 'rm', unlock: 'open',
   'container ls': 'container list', 'container delete': 'container rm', 'container remove': 'container rm', 'container new': 'container create',
   'vault contact ls': 'vault contact list', 'vault sessions ls': 'vault sessions', 'vault sessions list': 'vault sessions',
@@ -376,7 +434,7 @@ const ALIASES: Record<string, string> = {
 
 /** Commands that change or remove something: suggested only for a one-key slip. */
 const WRITES = new Set([
-  'set', 'rm', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
+  'set', 'edit', 'rm', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
   'container create', 'container rm', 'container share', 'container unshare', 'container accept', 'container merge',
   'container import', 'container link',
 ]);

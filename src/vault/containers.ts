@@ -12,7 +12,6 @@ import {
   type ContainerHeader, type ParsedContainer,
 } from './container-format.js';
 import { VaultError } from './errors.js';
-import { identityPublic } from './identity.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
@@ -48,8 +47,8 @@ export interface ContainerListing extends ContainerInfo {
   members: number | null;
   /** A linked file that is not there (moved, or not pulled yet): size and modified mean nothing then. */
   missing: boolean;
-  /** Shared: whether this vault's identity is one of the recipients (false once removed); null for a private one. */
-  member: boolean | null;
+  /** Shared: the recipients' X25519 public keys (is this vault still one of them?); null for a private one. */
+  recipients: Buffer[] | null;
 }
 
 /** One wording for a linked file that is gone, in `ls`, `get` and `container list` alike. */
@@ -186,14 +185,8 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   const records = new Map(listRecords(dir).map((r) => [r.name, r]));
   const out: ContainerListing[] = [];
-  let me: Buffer | null;
-  try {
-    me = identityPublic(dir).x25519; // public keys only: no password needed
-  } catch {
-    me = null;
-  }
   const add = (name: string, path: string, link: string | null, expectedId: Buffer | null): void => {
-    const base = { name, path, link, shared: link !== null, missing: false, member: null };
+    const base = { name, path, link, shared: link !== null, missing: false, recipients: null };
     let prefix: ReturnType<typeof readPrefix>;
     try {
       prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
@@ -210,8 +203,7 @@ export function listContainers(dir: string): ContainerListing[] {
     const entry = { ...base, size: prefix.size, modified: prefix.mtime };
     try {
       const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, expectedId);
-      const member = facts.members === null || me === null ? null : facts.recipients.some((k) => k.equals(me));
-      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members, member });
+      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members, recipients: facts.members === null ? null : facts.recipients });
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;
       out.push({ ...entry, id: '', problem: err.message, members: null });
@@ -229,7 +221,7 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   for (const [name, r] of records) {
     if (r.record?.link) add(name, r.record.link, r.record.link, r.record.containerId);
-    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, missing: false, member: null, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
+    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, missing: false, recipients: null, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

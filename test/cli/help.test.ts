@@ -224,7 +224,7 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
     [['container', 'list', '--json=yes'], /^stash: option '--json' does not take an argument/],
     [['open', 'c', '--ttl'], /^stash: option '--ttl <value>' argument missing/],
     [['env', 'c'], /^stash: missing -- CMD/],
-    [['env', 'c', 'ls'], /^stash: unexpected argument 'ls' \(put -- before the command to run\)/],
+    [['env', 'c', 'ls'], /^stash: missing -- CMD: put -- before the command to run/],
     // An unknown command is one line with a hint, not the whole help.
     [['frobnicate'], /^stash: unknown command 'frobnicate' \(see stash --help\)\n$/],
     [['gte', 'c', 'N'], /^stash: unknown command 'gte'; did you mean 'stash get'\? \(see stash --help\)\n$/],

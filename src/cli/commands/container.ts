@@ -6,7 +6,7 @@
  */
 import { StashError, UsageError } from '../../errors.js';
 import {
-  containerInfo, createContainer, defaultVaultDir, listContainers, removeContainer, validateContainerName, wipe,
+  containerInfo, createContainer, defaultVaultDir, identityPublic, listContainers, removeContainer, validateContainerName, wipe,
 } from '../../vault/index.js';
 import type { ContainerListing } from '../../vault/containers.js';
 import { readRecord } from '../../vault/sharing/records.js';
@@ -45,7 +45,8 @@ async function create(inv: Invocation): Promise<number> {
 }
 
 function list(json: boolean): number {
-  const all = listContainers(defaultVaultDir());
+  const dir = defaultVaultDir();
+  const all = listContainers(dir).map((c) => ({ ...c, member: isMember(dir, c) }));
   if (json) {
     outJson(all.map((c) => ({
       name: c.name, id: c.id || null, path: c.path, size: known(c) ? c.size : null, modified: known(c) ? c.modified.toISOString() : null,
@@ -72,6 +73,18 @@ function list(json: boolean): number {
   for (const line of formatTable(['NAME', 'BYTES', 'MODIFIED', 'STATE'], rows)) out(line);
   return 0;
 }
+
+/** Whether this vault is among a shared container's recipients (public keys only: no password); null for a private one. */
+function isMember(dir: string, c: ContainerListing): boolean | null {
+  if (c.recipients === null) return null;
+  try {
+    me ??= identityPublic(dir).x25519;
+  } catch {
+    return null; // no readable identity: nothing to compare with
+  }
+  return c.recipients.some((k) => k.equals(me!));
+}
+let me: Buffer | undefined;
 
 /** False when there is no file to measure (a missing link, a damaged record): no size, no 1970 date. */
 function known(c: ContainerListing): boolean {

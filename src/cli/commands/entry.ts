@@ -21,7 +21,7 @@ export async function run(inv: Invocation): Promise<number> {
   validateEntryName(name);
   const session = new Session(inv.values);
   try {
-    if (inv.command.path[0] === 'get') return await get(session, container, name);
+    if (inv.command.path[0] === 'get') return await get(session, container, name, inv.values);
     return await set(session, container, name, {
       allowEmpty: inv.values['allow-empty'] === true,
       raw: inv.values.raw === true,
@@ -35,9 +35,16 @@ export async function run(inv: Invocation): Promise<number> {
   }
 }
 
-async function get(session: Session, container: string, name: string): Promise<number> {
+async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
+  // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
+  const clip = values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
+  const request = clip ? await clip.clipRequest(values) : null;
   const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
   try {
+    if (clip && request) {
+      await clip.copyToClipboard(value, name, request);
+      return 0;
+    }
     await writeStdout(value);
     if (stdoutIsTerminal()) await writeStdout('\n');
   } finally {

@@ -4,7 +4,7 @@
  * code goes to stdout with a newline only on a terminal; a terminal also
  * hears how long it stays valid.
  */
-import { StashError } from '../../errors.js';
+import { StashError, UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
@@ -19,6 +19,10 @@ export async function run(inv: Invocation): Promise<number> {
   const [container, name] = inv.positionals as [string, string];
   validateContainerName(container);
   validateEntryName(name);
+  // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
+  const clip = inv.values.clip === true || inv.values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
+  if (inv.values.clip === true && inv.values.json === true) throw new UsageError('--clip and --json do not go together');
+  const request = clip ? await clip.clipRequest(inv.values) : null;
   const session = new Session(inv.values);
   try {
     const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
@@ -37,6 +41,11 @@ export async function run(inv: Invocation): Promise<number> {
     const left = secondsLeft(params.period, now);
     if (inv.values.json === true) {
       outJson({ code, expiresInSeconds: left, period: params.period, digits: params.digits, algorithm: params.algorithm });
+      return 0;
+    }
+    if (clip && request) {
+      await clip.copyToClipboard(Buffer.from(code), `the code of ${name}`, request);
+      if (process.stderr.isTTY) note(`valid for ${left} more second${left === 1 ? '' : 's'}`);
       return 0;
     }
     await writeStdout(code);
