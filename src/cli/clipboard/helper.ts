@@ -1,0 +1,196 @@
+/**
+ * `stash __clip-clear --tool NAME --seconds N`: the small detached process
+ * that `get --clip` and `otp --clip` start (copy.ts). It reads the value from
+ * its stdin pipe into a secure buffer, ends the helper of an earlier --clip,
+ * registers a `form` activity for itself with the agent, copies the value,
+ * reports one JSON line on stdout, and waits. When the time is up, or on
+ * SIGTERM (the agent's suspend handling, a later --clip), SIGINT or SIGHUP,
+ * it clears the clipboard if it still holds the value, and exits.
+ *
+ * Never in argv or the environment: the value. The helper is hardened like
+ * every command (no core file, not dumpable), so the value in its memory is
+ * no easier to read than in the command that started it.
+ */
+import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MAX_CLIP_SECONDS } from '../../agent/config.js';
+import { errorCode, errorMessage } from '../../errors.js';
+import { constantTimeEqual, wipe } from '../../vault/secure.js';
+import { MAX_VALUE_BYTES } from '../../vault/names.js';
+import { clipboardTool, isToolName, type ClipboardTool } from './index.js';
+
+/** The helper's one report to the command that started it. */
+export type HelperReport =
+  | { ok: true; marked: boolean; registered: boolean; agentProblem?: string }
+  | { ok: false; code: string; message: string };
+
+const PIDFILE = 'clip-clear.pid';
+
+function report(r: HelperReport): void {
+  try {
+    writeFileSync(1, `${JSON.stringify(r)}\n`);
+  } catch {
+    /* the command that started us is gone; carry on regardless */
+  }
+}
+
+function parseArgs(argv: string[]): { tool: string; seconds: number } | null {
+  if (argv.length !== 4 || argv[0] !== '--tool' || argv[2] !== '--seconds') return null;
+  const seconds = Number(argv[3]);
+  if (!/^[0-9]+$/.test(argv[3]!) || seconds < 1 || seconds > MAX_CLIP_SECONDS) return null;
+  return { tool: argv[1]!, seconds };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The pidfile of the running helper, in the agent's private folder (null on Windows: no folder). */
+async function pidfilePath(): Promise<string | null> {
+  const { agentEndpoint, ensureAgentDir } = await import('../../agent/paths.js');
+  const endpoint = agentEndpoint();
+  if (endpoint.dir === null) return null;
+  ensureAgentDir({ dir: endpoint.dir, source: endpoint.source });
+  return join(endpoint.dir, PIDFILE);
+}
+
+/**
+ * Ends the helper of an earlier --clip before this one copies: its SIGTERM
+ * handler clears the clipboard if it still holds the older value, and it
+ * must be gone before the new value is copied (an identical value would
+ * otherwise be cleared by the old helper at its own deadline). The pidfile
+ * holds the pid and its start time, so a reused pid is never signalled.
+ */
+async function replacePrevious(path: string): Promise<void> {
+  const { isSameProcess, readProcInfo, signalIfSame } = await import('../../agent/proc-info.js');
+  let pid = 0;
+  let start = '';
+  try {
+    [pid, start] = ((): [number, string] => {
+      const [p, s] = readFileSync(path, 'utf8').trim().split(' ');
+      return [Number(p), s ?? ''];
+    })();
+  } catch {
+    /* none */
+  }
+  if (Number.isInteger(pid) && pid > 0 && pid !== process.pid && start !== '') {
+    try {
+      if (signalIfSame(pid, start, 'SIGTERM') === 'signalled') {
+        for (let i = 0; i < 150 && isSameProcess(pid, start); i++) await sleep(20);
+        if (isSameProcess(pid, start)) signalIfSame(pid, start, 'SIGKILL');
+      }
+    } catch {
+      /* not ours to signal: leave it */
+    }
+  }
+  const me = readProcInfo(process.pid);
+  const tmp = `${path}.${process.pid}`;
+  writeFileSync(tmp, `${process.pid} ${me?.startTime ?? ''}\n`, { mode: 0o600 });
+  renameSync(tmp, path);
+}
+
+/** Registers the `form` activity; the token, or the reason there is none. */
+async function register(): Promise<{ token: string | null; code?: string; problem?: string }> {
+  try {
+    const [{ connectAgent }, { transportChoice }] = await Promise.all([import('../../agent/autostart.js'), import('../../agent/transport.js')]);
+    const agent = await connectAgent({ autostart: true, transport: transportChoice(process.env) });
+    try {
+      return { token: await agent.registerActivity(process.pid, 'form') };
+    } finally {
+      // Not held open for the wait: the agent closes idle connections, and unregister reconnects.
+      agent.close();
+    }
+  } catch (err) {
+    return { token: null, code: errorCode(err) ?? 'ERROR', problem: errorMessage(err) };
+  }
+}
+
+async function unregister(token: string): Promise<void> {
+  try {
+    const { connectAgent } = await import('../../agent/autostart.js');
+    const agent = await connectAgent({ autostart: false });
+    try {
+      await agent.unregisterActivity(process.pid, token);
+    } finally {
+      agent.close();
+    }
+  } catch {
+    /* the agent forgets the activities of exited processes by itself */
+  }
+}
+
+/** Clears the clipboard only if it still holds `value` (compared in constant time): what the user copied since stays. */
+async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean> {
+  const now = await tool.read(value.length).catch(() => null);
+  const ours = now !== null && constantTimeEqual(now, value);
+  wipe(now);
+  if (ours) await tool.clear();
+  return ours;
+}
+
+/** Runs the helper; resolves once it has copied and reported (it exits later, by itself). */
+export async function runClipHelper(argv: string[]): Promise<void> {
+  const args = parseArgs(argv);
+  if (args === null || !isToolName(args.tool)) {
+    report({ ok: false, code: 'USAGE', message: '__clip-clear takes --tool NAME --seconds N (it is started by get --clip)' });
+    process.exitCode = 64;
+    return;
+  }
+  const { hardenCli } = await import('../harden.js');
+  await hardenCli();
+  const { readFdSecure } = await import('../secure-read.js');
+  let value: Buffer;
+  let tool: ClipboardTool;
+  let pidfile: string | null;
+  try {
+    value = readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: 'the value to copy', stripNewline: false });
+    tool = await clipboardTool(args.tool);
+    pidfile = await pidfilePath();
+    if (pidfile !== null) await replacePrevious(pidfile);
+  } catch (err) {
+    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
+    process.exitCode = 1;
+    return;
+  }
+
+  let finishing = false;
+  let token: string | null = null;
+  const finish = async (why: 'timeout' | NodeJS.Signals): Promise<void> => {
+    if (finishing) return;
+    finishing = true;
+    try {
+      await clearIfOurs(tool, value);
+    } catch {
+      /* nothing more can be done: the tool cannot be run now */
+    }
+    wipe(value);
+    // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
+    if (why === 'timeout' && token !== null) await unregister(token);
+    try {
+      if (pidfile !== null && readFileSync(pidfile, 'utf8').startsWith(`${process.pid} `)) unlinkSync(pidfile);
+    } catch {
+      /* replaced or gone */
+    }
+    process.exit(0);
+  };
+  // Handlers before the copy: a suspend that comes while it runs must still clear.
+  for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void finish(sig));
+
+  const registered = await register();
+  token = registered.token;
+  if (registered.code === 'AGENT_SUSPENDING') {
+    wipe(value);
+    report({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: 'the machine is going to sleep; nothing was copied' });
+    process.exit(1);
+  }
+  let marked: boolean;
+  try {
+    marked = await tool.copy(value);
+  } catch (err) {
+    wipe(value);
+    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
+    if (token !== null) await unregister(token);
+    if (pidfile !== null && existsSync(pidfile)) unlinkSync(pidfile);
+    process.exit(1);
+  }
+  report({ ok: true, marked, registered: token !== null, ...(registered.problem ? { agentProblem: registered.problem } : {}) });
+  setTimeout(() => void finish('timeout'), args.seconds * 1000);
+}

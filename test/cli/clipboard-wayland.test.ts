@@ -1,0 +1,113 @@
+/**
+ * `get --clip` in a Wayland session: weston (X11 backend on Xvfb) and
+ * wl-clipboard. wl-copy writes what it copies to a file in a temporary
+ * folder (src/cli/clipboard/wayland.ts): with wl-clipboard before 2.3
+ * (Debian 12 has 2.1.0) that folder is /tmp, so stash refuses where /tmp is
+ * on disk, and copies where /tmp is a tmpfs, which this test makes for the
+ * command with a private mount namespace (root and unshare). With 2.3 or
+ * later the copy is marked sensitive and its file goes to XDG_RUNTIME_DIR.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { inMemory } from '../../src/cli/memory-folder.js';
+import { startWeston, westonFacility, type Weston } from '../fixtures/weston.js';
+import { startXvfb, type Xvfb } from '../fixtures/xvfb.js';
+import { stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { cliEnv, type CliEnv, type RunResult } from './harness.js';
+
+const facility = westonFacility();
+let x: Xvfb | null = null;
+let wl: Weston | null = null;
+let t: CliEnv;
+let shm = '';
+
+test.before(async () => {
+  if (!needFacility(process.platform === 'linux' && facility.available, 'Wayland clipboard (weston + wl-clipboard)', facility.reason || 'Linux only')) return;
+  x = await startXvfb();
+  wl = await startWeston(x.display);
+  // The test's folders on /dev/shm: the private /tmp of a command below must not hide them.
+  shm = mkdtempSync('/dev/shm/stash-wl-test-');
+  const savedTmp = process.env.TMPDIR;
+  process.env.TMPDIR = shm;
+  try {
+    t = cliEnv({ ...wl.env, DISPLAY: undefined, STASH_CLIPBOARD: undefined, STASH_CLIP_SECONDS: undefined });
+  } finally {
+    if (savedTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = savedTmp;
+  }
+  t.env.STASH_PASSWORD_FILE = t.pwFile;
+  await t.initVault(['c']);
+  assert.is((await t.run(['set', 'c', 'K', '--raw'], { input: 'wayland\nsecret' })).code, 0);
+});
+
+test.after(async () => {
+  if (!wl) return;
+  await t.dispose();
+  await wl.stop();
+  await x?.stop();
+  rmSync(shm, { recursive: true, force: true });
+});
+
+/** Runs stash with a private tmpfs on /tmp (its own mount namespace), as on a system whose /tmp is a tmpfs. */
+function runWithTmpfs(env: TestAgentEnv['env'], args: string[]): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', 'sh', process.execPath, stashBin, ...args], {
+      env, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', reject);
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+const buffers = (): string[] => readdirSync('/tmp').filter((n) => n.startsWith('wl-copy-buffer-'));
+
+test('wl-clipboard before 2.3 with /tmp on disk: refused (69), nothing copied', async () => {
+  if (!wl) return;
+  if (wl.modern || inMemory('/tmp') !== false) {
+    console.log(`SKIP: ${wl.modern ? 'this wl-copy is 2.3 or later' : '/tmp is a tmpfs here'}: nothing to refuse`);
+    return;
+  }
+  wl.copy('before');
+  const before = buffers();
+  const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
+  assert.is(r.code, 69, r.stderr);
+  assert.match(r.stderr, /^stash: this wl-copy \(wl-clipboard before 2\.3\) writes what it copies to a file in \/tmp, which is not a tmpfs here; nothing was copied\. Install wl-clipboard 2\.3 or later/);
+  assert.is(wl.paste(), 'before');
+  assert.equal(buffers().filter((b) => !before.includes(b)), [], 'wl-copy never ran with the value');
+});
+
+test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', async () => {
+  if (!wl) return;
+  const modern = wl.modern;
+  if (!modern && !needFacility(isRoot && haveCommand('unshare'), 'a private tmpfs /tmp', 'needs root and unshare (util-linux)')) return;
+  const before = buffers();
+  const args = ['get', 'c', 'K', '--clip', '--clip-seconds', '2'];
+  const r = modern ? await t.run(args) : await runWithTmpfs(t.env, args);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(r.stderr, `Copied K to the clipboard; it is cleared in 2 s${modern ? ' (marked as sensitive for clipboard managers)' : ''}.\n`);
+  assert.is(wl.paste(), 'wayland\nsecret');
+  assert.equal(buffers().filter((b) => !before.includes(b)), [], 'no wl-copy file in the real /tmp');
+  await waitFor(() => wl!.paste() === '', 6000, 'the clear');
+});
+
+test('a value copied meanwhile is left alone', async () => {
+  if (!wl) return;
+  if (!wl.modern && !(isRoot && haveCommand('unshare'))) return;
+  const args = ['get', 'c', 'K', '--clip', '--clip-seconds', '2'];
+  const r = wl.modern ? await t.run(args) : await runWithTmpfs(t.env, args);
+  assert.is(r.code, 0, r.stderr);
+  const pid = Number(readFileSync(join(t.dir, 'clip-clear.pid'), 'utf8').split(' ')[0]);
+  wl.copy('mine now');
+  await waitFor(() => !existsSync(`/proc/${pid}`), 6000, 'the helper to finish');
+  assert.is(wl.paste(), 'mine now');
+});
+
+test.run();

@@ -1,0 +1,216 @@
+/**
+ * `get --clip` and `otp --clip` through the real binary on a real X server
+ * (Xvfb) with xclip and xsel: the value on the CLIPBOARD selection, the
+ * detached helper as a `form` activity, the clear on time, a value the user
+ * copied meanwhile left alone, a second --clip replacing the first, and the
+ * errors (no display, a missing tool, bad delays) before any password.
+ * The clear on suspend is test/cli/clipboard-suspend.test.ts.
+ */
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AgentClient } from '../../src/agent/client.js';
+import { DEFAULT_CLIP_SECONDS } from '../../src/agent/config.js';
+import { agentEndpoint } from '../../src/agent/paths.js';
+import { HELP_CLIP_SECONDS } from '../../src/cli/clipboard/option-defs.js';
+import { sleep, waitFor } from '../helpers/agent.js';
+import { haveCommand, needFacility } from '../helpers/facility.js';
+import { startXvfb, xvfbFacility, type Xvfb } from '../fixtures/xvfb.js';
+import { cliEnv, type CliEnv } from './harness.js';
+
+const facility = xvfbFacility();
+let x: Xvfb | null = null;
+let t: CliEnv;
+// Several lines, UTF-8 and a trailing space: what is pasted must be exactly what is stored.
+const VALUE = 'first line\nsecond → line \n';
+
+test.before(async () => {
+  if (!needFacility(facility.available, 'X11 clipboard (Xvfb + xclip)', facility.reason)) return;
+  x = await startXvfb();
+  t = cliEnv({ DISPLAY: x.display, WAYLAND_DISPLAY: undefined, STASH_CLIPBOARD: undefined, STASH_CLIP_SECONDS: undefined, STASH_PASSWORD_FILE: undefined });
+  t.env.STASH_PASSWORD_FILE = t.pwFile;
+  await t.initVault(['c']);
+  const set = await t.run(['set', 'c', 'K', '--raw'], { input: VALUE });
+  assert.is(set.code, 0, set.stderr);
+});
+
+test.after(async () => {
+  if (!x) return;
+  await t.dispose();
+  await x.stop();
+});
+
+const pidfile = (): string => join(t.dir, 'clip-clear.pid');
+
+/** The running helper's pid, from its pidfile. */
+function helperPid(): number {
+  return Number(readFileSync(pidfile(), 'utf8').split(' ')[0]);
+}
+
+const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+
+async function activities(): Promise<Array<{ pid: number; kind: string }>> {
+  const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
+  try {
+    return (await client.status()).activities as Array<{ pid: number; kind: string }>;
+  } finally {
+    client.close();
+  }
+}
+
+test('get --clip --clip-seconds 2: the value on the CLIPBOARD selection, a form activity, and gone after 2 s', async () => {
+  if (!x) return;
+  const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
+  const copiedAt = Date.now();
+  assert.is(r.code, 0, r.stderr);
+  assert.is(r.stdout, '', 'nothing printed');
+  assert.match(r.stderr, /^Copied K to the clipboard; it is cleared in 2 s\.\n$/);
+  assert.is(x.paste(), VALUE, 'the clipboard holds the value byte for byte');
+  const pid = helperPid();
+  assert.ok(alive(pid), 'the helper waits');
+  assert.ok((await activities()).some((a) => a.pid === pid && a.kind === 'form'), 'registered as a form activity');
+  const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  assert.not.ok(argv.includes('first line'), 'not in the helper\'s argv');
+  assert.not.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').includes('first line'), 'nor in its environment');
+  await sleep(Math.max(0, copiedAt + 1000 - Date.now()));
+  assert.is(x.paste(), VALUE, 'still there after 1 s');
+  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+  const took = Date.now() - copiedAt;
+  assert.ok(took >= 1800, `cleared after the delay, not before (${took} ms)`);
+  await waitFor(() => !alive(pid), 3000, 'the helper to exit');
+  assert.not.ok(existsSync(pidfile()), 'its pidfile removed');
+  assert.not.ok((await activities()).some((a) => a.pid === pid), 'its activity unregistered');
+});
+
+test('a value the user copied meanwhile is left alone', async () => {
+  if (!x) return;
+  const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
+  assert.is(r.code, 0, r.stderr);
+  const pid = helperPid();
+  x.copy('the user copied this');
+  await waitFor(() => !alive(pid), 6000, 'the helper to finish');
+  assert.is(x.paste(), 'the user copied this');
+});
+
+test('a second --clip replaces the first helper, which clears its value on the way out', async () => {
+  if (!x) return;
+  const first = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '60']);
+  assert.is(first.code, 0, first.stderr);
+  const firstPid = helperPid();
+  const set = await t.run(['set', 'c', 'OTHER'], { input: 'second value' });
+  assert.is(set.code, 0, set.stderr);
+  const second = await t.run(['get', 'c', 'OTHER', '-c', '--clip-seconds', '2']);
+  assert.is(second.code, 0, second.stderr);
+  assert.not.ok(alive(firstPid), 'the first helper is gone once the second copied');
+  const secondPid = helperPid();
+  assert.is.not(secondPid, firstPid);
+  assert.is(x.paste(), 'second value');
+  assert.equal((await activities()).filter((a) => a.kind === 'form').map((a) => a.pid), [secondPid], 'one form activity');
+  await waitFor(() => x!.paste() === '', 6000, 'the second helper\'s clear');
+  await waitFor(() => !alive(secondPid), 3000, 'the second helper to exit');
+});
+
+test('the same value copied twice: the first helper\'s end does not clear the second copy early', async () => {
+  if (!x) return;
+  assert.is((await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'])).code, 0);
+  const first = helperPid();
+  await sleep(1000);
+  assert.is((await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '3'])).code, 0);
+  const copiedAt = Date.now();
+  assert.not.ok(alive(first));
+  await sleep(Math.max(0, copiedAt + 2000 - Date.now()));
+  assert.is(x.paste(), VALUE, 'the second copy is still there when the first would have cleared');
+  await waitFor(() => x!.paste() === '', 6000, 'the second clear');
+});
+
+test('xsel instead of xclip (STASH_CLIPBOARD=xsel): copied and cleared the same way', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], { env: { STASH_CLIPBOARD: 'xsel' } });
+  assert.is(r.code, 0, r.stderr);
+  assert.is(x.paste(), VALUE);
+  const pid = helperPid();
+  assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /--tool\0xsel\0/);
+  await waitFor(() => x!.paste() === '', 6000, 'the clear through xsel');
+});
+
+test('otp --clip copies the current code', async () => {
+  if (!x) return;
+  assert.is((await t.run(['set', 'c', 'TOTP', '--totp', '-'], { input: 'JBSWY3DPEHPK3PXP' })).code, 0);
+  const r = await t.run(['otp', 'c', 'TOTP', '--clip', '--clip-seconds', '2']);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(r.stdout, '');
+  assert.match(r.stderr, /Copied the code of TOTP to the clipboard; it is cleared in 2 s/);
+  assert.match(x.paste(), /^[0-9]{6}$/);
+  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+  const both = await t.run(['otp', 'c', 'TOTP', '--clip', '--json']);
+  assert.is(both.code, 64, both.stderr);
+});
+
+test('the delay: cli.clip_seconds in the config file, STASH_CLIP_SECONDS over it, --clip-seconds over both', async () => {
+  if (!x) return;
+  assert.is(HELP_CLIP_SECONDS, DEFAULT_CLIP_SECONDS, 'the help text says the real default');
+  const config = join(t.home, 'clip.toml');
+  writeFileSync(config, '[cli]\nclip_seconds = 7\n');
+  const fromFile = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config } });
+  assert.match(fromFile.stderr, /cleared in 7 s/, fromFile.stderr);
+  const fromEnv = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config, STASH_CLIP_SECONDS: '9' } });
+  assert.match(fromEnv.stderr, /cleared in 9 s/, fromEnv.stderr);
+  const fromOption = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], { env: { STASH_CONFIG: config, STASH_CLIP_SECONDS: '9' } });
+  assert.match(fromOption.stderr, /cleared in 2 s/, fromOption.stderr);
+  const byDefault = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
+  assert.is(byDefault.code, 0);
+  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+
+  writeFileSync(config, '[cli]\nclip_seconds = "45"\n');
+  const quoted = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config } });
+  assert.is(quoted.code, 78, quoted.stderr);
+  assert.match(quoted.stderr, /clip\.toml:2: cli\.clip_seconds must be a whole number of seconds from 1 to 86400, got "45"/);
+  for (const bad of ['0', '1.5', '86401', 'soon']) {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', bad]);
+    assert.is(r.code, 64, `--clip-seconds ${bad}: ${r.stderr}`);
+    const e = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CLIP_SECONDS: bad } });
+    assert.is(e.code, 78, `STASH_CLIP_SECONDS=${bad}: ${e.stderr}`);
+    assert.match(e.stderr, /STASH_CLIP_SECONDS must be a whole number of seconds/);
+  }
+  const alone = await t.run(['get', 'c', 'K', '--clip-seconds', '5']);
+  assert.is(alone.code, 64);
+  assert.match(alone.stderr, /--clip-seconds goes with --clip/);
+});
+
+test('no clipboard, or no tool: exit 69 naming what to install, before any password is asked', async () => {
+  if (!x) return;
+  assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
+  const noPassword = { STASH_PASSWORD_FILE: '' };
+  const noDisplay = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, DISPLAY: '' } });
+  assert.is(noDisplay.code, 69, noDisplay.stderr);
+  assert.match(noDisplay.stderr, /^stash: there is no clipboard to use: neither WAYLAND_DISPLAY nor DISPLAY is set/);
+  const empty = mkdtempSync(join(tmpdir(), 'stash-nopath-'));
+  try {
+    const noTool = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, PATH: empty } });
+    assert.is(noTool.code, 69, noTool.stderr);
+    assert.match(noTool.stderr, /^stash: xclip not found on PATH: install xclip \(Debian\/Ubuntu: apt install xclip; Homebrew: brew install xclip\) or xsel\n$/);
+    const noWl = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, PATH: empty, WAYLAND_DISPLAY: 'wayland-9' } });
+    assert.is(noWl.code, 69, noWl.stderr);
+    assert.match(noWl.stderr, /wl-copy and wl-paste not found on PATH: install wl-clipboard \(Debian\/Ubuntu: apt install wl-clipboard; Homebrew: brew install wl-clipboard\)/);
+    const unknown = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, STASH_CLIPBOARD: 'klipper' } });
+    assert.is(unknown.code, 69, unknown.stderr);
+    assert.match(unknown.stderr, /STASH_CLIPBOARD must be one of xclip, xsel, wl-clipboard, pbcopy, powershell/);
+  } finally {
+    rmSync(empty, { recursive: true, force: true });
+  }
+  // With a tool and a display, the same command gets as far as the password.
+  const needsPassword = await t.run(['get', 'c', 'K', '--clip'], { env: noPassword });
+  assert.is(needsPassword.code, 64, needsPassword.stderr);
+});
+
+test('the internal helper refuses to run without its arguments', async () => {
+  if (!x) return;
+  const r = await t.run(['__clip-clear']);
+  assert.is(r.code, 64);
+  assert.match(r.stdout, /"ok":false/);
+});
+
+test.run();
