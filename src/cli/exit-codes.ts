@@ -67,6 +67,7 @@ const byErrorCode: Record<string, number> = {
   CONTACT_NOT_FOUND: ExitCode.noInput,
   FILE_NOT_FOUND: ExitCode.noInput,
   VAULT_EXISTS: ExitCode.cantCreate,
+  FILE_EXISTS: ExitCode.cantCreate,
   CONTAINER_EXISTS: ExitCode.cantCreate,
   VAULT_LOCKED: ExitCode.tempFail,
   VAULT_IO: ExitCode.ioError,

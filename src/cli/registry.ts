@@ -70,6 +70,28 @@ export const commands: Command[] = [
     load: () => import('./commands/vault-passwd.js'),
   },
   {
+    path: ['vault', 'backup'], args: 'FILE', positionals: [1, 1],
+    summary: 'write the whole vault to one file, still encrypted (restoring it needs the password)',
+    details: 'Holds vault.json, the identity, the contacts, every container, the shared containers\' records and the contents of their '
+      + 'linked files, with a MAC keyed by the vault key. Needs the vault key (agent or password). FILE is written 0600; an existing '
+      + 'FILE is replaced only with --force.',
+    options: { ...unlock, force: { type: 'boolean', help: 'replace an existing FILE' } },
+    load: () => import('./commands/vault-backup.js'),
+  },
+  {
+    path: ['vault', 'restore'], args: 'FILE', positionals: [1, 1],
+    summary: 'restore a vault backup (asks for the password it was made with)',
+    details: 'Restores into the vault folder, or --into DIR. Everything is checked before it takes the folder\'s place: the password, '
+      + 'the backup\'s MAC, every container opening. An existing vault is replaced only with --force, and is then moved aside to '
+      + 'DIR.before-restore-TIME, not deleted. Linked shared files are written back where they were when nothing is there.',
+    options: {
+      'password-file': passwordFile, 'password-stdin': passwordStdin,
+      into: { type: 'string', value: 'DIR', help: 'restore into DIR instead of the vault folder' },
+      force: { type: 'boolean', help: 'replace an existing vault (it is moved aside)' },
+    },
+    load: () => import('./commands/vault-backup.js'),
+  },
+  {
     path: ['vault', 'identity', 'show'], args: '', positionals: [0, 0],
     summary: 'show your public keys and fingerprint (to read over the phone)',
     options: { json },
