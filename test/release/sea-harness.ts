@@ -7,11 +7,13 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
-import { http, identityPublicKey } from '../keyserver/harness.js';
+import { identityPublicKey } from '../keyserver/harness.js';
 
 export const version = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 export const AARCH64_SYSROOT = '/usr/aarch64-linux-gnu';
@@ -67,11 +69,25 @@ export interface SeaServer {
   stop(): Promise<number | null>;
 }
 
+/** One request over http or https (trusting `ca`), on a connection of its own; the status. */
+export function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; ca?: Buffer } = {}): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const options = { method: opts.method ?? 'GET', headers: opts.headers ?? {}, agent: false as const, ...(opts.ca ? { ca: opts.ca } : {}) };
+    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, options, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
+}
+
 /**
  * Runs `command` (the executable, or qemu and the executable) with `args`
- * and exactly `env`; resolves once it prints its listening line.
+ * and exactly `env`; resolves once it prints its listening line (https
+ * trusting `ca`).
  */
-export function startSea(command: string[], args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<SeaServer> {
+export function startSea(command: string[], args: string[], env: Record<string, string>, timeoutMs = 60_000, ca?: Buffer): Promise<SeaServer> {
   const child = spawn(command[0]!, [...command.slice(1), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
@@ -98,12 +114,12 @@ export function startSea(command: string[], args: string[], env: Record<string, 
       reject(new Error(`no listening line within ${timeoutMs} ms:\n${out}${err}`));
     }, timeoutMs);
     child.stdout!.on('data', () => {
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out);
+      const m = /listening on (https?:\/\/127\.0\.0\.1:\d+)/.exec(out);
       if (m && !seen) {
         seen = true;
         // One answered request: the server has run on past the line, to where it takes SIGTERM (run.ts
         // prints the line just before it listens for the signal; a SIGTERM in between would kill it outright).
-        http(`${m[1]}/v1/status`).then(() => {
+        request(`${m[1]}/v1/status`, ca ? { ca } : {}).then(() => {
           clearTimeout(timer);
           resolve(server(m[1]!));
         }, reject);
@@ -117,11 +133,11 @@ export function startSea(command: string[], args: string[], env: Record<string, 
 }
 
 /** Confirms a verification link the way its page's button does (GET the page, POST the form). */
-export async function confirm(link: string): Promise<void> {
-  const page = await http(link);
-  if (page.status !== 200) throw new Error(`verification page ${link}: HTTP ${page.status}`);
-  const res = await http(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '' });
-  if (res.status !== 200) throw new Error(`confirming ${link}: HTTP ${res.status}`);
+export async function confirm(link: string, ca?: Buffer): Promise<void> {
+  const page = await request(link, ca ? { ca } : {});
+  if (page !== 200) throw new Error(`verification page ${link}: HTTP ${page}`);
+  const posted = await request(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '', ...(ca ? { ca } : {}) });
+  if (posted !== 200) throw new Error(`confirming ${link}: HTTP ${posted}`);
 }
 
 export interface FlowResult {
@@ -136,19 +152,21 @@ export interface FlowResult {
  * Publishes a fresh identity key for `email`, confirms the link that
  * `linkOf` finds (the server's console in developer mode, a mail sink
  * otherwise) and fetches the share `fetches` times, each on a new connection.
+ * Over https, `ca` is the certificate authority trusted.
  */
-export async function publishVerifyFetch(url: string, email: string, linkOf: () => string | undefined, fetches = 1): Promise<FlowResult> {
+export async function publishVerifyFetch(url: string, email: string, linkOf: () => string | undefined, fetches = 1, ca?: Buffer): Promise<FlowResult> {
   const key = identityPublicKey();
-  const published = await publish(url, key, email);
-  const refusedBeforeConfirm = await fetchShare(url, published.code).then(() => false, () => true);
+  const trust = ca ? { ca } : {};
+  const published = await publish(url, key, email, trust);
+  const refusedBeforeConfirm = await fetchShare(url, published.code, trust).then(() => false, () => true);
   let link: string | undefined;
   for (let i = 0; i < 100 && !(link = linkOf()); i++) await new Promise((r) => setTimeout(r, 50));
   if (!link) throw new Error(`no verification link for ${email}`);
-  await confirm(link);
+  await confirm(link, ca);
   const fetched = [];
   for (let i = 0; i < fetches; i++) {
     // Connection: close, so that each fetch is a connection of its own (handed to the processes in turn).
-    const share = await fetchShare(url, published.code, { headers: { Connection: 'close' } });
+    const share = await fetchShare(url, published.code, { ...trust, headers: { Connection: 'close' } });
     fetched.push({ sameKey: share.publicKey.equals(key), email: share.email });
   }
   return { code: published.code, verification: published.verification, refusedBeforeConfirm, fetched };

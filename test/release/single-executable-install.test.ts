@@ -5,8 +5,9 @@
  * that copy (systemd-analyze verify), rated no worse than the unit the npm
  * package writes (systemd-analyze security --offline=yes); the copy, run
  * with exactly the unit's ExecStart= and Environment= lines (--processes
- * auto: a fetch process beside the store's), serves a publish and fetches;
- * the unit's NODE_OPTIONS caps the executable's heap; uninstall removes the copy.
+ * auto: a fetch process beside the store's; HTTPS with certificate files
+ * handed over as systemd's credentials), serves a publish and fetches; the
+ * unit's NODE_OPTIONS caps the executable's heap; uninstall removes the copy.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -17,11 +18,15 @@ import { join, relative } from 'node:path';
 import { UNIT_NAME, installPaths, realPaths } from '../../src/keyserver/install/paths.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { mailSink } from '../keyserver/harness.js';
+import { issueCert, makeCa } from '../keyserver/test-pki.js';
 import { runServerCommand } from '../keyserver/cluster.js';
-import { execStart, unitEnvironment } from '../keyserver/unit-lines.js';
+import { execStart, unitEnvironment, unitLines } from '../keyserver/unit-lines.js';
 import { freePort, publishVerifyFetch, removeBuilt, singleExecutable, startSea } from './sea-harness.js';
 
 test.after(() => removeBuilt());
+
+/** install needs the certificate the service serves on 443: ACME names here (nothing is fetched at install). */
+const ACME_FLAGS = ['--acme-domain', 'keys.example.org', '--acme-email', 'ops@example.org'];
 
 /** A root with the folders every Linux system has. */
 function fakeRoot(): { path: string; remove(): void } {
@@ -63,7 +68,7 @@ test('install from the single executable copies it to /usr/local/bin and writes 
   const check = mkdtempSync(join(tmpdir(), 'stash-sea-unit-'));
   try {
     const before = tree(root.path);
-    const r = inRoot(exe, root.path, ['install']);
+    const r = inRoot(exe, root.path, ['install', ...ACME_FLAGS]);
     assert.is(r.status, 0, r.stderr);
     const p = installPaths(root.path);
     assert.match(r.stdout, new RegExp(`^installed ${p.executable} \\(a copy of ${exe}, \\d+ bytes\\)$`, 'm'));
@@ -83,7 +88,7 @@ test('install from the single executable copies it to /usr/local/bin and writes 
       assert.is(verify.status, 0, verify.stderr);
       assert.is(verify.stderr.trim(), '', 'no warnings');
       // Today's unit: the one `install` writes from the npm package (node and bin/stash_key_server.js).
-      const npm = await runServerCommand(['install'], { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: npmRoot.path });
+      const npm = await runServerCommand(['install', ...ACME_FLAGS], { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: npmRoot.path });
       assert.is(npm.code, 0, npm.stderr);
       const seaScore = exposure(p.unit);
       const npmScore = exposure(installPaths(npmRoot.path).unit);
@@ -91,7 +96,7 @@ test('install from the single executable copies it to /usr/local/bin and writes 
       assert.ok(seaScore < 2, `exposure ${seaScore}`);
     }
 
-    // Run again from the installed copy: the copy stays as it is.
+    // Run again from the installed copy (the kept config names the certificate): the copy stays as it is.
     const again = inRoot(p.executable, root.path, ['install']);
     assert.is(again.status, 0, again.stderr);
     assert.match(again.stdout, /^kept .*\/usr\/local\/bin\/stash_key_server \(the executable running this install\)$/m);
@@ -117,15 +122,24 @@ test('install from the single executable copies it to /usr/local/bin and writes 
 });
 
 test('the installed copy, run with exactly the unit\'s ExecStart= and Environment= lines, serves from two processes a publish and fetches; NODE_OPTIONS caps its heap', async () => {
-  if (!needFacility(isRoot, 'root', 'install refuses to run without root')) return;
+  if (!needFacility(isRoot && haveCommand('openssl'), 'root and openssl', 'install refuses to run without root; openssl makes the test CA')) return;
   const exe = singleExecutable('linux-x64');
   const root = fakeRoot();
   const sink = mailSink();
   const credentials = mkdtempSync(join(tmpdir(), 'stash-sea-cred-'));
   try {
-    assert.is(inRoot(exe, root.path, ['install']).status, 0);
+    const ca = makeCa(credentials);
+    const cert = issueCert(ca);
+    const installed = inRoot(exe, root.path, ['install', '--tls-cert', cert.certPath, '--tls-key', cert.keyPath]);
+    assert.is(installed.status, 0, installed.stderr);
     const p = installPaths(root.path);
     const unit = readFileSync(p.unit, 'utf8');
+    // What systemd does at start: each LoadCredential= file copied into the credentials folder (%d).
+    for (const [spec] of unitLines(unit, 'LoadCredential')) {
+      const at = spec!.indexOf(':');
+      const path = spec!.slice(at + 1);
+      copyFileSync(path.startsWith('/etc/') ? join(root.path, path) : path, join(credentials, spec!.slice(0, at)));
+    }
     // What an operator edits: the port (a free one here), the state folder (inside this root) and the mail command.
     const port = await freePort();
     const config = readFileSync(p.config, 'utf8')
@@ -133,7 +147,6 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
       .replace(/^state_dir = .*$/m, `state_dir = "${p.state}"`)
       .replace(/^# verification_email_command = .*$/m, `verification_email_command = "${sink.command}"`);
     writeFileSync(p.config, config);
-    copyFileSync(p.token, join(credentials, 'replication-token'));
 
     // The unit's words with its absolute paths inside this root, and %d where systemd puts the credentials.
     const inside = (w: string) => (w.startsWith('/') ? join(root.path, w) : w.replace('%d', credentials));
@@ -143,7 +156,8 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
     assert.is(command, p.executable);
     // Exactly the unit's Environment= lines, plus what systemd sets for CacheDirectory= and LoadCredential=. No PATH, no HOME.
     const env: Record<string, string> = { ...unitEnvironment(unit), CACHE_DIRECTORY: p.cache, CREDENTIALS_DIRECTORY: credentials };
-    const server = await startSea([command!], args, env);
+    const server = await startSea([command!], args, env, 60_000, ca.pem);
+    assert.match(server.url, /^https:/);
     try {
       assert.match(server.stderr(), /fetch process 1 started \(pid \d+\)/);
       const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
@@ -153,7 +167,7 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
       assert.ok(readFileSync(`/proc/${children[0]}/environ`, 'utf8').split('\0').includes(`NODE_OPTIONS=${env.NODE_OPTIONS}`));
 
       // Four fetches on connections of their own: handed to the two processes in turn (multi/store-side.ts).
-      const flow = await publishVerifyFetch(server.url, 'carol@example.org', () => sink.mails().find((m) => m.email === 'carol@example.org')?.url, 4);
+      const flow = await publishVerifyFetch(server.url, 'carol@example.org', () => sink.mails().find((m) => m.email === 'carol@example.org')?.url, 4, ca.pem);
       assert.is(flow.verification, 'sent');
       assert.ok(flow.refusedBeforeConfirm);
       assert.equal(flow.fetched, Array.from({ length: 4 }, () => ({ sameKey: true, email: 'carol@example.org' })));
