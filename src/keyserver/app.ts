@@ -13,12 +13,14 @@ import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { withFastFetch } from './http/fast-fetch.js';
-import { fullStatusAllowed, publicStatus } from './http/status-access.js';
+import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
 import { requestEncoding, responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
 import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
 import type { KeyServerBackend, Limiters } from './backend.js';
 import type { Logger } from './logger.js';
+import { EXPOSITION_CONTENT_TYPE } from './metrics/exposition.js';
+import type { ProcessMetrics } from './metrics/process-metrics.js';
 import type { ServiceConfig } from './service.js';
 import { MAX_REPLICATE_BODY, encodeAck } from './replication/batch.js';
 import { decodeJsonShareRequest, shareResponseJson, statusJson, topologyJson } from './wire/json.js';
@@ -43,6 +45,8 @@ export interface AppDeps {
   bodyTimeoutMs?: number;
   /** Answer fetches in front of Koa (http/fast-fetch.ts) in `callback` (default true; tests compare both). */
   fastFetch?: boolean;
+  /** This process's counters: `callback` counts every answer, 429s by limit (metrics/process-metrics.ts). */
+  metrics?: ProcessMetrics;
 }
 
 export interface KeyServerApp {
@@ -78,13 +82,14 @@ function sendPage(ctx: Koa.Context, status: number, html: string): void {
 
 /** Builds the application. */
 export function createApp(deps: AppDeps): KeyServerApp {
-  const { config, clock, logger, backend, limiters } = deps;
+  const { config, clock, logger, backend, limiters, metrics } = deps;
+  const observe = metrics ? (f: Parameters<ProcessMetrics['failed']>[0]) => metrics.failed(f) : undefined;
   const bodyLimit = deps.bodyLimit ?? 4096;
   const bodyTimeoutMs = deps.bodyTimeoutMs ?? 10_000;
   const app = new Koa<State>();
   app.on('error', (err: unknown) => logger.error(`http: ${err instanceof Error ? err.message : String(err)}`));
 
-  app.use(errorMiddleware(logger));
+  app.use(errorMiddleware(logger, observe));
   app.use(async (ctx, next) => {
     for (const [k, v] of COMMON_HEADERS) ctx.set(k, v);
     ctx.state.client = clientAddress(ctx.req, config.trustProxy);
@@ -124,6 +129,17 @@ export function createApp(deps: AppDeps): KeyServerApp {
       return;
     }
     sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...r.details, replication_peers: r.peers }));
+  });
+
+  // Loopback only on this address (as the full /v1/status): counts and sizes tell when shares come and go.
+  // --metrics-bind serves it elsewhere (metrics/metrics-server.ts).
+  router.get('/metrics', async (ctx) => {
+    if (!isLoopback(ctx.state.client.ip)) {
+      throw new KeyServerError('METRICS_FORBIDDEN', 'GET /metrics is served only to callers on loopback here; the operator can serve it on another address with --metrics-bind');
+    }
+    const text = await backend.metricsText();
+    ctx.set('Content-Type', EXPOSITION_CONTENT_TYPE);
+    ctx.body = text;
   });
 
   router.post('/v1/replicate', async (ctx) => {
@@ -167,8 +183,9 @@ export function createApp(deps: AppDeps): KeyServerApp {
   // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
   app.use(router.allowedMethods());
   const koa = app.callback();
-  const callback = deps.fastFetch === false
+  const handler = deps.fastFetch === false
     ? koa
-    : withFastFetch(koa, { backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs });
+    : withFastFetch(koa, { backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs, ...(observe ? { onFailure: observe } : {}) });
+  const callback = metrics ? metrics.countRequests(handler) : handler;
   return { app, callback, limiters };
 }

@@ -33,6 +33,8 @@ export interface KeyServerBackend extends FetchBackend {
   statusReport(): StatusReport | Promise<StatusReport>;
   /** POST /v1/replicate: checks and applies one signed batch. */
   replicate(headers: IncomingHttpHeaders, body: Uint8Array, nowMs: number): Promise<ReplicateAck>;
+  /** GET /metrics: the exposition of the whole server, every process included (metrics/server-view.ts). */
+  metricsText(): Promise<string>;
 }
 
 /** The request limiters of one process. */
@@ -51,9 +53,10 @@ export function createLimiters(config: ServiceConfig, clock: Clock): Limiters {
   };
 }
 
-/** The backend of the store's process: its own service and replication receiver. */
-export function localBackend(service: ShareService, receiver: ReplicationReceiver | undefined): KeyServerBackend {
+/** The backend of the store's process: its own service and replication receiver, and what renders /metrics. */
+export function localBackend(service: ShareService, receiver: ReplicationReceiver | undefined, metricsText: () => Promise<string>): KeyServerBackend {
   return {
+    metricsText,
     fetchBody: (code, encoding, client) => chargingMisses(() => service.fetchBody(code, encoding), client),
     publish: (publicKey, email, clientKey) => service.publish(publicKey, email, clientKey),
     verificationInfo: (token) => service.verificationInfo(token),

@@ -28,6 +28,8 @@ export const httpStatusByCode: Readonly<Record<string, number>> = {
   SHARE_NOT_SERVED_HERE: 421,
   INTERNAL: 500,
   STORE_UNAVAILABLE: 503,
+  STORE_FULL: 507,
+  METRICS_FORBIDDEN: 403,
 };
 
 /** A failure of the key server or of a request to it. */
@@ -65,6 +67,18 @@ export class RateLimitedError extends KeyServerError {
 export class StoreUnavailableError extends KeyServerError {
   constructor(message = 'the share store is temporarily unavailable; try again later', cause?: unknown) {
     super('STORE_UNAVAILABLE', message, cause === undefined ? undefined : { cause });
+  }
+}
+
+/**
+ * A write would take the store past its share of the disk cap
+ * (--disk-cap-bytes; disk/budget.ts): refused before anything is written,
+ * so nothing acknowledged is touched. Answered 507 Insufficient Storage.
+ */
+export class StoreFullError extends KeyServerError {
+  /** `detail` says which limit, in bytes (no share, address or token). */
+  constructor(detail: string) {
+    super('STORE_FULL', `this server's store is full (${detail}); nothing was stored; try again later, once shares have expired`);
   }
 }
 

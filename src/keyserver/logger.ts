@@ -9,8 +9,8 @@ export interface Logger {
   error(message: string): void;
 }
 
-/** A logger writing to `stream` (stderr by default). */
-export function streamLogger(stream: NodeJS.WritableStream = process.stderr, clock: () => Date = () => new Date()): Logger {
+/** A logger writing to `stream` (stderr by default; --log-file: disk/rotating-log.ts). */
+export function streamLogger(stream: { write(text: string): unknown } = process.stderr, clock: () => Date = () => new Date()): Logger {
   const line = (level: string, message: string) => {
     stream.write(`${clock().toISOString()} ${level} ${message.replace(/[\r\n]+/g, ' ')}\n`);
   };

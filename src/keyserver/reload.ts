@@ -76,6 +76,9 @@ const AT_RESTART: Array<[key: keyof ServerConfig, name: string, secret?: true]> 
   ['acmeEmail', 'acme_email'],
   ['acmeDirectory', 'acme_directory'],
   ['processes', 'processes'],
+  ['diskCapBytes', 'disk_cap_bytes'],
+  ['logFile', 'log_file'],
+  ['metricsBind', 'metrics_bind'],
 ];
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);

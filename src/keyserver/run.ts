@@ -7,6 +7,8 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keepRunningWhenOutputFails } from '../output-streams.js';
 import type { ServerConfig } from './cli/options.js';
+import { diskBudget } from './disk/budget.js';
+import { RotatingLogFile } from './disk/rotating-log.js';
 import { streamLogger } from './logger.js';
 import { errorMessage } from '../errors.js';
 import { startServer, type RunningServer } from './server.js';
@@ -18,7 +20,10 @@ import { collectGarbageNow } from './settle-memory.js';
  * files) and applies it without a restart (reload.ts).
  */
 export async function runForeground(input: ServerConfig, reread?: () => ServerConfig): Promise<void> {
-  const logger = streamLogger();
+  // --log-file: the server writes and rotates server.log itself, within its share of the disk cap.
+  const budget = diskBudget(input.diskCapBytes);
+  const logFile = input.logFile === undefined ? undefined : RotatingLogFile.open(input.logFile, budget.logFileBytes, budget.logFilesKept);
+  const logger = streamLogger(logFile ?? process.stderr);
   // A server outlives its readers: `run --developer | tee`, then Ctrl-C on tee,
   // must still shut down cleanly and remove the developer state folder.
   keepRunningWhenOutputFails((reason) => logger.warn(`${reason}: verification links and notices printed there are lost`));
@@ -63,14 +68,16 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
   try {
     // auto: a second process on a machine with more than one core (docs/benchmarks.md, "Multi-core fetch").
     const processes = config.processes === 'auto' ? (availableParallelism() > 1 ? 2 : 1) : config.processes;
-    running = await startServer({ config, logger, processes });
+    running = await startServer({ config, logger, processes, ...(logFile ? { logSink: logFile } : {}) });
     if (hangup) startReload();
     collectGarbageNow();
-    process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);
-    const signal = await new Promise<NodeJS.Signals>((done) => {
+    // Taken before the line that says the server is up: whoever reads it may stop the server at once.
+    const stopped = new Promise<NodeJS.Signals>((done) => {
       process.once('SIGINT', done);
       process.once('SIGTERM', done);
     });
+    process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);
+    const signal = await stopped;
     logger.info(`${signal}: shutting down`);
     await reloading;
     await running.close();
@@ -78,5 +85,6 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
   } finally {
     process.off('SIGHUP', onHangup);
     if (devDir) rmSync(devDir, { recursive: true, force: true });
+    logFile?.close();
   }
 }

@@ -21,6 +21,7 @@ import { commandMailer, consoleMailer, noMailer, type Mailer } from './mailer.js
 import { ShareService, type ServiceConfig } from './service.js';
 import { createLimiters, localBackend } from './backend.js';
 import { FetchProcesses } from './multi/store-side.js';
+import { ServerMetrics } from './metrics/server-metrics.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
 import { createHttpsServer } from './tls/https-server.js';
@@ -58,6 +59,8 @@ export interface StartOptions {
   fastFetch?: boolean;
   /** Processes serving requests: this one and processes - 1 fetch processes (multi/store-side.ts; default 1). */
   processes?: number;
+  /** The log file (--log-file) the fetch processes' lines go to through this process (default: their stderr). */
+  logSink?: { write(text: string): unknown };
 }
 
 /**
@@ -79,6 +82,8 @@ export interface RunningServer {
   replicator: Replicator | undefined;
   /** The fetch processes, with StartOptions.processes > 1. */
   fetchProcesses: FetchProcesses | undefined;
+  /** GET /metrics of the whole server, and the --metrics-bind listener. */
+  metrics: ServerMetrics;
   /**
    * Applies a configuration read again (SIGHUP): what can change live is in
    * use when this resolves, the rest is logged and kept (reload.ts).
@@ -174,6 +179,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     serverId: config.serverId,
     originEpoch,
     compactMinBytes: config.compactMinBytes,
+    diskCapBytes: config.diskCapBytes,
     clock,
     logger,
     ...(opts.store?.sweepIntervalMs !== undefined ? { sweepIntervalMs: opts.store.sweepIntervalMs } : {}),
@@ -261,13 +267,17 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       replicator.start();
     }
   }
+  const metrics = new ServerMetrics({ store, config: serviceConfig, logger });
+  metrics.replicator = replicator;
+  if (tls) metrics.certificate.set(tls.cert);
   const limiters = createLimiters(serviceConfig, clock);
   const service = new ShareService({
     store, clock, mailer, config: serviceConfig, logger, emailLimiter: limiters.emails, emailIpLimiter: limiters.emailIps, ...(replicator ? { replicator } : {}),
+    metrics: metrics.process,
   });
-  const backend = localBackend(service, receiver);
+  const backend = localBackend(service, receiver, metrics.render);
   const keyServer = createApp({
-    backend, limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs,
+    backend, limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs, metrics: metrics.process,
     ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
   });
   handler = keyServer.callback;
@@ -276,7 +286,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     fetchProcesses = new FetchProcesses({
       count: opts.processes! - 1, config: serviceConfig, timeouts, service, backend, limiter: limiters.requests, store, logger,
       tls: () => certs.material, keepConnections: () => certs.challengePending(),
+      metricsText: metrics.render, ...(opts.logSink ? { logSink: opts.logSink } : {}),
     });
+    metrics.fetchProcesses = fetchProcesses;
     fetchProcesses.takeConnections(server);
     await fetchProcesses.start();
   }
@@ -284,6 +296,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   certs.renew((m) => {
     (server as unknown as HttpsServer).setSecureContext(profileOptions(m));
     fetchProcesses?.tlsRenewed(m);
+    metrics.certificate.set(m.cert);
   });
 
   let closing: Promise<void> | undefined;
@@ -299,13 +312,21 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
       await closed;
       await certs.stop();
       await replicator?.stop();
+      await metrics.close();
       await store.close();
     })();
     return closing;
   };
+  try {
+    await metrics.listen();
+  } catch (err) {
+    await close();
+    throw err;
+  }
   const state = service.configState;
   const reload = async (next: ServerConfig) => {
     const result = await applyReload({ config: serviceConfig, limiters, store, server, logger }, next);
+    if (result.applied.includes('tls_cert') && serviceConfig.tlsCert !== undefined) await metrics.certificateReloaded(serviceConfig.tlsCert).catch(() => undefined);
     fetchProcesses?.reloaded(next);
     state.loadedAt = clock.now();
     state.reloadError = undefined;
@@ -315,5 +336,5 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     state.reloadError = message;
     logger.error(`reload: the configuration was not applied: ${message}; the running configuration stays`);
   };
-  return { url, config: serviceConfig, server, store, service, keyServer, replicator, fetchProcesses, reload, reloadFailed, close };
+  return { url, config: serviceConfig, server, store, service, keyServer, replicator, fetchProcesses, metrics, reload, reloadFailed, close };
 }

@@ -14,6 +14,7 @@ import { KeyServerError, RateLimitedError } from './errors.js';
 import type { WindowLimiter } from './limits/window-limiter.js';
 import type { Logger } from './logger.js';
 import type { Mailer } from './mailer.js';
+import type { ProcessMetrics } from './metrics/process-metrics.js';
 import { generateShareCode, parseShareCode, type ShareCode } from './share-code.js';
 import type { ShareStore } from './store/share-store.js';
 import { PEEK_FETCH_COUNT, PEEK_SIZE } from './store/share-table.js';
@@ -37,6 +38,8 @@ export interface ServiceDeps {
   emailLimiter: WindowLimiter;
   emailIpLimiter: WindowLimiter;
   replicator?: Replicator;
+  /** The store's process's counters: publishes, confirmations, mails, fetches decided here. */
+  metrics?: ProcessMetrics;
 }
 
 /** What a verification page shows about its share; the fingerprint lets the owner check the key is theirs. */
@@ -157,6 +160,7 @@ export class ShareService {
     const emailKey = mailboxKey(email);
     const perAddress = this.deps.emailLimiter.check(emailKey);
     if (!perAddress.ok) {
+      this.deps.metrics?.mailRefused('emails-per-address');
       throw new RateLimitedError(
         `too many verification emails for this address (limit: ${config.verificationEmailRateLimitPerHour} per hour); try again in ${minutes(perAddress.retryAfter)}`,
         perAddress.retryAfter,
@@ -165,6 +169,7 @@ export class ShareService {
     }
     const perIp = this.deps.emailIpLimiter.check(clientKey);
     if (!perIp.ok) {
+      this.deps.metrics?.mailRefused('emails-per-ip');
       throw new RateLimitedError(
         `too many verification emails from your address (limit: ${config.verificationEmailIpRateLimitPerHour} per hour per source IP); try again in ${minutes(perIp.retryAfter)}`,
         perIp.retryAfter,
@@ -200,7 +205,10 @@ export class ShareService {
       securePool.release(tokenBytes);
     }
     await store.put({ code: code.canonical, publicKey: key, email, createdAt: now, expiresAt, tokenHash });
+    const metrics = this.deps.metrics;
+    if (metrics) metrics.publishes.n++;
     const mail = await this.deps.mailer.send(email, `${config.publicUrl}/verify/${token}`, token);
+    metrics?.mail(mail.verification);
     this.deps.logger.info(`publish: share ${code.canonical.slice(0, 2)}… for ${maskEmail(email)}, verification ${mail.verification}`);
     return { type: 'created', code: code.display, expiresAt, verification: mail.verification, message: mail.message };
   }
@@ -210,7 +218,8 @@ export class ShareService {
     const code = this.parse(rawCode);
     this.checkServed(code.primary);
     const found = this.deps.store.lookup(code.canonical);
-    if (found.state !== 'live') throw fetchRefused(found.state);
+    if (found.state !== 'live') throw this.refused(found.state);
+    this.counted('found');
     const s = found.share;
     const fetchCount = this.deps.store.recordFetch(s);
     return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, fetchCount, expiresAt: s.expiresAt };
@@ -226,7 +235,8 @@ export class ShareService {
     this.checkServed(code.primary);
     const v = this.version;
     const state = this.deps.store.peek(code.canonical, v);
-    if (state !== 'live') throw fetchRefused(state);
+    if (state !== 'live') throw this.refused(state);
+    this.counted('found');
     const count = this.deps.store.countFetches(code.canonical, v[PEEK_FETCH_COUNT]!, 1);
     return this.fetched.body(code.canonical, v, count, encoding, () => this.factsOf(code));
   }
@@ -266,6 +276,17 @@ export class ShareService {
     checkServed(this.deps.config, owner);
   }
 
+  private counted(result: 'found' | 'missing' | 'expired' | 'pending'): void {
+    const m = this.deps.metrics;
+    if (m) m.fetches[result].n++;
+  }
+
+  /** A fetch that finds no live share: counted by what it found, then fetchRefused. */
+  private refused(state: 'missing' | 'expired' | 'pending'): KeyServerError {
+    this.counted(state);
+    return fetchRefused(state);
+  }
+
   /**
    * A fetch a fetch process could not answer from its own cache
    * (multi/remote-backend.ts): counted here, answered with what the process
@@ -277,7 +298,8 @@ export class ShareService {
     this.checkServed(code.primary);
     const version = new Float64Array(PEEK_SIZE);
     const state = this.deps.store.peek(code.canonical, version);
-    if (state !== 'live') throw fetchRefused(state);
+    if (state !== 'live') throw this.refused(state);
+    this.counted('found');
     const count = this.deps.store.countFetches(code.canonical, version[PEEK_FETCH_COUNT]!, 1);
     return { facts: this.factsOf(code), version, count };
   }
@@ -317,6 +339,7 @@ export class ShareService {
       const confirmed = this.deps.store.findConfirmedByToken(hash);
       return confirmed ? view('confirmed', confirmed) : undefined;
     }
+    if (this.deps.metrics) this.deps.metrics.confirmations.n++;
     this.deps.logger.info(`verify: share ${share.code.slice(0, 2)}… confirmed by ${maskEmail(share.email)}`);
     return view('confirmed-now', share);
   }

@@ -3,6 +3,7 @@
  * argv parser, the config-file reader and the help text, so the three cannot
  * drift apart. Flags use hyphens, config keys underscores.
  */
+import { DEFAULT_DISK_CAP_BYTES, MIN_DISK_CAP_BYTES } from '../disk/budget.js';
 import {
   parseBind,
   parseBoolean,
@@ -75,6 +76,12 @@ export interface ServerConfig {
   trustProxy: boolean;
   /** run: processes serving HTTP over the one store (1: this process alone; 'auto': 2 on a machine with more than one core). */
   processes: number | 'auto';
+  /** What store, logs and damaged copies may take on disk together (disk/budget.ts splits it). */
+  diskCapBytes: number;
+  /** run: write the log to this file, rotated by size, instead of stderr. */
+  logFile: string | undefined;
+  /** run: serve GET /metrics on this address too (plain HTTP, to anyone who reaches it). */
+  metricsBind: BindAddress | undefined;
   /** resync-peer only. */
   peerUrl: string | undefined;
   /** install only. */
@@ -119,6 +126,9 @@ export function defaultConfig(): ServerConfig {
     shareTtlSeconds: 900,
     trustProxy: false,
     processes: 1,
+    diskCapBytes: DEFAULT_DISK_CAP_BYTES,
+    logFile: undefined,
+    metricsBind: undefined,
     peerUrl: undefined,
     forceConfig: false,
     purgeData: false,
@@ -222,6 +232,9 @@ export const optionDefs: readonly OptionDef[] = [
   opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = 2 with more than one core (default 1)', (c, r, w) => {
     c.processes = r.trim() === 'auto' ? 'auto' : int(1, 64)(r, w);
   }),
+  opt('disk-cap-bytes', 'N', `what store, logs and damaged store copies may take on disk together; publishes past the store's share are refused (507) (default ${DEFAULT_DISK_CAP_BYTES})`, (c, r, w) => { c.diskCapBytes = int(MIN_DISK_CAP_BYTES)(r, w); }),
+  opt('log-file', 'PATH', 'write the log to PATH instead of stderr, rotated at 1/50 of --disk-cap-bytes, 2 older files kept (PATH.1, PATH.2)', (c, r, w) => { c.logFile = parseText(r, w); }),
+  opt('metrics-bind', 'ADDR', 'also serve GET /metrics on HOST:PORT (plain HTTP, to anyone who reaches it; the main address serves it to loopback only)', (c, r, w) => { c.metricsBind = parseBind(r, w); }),
   opt('peer-url', 'URL', "resync-peer: the peer's /v1/replicate URL (required)", (c, r, w) => { c.peerUrl = parseHttpUrl(r, w); }, { key: null, scope: 'resync' }),
   opt('force-config', undefined, 'install: rewrite /etc/stash/key-server.toml even if present', (c) => { c.forceConfig = true; }, { key: null, scope: 'install' }),
   opt('purge-data', undefined, 'uninstall: also remove data, cache, log folders and the config', (c) => { c.purgeData = true; }, { key: null, scope: 'uninstall' }),

@@ -32,7 +32,8 @@ const codeByStatus: Record<number, string> = {
 /** Maps any thrown value to what the caller may see. */
 export function classify(err: unknown, logger: Logger): HttpFailure {
   if (err instanceof StashError && err.expose && httpStatusByCode[err.code] !== undefined && err.code !== 'INTERNAL') {
-    const retryAfter = err instanceof RateLimitedError ? err.retryAfter : err.code === 'STORE_UNAVAILABLE' ? 5 : 0;
+    // A full store frees room as shares expire (15 minutes by default): a minute is a fair first wait.
+    const retryAfter = err instanceof RateLimitedError ? err.retryAfter : err.code === 'STORE_UNAVAILABLE' ? 5 : err.code === 'STORE_FULL' ? 60 : 0;
     if (err.code === 'STORE_UNAVAILABLE') logger.error(`http: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}`);
     return {
       status: httpStatusByCode[err.code]!,
@@ -61,7 +62,8 @@ export function writeFailure(ctx: Context, f: HttpFailure): void {
   sendAnswer(ctx, failureAnswer(f, ctx.path, ctx.method, ctx.req.headers));
 }
 
-export function errorMiddleware(logger: Logger): Middleware {
+/** `observe` sees every failure answered (the metrics count 429s by limit). */
+export function errorMiddleware(logger: Logger, observe?: (f: HttpFailure) => void): Middleware {
   return async (ctx, next) => {
     try {
       await next();
@@ -71,7 +73,9 @@ export function errorMiddleware(logger: Logger): Middleware {
         if (ctx.status === 405 || ctx.status === 501) throw new StashError('METHOD_NOT_ALLOWED', `${ctx.method.slice(0, 20)} is not allowed here`);
       }
     } catch (err) {
-      writeFailure(ctx, classify(err, logger));
+      const f = classify(err, logger);
+      observe?.(f);
+      writeFailure(ctx, f);
     }
   };
 }

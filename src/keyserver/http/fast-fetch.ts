@@ -27,7 +27,7 @@ import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE, MessageType, WIRE_VERSION, decodeSh
 import { failureAnswer, writeAnswer, writeFetched } from './answers.js';
 import { handOverBody, readBodyThen } from './body.js';
 import { clientAddress } from './client-address.js';
-import { classify } from './error-middleware.js';
+import { classify, type HttpFailure } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
 import { checkRequestRate, fetchedType, type FetchBackend } from './share-fetch.js';
 
@@ -38,6 +38,8 @@ export interface FastFetchDeps {
   logger: Logger;
   bodyLimit: number;
   bodyTimeoutMs: number;
+  /** Sees every failure answered here, as errorMiddleware's observer does. */
+  onFailure?: (f: HttpFailure) => void;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -68,10 +70,12 @@ function fetchCodeOf(body: Buffer, json: boolean): string | undefined {
 
 /** Wraps the Koa app's callback with the fetch fast path. */
 export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
-  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs } = deps;
+  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure } = deps;
 
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
-    writeAnswer(res, failureAnswer(classify(err, logger), '/v1/share', 'POST', req.headers));
+    const f = classify(err, logger);
+    onFailure?.(f);
+    writeAnswer(res, failureAnswer(f, '/v1/share', 'POST', req.headers));
   };
 
   const answer = (req: IncomingMessage, res: ServerResponse, code: string): void => {

@@ -22,6 +22,8 @@ import type { ServerConfig } from '../cli/options.js';
 import { systemClock } from '../clock.js';
 import { StoreUnavailableError } from '../errors.js';
 import { streamLogger, type Logger } from '../logger.js';
+import { REPORT_MS } from '../metrics/gather.js';
+import { ProcessMetrics } from '../metrics/process-metrics.js';
 import { applyReload } from '../reload.js';
 import { createHttpServer } from '../server.js';
 import { readTls } from '../tls-files.js';
@@ -41,6 +43,7 @@ export async function runFetchProcess(): Promise<void> {
   let logger = prefixed(streamLogger(), 'fetch process: ');
   let server: Server | undefined;
   let backend: RemoteBackend | undefined;
+  let metrics: ProcessMetrics | undefined;
   let stopping: Promise<void> | undefined;
   const pendingSockets: Socket[] = [];
 
@@ -56,6 +59,12 @@ export async function runFetchProcess(): Promise<void> {
         });
       }
       await backend?.flushCounts();
+      // The last counts, so that the server's totals keep them (metrics/gather.ts).
+      const last = metrics?.report();
+      if (last && process.connected) {
+        // Sent, not only queued, before the exit.
+        await new Promise<void>((done) => process.send!({ k: 'note', m: 'metrics', p: last }, undefined, {}, () => done()));
+      }
       process.exit(0);
     })();
     return stopping;
@@ -89,11 +98,15 @@ export async function runFetchProcess(): Promise<void> {
     // ACME's certificate comes with the init note; --tls-cert files are read here as in the store's process.
     const tls = init.tls ?? (config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined);
     const clock = systemClock;
-    backend = new RemoteBackend(channel, replica, config, clock);
+    metrics = new ProcessMetrics(`fetch-${init.index}`);
+    const m = metrics;
+    channel.handle('metrics', () => m.report());
+    setInterval(() => channel.note('metrics', m.report()), REPORT_MS).unref();
+    backend = new RemoteBackend(channel, replica, config, clock, metrics);
     setInterval(() => replica.purge(clock.now()), 60_000).unref();
     const limiters = createLimiters(config, clock);
     limiters.requests.trackConsumption();
-    const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs });
+    const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs, metrics });
     const s = createHttpServer(init.timeouts, tls, app.callback, { acme: config.acmeDomains.length > 0 });
     // A renewed ACME certificate (store-side.ts tlsRenewed), with the same TLS profile.
     channel.handle('tls', (material: TlsMaterial) => (s as unknown as HttpsServer).setSecureContext(profileOptions(material)));

@@ -26,6 +26,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyServerBackend, StatusReport } from '../backend.js';
 import type { Clock } from '../clock.js';
 import type { FetchClient } from '../http/share-fetch.js';
+import type { ProcessMetrics } from '../metrics/process-metrics.js';
 import type { ReplicateAck } from '../replication/batch.js';
 import { checkServed, topologyOf, type ServiceConfig, type VerificationView } from '../service.js';
 import { parseShareCode, type ShareCode } from '../share-code.js';
@@ -67,7 +68,14 @@ export class RemoteBackend implements KeyServerBackend {
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
 
-  constructor(private readonly channel: Channel, private readonly replica: Replica, private readonly config: ServiceConfig, private readonly clock: Clock) {}
+  constructor(
+    private readonly channel: Channel,
+    private readonly replica: Replica,
+    private readonly config: ServiceConfig,
+    private readonly clock: Clock,
+    /** This process's counters: fetches answered here (the store's process counts those it decides). */
+    private readonly metrics?: ProcessMetrics,
+  ) {}
 
   fetchBody(rawCode: string, encoding: FetchedEncoding, client?: FetchClient): string | Promise<string> {
     const code = this.parse(rawCode);
@@ -75,6 +83,7 @@ export class RemoteBackend implements KeyServerBackend {
     const canonical = code.canonical;
     const v = this.version;
     if (this.replica.live(canonical, v, this.clock.now())) {
+      if (this.metrics) this.metrics.fetches.found.n++;
       const n = (this.unsent.get(canonical) ?? 0) + 1;
       this.unsent.set(canonical, n);
       this.flushTimer ??= setTimeout(() => void this.flushCounts(), COUNT_FLUSH_MS);
@@ -142,6 +151,11 @@ export class RemoteBackend implements KeyServerBackend {
 
   replicate(headers: IncomingHttpHeaders, body: Uint8Array, nowMs: number): Promise<ReplicateAck> {
     return this.channel.call('replicate', { headers, body, nowMs });
+  }
+
+  /** Rendered by the store's process, which asks this process (and every other) for its counts first. */
+  metricsText(): Promise<string> {
+    return this.channel.call('metricsText', null);
   }
 
   private parse(rawCode: string): ShareCode {

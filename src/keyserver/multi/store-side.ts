@@ -26,6 +26,8 @@ import type { KeyServerBackend } from '../backend.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import type { Logger } from '../logger.js';
+import { ASK_TIMEOUT_MS, ProcessReports } from '../metrics/gather.js';
+import type { ProcessReport } from '../metrics/process-metrics.js';
 import type { ServiceConfig, ShareService } from '../service.js';
 import type { ServerConfig } from '../cli/options.js';
 import type { ShareStore } from '../store/share-store.js';
@@ -73,6 +75,10 @@ export interface StoreSideDeps {
   tls?: () => TlsMaterial | undefined;
   /** While true, new connections stay here: an ACME validation must reach the process that holds its challenge. */
   keepConnections?: () => boolean;
+  /** GET /metrics of the whole server, for a scrape that reached a fetch process. */
+  metricsText: () => Promise<string>;
+  /** Where the fetch processes' log lines go (their stderr, piped here), when not to this process's stderr. */
+  logSink?: { write(text: string): unknown };
 }
 
 export class FetchProcesses {
@@ -82,6 +88,8 @@ export class FetchProcesses {
   private stopping = false;
   private readonly feed: ReplicaFeed;
   private readonly limitTimer: NodeJS.Timeout;
+  /** The fetch processes' counters and gauges (metrics/gather.ts). */
+  private readonly reports = new ProcessReports();
 
   constructor(private readonly d: StoreSideDeps) {
     this.children = Array.from({ length: d.count }, () => undefined);
@@ -95,6 +103,23 @@ export class FetchProcesses {
   /** Starts every fetch process; resolves once each is up (or has failed: it is started again later). */
   async start(): Promise<void> {
     await Promise.all(this.children.map((_, i) => this.spawn(i)));
+  }
+
+  /**
+   * The counters of every process summed with `own` (this process's), each
+   * process's gauges: every fetch process that is up is asked for its
+   * report now, so a scrape counts every request answered before it.
+   */
+  async gather(own: ProcessReport): Promise<ReturnType<ProcessReports['sum']>> {
+    await Promise.all(this.children.map(async (c) => {
+      if (!c?.ready || !c.channel.connected) return;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<undefined>((done) => { timer = setTimeout(() => done(undefined), ASK_TIMEOUT_MS); });
+      const report = await Promise.race([c.channel.call<ProcessReport>('metrics', null).catch(() => undefined), late]);
+      clearTimeout(timer);
+      if (report) this.reports.update(c.proc.pid!, report);
+    }));
+    return this.reports.sum(own);
   }
 
   /** Process ids of the fetch processes that are up (tests, status). */
@@ -147,7 +172,8 @@ export class FetchProcesses {
     clearInterval(this.limitTimer);
     await Promise.all(this.children.map(async (c) => {
       if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
-      const exited = new Promise<void>((done) => c.proc.once('exit', () => done()));
+      // 'close', not 'exit': its last log lines may still be in the pipe when it exits.
+      const exited = new Promise<void>((done) => c.proc.once('close', () => done()));
       c.channel.note('stop', null);
       const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
       await exited;
@@ -158,8 +184,28 @@ export class FetchProcesses {
   private spawn(index: number): Promise<void> {
     const { logger } = this.d;
     // The same node, flags (the unit's memory settings) and entry script as this process, or the same single executable.
-    const proc = startSelf(['__fetch-process'], { serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // With a log file its lines come here, so that one process writes and rotates the file.
+    const sink = this.d.logSink;
+    const proc = startSelf(['__fetch-process'], { serialization: 'advanced', stdio: ['ignore', 'inherit', sink ? 'pipe' : 'inherit', 'ipc'] });
+    if (sink) {
+      // Whole lines only: a line split across two reads must not interleave with this process's lines.
+      let partial = '';
+      proc.stderr!.setEncoding('utf8').on('data', (text: string) => {
+        const end = text.lastIndexOf('\n');
+        if (end < 0) {
+          partial += text;
+          return;
+        }
+        sink.write(partial + text.slice(0, end + 1));
+        partial = text.slice(end + 1);
+      });
+      proc.stderr!.on('end', () => {
+        if (partial !== '') sink.write(`${partial}\n`);
+      });
+    }
     const channel = new Channel(proc, this.handlers(index), logger, () => new StoreUnavailableError('the fetch process is gone'));
+    // By pid: a report that arrives after its process ended is not taken for its successor's.
+    channel.handle('metrics', (report: ProcessReport) => this.reports.update(proc.pid!, report));
     const child: Child = { index, proc, channel, ready: false, startedAt: Date.now() };
     this.children[index] = child;
     const ready = new Promise<void>((done) => {
@@ -182,6 +228,7 @@ export class FetchProcesses {
     let detach = () => {};
     proc.once('exit', (code, signal) => {
       child.ready = false;
+      this.reports.retire(proc.pid!);
       child.channel.close();
       detach();
       if (this.stopping) return;
@@ -226,6 +273,7 @@ export class FetchProcesses {
       verificationInfo: (token: string) => backend.verificationInfo(token),
       confirm: (token: string) => backend.confirm(token),
       statusReport: () => backend.statusReport(),
+      metricsText: () => this.d.metricsText(),
       replicate: (p: { headers: Record<string, string | string[] | undefined>; body: Uint8Array; nowMs: number }) => backend.replicate(p.headers, p.body, p.nowMs),
       limits: (taken: Array<[string, number]>) => {
         for (const [key, n] of taken) limiter.debit(key, n);

@@ -45,6 +45,8 @@ export interface PeerStatus {
   last_ok_at: string | null;
   last_error: string | null;
   sent_events: number;
+  /** Attempts that failed since start (a dead peer: one every 5 s). */
+  failed_attempts: number;
 }
 
 const keyOf = (c: ChangeKey) => `${c.kind}:${c.code}`;
@@ -75,6 +77,7 @@ class PeerWorker {
   private lastOkAt: number | undefined;
   private lastError: string | undefined;
   private sentEvents = 0;
+  private failedAttempts = 0;
   private ackedOwn = 0;
 
   constructor(
@@ -118,6 +121,7 @@ class PeerWorker {
       last_ok_at: this.lastOkAt === undefined ? null : new Date(this.lastOkAt).toISOString(),
       last_error: this.lastError ?? null,
       sent_events: this.sentEvents,
+      failed_attempts: this.failedAttempts,
     };
   }
 
@@ -199,6 +203,7 @@ class PeerWorker {
         if (this.failures === 0 || message !== this.lastError) this.logger.warn(`replication: sending to ${this.url} failed: ${message}; retrying with backoff`);
         this.lastError = message;
         this.failures++;
+        this.failedAttempts++;
         const min = this.s.minBackoffMs ?? 200;
         const max = this.s.maxBackoffMs ?? 5_000;
         const base = Math.min(max, min * 2 ** Math.min(this.failures - 1, 20));

@@ -31,6 +31,8 @@ export interface CompactionResult {
   newSize: number;
   shares: number;
   tailBytes: number;
+  /** Records in the new log (those written here and the tail's). */
+  records: number;
 }
 
 const CHUNK = 1 << 20;
@@ -50,6 +52,7 @@ export async function compactLog(args: {
   const out = await open(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o600);
   let size = 0;
   let kept = 0;
+  let records = 1; // the checkpoint
   let swapped = false;
   try {
     const write = async (buf: Buffer) => {
@@ -69,15 +72,21 @@ export async function compactLog(args: {
     for (const share of snap.shares) {
       if (share.expiresAt <= now) continue;
       kept++;
+      records++;
       writeLogRecord(w, { type: 'putShare', stamp: share.stamp, share });
       // The put carries the count; this record keeps the stamp of the fetch that set it.
-      if (share.fetchStamp) writeLogRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+      if (share.fetchStamp) {
+        records++;
+        writeLogRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+      }
       if (w.length >= CHUNK) await flush();
     }
     for (const t of snap.tombstones) {
+      records++;
       writeLogRecord(w, { type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
       if (w.length >= CHUNK) await flush();
     }
+    records += snap.acks.length;
     for (const ack of snap.acks) writeLogRecord(w, ack);
     if (w.length > 0) await write(w.finish());
     await out.sync();
@@ -92,6 +101,8 @@ export async function compactLog(args: {
         const r = await writer.file.read(buf, 0, n, pos);
         if (r.bytesRead === 0) throw new Error('store log shrank during compaction');
         await write(buf.subarray(0, r.bytesRead));
+        // Stuffed records (format 2): a 0x00 is only ever the delimiter after a record.
+        for (let i = 0; i < r.bytesRead; i++) if (buf[i] === 0) records++;
         pos += r.bytesRead;
       }
       await out.sync();
@@ -101,7 +112,7 @@ export async function compactLog(args: {
       const old = writer.replaceFile(out, size);
       await old.close();
       await args.syncDir();
-      return { oldSize, newSize: size, shares: kept, tailBytes };
+      return { oldSize, newSize: size, shares: kept, tailBytes, records };
     });
   } finally {
     snap.shares.close?.();

@@ -13,9 +13,13 @@
  * later batch never lands behind a torn record; if even that fails the writer
  * refuses all further appends (STORE_UNAVAILABLE) until restart, when recovery
  * cuts the tail.
+ *
+ * An append that would take the file past `limitBytes` (the disk cap's share
+ * for store.log, disk/budget.ts) is refused before anything is written
+ * (STORE_FULL), so the log and a compaction's second file always fit in it.
  */
 import type { FileHandle } from 'node:fs/promises';
-import { StoreUnavailableError } from '../errors.js';
+import { StoreFullError, StoreUnavailableError } from '../errors.js';
 
 interface Pending {
   data: Buffer;
@@ -37,20 +41,39 @@ export class LogWriter {
   private closed = false;
   private waiters: Array<() => void> = [];
   private idleWaiters: Array<() => void> = [];
+  /** Bytes appended and not yet committed (queued or in flight). */
+  private accepted = 0;
   /** Committed batches (for tests and status). */
   batches = 0;
+  /** Appends refused because they would have passed limitBytes. */
+  refusedFull = 0;
 
-  constructor(private handle: FileHandle, private committed: number, private readonly logger: WriterLogger) {}
+  constructor(
+    private handle: FileHandle,
+    private committed: number,
+    private readonly logger: WriterLogger,
+    public limitBytes = Number.POSITIVE_INFINITY,
+  ) {}
 
   /** Bytes durably in the file. */
   get size(): number {
     return this.committed;
   }
 
+  /** Bytes the file will hold once every append made so far is committed. */
+  get sizeAccepted(): number {
+    return this.committed + this.accepted;
+  }
+
   /** Resolves once `data` is written and fdatasync'ed; `onDurable` runs first. */
   append(data: Buffer, onDurable?: () => void): Promise<void> {
     if (this.closed) return Promise.reject(new StoreUnavailableError('the store is closed'));
     if (this.broken) return Promise.reject(new StoreUnavailableError(undefined, this.broken));
+    if (this.committed + this.accepted + data.length > this.limitBytes) {
+      this.refusedFull++;
+      return Promise.reject(new StoreFullError(`store.log may hold at most ${this.limitBytes} bytes under the disk cap`));
+    }
+    this.accepted += data.length;
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ data, onDurable, resolve, reject });
       this.schedule();
@@ -72,6 +95,7 @@ export class LogWriter {
     const batch = this.queue;
     this.queue = [];
     const data = batch.length === 1 ? batch[0]!.data : Buffer.concat(batch.map((p) => p.data));
+    this.accepted -= data.length;
     try {
       let written = 0;
       while (written < data.length) {
@@ -107,7 +131,10 @@ export class LogWriter {
     } catch (truncErr) {
       this.broken = truncErr instanceof Error ? truncErr : new Error(String(truncErr));
       this.logger.error(`store: cannot cut the log back (${this.broken.message}); refusing writes until restart`);
-      for (const p of this.queue.splice(0)) p.reject(new StoreUnavailableError(undefined, this.broken));
+      for (const p of this.queue.splice(0)) {
+        this.accepted -= p.data.length;
+        p.reject(new StoreUnavailableError(undefined, this.broken));
+      }
     }
   }
 

@@ -19,6 +19,9 @@ import { join } from 'node:path';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { StashError } from '../../errors.js';
+import { DEFAULT_DISK_CAP_BYTES, compactionThreshold, diskBudget, type DiskBudget } from '../disk/budget.js';
+import { pruneDamagedCopies } from '../disk/damaged-copies.js';
+import { StoreFullError } from '../errors.js';
 import { compactLog, type CompactionResult } from './compaction.js';
 import { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
@@ -34,6 +37,8 @@ export interface StoreOptions {
   serverId: number;
   originEpoch: number;
   compactMinBytes: number;
+  /** The server's disk cap (disk/budget.ts): bounds store.log and the damaged copies; default 100 MB. */
+  diskCapBytes?: number;
   clock: Clock;
   logger: Logger;
   /** How often expired shares are tombstoned (default 30 s; 0 = only by sweep()). */
@@ -95,6 +100,10 @@ export interface StoreStats {
   storeBytes: number;
   lastSequence: number;
   compactions: number;
+  /** Records in store.log (read at start-up, appended since, or written by the last compaction). */
+  records: number;
+  /** Writes refused because the store had reached its share of the disk cap (STORE_FULL). */
+  fullRefusals: number;
   /** Per origin, the highest stamp seen. */
   originHigh: Map<number, Stamp>;
 }
@@ -115,11 +124,18 @@ export class ShareStore {
   private closed = false;
   private readonly listeners: Array<(change: ChangeKey) => void> = [];
   compactions = 0;
+  private records = 0;
+  private publishRefusals = 0;
+  /** Why the last fetch-count write failed (logged once per reason, not every second). */
+  private flushFailure: string | undefined;
+  /** The disk cap's split (disk/budget.ts). */
+  readonly budget: DiskBudget;
   /** What the startup check found (for logs, status and tests). */
   recovery: StoreRecovery = { records: 0, skipped: [], damagedCopy: undefined, startedEmpty: true };
 
   private constructor(private readonly opts: StoreOptions) {
     this.index = new ShareIndex(opts.serverId);
+    this.budget = diskBudget(opts.diskCapBytes ?? DEFAULT_DISK_CAP_BYTES);
   }
 
   /** Opens the store in `opts.dir`: lock, startup check, timers. */
@@ -134,7 +150,8 @@ export class ShareStore {
       const result = await openAndRecover(
         join(opts.dir, LOG_NAME), (rec) => store.index.apply(rec), opts.logger, () => syncDirectory(opts.dir), undefined, join(opts.dir, REPAIR_NAME),
       );
-      store.writer = new LogWriter(result.handle, result.size, opts.logger);
+      store.writer = new LogWriter(result.handle, result.size, opts.logger, store.budget.storeLogHardBytes);
+      store.records = result.records + result.skippedUnknown;
       // 0, not the loaded size: a big log inherited from before a restart is compacted at the threshold.
       store.baseline = 0;
       store.recovery = { records: result.records, skipped: result.skipped, damagedCopy: result.damagedCopy, startedEmpty: result.startedEmpty };
@@ -142,6 +159,12 @@ export class ShareStore {
         `store: ${result.records} record(s) read from ${join(opts.dir, LOG_NAME)} (${result.size} bytes); ` +
           `${store.index.shares.size} share(s), ${store.index.pending} pending verification`,
       );
+      await pruneDamagedCopies(opts.dir, { maxCount: store.budget.damagedCount, maxBytes: store.budget.damagedBytes }, opts.logger);
+      if (result.size >= store.budget.publishLimitBytes) {
+        // No append would reach maybeCompact: publishes are refused from this size on.
+        opts.logger.warn(`store: ${result.size} bytes in store.log, at or past the ${store.budget.publishLimitBytes} bytes up to which it takes new shares under the disk cap; compacting`);
+        void store.compact();
+      }
     } catch (err) {
       await store.releaseLock();
       throw err;
@@ -159,7 +182,10 @@ export class ShareStore {
   }
 
   private append(rec: StoreRecord): Promise<void> {
-    return this.writer.append(encodeLogRecord(rec), () => this.applyDurable(rec)).then(() => this.maybeCompact());
+    return this.writer.append(encodeLogRecord(rec), () => {
+      this.records++;
+      this.applyDurable(rec);
+    }).then(() => this.maybeCompact());
   }
 
   /** Applies a record that is now on disk and tells replication what changed. */
@@ -196,6 +222,8 @@ export class ShareStore {
         touched.add(code);
       }
     }
+    // New shares from a peer are refused as a publish here would be (507): the peer retries later.
+    if (changed.some((rec) => rec.type === 'putShare' && !this.index.shares.has(rec.share.code))) this.checkRoomForShares();
     for (const rec of changed) {
       // Keep our own sequence ahead of every stamp of our origin a peer hands back.
       if (rec.stamp.origin === this.opts.serverId && rec.stamp.seq > this.index.lastSequence) this.index.lastSequence = rec.stamp.seq;
@@ -285,6 +313,7 @@ export class ShareStore {
   /** Stores a new pending share; resolves once it is durable. */
   async put(input: NewShare): Promise<ShareState> {
     if (this.has(input.code)) throw new StashError('CODE_COLLISION', 'share code already in use');
+    this.checkRoomForShares();
     this.reserved.add(input.code);
     const stamp = this.stamp();
     const share: ShareState = { ...input, verifiedAt: 0, fetchCount: 0, stamp };
@@ -294,6 +323,17 @@ export class ShareStore {
       this.reserved.delete(input.code);
     }
     return share;
+  }
+
+  /**
+   * New shares stop at budget.publishLimitBytes: the room above it, up to
+   * the log's hard limit, keeps confirmations, fetch counts, expiries and
+   * replication acknowledgements going while compaction frees space.
+   */
+  private checkRoomForShares(): void {
+    if (this.writer.sizeAccepted < this.budget.publishLimitBytes) return;
+    this.publishRefusals++;
+    throw new StoreFullError(`store.log holds ${this.writer.sizeAccepted} bytes; it takes new shares up to ${this.budget.publishLimitBytes} bytes under the disk cap of ${this.budget.capBytes}`);
   }
 
   lookup(code: string): Lookup {
@@ -398,12 +438,18 @@ export class ShareStore {
     if (recs.length === 0) return;
     try {
       await this.writer.append(w.finish(), () => {
+        this.records += recs.length;
         for (const rec of recs) this.applyDurable(rec);
       });
-    } catch {
-      this.opts.logger.warn(`store: ${recs.length} fetch count update(s) could not be written`);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      if (why !== this.flushFailure) {
+        this.opts.logger.warn(`store: ${recs.length} fetch count update(s) could not be written (${why}); the counts stay in memory and go out with the next fetch of each share`);
+      }
+      this.flushFailure = why;
       return;
     }
+    this.flushFailure = undefined;
     for (const rec of recs) if (this.counted.get(rec.code) === rec.fetchCount) this.counted.delete(rec.code);
     this.maybeCompact();
   }
@@ -414,7 +460,13 @@ export class ShareStore {
     const retention = this.opts.tombstoneRetentionMs ?? 3_600_000;
     for (const [code, t] of this.index.tombstones) if (t.deletedAt + retention <= now) this.index.tombstones.delete(code);
     const writes: Array<Promise<void>> = [];
-    for (const code of this.index.shares.expiredCodes(now)) {
+    const expired = this.index.shares.expiredCodes(now);
+    // A full store: compaction leaves the expired shares out, which makes room for new ones (and for these tombstones).
+    if (expired.length > 0 && this.writer.sizeAccepted >= this.budget.publishLimitBytes) {
+      await this.compacting; // one that began before these expired keeps them
+      await this.compact();
+    }
+    for (const code of expired) {
       const share = this.index.shares.get(code);
       if (!share || this.sweeping.has(code)) continue;
       this.sweeping.add(code);
@@ -432,7 +484,7 @@ export class ShareStore {
 
   private maybeCompact(): void {
     const size = this.writer.size;
-    if (this.compacting || this.closed || size < Math.max(this.opts.compactMinBytes, 2 * this.baseline)) return;
+    if (this.compacting || this.closed || size < compactionThreshold(this.budget, this.opts.compactMinBytes, this.baseline)) return;
     void this.compact();
   }
 
@@ -453,6 +505,7 @@ export class ShareStore {
     }).then(
       (result) => {
         this.compactions++;
+        this.records = result.records;
         this.baseline = result.newSize;
         this.opts.logger.info(`store: compacted ${result.oldSize} -> ${result.newSize} bytes (${result.shares} share(s), ${result.tailBytes} tail bytes)`);
         return result;
@@ -475,6 +528,8 @@ export class ShareStore {
       storeBytes: this.writer.size,
       lastSequence: this.index.lastSequence,
       compactions: this.compactions,
+      records: this.records,
+      fullRefusals: this.publishRefusals + this.writer.refusedFull,
       originHigh: new Map(this.index.originHigh),
     };
   }
