@@ -114,4 +114,32 @@ test('restore refuses a wrong password, a damaged backup and an existing vault, 
   }
 });
 
+
+test('a private container exports alone, encrypted for this vault only: it imports back here, and another vault is refused', async () => {
+  const { t, bob } = await vaultWithEverything();
+  try {
+    const file = join(t.home, 'work.stash');
+    const e = await t.run(['container', 'export', 'work', file]);
+    assert.is(e.code, 0, e.stderr);
+    assert.match(e.stdout, /^Wrote private container work to .* \(mode 0600\)\. Only this vault can open it/);
+    assert.is(statSync(file).mode & 0o777, 0o600);
+    assert.not.ok(readFileSync(file).includes(Buffer.from('tok-1')));
+    assert.is((await t.run(['container', 'rm', 'work', '--force'])).code, 0);
+    const i = await t.run(['container', 'import', file, '--password-file', t.pwFile]);
+    assert.is(i.code, 0, i.stderr);
+    assert.is(i.stdout, `Imported private container work from ${file}.\n`);
+    assert.is((await t.run(['get', 'work', 'API_TOKEN', '--password-file', t.pwFile])).stdout, 'tok-1');
+    const again = await t.run(['container', 'import', file]);
+    assert.match(again.stdout, /already holds what .* holds; nothing changed/);
+    const other = await bob.run(['container', 'import', file, '--password-file', bob.pwFile]);
+    assert.is(other.code, 77, other.stderr);
+    assert.match(other.stderr, /is a private container of another vault: only the vault that exported it can import it/);
+  } finally {
+    for (const x of [t, bob]) {
+      await stopAgent(x);
+      x.cleanup();
+    }
+  }
+});
+
 test.run();

@@ -9,6 +9,8 @@ import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { StashError, UsageError } from '../../errors.js';
 import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
+import { containerInfo } from '../../vault/containers.js';
+import { exportPrivate, importPrivate, isPrivateContainerFile } from '../../vault/private-transfer.js';
 import { exportShared, importShared, linkShared, mergeShared, type Prefer, type TransferResult } from '../../vault/sharing/index.js';
 import { out } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -26,6 +28,13 @@ export async function run(inv: Invocation): Promise<number> {
   try {
     const vaultKey = await session.vaultKey();
     try {
+      if (action === 'import' && isPrivateContainerFile(file)) {
+        if (name !== undefined) throw new UsageError('a private container is imported under the name it was exported with (it is bound into its encryption): leave out --name');
+        const p = importPrivate(session.dir, vaultKey, file);
+        out(p.outcome === 'unchanged' ? `${p.name} already holds what ${file} holds; nothing changed.`
+          : `${p.outcome === 'updated' ? 'Updated' : 'Imported'} private container ${p.name} from ${file}.`);
+        return 0;
+      }
       const r = action === 'import' ? importShared(session.dir, vaultKey, file, name) : linkShared(session.dir, vaultKey, file, name);
       report(action === 'import' ? 'import' : 'link', r, file);
       return 0;
@@ -43,7 +52,15 @@ function exportFile(name: string, file: string): number {
   // Said before anything is written, in the user's words: the write itself would name a temporary file.
   const folder = dirname(resolve(file));
   if (!existsSync(folder)) throw new StashError('FILE_NOT_FOUND', `cannot export ${name} to ${file}: the folder ${folder} does not exist (create it first); nothing was written`);
-  const r = exportShared(defaultVaultDir(), name, file);
+  const dir = defaultVaultDir();
+  if (!containerInfo(dir, name).shared) {
+    // A copy of the file, readable by this vault alone (vault/private-transfer.ts).
+    const p = exportPrivate(dir, name, file);
+    out(p.outcome === 'unchanged' ? `${p.path} already holds ${name}; nothing written.`
+      : `Wrote private container ${name} to ${p.path} (mode 0600). Only this vault can open it: stash container import ${file}`);
+    return 0;
+  }
+  const r = exportShared(dir, name, file);
   if (r.outcome === 'unchanged') out(`${r.path} already holds version ${r.revision} of ${name}; nothing written.`);
   else if (r.outcome === 'updated') out(`Updated ${r.path} from version ${r.previous!.revision} to version ${r.revision} of ${name}.`);
   else out(`Wrote version ${r.revision} of ${name} to ${r.path}.`);
