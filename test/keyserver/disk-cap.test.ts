@@ -10,15 +10,17 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { diskBudget } from '../../src/keyserver/disk/budget.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ShareStore } from '../../src/keyserver/store/share-store.js';
 import { startServerProcess, type ServerProcess } from './cluster.js';
-import { ManualClock, MemoryLogger, http, identityPublicKey, mailSink, tempDir } from './harness.js';
+import { ManualClock, MemoryLogger, http, identityPublicKey, mailSink, tempDir, tsxNodeArgs } from './harness.js';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 
 const key = identityPublicKey();
 const CAP = 1_000_000;
@@ -169,6 +171,43 @@ test('damaged store copies: at most 3 and their share of the cap, oldest removed
   } finally {
     await server?.kill();
     sink.remove();
+    dir.remove();
+  }
+});
+
+test('a server.log the server may not append to (left by systemd as root, before the server wrote its own) is rotated aside', async () => {
+  if (!needFacility(isRoot && haveCommand('setpriv'), 'a second uid', 'needs root and setpriv (util-linux) to run the server as nobody')) return;
+  const dir = tempDir('log-owner');
+  const [node, ...prefix] = tsxNodeArgs;
+  let child: ReturnType<typeof spawn> | undefined;
+  try {
+    chmodSync(dir.path, 0o755);
+    const logDir = join(dir.path, 'log');
+    const state = join(dir.path, 'state');
+    for (const d of [logDir, state]) {
+      mkdirSync(d);
+      chownSync(d, 65534, 65534);
+    }
+    writeFileSync(join(logDir, 'server.log'), 'written by systemd as root\n', { mode: 0o644 });
+    child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', node!, ...prefix, join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts'),
+      'run', '--bind', '127.0.0.1:0', '--state-dir', state, '--log-file', join(logDir, 'server.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (d) => { out += d; });
+    child.stderr!.on('data', (d) => { err += d; });
+    const deadline = Date.now() + 30_000;
+    while (!/listening on/.test(out)) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server did not start as nobody: ${err}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    child.kill('SIGTERM');
+    await new Promise((r) => (child!.exitCode !== null ? r(null) : child!.once('exit', r)));
+    assert.is(child.exitCode, 0, err);
+    assert.is(readFileSync(join(logDir, 'server.log.1'), 'utf8'), 'written by systemd as root\n');
+    assert.match(readFileSync(join(logDir, 'server.log'), 'utf8'), /info SIGTERM: shutting down\n/);
+    assert.is(statSync(join(logDir, 'server.log')).uid, 65534);
+  } finally {
+    if (child && child.exitCode === null) child.kill('SIGKILL');
     dir.remove();
   }
 });

@@ -10,7 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -79,7 +79,7 @@ test('install without a certificate is refused and writes nothing; with ACME the
     assert.ok(inv.command === 'run');
     assert.equal([inv.config.bind, inv.config.acmeDomains, inv.config.acmeEmail], [{ host: '0.0.0.0', port: 443 }, ['keys.example.org', 'keys2.example.org'], 'ops@example.org']);
     const unit = readFileSync(p.unit, 'utf8');
-    assert.equal(execStart(unit).slice(2), ['run', '--processes', 'auto', '--config', '/etc/stash/key-server.toml', '--replication-token-file', '%d/replication-token']);
+    assert.equal(execStart(unit).slice(2), ['run', '--processes', 'auto', '--config', '/etc/stash/key-server.toml', '--log-file', '/var/log/stash-key-server/server.log', '--replication-token-file', '%d/replication-token']);
     assert.equal(unitLines(unit, 'LoadCredential'), [['replication-token:/etc/stash/replication-token']]);
     assert.match(unit, /^RestartPreventExitStatus=76$/m);
     assert.equal(unitLines(unit, 'CapabilityBoundingSet'), [['CAP_NET_BIND_SERVICE']]);
@@ -136,7 +136,7 @@ test('install --tls-cert/--tls-key: systemd hands the files over, and the unit\'
       .replace(/^bind_addr = .*$/m, `bind_addr = "127.0.0.1:${port}"`)
       .replace(/^state_dir = .*$/m, `state_dir = "${p.state}"`));
     // The unit's words after node and the script, run by this node from the sources (tsx), with the unit's environment.
-    const args = execStart(unit).slice(2).map((w) => (w === '/etc/stash/key-server.toml' ? p.config : w.replace('%d', credentials)));
+    const args = execStart(unit).slice(2).map((w) => (w === '/etc/stash/key-server.toml' ? p.config : w === '/var/log/stash-key-server/server.log' ? p.log : w.replace('%d', credentials)));
     const [node, ...prefix] = tsxNodeArgs;
     const child = spawn(node!, [...prefix, join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts'), ...args], {
       env: { ...process.env, ...unitEnvironment(unit) }, stdio: ['ignore', 'pipe', 'pipe'],
@@ -148,7 +148,7 @@ test('install --tls-cert/--tls-key: systemd hands the files over, and the unit\'
     try {
       const deadline = Date.now() + 20_000;
       while (!/listening on https:\/\/127\.0\.0\.1:\d+/.test(out)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the unit's command did not start: ${err}`);
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the unit's command did not start: ${err}${existsSync(p.log) ? readFileSync(p.log, 'utf8') : ''}`);
         await new Promise((r) => setTimeout(r, 50));
       }
       const answer = await new Promise<{ status: number; hsts: unknown; names: string | undefined }>((resolve, reject) => {
@@ -165,7 +165,10 @@ test('install --tls-cert/--tls-key: systemd hands the files over, and the unit\'
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     }
     assert.is(child.exitCode, 0, err);
-    assert.not.match(err, /PRIVATE KEY/);
+    // The unit's --log-file: the log is in server.log, not on stderr.
+    const log = readFileSync(p.log, 'utf8');
+    assert.match(log, /info SIGTERM: shutting down\n/);
+    assert.not.match(err + log, /PRIVATE KEY/);
   } finally {
     root.remove();
     pki.remove();

@@ -76,7 +76,7 @@ test('install from the single executable copies it to /usr/local/bin and writes 
     assert.ok(readFileSync(p.executable).equals(readFileSync(exe)), 'the installed file is the executable');
 
     const unit = readFileSync(p.unit, 'utf8');
-    assert.equal(execStart(unit), [realPaths.executable, 'run', '--processes', 'auto', '--config', realPaths.config, '--replication-token-file', '%d/replication-token']);
+    assert.equal(execStart(unit), [realPaths.executable, 'run', '--processes', 'auto', '--config', realPaths.config, '--log-file', realPaths.log, '--replication-token-file', '%d/replication-token']);
     assert.is(unitEnvironment(unit).NODE_OPTIONS, '--max-semi-space-size=1 --max-old-space-size=64');
     assert.match(unit, /^ProtectHome=yes$/m);
 
@@ -158,8 +158,10 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
     const env: Record<string, string> = { ...unitEnvironment(unit), CACHE_DIRECTORY: p.cache, CREDENTIALS_DIRECTORY: credentials };
     const server = await startSea([command!], args, env, 60_000, ca.pem);
     assert.match(server.url, /^https:/);
+    // The unit's --log-file (inside this root): the log is there, not on stderr.
+    const log = () => `${server.stderr()}${readFileSync(p.log, 'utf8')}`;
     try {
-      assert.match(server.stderr(), /fetch process 1 started \(pid \d+\)/);
+      assert.match(log(), /fetch process 1 started \(pid \d+\)/);
       const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
       assert.is(children.length, 1, 'one fetch process');
       // The fetch process is the same executable, started with __fetch-process alone, with the unit's NODE_OPTIONS.
@@ -171,9 +173,9 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
       assert.is(flow.verification, 'sent');
       assert.ok(flow.refusedBeforeConfirm);
       assert.equal(flow.fetched, Array.from({ length: 4 }, () => ({ sameKey: true, email: 'carol@example.org' })));
-      assert.not.match(server.stderr(), /ERROR|Warning/);
+      assert.not.match(log(), /ERROR|Warning/);
     } finally {
-      assert.is(await server.stop(), 0, server.stderr());
+      assert.is(await server.stop(), 0, log());
     }
     assert.ok(statSync(join(p.cache, readdirSync(p.cache)[0]!, 'sodium-native.node')).isFile(), 'the addon was cached in CACHE_DIRECTORY');
 

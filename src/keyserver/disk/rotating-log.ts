@@ -11,7 +11,7 @@
  * cannot be written (a full disk) goes to stderr instead, so it is not lost
  * silently; under systemd that is the journal.
  */
-import { closeSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, renameSync, writeSync } from 'node:fs';
 import { ConfigError } from '../../errors.js';
 
 export class RotatingLogFile {
@@ -19,7 +19,21 @@ export class RotatingLogFile {
   private size: number;
 
   private constructor(readonly path: string, private readonly maxBytes: number, private readonly keep: number) {
-    this.fd = RotatingLogFile.openFile(path);
+    let fd: number;
+    try {
+      fd = RotatingLogFile.openFile(path);
+    } catch (err) {
+      // A server.log this user may not append to, in a folder it may write: the file systemd's
+      // StandardError=append: created as root before the server wrote its own log. Rotated aside.
+      if (!existsSync(path)) throw err;
+      try {
+        this.shift();
+        fd = RotatingLogFile.openFile(path);
+      } catch {
+        throw err;
+      }
+    }
+    this.fd = fd;
     this.size = fstatSync(this.fd).size;
   }
 
@@ -53,6 +67,17 @@ export class RotatingLogFile {
   private rotate(): void {
     closeSync(this.fd);
     this.fd = -1;
+    this.shift();
+    // Opened again by the next write should this fail (the line then goes to stderr).
+    this.fd = RotatingLogFile.openFile(this.path);
+    this.size = 0;
+    const line = `${new Date().toISOString()} info log: rotated at ${this.maxBytes} bytes; older lines are in ${this.path}.1 (${this.keep} rotated file(s) kept)\n`;
+    writeSync(this.fd, line);
+    this.size += Buffer.byteLength(line);
+  }
+
+  /** PATH.1 -> PATH.2 ..., PATH -> PATH.1: the oldest kept file is replaced. */
+  private shift(): void {
     for (let i = this.keep; i >= 1; i--) {
       try {
         renameSync(i === 1 ? this.path : `${this.path}.${i - 1}`, `${this.path}.${i}`);
@@ -60,12 +85,6 @@ export class RotatingLogFile {
         if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       }
     }
-    // Opened again by the next write should this fail (the line then goes to stderr).
-    this.fd = RotatingLogFile.openFile(this.path);
-    this.size = 0;
-    const line = `${new Date().toISOString()} info log: rotated at ${this.maxBytes} bytes; older lines are in ${this.path}.1 (${this.keep} rotated file(s) kept)\n`;
-    writeSync(this.fd, line);
-    this.size += Buffer.byteLength(line);
   }
 
   close(): void {

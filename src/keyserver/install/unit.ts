@@ -80,7 +80,8 @@ Wants=network-online.target
 [Service]
 Type=simple
 # --processes auto: a fetch process beside the store's process when the machine has more than one core (docs/benchmarks.md, "Multi-core fetch").
-ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --replication-token-file %d/replication-token${tls ? ' --tls-cert %d/tls-cert --tls-key %d/tls-key' : ''}
+# --log-file: the server writes and rotates server.log itself, within its disk cap (docs/operations.md, "Disk").
+ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --log-file ${realPaths.log} --replication-token-file %d/replication-token${tls ? ' --tls-cert %d/tls-cert --tls-key %d/tls-key' : ''}
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
 # systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
 ExecReload=/bin/kill -HUP $MAINPID
@@ -104,8 +105,7 @@ CacheDirectory=stash-key-server
 CacheDirectoryMode=0700
 LogsDirectory=stash-key-server
 LogsDirectoryMode=0750
-StandardOutput=append:${realPaths.log}
-StandardError=append:${realPaths.log}
+# stdout (the "listening on" line) and what node prints before the log is open go to the journal.
 UMask=0077
 
 AmbientCapabilities=CAP_NET_BIND_SERVICE
