@@ -7,31 +7,26 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { Clock } from './clock.js';
-import { KeyServerError, MalformedRequestError, RateLimitedError } from './errors.js';
-import { COMMON_HEADERS, HTML_CONTENT_TYPE, JSON_CONTENT_TYPE, sendAnswer } from './http/answers.js';
+import { KeyServerError, RateLimitedError } from './errors.js';
+import { COMMON_HEADERS, HTML_CONTENT_TYPE, JSON_CONTENT_TYPE } from './http/answers.js';
 import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { withFastFetch } from './http/fast-fetch.js';
 import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
-import { requestEncoding, responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
+import { responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
-import { checkRequestRate, fetchAnswer } from './http/share-fetch.js';
+import { checkRequestRate } from './http/share-fetch.js';
+import { sharePost } from './http/share-post.js';
+import { Forwarder, claimsSignedForward } from './forward.js';
 import type { KeyServerBackend, Limiters } from './backend.js';
 import type { Logger } from './logger.js';
 import { EXPOSITION_CONTENT_TYPE } from './metrics/exposition.js';
 import type { ProcessMetrics } from './metrics/process-metrics.js';
 import type { ServiceConfig } from './service.js';
 import { MAX_REPLICATE_BODY, encodeAck } from './replication/batch.js';
-import { decodeJsonShareRequest, shareResponseJson, statusJson, topologyJson } from './wire/json.js';
-import {
-  BINARY_MEDIA_TYPE,
-  decodeShareRequest,
-  encodeShareResponse,
-  encodeStatus,
-  encodeTopology,
-  type ShareRequest,
-} from './wire/messages.js';
+import { statusJson, topologyJson } from './wire/json.js';
+import { BINARY_MEDIA_TYPE, encodeStatus, encodeTopology } from './wire/messages.js';
 
 export interface AppDeps {
   /** Where requests are answered: this process's service (localBackend), or the store's process from a fetch process. */
@@ -60,8 +55,6 @@ interface State {
   client: ClientAddress;
 }
 
-const fail = (message: string) => new MalformedRequestError(message);
-
 function sendMessage(ctx: Koa.Context, encoding: Encoding, binary: () => Buffer, json: () => object): void {
   if (encoding === 'json') {
     ctx.type = JSON_CONTENT_TYPE;
@@ -86,6 +79,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
   const observe = metrics ? (f: Parameters<ProcessMetrics['failed']>[0]) => metrics.failed(f) : undefined;
   const bodyLimit = deps.bodyLimit ?? 4096;
   const bodyTimeoutMs = deps.bodyTimeoutMs ?? 10_000;
+  const forwarder = new Forwarder(config, logger);
   const app = new Koa<State>();
   app.on('error', (err: unknown) => logger.error(`http: ${err instanceof Error ? err.message : String(err)}`));
 
@@ -95,24 +89,15 @@ export function createApp(deps: AppDeps): KeyServerApp {
     ctx.state.client = clientAddress(ctx.req, config.trustProxy);
     // Signed replication traffic is not rate limited per address; refused attempts are (see the route).
     if (ctx.path === '/v1/replicate' && ctx.method === 'POST') return next();
+    // Nor is a request another server of the ring forwarded, signed (http/share-post.ts checks it).
+    if (ctx.path === '/v1/share' && ctx.method === 'POST' && claimsSignedForward(ctx.req.headers)) return next();
     checkRequestRate(limiters.requests, config, ctx.state.client.key);
     await next();
   });
 
   const router = new Router<State>();
 
-  router.post('/v1/share', async (ctx) => {
-    const encoding = requestEncoding(ctx.req.headers);
-    const body = await readBody(ctx.req, bodyLimit, bodyTimeoutMs);
-    const req: ShareRequest = encoding === 'binary' ? decodeShareRequest(body, fail) : decodeJsonShareRequest(body, fail);
-    if (req.op === 'fetch') {
-      sendAnswer(ctx, await fetchAnswer(backend, req.code, ctx.req.headers, { limiter: limiters.requests, key: ctx.state.client.key }));
-      return;
-    }
-    const res = await backend.publish(req.publicKey, req.email, ctx.state.client.key);
-    ctx.status = 201;
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeShareResponse(res), () => shareResponseJson(res));
-  });
+  router.post('/v1/share', sharePost({ backend, limiters, config, clock, logger, forwarder, bodyLimit, bodyTimeoutMs }));
 
   router.get('/v1/topology', (ctx) => {
     const t = backend.topology();
@@ -185,7 +170,10 @@ export function createApp(deps: AppDeps): KeyServerApp {
   const koa = app.callback();
   const handler = deps.fastFetch === false
     ? koa
-    : withFastFetch(koa, { backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs, ...(observe ? { onFailure: observe } : {}) });
+    : withFastFetch(koa, {
+      backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs,
+      forwards: (code) => forwarder.forwardsFetch(code), ...(observe ? { onFailure: observe } : {}),
+    });
   const callback = metrics ? metrics.countRequests(handler) : handler;
   return { app, callback, limiters };
 }

@@ -29,6 +29,8 @@ import {
   decodeStatus,
   decodeTopology,
   encodeShareRequest,
+  type ShareRequest,
+  type ShareResponse,
   type StatusResponse,
   type TopologyResponse,
   type Verification,
@@ -41,6 +43,8 @@ export interface ClientOptions {
   ca?: string | Buffer;
   /** Extra request headers (a signed status request). */
   headers?: Record<string, string>;
+  /** Headers computed from the request body (a server forwarding a request signs it: forward.ts). */
+  signBody?: (body: Buffer) => Record<string, string>;
 }
 
 export interface Published {
@@ -95,6 +99,7 @@ function send(url: URL, method: 'GET' | 'POST', body: Buffer | undefined, opts: 
     if (body) {
       headers['Content-Type'] = BINARY_MEDIA_TYPE;
       headers['Content-Length'] = String(body.length);
+      if (opts.signBody) Object.assign(headers, opts.signBody(body));
     }
     const options = { method, headers, timeout: timeoutMs, ...(opts.ca !== undefined ? { ca: opts.ca } : {}) };
     const req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, options, (res) => {
@@ -146,10 +151,17 @@ async function call(serverUrl: string, method: 'GET' | 'POST', path: string, bod
   return res.body;
 }
 
+/** One POST /v1/share: `req` in the binary encoding, the answer decoded (a server forwarding a request uses it as it is). */
+export async function exchange(serverUrl: string, req: ShareRequest, opts: ClientOptions = {}): Promise<ShareResponse> {
+  const res = decodeShareResponse(await call(serverUrl, 'POST', '/v1/share', encodeShareRequest(req), opts), protocolFail);
+  const expected = req.op === 'create' ? 'created' : 'fetched';
+  if (res.type !== expected) throw protocolFail(`a ${res.type} answer to a ${req.op} request`);
+  return res;
+}
+
 /** Publishes a 65-byte identity public key for `email`. */
 export async function publish(serverUrl: string, publicKey: Uint8Array, email: string, opts: ClientOptions = {}): Promise<Published> {
-  const body = await call(serverUrl, 'POST', '/v1/share', encodeShareRequest({ op: 'create', publicKey, email }), opts);
-  const res = decodeShareResponse(body, protocolFail);
+  const res = await exchange(serverUrl, { op: 'create', publicKey, email }, opts);
   if (res.type !== 'created') throw protocolFail('a fetch answer to a publish');
   return { code: res.code, expiresAt: new Date(res.expiresAt), verification: res.verification, message: res.message };
 }
@@ -157,8 +169,7 @@ export async function publish(serverUrl: string, publicKey: Uint8Array, email: s
 /** Fetches a verified share; the code is checked locally first (CodeTypoError). */
 export async function fetchShare(serverUrl: string, code: string, opts: ClientOptions = {}): Promise<FetchedShare> {
   const parsed = parseShareCode(code);
-  const body = await call(serverUrl, 'POST', '/v1/share', encodeShareRequest({ op: 'fetch', code: parsed.display }), opts);
-  const res = decodeShareResponse(body, protocolFail);
+  const res = await exchange(serverUrl, { op: 'fetch', code: parsed.display }, opts);
   if (res.type !== 'fetched') throw protocolFail('a publish answer to a fetch');
   if (res.code !== parsed.display) throw protocolFail('the answer is for another share code');
   return {

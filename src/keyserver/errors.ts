@@ -27,6 +27,7 @@ export const httpStatusByCode: Readonly<Record<string, number>> = {
   REPLICATION_REPLAY: 409,
   SHARE_NOT_SERVED_HERE: 421,
   INTERNAL: 500,
+  OWNER_UNREACHABLE: 502,
   STORE_UNAVAILABLE: 503,
   STORE_FULL: 507,
   METRICS_FORBIDDEN: 403,

@@ -9,9 +9,12 @@
  * A server URL may be written as the base or as its /v1/share endpoint, in
  * the configuration and in a topology alike (server-url.ts, keyServerBase).
  *
+ * Every server of a ring answers a fetch of any share it has a route for,
+ * forwarding it to the owner's servers (forward.ts), so one live server is
+ * enough; the route order still goes to the owner first, which saves the hop.
  * Only failures of a server itself (unreachable, timed out, untrusted
- * certificate, garbled answer, 5xx, 421 "not served here") move on to the
- * next candidate. An answer
+ * certificate, garbled answer, 5xx, 502 "the owner's servers did not
+ * answer", 421 "no route here") move on to the next candidate. An answer
  * about the share (found, pending, expired, not found, typo, rate limited) is
  * final: another server would not know better, and trying it would only hide
  * the real reason.
@@ -62,8 +65,10 @@ const ATTEMPT_TIMEOUT_MS = 8000;
 /** Codes that mean "this server could not answer", not "this is the answer". */
 const SERVER_FAILURES = new Set([
   'SERVER_UNREACHABLE', 'SERVER_UNTRUSTED', 'SERVER_PROTOCOL', 'STORE_UNAVAILABLE', 'INTERNAL', 'ROUTE_NOT_FOUND', 'METHOD_NOT_ALLOWED',
-  // 421: a live server that does not serve this owner (a standby not promoted yet, a stale topology).
+  // 421: a live server that knows no route to this owner (a stale topology).
   'SHARE_NOT_SERVED_HERE',
+  // 502: a live server that forwarded the request, but none of the owner's servers answered it (forward.ts).
+  'OWNER_UNREACHABLE',
 ]);
 
 /** True when another server should be tried after this error. */

@@ -116,6 +116,7 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
       ['pending', fetchJson(pending.display), 409],
       ['expired', fetchBin(soon.display), 410],
       ['owner served elsewhere', fetchBin(elsewhere.display), 421],
+      ['forwarded by another server (the app answers it, from this store)', fetchBin(live.display, { 'X-Stash-Forwarded-By': '3' }), 200],
       ['wrong content type', post(encodeShareRequest({ op: 'fetch', code: live.display }), { 'Content-Type': 'text/plain' }), 415],
       ['oversize body', post(Buffer.alloc(5000, 1), { 'Content-Type': BINARY }), 413],
       ['garbage bytes', post(randomBytes(40), { 'Content-Type': BINARY }), 400],
@@ -129,10 +130,10 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
     const timedOut = await same(fast, koa, slow, 'slow body', slow.indexOf('\r\n\r\n') + 4 + 2);
     assert.is(status(timedOut), 408);
     assert.match(timedOut, /REQUEST_TIMEOUT/, 'our own answer, not node:http\'s header timeout');
-    // The count went on in step on both servers (5 fetches of `live` above).
+    // The count went on in step on both servers (7 fetches of `live` above).
     const body = (await raw(fast.running.url, fetchBin(live.display))).split('\r\n\r\n')[1]!;
     const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
-    assert.is(res.type === 'fetched' && res.fetchCount, 7);
+    assert.is(res.type === 'fetched' && res.fetchCount, 8);
     // A publish through the fast path's server still reaches the app, body handed over.
     const created = await raw(fast.running.url, post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }));
     assert.is(status(created), 201, `${created.slice(0, 200)}\n${fast.logger.text()}`);

@@ -46,7 +46,8 @@ test.before(async () => {
   dead = await deadUrl();
   // Server 1 is live; server 0 is a dead URL. Owner 1's shares: primary 0 (down), failover 1,
   // promoted by the operator (failover step 1), so server 1 serves them.
-  // Owner 2: primary 1, failover 0. Owner 3: only 0. Owner 4: 0 then 1, which is not promoted for it (421).
+  // Owner 2: primary 1, failover 0. Owner 3: only 0. Owner 4: 0 then 1, which is not promoted for it (it forwards
+  // to 0, and answers 502 when 0 is down). Owner 5: no route and no server (421).
   server = await startRoutedServer({
     serverId: 1,
     others: [{ id: 0, url: dead, status: 'active' }],
@@ -100,18 +101,29 @@ test('real servers: every server of the route down -> SERVER_UNREACHABLE naming 
   } catch (err) {
     assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
     assert.match((err as Error).message, `server 0 (${dead}): cannot reach`);
-    assert.match((err as Error).message, `server (${server.url}): shares of owner 3 are not served by server 1`, 'the configured server was asked last');
+    // Asked last, the configured server forwarded the fetch along the same route, and said so (502).
+    assert.match((err as Error).message, `server (${server.url}): server 1 passed this request on, but no server of the share's owner answered it: server 0 (${dead}): cannot reach`, 'the configured server was asked last');
   }
 });
 
-test('real servers: a live server that does not serve the owner (421) is passed over like a dead one', async () => {
+test('real servers: a live server whose forward reaches none of the owner\'s servers (502) is passed over like a dead one', async () => {
   try {
     await fetchAlongRoute(server.url, generateShareCode(4, 0).display);
     assert.unreachable('fetched from a server that does not serve owner 4');
   } catch (err) {
     assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
     assert.match((err as Error).message, `server 0 (${dead}): cannot reach`);
-    assert.match((err as Error).message, `server 1 (${server.url}): shares of owner 4 are not served by server 1`);
+    assert.match((err as Error).message, `server 1 (${server.url}): server 1 passed this request on, but no server of the share's owner answered it`);
+  }
+});
+
+test('real servers: a server with no route to the owner at all answers 421, passed over like a dead one', async () => {
+  try {
+    await fetchAlongRoute(server.url, generateShareCode(5, 6).display);
+    assert.unreachable('fetched from a server that knows no server of owner 5');
+  } catch (err) {
+    assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
+    assert.match((err as Error).message, `server (${server.url}): shares of owner 5 are not served by server 1; this server knows no server for it`);
   }
 });
 

@@ -1,7 +1,8 @@
 /**
  * Topology and routing on real servers: GET /v1/topology in both encodings,
- * a server answers fetches only for the owners it is primary or promoted
- * for (421 naming where to go otherwise), and the client follows the routes.
+ * a server answers fetches from its store only for the owners it is primary
+ * or promoted for, passes the others on to the owner's servers (421 naming
+ * where to go when it cannot), and the client follows the routes.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -42,7 +43,7 @@ test('GET /v1/topology: cluster id, version, servers with status, routes (JSON a
   }
 });
 
-test('a fetch is served by the owner\'s primary; the standby answers 421 naming it; the routed client goes there', async () => {
+test('a fetch is served by the owner\'s primary; the standby passes it on there; the routed client goes there first', async () => {
   const ports = await freePorts(2);
   const [a, b] = await Promise.all([0, 1].map((i) => startTestServer({ config: ringConfig(i, ports), replication: fast })));
   try {
@@ -50,7 +51,11 @@ test('a fetch is served by the owner\'s primary; the standby answers 421 naming 
     assert.is(parseShareCode(code).primary, 0, 'A\'s codes name owner 0');
     assert.is(parseShareCode(code).secondary, 1, 'and B as its ring successor');
     await waitFor('B holds the replica', () => b!.store.lookup(parseShareCode(code).canonical).state === 'live');
-    const refused = await postJson(b!.url, { op: 'fetch', code });
+    const forwarded = await postJson(b!.url, { op: 'fetch', code });
+    assert.is(forwarded.status, 200, 'B forwards the fetch to owner 0\'s primary');
+    assert.is(forwarded.json().email, 'grace@example.org');
+    // What B answers itself (as to a request another server forwarded): not its owner, 421 naming the primary.
+    const refused = await postJson(b!.url, { op: 'fetch', code }, '/v1/share', { 'X-Stash-Forwarded-By': '2' });
     assert.is(refused.status, 421);
     assert.is(refused.json().error.code, 'SHARE_NOT_SERVED_HERE');
     assert.match(refused.json().error.message, new RegExp(`ask server 0 \\(${baseUrl(ports[0]!)}\\)`));
@@ -58,6 +63,7 @@ test('a fetch is served by the owner\'s primary; the standby answers 421 naming 
     const routed = await fetchAlongRoute([b!.url], code);
     assert.is(routed.answeredBy.url, baseUrl(ports[0]!));
     assert.equal(routed.share.publicKey, key);
+    assert.is(routed.share.fetchCount, 2, 'the forwarded fetch was counted once, by A');
   } finally {
     await Promise.all([a!.stop(), b!.stop()]);
   }

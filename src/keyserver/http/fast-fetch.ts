@@ -6,10 +6,12 @@
  *
  * It takes only what it can answer exactly as the app would: the exact path,
  * one of the two media types spelled exactly, a declared Content-Length within
- * the limit, and a body that decodes as a fetch. Everything else, including a
- * body it has read but will not answer (a publish, garbage, a body that timed
- * out or was cut off), goes to the Koa app, with the body (or the read error)
- * handed over so the app's readBody returns it. The rules themselves (request
+ * the limit, no mark of another server's forwarding, and a body that decodes
+ * as a fetch of a share this server answers itself (not one it forwards:
+ * forward.ts). Everything else, including a body it has read but will not
+ * answer (a publish, garbage, a body that timed out or was cut off), goes to
+ * the Koa app, with the body (or the read error) handed over so the app's
+ * readBody returns it. The rules themselves (request
  * limit, fetch, answers, errors) live once, in share-fetch.ts, answers.ts and
  * error-middleware.ts, and both paths call them.
  *
@@ -30,6 +32,7 @@ import { clientAddress } from './client-address.js';
 import { classify, type HttpFailure } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
 import { checkRequestRate, fetchedType, type FetchBackend } from './share-fetch.js';
+import { FORWARDED_BY_HEADER } from '../forward.js';
 
 export interface FastFetchDeps {
   backend: FetchBackend;
@@ -40,6 +43,8 @@ export interface FastFetchDeps {
   bodyTimeoutMs: number;
   /** Sees every failure answered here, as errorMiddleware's observer does. */
   onFailure?: (f: HttpFailure) => void;
+  /** True for a fetch this server passes on to the owner's servers (forward.ts): the app answers it. */
+  forwards?: (code: string) => boolean;
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -70,7 +75,7 @@ function fetchCodeOf(body: Buffer, json: boolean): string | undefined {
 
 /** Wraps the Koa app's callback with the fetch fast path. */
 export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
-  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure } = deps;
+  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure, forwards } = deps;
 
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
     const f = classify(err, logger);
@@ -95,7 +100,7 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
 
   const withBody = (req: IncomingMessage, res: ServerResponse, json: boolean, error: Error | undefined, body: Buffer | undefined): void => {
     const code = error === undefined ? fetchCodeOf(body!, json) : undefined;
-    if (code !== undefined) {
+    if (code !== undefined && forwards?.(code) !== true) {
       answer(req, res, code);
       return;
     }
@@ -120,6 +125,8 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
 
   return (req, res) => {
     if (req.method !== 'POST' || req.url !== '/v1/share') return app(req, res);
+    // Another server forwarded it: the app checks its signature and answers it from this server's store.
+    if (req.headers[FORWARDED_BY_HEADER] !== undefined) return app(req, res);
     const type = req.headers['content-type'];
     const json = type === JSON_MEDIA_TYPE;
     if (!json && type !== BINARY_MEDIA_TYPE) return app(req, res);

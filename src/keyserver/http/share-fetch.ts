@@ -76,6 +76,20 @@ export function chargingMisses(fetch: () => string, client: FetchClient | undefi
 }
 
 /**
+ * A fetch this server passed on to the owner's servers (forward.ts): their
+ * miss is charged here, to the client, as chargingMisses charges one (the
+ * owner's server does not charge a signed forwarded request).
+ */
+export async function chargingForwardedMisses<T>(fetch: Promise<T>, client: FetchClient): Promise<T> {
+  try {
+    return await fetch;
+  } catch (err) {
+    if (isMiss(err)) client.limiter.charge(client.key, MISS_TOKENS - 1);
+    throw err;
+  }
+}
+
+/**
  * The store's process, for a fetch a fetch process asked of it that turned
  * out a miss (`err`), after the tokens that process took for `key` were
  * handed over with the call (debit): the store's process decides every miss
