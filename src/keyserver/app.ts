@@ -16,6 +16,7 @@ import { withFastFetch } from './http/fast-fetch.js';
 import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
 import { responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
+import { manageRoutes } from './http/manage-routes.js';
 import { checkRequestRate } from './http/share-fetch.js';
 import { sharePost } from './http/share-post.js';
 import { Forwarder, claimsSignedForward } from './forward.js';
@@ -157,6 +158,8 @@ export function createApp(deps: AppDeps): KeyServerApp {
     if (!done) sendPage(ctx, 404, invalidLinkPage());
     else sendPage(ctx, 200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done));
   });
+
+  manageRoutes(router, { backend, bodyLimit, bodyTimeoutMs });
 
   // A browser pointed at the server gets a page saying what it is; API clients keep their 404.
   router.get('/', (ctx) => {

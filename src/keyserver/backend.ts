@@ -1,7 +1,7 @@
 /**
  * What the HTTP side of the key server asks of the rest: publish, fetch,
- * verification, status, replication. The store's process answers from its
- * own service (localBackend); a fetch process (multi/fetch-process.ts)
+ * verification, status, replication, unpublish and manage links. The store's
+ * process answers from its own service (localBackend); a fetch process (multi/fetch-process.ts)
  * answers fetches from its own cache and forwards the rest to the store's
  * process (multi/remote-backend.ts). The routes and the fetch fast path see
  * only this interface, so both processes answer with the same code.
@@ -15,7 +15,8 @@ import type { ReplicateAck } from './replication/batch.js';
 import type { ReplicationReceiver } from './replication/inbound.js';
 import type { PeerStatus } from './replication/outbound.js';
 import type { ServiceConfig, ShareService, VerificationView } from './service.js';
-import type { CreatedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
+import type { CreatedResponse, StatusResponse, TopologyResponse, UnpublishRequest, UnpublishedResponse } from './wire/messages.js';
+import type { ManageView } from './withdraw.js';
 import { KeyServerError } from './errors.js';
 
 /** /v1/status in full: the counts, the JSON-only details, the replication peers. */
@@ -35,6 +36,14 @@ export interface KeyServerBackend extends FetchBackend {
   replicate(headers: IncomingHttpHeaders, body: Uint8Array, nowMs: number): Promise<ReplicateAck>;
   /** GET /metrics: the exposition of the whole server, every process included (metrics/server-view.ts). */
   metricsText(): Promise<string>;
+  /** A signed unpublish of a share this server serves (withdraw.ts); the route forwards the others. */
+  unpublish(req: UnpublishRequest, clientKey: string): Promise<UnpublishedResponse>;
+  /** POST /manage: mails a manage link when shares for the address are here. */
+  requestManageLink(email: string, clientKey: string): Promise<void>;
+  /** GET /manage/<token>. */
+  manageView(token: string): ManageView | undefined | Promise<ManageView | undefined>;
+  /** POST /manage/<token>: deletes one share of the link's address (or all without a code). */
+  manageDelete(token: string, code: string | undefined, clientKey: string): Promise<ManageView | undefined>;
 }
 
 /** The request limiters of one process. */
@@ -67,5 +76,9 @@ export function localBackend(service: ShareService, receiver: ReplicationReceive
       if (!receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
       return receiver.receive(headers, body, nowMs);
     },
+    unpublish: (req, clientKey) => service.withdrawals.unpublish(req, clientKey),
+    requestManageLink: (email, clientKey) => service.withdrawals.requestManageLink(email, clientKey),
+    manageView: (token) => service.withdrawals.manageView(token),
+    manageDelete: (token, code, clientKey) => service.withdrawals.manageDelete(token, code, clientKey),
   };
 }

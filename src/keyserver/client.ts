@@ -1,12 +1,13 @@
 /**
- * Client of the key server for the `stash` CLI: publish, fetch, topology and
- * status over HTTP or HTTPS with the binary encoding. Certificates are
+ * Client of the key server for the `stash` CLI: publish, fetch, unpublish,
+ * topology and status over HTTP or HTTPS with the binary encoding. Certificates are
  * verified by Node's default agent (NODE_EXTRA_CA_CERTS adds a private CA), or
  * against `ca` when given. Failures are typed: CodeTypoError (checked locally
  * before any request), KeyServerError with SHARE_NOT_FOUND / SHARE_PENDING /
  * SHARE_EXPIRED / ..., RateLimitedError (retryAfter), ServerUnreachableError,
  * ServerUntrustedError, ServerProtocolError. Does not load Koa.
  */
+import { randomBytes } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import {
@@ -22,8 +23,10 @@ import { checkKeyServerUrl } from './server-url.js';
 import { UNTRUSTED_CERTIFICATE_CODES } from './tls/certificate-errors.js';
 import { parseShareCode } from './share-code.js';
 import { statusSignatureHeaders } from './replication/signature.js';
+import { unpublishSignedBytes } from './wire/unpublish-signature.js';
 import {
   BINARY_MEDIA_TYPE,
+  UNPUBLISH_NONCE_BYTES,
   decodeError,
   decodeShareResponse,
   decodeStatus,
@@ -64,7 +67,7 @@ export interface FetchedShare {
 }
 
 const MAX_RESPONSE = 64 * 1024;
-const limitNames: readonly string[] = ['requests-per-ip', 'emails-per-address', 'emails-per-ip'] satisfies LimitName[];
+const limitNames: readonly string[] = ['requests-per-ip', 'emails-per-address', 'emails-per-ip', 'unpublishes-per-ip'] satisfies LimitName[];
 const protocolFail = (message: string) => new ServerProtocolError(`unexpected answer from the key server: ${message}`);
 
 const untrustedCodes = UNTRUSTED_CERTIFICATE_CODES;
@@ -154,7 +157,7 @@ async function call(serverUrl: string, method: 'GET' | 'POST', path: string, bod
 /** One POST /v1/share: `req` in the binary encoding, the answer decoded (a server forwarding a request uses it as it is). */
 export async function exchange(serverUrl: string, req: ShareRequest, opts: ClientOptions = {}): Promise<ShareResponse> {
   const res = decodeShareResponse(await call(serverUrl, 'POST', '/v1/share', encodeShareRequest(req), opts), protocolFail);
-  const expected = req.op === 'create' ? 'created' : 'fetched';
+  const expected = req.op === 'create' ? 'created' : req.op === 'fetch' ? 'fetched' : 'unpublished';
   if (res.type !== expected) throw protocolFail(`a ${res.type} answer to a ${req.op} request`);
   return res;
 }
@@ -180,6 +183,25 @@ export async function fetchShare(serverUrl: string, code: string, opts: ClientOp
     fetchCount: res.fetchCount,
     expiresAt: new Date(res.expiresAt),
   };
+}
+
+/**
+ * Deletes a share before its expiry: `sign` gets the bytes to sign
+ * (wire/unpublish-signature.ts) and returns the Ed25519 signature of the
+ * identity whose key the share holds. The code is checked locally first
+ * (CodeTypoError); a fresh timestamp and nonce go with every call.
+ */
+export async function unpublish(
+  serverUrl: string, code: string, sign: (signed: Buffer) => Uint8Array, opts: ClientOptions & { nowMs?: number } = {},
+): Promise<{ code: string; deletedAt: Date }> {
+  const parsed = parseShareCode(code);
+  const timestamp = opts.nowMs ?? Date.now();
+  const nonce = randomBytes(UNPUBLISH_NONCE_BYTES);
+  const signature = sign(unpublishSignedBytes(parsed.canonical, timestamp, nonce));
+  const res = await exchange(serverUrl, { op: 'unpublish', code: parsed.display, timestamp, nonce, signature }, opts);
+  if (res.type !== 'unpublished') throw protocolFail('another answer to an unpublish');
+  if (res.code !== parsed.display) throw protocolFail('the answer is for another share code');
+  return { code: res.code, deletedAt: new Date(res.deletedAt) };
 }
 
 /** The server's public topology (servers, routes, promoted owners). */

@@ -25,6 +25,8 @@ export const httpStatusByCode: Readonly<Record<string, number>> = {
   REPLICATION_STALE: 401,
   REPLICATION_FORBIDDEN: 403,
   REPLICATION_REPLAY: 409,
+  UNPUBLISH_STALE: 401,
+  UNPUBLISH_FORBIDDEN: 403,
   SHARE_NOT_SERVED_HERE: 421,
   INTERNAL: 500,
   OWNER_UNREACHABLE: 502,
@@ -51,7 +53,7 @@ export class CodeTypoError extends KeyServerError {
 }
 
 /** Which limit a 429 is about; named in the message and in the JSON body. */
-export type LimitName = 'requests-per-ip' | 'emails-per-address' | 'emails-per-ip';
+export type LimitName = 'requests-per-ip' | 'emails-per-address' | 'emails-per-ip' | 'unpublishes-per-ip';
 
 /** A rate limit was reached; `retryAfter` is in whole seconds (>= 1). */
 export class RateLimitedError extends KeyServerError {

@@ -1,6 +1,6 @@
 /**
- * Forwarding: every server of a ring answers a fetch or a create, including
- * one for shares it does not serve. A server that is not
+ * Forwarding: every server of a ring answers a fetch, an unpublish or a
+ * create, including one for shares it does not serve. A server that is not
  * the route primary (or a promoted standby) of a share's owner passes the
  * request on to the owner's servers in route order (primary, then
  * failovers), over plain HTTP(S) to their POST /v1/share, and answers its
@@ -14,8 +14,8 @@
  *   "stash-forward-v1"), over the forwarding server's id, the client's
  *   address and the body. A signed request is exempt from the per-address
  *   request limit at the owner's server (this server charged the client),
- *   and the owner's server counts mails against the client's address, not
- *   this server's. Without a token the request goes unsigned and
+ *   and the owner's server counts mails and unpublishes against the client's
+ *   address, not this server's. Without a token the request goes unsigned and
  *   counts as one from this server's address.
  * - Counts: the owner's server counts the fetch, once; this server counts
  *   nothing but the request tokens of its client (a miss's 5 included).
@@ -24,8 +24,9 @@
  * - What moves on to the next server is what moves a routed client on
  *   (routed-fetch.ts, isServerFailure), and a signature the other server
  *   refuses (another token, a clock off by more than 5 minutes). An answer
- *   about the share (not found, pending, expired) is final and goes back to
- *   the client as it is.
+ *   about the share (not found, pending, expired, a signature of the
+ *   publisher that does not hold) is final and goes back to the client as
+ *   it is.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { errorCode, errorMessage } from '../errors.js';
@@ -44,8 +45,8 @@ export const FORWARDED_FOR_HEADER = 'x-stash-forwarded-for';
 const DOMAIN = 'stash-forward-v1\n';
 
 /** Per attempt and in all, by operation: a create waits for the owner's mail command (up to 15 s there). */
-export const ATTEMPT_MS: Record<ShareRequest['op'], number> = { fetch: 3000, create: 10_000 };
-export const TOTAL_MS: Record<ShareRequest['op'], number> = { fetch: 6000, create: 12_000 };
+export const ATTEMPT_MS: Record<ShareRequest['op'], number> = { fetch: 3000, unpublish: 3000, create: 10_000 };
+export const TOTAL_MS: Record<ShareRequest['op'], number> = { fetch: 6000, unpublish: 6000, create: 12_000 };
 
 /** Codes of a server that refused the signature itself: another server of the route may still take it. */
 const SIGNATURE_REFUSED = new Set(['REPLICATION_UNAUTHORIZED', 'REPLICATION_STALE']);

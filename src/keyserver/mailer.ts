@@ -1,7 +1,9 @@
 /**
- * Sending the verification link. The configured command is run as
- * `<command> <email> <url>` with execFile (no shell, so nothing in the address
- * is interpreted), a timeout, a minimal environment and bounded output. The
+ * Sending the verification link, and the manage link (withdraw.ts). The
+ * configured command is run as `<command> <email> <url>` with execFile (no
+ * shell, so nothing in the address is interpreted), a timeout, a minimal
+ * environment and bounded output; STASH_MAIL_KIND in that environment says
+ * which link it is (`verify` or `manage`), so one script can word both. The
  * address reaching it has passed validateEmail (no leading '-', no whitespace
  * or control characters). The URL holds the secret token, so it is never
  * logged; the command's output is logged only with the token masked.
@@ -18,8 +20,11 @@ export interface MailResult {
   message: string;
 }
 
+/** Which link a mail carries: the verification of a publish, or a manage link (view and delete the address's shares). */
+export type MailKind = 'verify' | 'manage';
+
 export interface Mailer {
-  send(email: string, url: string, token: string): Promise<MailResult>;
+  send(email: string, url: string, token: string, kind?: MailKind): Promise<MailResult>;
 }
 
 const failed = (why: string): MailResult => ({
@@ -30,7 +35,8 @@ const failed = (why: string): MailResult => ({
 /** Runs the operator's mail command. */
 export function commandMailer(command: string, logger: Logger, timeoutMs = 15_000): Mailer {
   return {
-    send(email, url, token) {
+    send(email, url, token, kind = 'verify') {
+      const what = kind === 'manage' ? 'manage' : 'verification';
       return new Promise((resolve) => {
         execFile(
           command,
@@ -39,12 +45,12 @@ export function commandMailer(command: string, logger: Logger, timeoutMs = 15_00
             timeout: timeoutMs,
             killSignal: 'SIGKILL',
             maxBuffer: 64 * 1024,
-            env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8' },
+            env: { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', STASH_MAIL_KIND: kind },
             windowsHide: true,
           },
           (err, stdout, stderr) => {
             if (!err) {
-              resolve({ verification: 'sent', message: `a verification link was sent to ${maskEmail(email)}; open it and confirm` });
+              resolve({ verification: 'sent', message: `a ${what} link was sent to ${maskEmail(email)}${kind === 'verify' ? '; open it and confirm' : ''}` });
               return;
             }
             const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: number | string | null };
@@ -52,7 +58,7 @@ export function commandMailer(command: string, logger: Logger, timeoutMs = 15_00
             // Mail programs print the recipient in their errors: the log gets the masked address, as everywhere else.
             const output = `${stderr}${stdout}`.split(token).join('[token]').replace(new RegExp(escapeRegExp(email), 'gi'), maskEmail(email))
               .replace(/\s+/g, ' ').trim().slice(0, 300);
-            logger.error(`mail: verification command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`);
+            logger.error(`mail: ${what} command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`);
             resolve(failed(why.startsWith('exit') || why.startsWith('timed') || why.startsWith('killed') ? why : 'the mail command could not be run'));
           },
         );
@@ -64,9 +70,10 @@ export function commandMailer(command: string, logger: Logger, timeoutMs = 15_00
 /** Developer mode without a command: the link goes to the console. */
 export function consoleMailer(out: NodeJS.WritableStream = process.stdout): Mailer {
   return {
-    async send(email, url) {
-      out.write(`verification link for ${maskEmail(email)}: ${url}\n`);
-      return { verification: 'printed', message: 'developer mode: the verification link was printed on the server console' };
+    async send(email, url, _token, kind = 'verify') {
+      const what = kind === 'manage' ? 'manage' : 'verification';
+      out.write(`${what} link for ${maskEmail(email)}: ${url}\n`);
+      return { verification: 'printed', message: `developer mode: the ${what} link was printed on the server console` };
     },
   };
 }
@@ -74,8 +81,8 @@ export function consoleMailer(out: NodeJS.WritableStream = process.stdout): Mail
 /** No command configured (and not developer mode): nothing can be sent. */
 export function noMailer(logger: Logger): Mailer {
   return {
-    async send(email) {
-      logger.warn(`mail: no --verification-email-command configured; ${maskEmail(email)} gets no verification link`);
+    async send(email, _url, _token, kind = 'verify') {
+      logger.warn(`mail: no --verification-email-command configured; ${maskEmail(email)} gets no ${kind === 'manage' ? 'manage' : 'verification'} link`);
       return failed('this server has no verification email command configured');
     },
   };

@@ -21,6 +21,7 @@ import { PEEK_FETCH_COUNT, PEEK_SIZE } from './store/share-table.js';
 import { FetchedCache, type FetchedEncoding, type FetchedFacts } from './wire/fetched-cache.js';
 import type { PeerStatus, Replicator } from './replication/outbound.js';
 import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
+import { Withdrawals } from './withdraw.js';
 import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
 
 /** The configuration a running server settled on (URLs resolved, epoch fixed). */
@@ -131,7 +132,8 @@ export function fetchRefused(state: 'missing' | 'expired' | 'pending'): KeyServe
     case 'missing':
       return new KeyServerError('SHARE_NOT_FOUND', 'no share with this code is known here (it may have expired); ask the publisher for a new code');
     case 'expired':
-      return new KeyServerError('SHARE_EXPIRED', 'this share has expired; ask the publisher to publish again');
+      // A look-up does not tell an expired share from an unpublished one: both are tombstones (withdraw.ts).
+      return new KeyServerError('SHARE_EXPIRED', 'this share has expired or was unpublished; ask the publisher to publish again');
     case 'pending':
       return new KeyServerError('SHARE_PENDING', 'this share is pending verification: the publisher has not confirmed the email link yet');
   }
@@ -145,10 +147,13 @@ export class ShareService {
   private readonly parsed = new Map<string, ShareCode>();
   /** When the configuration in use was read (start, then each reload), and why the last reload failed. */
   readonly configState: { loadedAt: number; reloadError: string | undefined };
+  /** Unpublish and manage links: deleting shares before their expiry. */
+  readonly withdrawals: Withdrawals;
 
   constructor(private readonly deps: ServiceDeps) {
     this.startedAt = deps.clock.now();
     this.configState = { loadedAt: this.startedAt, reloadError: undefined };
+    this.withdrawals = new Withdrawals(deps);
   }
 
   /** Validates, checks the mail limits, stores the pending share durably, sends the link. */

@@ -389,7 +389,7 @@ test('expired share: 66 with a clear message, nothing added (last: it moves the 
   clock.advance(16 * 60_000);
   const r = await receive(code, ['--fingerprint', aliceFp]);
   assert.is(r.code, 66);
-  assert.match(r.stderr, /^stash: this share has expired; ask the publisher to publish again\n$/);
+  assert.match(r.stderr, /^stash: this share has expired or was unpublished; ask the publisher to publish again\n$/);
   assert.equal(await contactNames(), []);
 });
 

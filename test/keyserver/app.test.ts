@@ -297,8 +297,10 @@ test('mail command: failure and timeout are reported to the publisher and logged
     s.sink.hang(undefined);
     const ok = await publish(s.url, key, 'heidi@example.org');
     assert.is(ok.verification, 'sent');
-    const env = s.sink.env().trim().split('\n').map((l) => l.split('=')[0]).filter((k) => k !== 'PWD' && k !== 'SHLVL' && k !== '_');
-    assert.equal(env.sort(), ['LANG', 'PATH'], `minimal environment: ${env.join(' ')}`);
+    const lines = s.sink.env().trim().split('\n');
+    const env = lines.map((l) => l.split('=')[0]).filter((k) => k !== 'PWD' && k !== 'SHLVL' && k !== '_');
+    assert.equal(env.sort(), ['LANG', 'PATH', 'STASH_MAIL_KIND'], `minimal environment: ${env.join(' ')}`);
+    assert.ok(lines.includes('STASH_MAIL_KIND=verify'), 'the mail says which link it carries');
   } finally {
     await s.stop();
   }

@@ -1,22 +1,31 @@
 /**
- * Every ring server answers fetches and creates of shares it does not serve,
- * by passing them on to the owner's servers in route order
- * (src/keyserver/forward.ts), with real server processes on loopback: in a
- * ring of three, the third server answers a fetch of a share it does not
- * hold, the fetch is counted once (by the owner), a failed primary is passed
- * over for its failover, 421 stays only for an owner with no route, and a
- * create on a server whose own codes another server serves is made there.
+ * Every ring server answers fetches, creates and unpublishes of shares it
+ * does not serve, by passing them on to the owner's servers in route order
+ * (src/keyserver/forward.ts), with real server processes on loopback:
+ *
+ * - a ring of three: the third server answers a fetch of a share it does not
+ *   hold, the fetch is counted once (by the owner), a failed primary is
+ *   passed over for its failover, 421 stays only for an owner with no route,
+ *   and a create on a server whose own codes another server serves is made
+ *   there;
+ * - a pair with two processes each: an unpublish sent to the server that is
+ *   not the owner is passed on, and afterwards every process of both servers
+ *   answers 410 and the tombstone is in the peer's store.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sodium from 'sodium-native';
-import { fetchShare, publish } from '../../src/keyserver/client.js';
+import { fetchShare, publish, unpublish } from '../../src/keyserver/client.js';
 import { parseShareCode, generateShareCode } from '../../src/keyserver/share-code.js';
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
+import { BINARY_MEDIA_TYPE, encodeShareRequest, type UnpublishRequest } from '../../src/keyserver/wire/messages.js';
+import { unpublishSignedBytes } from '../../src/keyserver/wire/unpublish-signature.js';
 import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
-import { http, mailSink, postJson, tempDir, type MailSink } from './harness.js';
+import { http, mailSink, postJson, tempDir, type MailSink, type RawResponse } from './harness.js';
 
 /** A publisher's identity: the 65-byte public key and an Ed25519 signer. */
 function identity(): { publicKey: Buffer; sign(bytes: Buffer): Buffer } {
@@ -80,6 +89,22 @@ async function held(dir: string, i: number, canonical: string) {
   return { share: state.index.shares.get(canonical), tombstone: state.index.tombstones.get(canonical) };
 }
 
+/** One request on a connection of its own: with --processes 2, connections go to the processes in turn. */
+function fresh(url: string, body: Buffer): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/share`, { method: 'POST', agent: false, headers: { 'Content-Type': BINARY_MEDIA_TYPE, Accept: 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const b = Buffer.concat(chunks);
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: b, text: b.toString(), json: () => JSON.parse(b.toString()) });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 const ringRoutes = ['0=0,1', '1=1,2', '2=0,1'];
 
 test('a ring of three: each server answers fetches of shares it does not serve, counted once; 421 only without a route', async () => {
@@ -128,6 +153,67 @@ test('a ring of three: each server answers fetches of shares it does not serve, 
     assert.is(parseShareCode(created.code).primary, 0, 'the share was created by server 0');
     assert.ok(c.sink.lastLink('edge@example.org').startsWith(`${baseUrl(c.ports[0]!)}/verify/`), 'and its link points there');
     assert.not.match(s2!.stderr(), /forward:.*publishing here/);
+  } finally {
+    await c.cleanup();
+  }
+});
+
+test('a pair with two processes each: an unpublish sent to the non-owner is passed on; then every process of both answers 410, the tombstone is in the peer\'s store', async () => {
+  const c = await cluster('pair-unpublish', 2);
+  try {
+    const pairRoutes = ['0=0,1', '1=1,0'];
+    const [a, b] = [
+      await c.start(nodeArgs(0, c.ports, c.dir, c.sink, pairRoutes, ['--processes', '2'])),
+      await c.start(nodeArgs(1, c.ports, c.dir, c.sink, pairRoutes, ['--processes', '2'])),
+    ];
+    const id = identity();
+    const code = await publishVerified(a!.url, c.sink, id.publicKey, 'pair@example.org');
+    const canonical = parseShareCode(code).canonical;
+    await waitFor('B holds the share', async () => ((await held(c.dir, 1, canonical)).share?.verifiedAt ?? 0) > 0);
+    const fetch = encodeShareRequest({ op: 'fetch', code });
+    for (let i = 0; i < 4; i++) assert.is((await fresh(b!.url, fetch)).status, 200, 'every process of B passes a fetch on to A');
+
+    // Someone else's key, and a stale timestamp: refused, the share stays.
+    const other = identity();
+    const signed = (signer: typeof id, timestamp: number): UnpublishRequest => {
+      const n = randomBytes(16);
+      return { op: 'unpublish', code, timestamp, nonce: n, signature: signer.sign(unpublishSignedBytes(canonical, timestamp, n)) };
+    };
+    const forged = await fresh(b!.url, encodeShareRequest(signed(other, Date.now())));
+    assert.is(forged.status, 403, forged.text);
+    assert.is(forged.json().error.code, 'UNPUBLISH_FORBIDDEN');
+    const stale = await fresh(b!.url, encodeShareRequest(signed(id, Date.now() - 10 * 60_000)));
+    assert.is(stale.status, 401);
+    assert.is(stale.json().error.code, 'UNPUBLISH_STALE');
+    assert.is((await fresh(a!.url, fetch)).status, 200, 'the share is still served');
+
+    // The publisher's request, sent to B: passed on to A, which deletes. Played again, it finds nothing.
+    const request = encodeShareRequest(signed(id, Date.now()));
+    const done = await fresh(b!.url, request);
+    assert.is(done.status, 200, done.text);
+    assert.equal(Object.keys(done.json()), ['type', 'code', 'deleted_at']);
+    assert.is(done.json().code, code);
+    const replayed = await fresh(b!.url, request);
+    assert.is(replayed.status, 410, 'a replayed request is refused: the share is gone');
+
+    await waitFor('the tombstone is in B\'s store', async () => (await held(c.dir, 1, canonical)).tombstone?.reason === 'deleted');
+    assert.is((await held(c.dir, 1, canonical)).share, undefined);
+    for (const server of [a!, b!]) {
+      for (let i = 0; i < 4; i++) {
+        const r = await fresh(server.url, fetch);
+        assert.is(r.status, 410, `${server.url}, connection ${i}: ${r.text}`);
+        assert.is(r.json().error.code, 'SHARE_EXPIRED');
+        assert.match(r.json().error.message, /expired or was unpublished/);
+      }
+    }
+
+    // The client's own path, through A's processes: a second share, unpublished with unpublish().
+    const second = await publishVerified(b!.url, c.sink, id.publicKey, 'pair2@example.org');
+    await waitFor('A holds the second share', async () => ((await held(c.dir, 0, parseShareCode(second).canonical)).share?.verifiedAt ?? 0) > 0);
+    const gone = await unpublish(a!.url, second, id.sign);
+    assert.is(gone.code, second);
+    for (const server of [a!, b!]) for (let i = 0; i < 2; i++) assert.is((await fresh(server.url, encodeShareRequest({ op: 'fetch', code: second }))).status, 410);
+    assert.not.match(a!.stderr() + b!.stderr(), /ERROR/);
   } finally {
     await c.cleanup();
   }

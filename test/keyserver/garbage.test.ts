@@ -79,7 +79,7 @@ test('wrong JSON types and shapes: 400 naming the field', async () => {
       [42, /must be a JSON object/],
       [{}, /field "op" is missing/],
       [{ op: 5 }, /field "op" must be a string, got number/],
-      [{ op: 'delete' }, /field "op" must be "create" or "fetch"/],
+      [{ op: 'delete' }, /field "op" must be "create", "fetch" or "unpublish"/],
       [{ op: 'fetch' }, /field "code" is missing/],
       [{ op: 'fetch', code: ['x'] }, /field "code" must be a string, got an array/],
       [{ op: 'fetch', code: null }, /field "code" must be a string, got null/],

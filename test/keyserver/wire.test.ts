@@ -16,6 +16,7 @@ import {
   type TopologyResponse,
 } from '../../src/keyserver/wire/messages.js';
 import { decodeJsonShareRequest } from '../../src/keyserver/wire/json.js';
+import { unpublishSignedBytes } from '../../src/keyserver/wire/unpublish-signature.js';
 import { maskEmail, validateEmail, validatePublicKey } from '../../src/keyserver/validate.js';
 import { identityPublicKey } from './harness.js';
 
@@ -53,6 +54,41 @@ test('share requests and responses round-trip through the binary encoding', () =
   assert.equal(decodeShareResponse(encodeShareResponse(created), fail), created);
   const fetched = { type: 'fetched' as const, code: '0A-7K3M-9QXD-W2HF-Z', publicKey: key, email: 'a@example.org', verifiedAt: 1, fetchCount: 4_000_000_000, expiresAt: 2 ** 53 - 1 };
   assert.equal(decodeShareResponse(encodeShareResponse(fetched), fail), fetched);
+});
+
+test('unpublish: the request and answer byte by byte (docs/http-api.md), the signed bytes, the JSON form', () => {
+  const nonce = Buffer.alloc(16, 0xab);
+  const signature = Buffer.alloc(64, 0xcd);
+  const req = { op: 'unpublish' as const, code: '0A-7K3M-9QXD-W2HF-Z', timestamp: 1_893_456_000_123, nonce, signature };
+  const bytes = encodeShareRequest(req);
+  assert.equal([...bytes.subarray(0, 3)], [1, 0x03, 19], 'version, type, code length');
+  assert.equal([...bytes.subarray(22, 30)], [0x00, 0x00, 0x01, 0xb8, 0xda, 0xc5, 0xb4, 0x7b], 'timestamp, u64 ms');
+  assert.is(bytes[30], 16);
+  assert.is(bytes[47], 64);
+  assert.is(bytes.length, 3 + 19 + 8 + 1 + 16 + 1 + 64);
+  assert.equal(decodeShareRequest(bytes, fail), req);
+  assert.throws(() => decodeShareRequest(Buffer.concat([bytes, Buffer.from([0])]), fail), /unexpected byte\(s\) after the end/);
+
+  const signed = unpublishSignedBytes('0A7K3M9QXDW2HFZ', req.timestamp, nonce);
+  assert.equal(signed.subarray(0, 19).toString('latin1'), 'stash-unpublish-v1\n');
+  assert.equal([...signed.subarray(19, 20)], [15]);
+  assert.is(signed.subarray(20, 35).toString('latin1'), '0A7K3M9QXDW2HFZ');
+  assert.equal(signed.subarray(35, 43), bytes.subarray(22, 30));
+  assert.equal(signed.subarray(43), nonce);
+  assert.throws(() => unpublishSignedBytes('0A7K3M9QXDW2HFZ', 1, Buffer.alloc(15)), /16 bytes/);
+
+  const done = { type: 'unpublished' as const, code: '0A-7K3M-9QXD-W2HF-Z', deletedAt: 1_893_456_000_999 };
+  const answer = encodeShareResponse(done);
+  assert.equal([...answer.subarray(0, 3)], [1, 0x85, 19]);
+  assert.is(answer.length, 3 + 19 + 8);
+  assert.equal(decodeShareResponse(answer, fail), done);
+
+  const json = { op: 'unpublish', code: req.code, timestamp: '2030-01-01T00:00:00.123Z', nonce: nonce.toString('base64'), signature: signature.toString('base64') };
+  assert.equal(decodeJsonShareRequest(Buffer.from(JSON.stringify(json)), fail), { ...req, timestamp: Date.UTC(2030, 0, 1, 0, 0, 0, 123) });
+  for (const timestamp of ['2030-01-01T00:00:00Z', '2030-01-01 00:00:00.123Z', 'soon', '']) {
+    assert.throws(() => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, timestamp })), fail), /field "timestamp" must be a time/, timestamp);
+  }
+  assert.throws(() => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, extra: 1 })), fail), /unknown field "extra" for op "unpublish"/);
 });
 
 test('topology, status and errors round-trip; unknown status fields are skipped', () => {

@@ -31,8 +31,11 @@ export interface Answer {
   body: Buffer | string;
 }
 
-function isPagePath(path: string): boolean {
-  return path === '/verify' || path.startsWith('/verify/');
+/** Paths whose every answer is a page: the verification link's, and the manage link's (http/manage-routes.ts). */
+function pagePath(path: string): 'verify' | 'manage' | undefined {
+  if (path === '/verify' || path.startsWith('/verify/')) return 'verify';
+  if (path === '/manage' || path.startsWith('/manage/')) return 'manage';
+  return undefined;
 }
 
 /** A failure in the encoding the caller asked for (HTML on /verify and for browsers). */
@@ -41,11 +44,11 @@ export function failureAnswer(f: HttpFailure, path: string, method: string, head
   if (f.retryAfter > 0) out.push(['Retry-After', String(f.retryAfter)]);
   // After a refused body the rest of it may still be arriving: do not reuse the connection.
   if (f.status === 408 || f.status === 413 || f.status === 400) out.push(['Connection', 'close']);
-  const page = isPagePath(path);
+  const page = pagePath(path);
   if (page || wantsHtml(headers)) {
-    // Verification pages, and any path a browser asks for: HTML rather than a binary download.
+    // Verification and manage pages, and any path a browser asks for: HTML rather than a binary download.
     out.push(['Content-Security-Policy', PAGE_CSP], ['X-Frame-Options', 'DENY']);
-    const notFound = page ? invalidLinkPage() : notFoundPage();
+    const notFound = page === 'verify' ? invalidLinkPage() : notFoundPage();
     const html = f.status === 404 ? notFound : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
     return { status: f.status, headers: out, type: HTML_CONTENT_TYPE, body: html };
   }

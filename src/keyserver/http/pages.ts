@@ -14,6 +14,8 @@ function escape(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
 
+export { escape as escapeHtml };
+
 const style = `body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}button{font-size:1.1rem;padding:.6rem 1.4rem;border-radius:.4rem;border:1px solid #245;background:#2a5db0;color:#fff;cursor:pointer}
 .muted{color:#666;font-size:.9rem}.fp{font-family:ui-monospace,monospace;font-size:1.3rem;letter-spacing:.05em}\npre{font-size:1.1rem}`;
@@ -21,7 +23,8 @@ h1{font-size:1.4rem}button{font-size:1.1rem;padding:.6rem 1.4rem;border-radius:.
 /** Content-Security-Policy of every page: no scripts, no external anything, forms only to us. */
 export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
-function page(title: string, body: string): string {
+/** A whole page: the title as its heading, then `body` (HTML the caller escaped). */
+export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>${escape(title)}</title><style>${style}</style></head>
@@ -31,7 +34,7 @@ ${body}
 `;
 }
 
-function until(ms: number): string {
+export function until(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
 }
 
@@ -88,7 +91,7 @@ export function homePage(): string {
   return page(
     'stash key server',
     `<p id="home">This is a key server of <strong>stash</strong>, a secrets vault. It passes public keys from one stash user to another; the <code>stash</code> command line talks to it (<code>stash vault identity publish</code>, <code>stash vault contact receive</code>).</p>
-<p class="muted">There is nothing to do here in a browser. The verification links this server emails open a page of their own.</p>`,
+<p class="muted">There is nothing to do here in a browser. The verification links this server emails open a page of their own. To delete a key published for your address before it expires: <a href="/manage">/manage</a>.</p>`,
   );
 }
 

@@ -1,5 +1,5 @@
 /**
- * POST /v1/share in the Koa app: create and fetch. Each is
+ * POST /v1/share in the Koa app: create, fetch and unpublish. Each is
  * answered by this server when it serves the share's owner, or passed on to
  * the owner's servers (forward.ts) when it does not; a request another
  * server forwarded is always answered here. The fetch fast path
@@ -90,6 +90,12 @@ export function sharePost(d: SharePostDeps): (ctx: Koa.ParameterizedContext<{ cl
       }
       // A signed forward's miss was charged by the server that forwarded it, to its client.
       sendAnswer(ctx, await fetchAnswer(backend, req.code, headers, forwarded?.signed ? undefined : charged));
+      return;
+    }
+
+    if (req.op === 'unpublish') {
+      const targets = forwarded ? [] : forwarder.targets(parseShareCode(req.code).primary);
+      send(ctx, 200, targets.length > 0 ? await forwarder.forward(req, targets, clientKey) : await backend.unpublish(req, clientKey));
       return;
     }
 

@@ -17,7 +17,7 @@ const RATE_LIMITED = metricName('rate_limited_total');
 const MAILS = metricName('verification_mails_total');
 const MAILS_REFUSED = metricName('verification_mails_refused_total');
 
-/** Request paths as labels: the fixed routes, and a template for the verification links (never a token). */
+/** Request paths as labels: the fixed routes, and templates for the verification and manage links (never a token). */
 function endpointOf(url: string | undefined): string {
   const path = url === undefined ? '' : url.split('?', 1)[0]!;
   switch (path) {
@@ -26,10 +26,12 @@ function endpointOf(url: string | undefined): string {
     case '/v1/status':
     case '/v1/replicate':
     case '/metrics':
+    case '/manage':
     case '/':
       return path;
     default:
-      return path.startsWith('/verify/') ? '/verify/{token}' : 'other';
+      if (path.startsWith('/verify/')) return '/verify/{token}';
+      return path.startsWith('/manage/') ? '/manage/{token}' : 'other';
   }
 }
 

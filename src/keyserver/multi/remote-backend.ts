@@ -19,8 +19,10 @@
  *   process) and the counts in the copy (written by the store each second)
  *   are the base of the counts shown here. A count shown may lag the other
  *   processes' fetches by that long; the stored count is the sum of all.
- * - Publish, confirm, the verification page, status and replication are
- *   calls, answered by the store's process's service exactly as there.
+ * - Publish, confirm, the verification page, status, replication, unpublish
+ *   and manage links are calls, answered by the store's process's service
+ *   exactly as there. A deletion reaches this process's copy as the
+ *   tombstone it wrote, so the share is not answered here afterwards.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KeyServerBackend, StatusReport } from '../backend.js';
@@ -32,7 +34,8 @@ import { checkServed, topologyOf, type ServiceConfig, type VerificationView } fr
 import { parseShareCode, type ShareCode } from '../share-code.js';
 import { PEEK_FETCH_COUNT, PEEK_SIZE } from '../store/share-table.js';
 import { FetchedCache, type FetchedEncoding, type FetchedFacts } from '../wire/fetched-cache.js';
-import type { CreatedResponse, TopologyResponse } from '../wire/messages.js';
+import type { CreatedResponse, TopologyResponse, UnpublishRequest, UnpublishedResponse } from '../wire/messages.js';
+import type { ManageView } from '../withdraw.js';
 import type { Channel } from './channel.js';
 import type { Replica } from './replica.js';
 
@@ -156,6 +159,22 @@ export class RemoteBackend implements KeyServerBackend {
   /** Rendered by the store's process, which asks this process (and every other) for its counts first. */
   metricsText(): Promise<string> {
     return this.channel.call('metricsText', null);
+  }
+
+  unpublish(req: UnpublishRequest, clientKey: string): Promise<UnpublishedResponse> {
+    return this.channel.call('unpublish', { req, clientKey });
+  }
+
+  requestManageLink(email: string, clientKey: string): Promise<void> {
+    return this.channel.call('requestManageLink', { email, clientKey });
+  }
+
+  manageView(token: string): Promise<ManageView | undefined> {
+    return this.channel.call('manageView', token);
+  }
+
+  manageDelete(token: string, code: string | undefined, clientKey: string): Promise<ManageView | undefined> {
+    return this.channel.call('manageDelete', { token, code, clientKey });
   }
 
   private parse(rawCode: string): ShareCode {

@@ -11,8 +11,8 @@
  * - Calls: a fetch of a share that is not live in a process's copy (counted
  *   here; a miss is charged or refused here, against this process's bucket of
  *   the address), fetch counts answered there, publish, the verification page and confirm,
- *   status, replication. Answers are durable before they are sent, as for a
- *   request served here.
+ *   status, replication, unpublish and manage links. Answers are durable
+ *   before they are sent, as for a request served here.
  * - Notes: the fetch process's copy of the live shares, a snapshot and then
  *   every durable change (replica-feed.ts); request tokens each process took,
  *   so that every client address has one allowance; a configuration reloaded.
@@ -38,6 +38,7 @@ import { Channel, type Handlers } from './channel.js';
 import type { ForwardedFetchCall } from './remote-backend.js';
 import { ReplicaFeed } from './replica-feed.js';
 import { startSelf } from '../sea/runtime.js';
+import type { UnpublishRequest } from '../wire/messages.js';
 
 /** What a fetch process is started with (its first message). */
 export interface FetchProcessInit {
@@ -275,6 +276,10 @@ export class FetchProcesses {
       statusReport: () => backend.statusReport(),
       metricsText: () => this.d.metricsText(),
       replicate: (p: { headers: Record<string, string | string[] | undefined>; body: Uint8Array; nowMs: number }) => backend.replicate(p.headers, p.body, p.nowMs),
+      unpublish: (p: { req: UnpublishRequest; clientKey: string }) => backend.unpublish(p.req, p.clientKey),
+      requestManageLink: (p: { email: string; clientKey: string }) => backend.requestManageLink(p.email, p.clientKey),
+      manageView: (token: string) => backend.manageView(token),
+      manageDelete: (p: { token: string; code: string | undefined; clientKey: string }) => backend.manageDelete(p.token, p.code, p.clientKey),
       limits: (taken: Array<[string, number]>) => {
         for (const [key, n] of taken) limiter.debit(key, n);
         this.syncLimits(index, taken);

@@ -454,6 +454,21 @@ export class ShareStore {
     this.maybeCompact();
   }
 
+  /**
+   * Deletes a share before its expiry (its publisher's signed unpublish, or
+   * a manage link: withdraw.ts) with a tombstone of reason `deleted`, durable
+   * before this resolves. It replicates as an expiry's does and beats every
+   * put of the code, earlier or later. Resolves with the deletion time, or
+   * undefined when the share is not here (any more).
+   */
+  async withdraw(code: string): Promise<number | undefined> {
+    const share = this.index.shares.get(code);
+    if (!share) return undefined;
+    const now = this.opts.clock.now();
+    await this.append({ type: 'tombstone', stamp: this.stamp(), code, deletedAt: now, expiresAt: share.expiresAt, reason: 'deleted' });
+    return now;
+  }
+
   /** Tombstones every expired share and forgets old tombstones. */
   async sweep(): Promise<number> {
     const now = this.opts.clock.now();

@@ -41,16 +41,39 @@ export function decodeJsonShareRequest(body: Uint8Array, fail: Fail): ShareReque
   if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail('the body must be a JSON object');
   const obj = value as Record<string, unknown>;
   const op = field(obj, 'op', fail);
-  const allowed = op === 'create' ? ['op', 'public_key', 'email'] : op === 'fetch' ? ['op', 'code'] : undefined;
-  if (!allowed) throw fail('field "op" must be "create" or "fetch"');
+  const allowed = FIELDS[op];
+  if (!allowed) throw fail('field "op" must be "create", "fetch" or "unpublish"');
   for (const key of Object.keys(obj)) if (!allowed.includes(key)) throw fail(`unknown field "${key.slice(0, 40)}" for op "${op}"`);
   if (op === 'create') {
     return { op, publicKey: decodeBase64(field(obj, 'public_key', fail), 'public_key', fail), email: field(obj, 'email', fail) };
   }
+  if (op === 'unpublish') {
+    return {
+      op,
+      code: field(obj, 'code', fail),
+      timestamp: decodeTime(field(obj, 'timestamp', fail), 'timestamp', fail),
+      nonce: decodeBase64(field(obj, 'nonce', fail), 'nonce', fail),
+      signature: decodeBase64(field(obj, 'signature', fail), 'signature', fail),
+    };
+  }
   return { op: 'fetch', code: field(obj, 'code', fail) };
 }
 
+const FIELDS: Record<string, string[] | undefined> = {
+  create: ['op', 'public_key', 'email'],
+  fetch: ['op', 'code'],
+  unpublish: ['op', 'code', 'timestamp', 'nonce', 'signature'],
+};
+
+/** An ISO 8601 time as this encoding writes it (ms, Z); anything else is refused rather than guessed at, since a signature covers it. */
+function decodeTime(text: string, name: string, fail: Fail): number {
+  const ms = Date.parse(text);
+  if (!Number.isFinite(ms) || ms < 0 || iso(ms) !== text) throw fail(`field "${name}" must be a time like 2030-01-01T00:00:00.000Z`);
+  return ms;
+}
+
 export function shareResponseJson(res: ShareResponse): object {
+  if (res.type === 'unpublished') return { type: 'unpublished', code: res.code, deleted_at: iso(res.deletedAt) };
   if (res.type === 'created') {
     return { type: 'created', code: res.code, expires_at: iso(res.expiresAt), verification: res.verification, message: res.message };
   }

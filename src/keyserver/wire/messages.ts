@@ -13,10 +13,12 @@ export const WIRE_VERSION = 1;
 export const MessageType = {
   createRequest: 0x01,
   fetchRequest: 0x02,
+  unpublishRequest: 0x03,
   created: 0x81,
   fetched: 0x82,
   topology: 0x83,
   status: 0x84,
+  unpublished: 0x85,
   error: 0xee,
 } as const;
 
@@ -26,9 +28,27 @@ const verificationCodes: Record<Verification, number> = { sent: 1, printed: 2, f
 export type TopologyStatus = 'active' | 'standby' | 'promoted' | 'disabled';
 const statusCodes: Record<TopologyStatus, number> = { active: 1, standby: 2, promoted: 3, disabled: 4 };
 
+/** Bytes of the nonce and of the Ed25519 signature of an unpublish request. */
+export const UNPUBLISH_NONCE_BYTES = 16;
+export const UNPUBLISH_SIGNATURE_BYTES = 64;
+
+/**
+ * A publisher's request to delete a share before its expiry, signed with the
+ * Ed25519 key the share holds (wire/unpublish-signature.ts says over what).
+ */
+export interface UnpublishRequest {
+  op: 'unpublish';
+  code: string;
+  /** When the request was signed (ms since the epoch, the publisher's clock). */
+  timestamp: number;
+  nonce: Uint8Array;
+  signature: Uint8Array;
+}
+
 export type ShareRequest =
   | { op: 'create'; publicKey: Uint8Array; email: string }
-  | { op: 'fetch'; code: string };
+  | { op: 'fetch'; code: string }
+  | UnpublishRequest;
 
 export interface CreatedResponse {
   type: 'created';
@@ -48,7 +68,13 @@ export interface FetchedResponse {
   expiresAt: number;
 }
 
-export type ShareResponse = CreatedResponse | FetchedResponse;
+export interface UnpublishedResponse {
+  type: 'unpublished';
+  code: string;
+  deletedAt: number;
+}
+
+export type ShareResponse = CreatedResponse | FetchedResponse | UnpublishedResponse;
 
 export interface TopologyResponse {
   clusterId: string;
@@ -101,18 +127,29 @@ export function encodeShareRequest(req: ShareRequest): Buffer {
     if (req.publicKey.length > 255) throw new RangeError('public key too long');
     return w.u8(MessageType.createRequest).u8(req.publicKey.length).bytes(req.publicKey).text(req.email, 1).finish();
   }
+  if (req.op === 'unpublish') {
+    if (req.nonce.length > 255 || req.signature.length > 255) throw new RangeError('nonce or signature too long');
+    return w.u8(MessageType.unpublishRequest).text(req.code, 1).u64(req.timestamp)
+      .u8(req.nonce.length).bytes(req.nonce).u8(req.signature.length).bytes(req.signature).finish();
+  }
   return w.u8(MessageType.fetchRequest).text(req.code, 1).finish();
 }
 
 /** Strict decoder: wrong version, type, truncation or trailing bytes fail. */
 export function decodeShareRequest(bytes: Uint8Array, fail: Fail): ShareRequest {
   const r = new Reader(bytes, fail, 'request');
-  const type = header(r, fail, [MessageType.createRequest, MessageType.fetchRequest]);
+  const type = header(r, fail, [MessageType.createRequest, MessageType.fetchRequest, MessageType.unpublishRequest]);
   let req: ShareRequest;
   if (type === MessageType.createRequest) {
     const keyLength = r.u8('public key length');
     const publicKey = Buffer.from(r.bytesOf(keyLength, 'public key'));
     req = { op: 'create', publicKey, email: r.text('email', 1) };
+  } else if (type === MessageType.unpublishRequest) {
+    const code = r.text('share code', 1);
+    const timestamp = r.u64('timestamp');
+    const nonce = Buffer.from(r.bytesOf(r.u8('nonce length'), 'nonce'));
+    const signature = Buffer.from(r.bytesOf(r.u8('signature length'), 'signature'));
+    req = { op: 'unpublish', code, timestamp, nonce, signature };
   } else {
     req = { op: 'fetch', code: r.text('share code', 1) };
   }
@@ -128,15 +165,18 @@ export function encodeShareResponse(res: ShareResponse): Buffer {
     return w.u8(MessageType.created).text(res.code, 1).u64(res.expiresAt).u8(verificationCodes[res.verification])
       .text(res.message, 2).finish();
   }
+  if (res.type === 'unpublished') return w.u8(MessageType.unpublished).text(res.code, 1).u64(res.deletedAt).finish();
   return w.u8(MessageType.fetched).text(res.code, 1).u8(res.publicKey.length).bytes(res.publicKey).text(res.email, 1)
     .u64(res.verifiedAt).u32(res.fetchCount).u64(res.expiresAt).finish();
 }
 
 export function decodeShareResponse(bytes: Uint8Array, fail: Fail): ShareResponse {
   const r = new Reader(bytes, fail, 'response');
-  const type = header(r, fail, [MessageType.created, MessageType.fetched]);
+  const type = header(r, fail, [MessageType.created, MessageType.fetched, MessageType.unpublished]);
   let res: ShareResponse;
-  if (type === MessageType.created) {
+  if (type === MessageType.unpublished) {
+    res = { type: 'unpublished', code: r.text('share code', 1), deletedAt: r.u64('deleted_at') };
+  } else if (type === MessageType.created) {
     const code = r.text('share code', 1);
     const expiresAt = r.u64('expires_at');
     const v = r.u8('verification');
