@@ -74,7 +74,7 @@ const byErrorCode: Record<string, number> = {
   COMMAND_NOT_FOUND: 127,
   COMMAND_NOT_EXECUTABLE: 126,
   INTERRUPTED: ExitCode.interrupted,
-  // key server client (identity publish, contact receive)
+  // key server client (identity publish and unpublish, contact receive)
   NO_KEY_SERVER: ExitCode.usage,
   CODE_TYPO: ExitCode.usage,
   INVALID_EMAIL: ExitCode.usage,
@@ -89,6 +89,9 @@ const byErrorCode: Record<string, number> = {
   RATE_LIMITED: ExitCode.tempFail,
   STORE_UNAVAILABLE: ExitCode.tempFail,
   SERVER_UNREACHABLE: ExitCode.unavailable,
+  OWNER_UNREACHABLE: ExitCode.unavailable,
+  UNPUBLISH_FORBIDDEN: ExitCode.noPermission,
+  UNPUBLISH_STALE: ExitCode.tempFail,
   VERIFICATION_NOT_SENT: ExitCode.unavailable,
   SERVER_UNTRUSTED: ExitCode.noPermission,
   SERVER_PROTOCOL: ExitCode.protocol,

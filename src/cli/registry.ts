@@ -111,6 +111,19 @@ export const commands: Command[] = [
     load: () => import('./commands/vault-publish.js'),
   },
   {
+    path: ['vault', 'identity', 'unpublish'], args: 'CODE | --all', positionals: [0, 1],
+    summary: 'delete a key you published from the key server before it expires',
+    details: 'The request is signed with your identity key, so only the publisher can unpublish a share; every server of '
+      + 'the cluster stops handing it out. --all unpublishes every share this vault published and has not seen expire '
+      + '(recorded in published.json in the vault folder; shares published from another copy of the vault are not). '
+      + 'Needs the vault key. The owner of the address can delete too, without the vault: the server\'s /manage page mails a link.',
+    options: {
+      all: { type: 'boolean', help: 'every unexpired share this vault published' },
+      server, json, ...unlock,
+    },
+    load: () => import('./commands/vault-unpublish.js'),
+  },
+  {
     path: ['vault', 'contact', 'receive'], args: 'CODE', positionals: [1, 1],
     summary: 'fetch a published key by its share code and add it as a contact once its fingerprint matches',
     details: "The fingerprint must come from the publisher by another channel (phone, in person). It is asked on the "

@@ -1,15 +1,17 @@
 /**
  * `stash vault identity publish --email ADDR [--server URL] [--json]`: sends
- * the vault identity's 65-byte public key to the key server. The public keys
+ * the vault identity's 65-byte public key to the key server, and records the
+ * share in the vault folder for `unpublish --all` (published-shares.ts). The public keys
  * are read with the vault key (identityPublic authenticates them against the
  * encrypted secret keys), so a tampered identity.json cannot get someone
  * else's key published under the owner's address.
  */
-import { StashError, UsageError } from '../../errors.js';
+import { errorMessage, StashError, UsageError } from '../../errors.js';
 import { encodePublicKey, identityPublic, wipe } from '../../vault/index.js';
 import { fingerprintLines } from '../fingerprint-display.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
-import { formatDuration, out, outJson } from '../output.js';
+import { formatDuration, out, outJson, warn } from '../output.js';
+import { recordPublished, type PublishedShare } from '../published-shares.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 
@@ -33,6 +35,7 @@ export async function run(inv: Invocation): Promise<number> {
   const { publish, topology } = await import('../../keyserver/client.js');
   const published = await publish(server.url, encodePublicKey(id), email.trim());
   await learnTopology(server.url, topology);
+  remember(session.dir, { code: published.code, server: server.url, email: email.trim(), expiresAt: published.expiresAt.toISOString() });
   if (published.verification === 'failed') {
     throw new StashError('VERIFICATION_NOT_SENT', `the key was stored but cannot be received: ${published.message}`);
   }
@@ -63,6 +66,15 @@ export async function run(inv: Invocation): Promise<number> {
   out(`  ${id.fingerprint}`);
   for (const line of fingerprintLines(id.fingerprint)) out(line);
   return 0;
+}
+
+/** Records the share for `unpublish --all`; the share is published either way, so a failure only warns. */
+function remember(vaultDir: string, share: PublishedShare): void {
+  try {
+    recordPublished(vaultDir, share);
+  } catch (err) {
+    warn(`the share was published, but not recorded in ${vaultDir} for \`unpublish --all\` (${errorMessage(err)}); unpublish it by its code`);
+  }
 }
 
 /**
