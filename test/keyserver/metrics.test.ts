@@ -7,6 +7,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
@@ -14,6 +15,7 @@ import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { freePorts, startServerProcess, waitFor } from './cluster.js';
 import { http, identityPublicKey, mailSink, postJson, startTestServer, tempDir } from './harness.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
+import { issueCert, makeCa } from './test-pki.js';
 
 const key = identityPublicKey();
 
@@ -103,6 +105,44 @@ test('counts match the requests made; loopback only; no address, code or token i
     }
   } finally {
     await s.stop();
+  }
+});
+
+test('the certificate served: its notAfter, and the renewed one after a reload', async () => {
+  if (!needFacility(haveCommand('openssl'), 'openssl', 'apt-get install openssl (a test CA)')) return;
+  const pki = tempDir('metrics-pki');
+  let s: Awaited<ReturnType<typeof startTestServer>> | undefined;
+  try {
+    const ca = makeCa(pki.path);
+    const certPath = join(pki.path, 'served.pem');
+    const keyPath = join(pki.path, 'served.key');
+    const install = (end: Date) => {
+      const c = issueCert(ca, { start: new Date(Date.now() - 3_600_000), end });
+      writeFileSync(certPath, c.cert);
+      writeFileSync(keyPath, c.key);
+    };
+    const scrape = () => new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(`${s!.url}/metrics`, { ca: ca.pem, agent: false }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d) => { body += d; }).on('end', () => resolve(body));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const series = 'stash_keyserver_tls_certificate_expiry_timestamp_seconds';
+    const first = new Date(Date.UTC(2031, 4, 6, 7, 8, 9));
+    install(first);
+    s = await startTestServer({ config: { tlsCert: certPath, tlsKey: keyPath } });
+    assert.is(sample(await scrape(), series), first.getTime() / 1000);
+    // Renewed files, read again on reload: the gauge follows what is served.
+    const renewed = new Date(Date.UTC(2031, 7, 1, 0, 0, 0));
+    install(renewed);
+    const result = await s.reload({ ...s.config });
+    assert.ok(result.applied.includes('tls_cert'), result.applied.join(', '));
+    assert.is(sample(await scrape(), series), renewed.getTime() / 1000);
+  } finally {
+    await s?.stop();
+    pki.remove();
   }
 });
 
