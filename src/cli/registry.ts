@@ -55,8 +55,44 @@ export const commands: Command[] = [
     summary: 'create a new vault (asks for a new password twice) and unlock it for this session',
     details: 'The vault folder is STASH_VAULT_DIR, else the platform data folder (Linux: $XDG_DATA_HOME/stash or ~/.local/share/stash). '
       + 'The new vault key is cached in the session agent, as the first command of a session would do.',
-    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl, 'allow-weak-password': allowWeak },
+    options: {
+      'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl, 'allow-weak-password': allowWeak,
+      'recovery-key': { type: 'boolean', help: 'make a recovery key and show it once (default: asked at a terminal; none without one)' },
+      'no-recovery-key': { type: 'boolean', help: 'make no recovery key (stash vault recovery-key create makes one later)' },
+      json,
+    },
     load: () => import('./commands/vault-init.js'),
+  },
+  {
+    path: ['vault', 'recover'], args: '', positionals: [0, 0],
+    summary: 'set a new password with the recovery key (when the password is forgotten)',
+    details: 'The recovery key comes from --recovery-key-file FILE, else standard input when it is not a terminal, else a hidden prompt; '
+      + 'the new password from --password-file, STASH_PASSWORD_FILE or --password-stdin, else it is asked twice. The recovery key keeps working.',
+    options: {
+      'password-file': { type: 'string', value: 'FILE', help: 'read the NEW password from FILE (first line; also STASH_PASSWORD_FILE)' },
+      'password-stdin': { type: 'boolean', help: 'read the NEW password from standard input' },
+      'recovery-key-file': { type: 'string', value: 'FILE', help: 'read the recovery key from FILE' },
+      'allow-weak-password': allowWeak,
+    },
+    load: () => import('./commands/vault-recovery.js'),
+  },
+  {
+    path: ['vault', 'recovery-key', 'status'], args: '', positionals: [0, 0],
+    summary: 'whether the vault has a recovery key, and since when',
+    options: { json },
+    load: () => import('./commands/vault-recovery.js'),
+  },
+  {
+    path: ['vault', 'recovery-key', 'create'], args: '', positionals: [0, 0],
+    summary: 'make a (new) recovery key and show it once; asks for the password; an older one stops working',
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin, json },
+    load: () => import('./commands/vault-recovery.js'),
+  },
+  {
+    path: ['vault', 'recovery-key', 'remove'], args: '', positionals: [0, 0],
+    summary: 'remove the recovery key (asks for the password)',
+    options: { 'password-file': passwordFile, 'password-stdin': passwordStdin },
+    load: () => import('./commands/vault-recovery.js'),
   },
   {
     path: ['vault', 'passwd'], args: '', positionals: [0, 0],
@@ -222,6 +258,14 @@ export const commands: Command[] = [
     load: () => import('./commands/container.js'),
   },
   {
+    path: ['container', 'rename'], args: 'OLD NEW', positionals: [2, 2],
+    summary: 'rename a container (a shared one only in this vault: its file, id and members stay)',
+    details: 'A private container is rewritten under the new name with the same id and content key (needs the vault key; cached keys stay valid). '
+      + 'A shared container keeps its file (a linked one is not touched), id and members; only the name this vault knows it by changes, and no password is needed.',
+    options: unlock,
+    load: () => import('./commands/container-rename.js'),
+  },
+  {
     path: ['container', 'share'], args: 'NAME CONTACT [CONTACT...]', positionals: [2, 64],
     summary: 'share a container with contacts (each opens it with their own key and password)',
     details: 'CONTACT is a name from `stash vault contact list` (keys checked by fingerprint). The first share turns a private '
@@ -322,8 +366,9 @@ export const commands: Command[] = [
     path: ['get'], args: 'CONTAINER NAME', positionals: [2, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details: 'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small '
-      + 'helper clears it after the delay, or at once when the machine suspends, unless something else was copied meanwhile.',
-    options: { ...unlock, ...CLIP_OPTIONS },
+      + 'helper clears it after the delay, or at once when the machine suspends, unless something else was copied meanwhile. '
+      + '--json prints {"container", "name", "value", "changedAt"} instead (a value that is not UTF-8 text is refused).',
+    options: { ...unlock, ...CLIP_OPTIONS, json },
     load: () => import('./commands/entry.js'),
   },
   {
@@ -394,6 +439,48 @@ export const commands: Command[] = [
     load: () => import('./commands/entries.js'),
   },
   {
+    path: ['mv'], args: 'CONTAINER/NAME CONTAINER2/NAME2', positionals: [2, 2],
+    summary: 'move an entry to another name or container (CONTAINER2/ keeps the name)',
+    details: 'Within one container the move is one write. Across containers the target is written first and the source removed after. '
+      + 'An existing target is refused (exit 73) unless --force.',
+    options: { ...unlock, force: { type: 'boolean', short: 'f', help: 'replace an existing target entry' } },
+    load: () => import('./commands/entry-move.js'),
+  },
+  {
+    path: ['cp'], args: 'CONTAINER/NAME CONTAINER2/NAME2', positionals: [2, 2],
+    summary: 'copy an entry to another name or container (CONTAINER2/ keeps the name)',
+    details: 'The value is never printed. An existing target is refused (exit 73) unless --force.',
+    options: { ...unlock, force: { type: 'boolean', short: 'f', help: 'replace an existing target entry' } },
+    load: () => import('./commands/entry-move.js'),
+  },
+  {
+    path: ['find'], args: 'PATTERN', positionals: [1, 1],
+    summary: 'list CONTAINER/NAME of the entry names that match, across every container (never values)',
+    details: 'PATTERN is a substring, or a glob (* ? [...]) that must match the whole name when it holds one of those characters; case is ignored. '
+      + 'Containers open in the agent are searched without a password; the others with the vault key, asked for once at most. '
+      + 'Exit status 1 when nothing matched.',
+    options: { json, ...unlock },
+    load: () => import('./commands/find.js'),
+  },
+  {
+    path: ['import'], args: 'FORMAT FILE --into CONTAINER', positionals: [2, 2],
+    summary: 'import entries from dotenv, json, pass, bitwarden or 1password exports into a container, in one write',
+    details: 'FORMAT: dotenv (a .env file), json (a flat object of names to strings, as env --format json prints), pass (a password-store '
+      + 'folder, each .gpg file decrypted with your gpg), bitwarden (its unencrypted JSON export), 1password (its CSV export). '
+      + 'A name that is not a valid entry name is mapped (upper case, each run of other characters becomes _, _ before a leading digit, '
+      + '_2, _3... on a clash) and listed; a login becomes TITLE_USERNAME, TITLE_PASSWORD, TITLE_TOTP, TITLE_URL, TITLE_NOTES and '
+      + 'TITLE_<FIELD> (docs/cli.md). Every entry is written in one new version of the container, or nothing is. Names that already exist '
+      + 'are refused (exit 73) unless --overwrite or --skip-existing. Values are never printed; delete the plaintext export afterwards.',
+    options: {
+      into: { type: 'string', value: 'CONTAINER', help: 'the container to write to (required; it must exist)' },
+      'dry-run': { type: 'boolean', help: 'list what would be written (names, never values) and write nothing' },
+      overwrite: { type: 'boolean', help: 'replace entries that already exist' },
+      'skip-existing': { type: 'boolean', help: 'keep entries that already exist and import the rest' },
+      json, ...unlock,
+    },
+    load: () => import('./commands/import.js'),
+  },
+  {
     path: ['open'], args: 'CONTAINER', positionals: [1, 1],
     summary: 'unlock a container into the session agent (default 900 s)',
     details: '--ttl applies to every key this command caches (the vault key too when it had to be unlocked).',
@@ -421,6 +508,15 @@ export const commands: Command[] = [
     options: { json },
     load: () => import('./commands/doctor.js'),
   },
+  {
+    path: ['completion'], args: 'SHELL', positionals: [1, 1],
+    summary: 'print the completion script for bash, zsh or fish',
+    details: 'bash: add `source <(stash completion bash)` to ~/.bashrc. zsh: `stash completion zsh > "${fpath[1]}/_stash"` (or source it after compinit). '
+      + 'fish: `stash completion fish > ~/.config/fish/completions/stash.fish`. Completes commands, options, container and contact names, and the '
+      + "entry names of containers whose key the agent holds; it never asks for a password and never starts the agent.",
+    options: {},
+    load: () => import('./commands/completion.js'),
+  },
 ];
 
 /** Usage line of one command. */
@@ -436,7 +532,7 @@ export function usageOf(command: Command): string {
 export function argNames(command: Command): string[] {
   const words = command.args.split(' ');
   const end = words.indexOf('--');
-  return (end < 0 ? words : words.slice(0, end)).filter((w) => /^[A-Z][A-Z_]*$/.test(w));
+  return (end < 0 ? words : words.slice(0, end)).filter((w) => /^[A-Z][A-Z_0-9]*(\/[A-Z][A-Z_0-9]*)?$/.test(w));
 }
 
 /**
@@ -462,16 +558,16 @@ export function suggestCommand(words: string[]): string | null {
 /** Words people type for an existing command (pass, gopass, op, coreutils habits). */
 const ALIASES: Record<string, string> = {
   cat: 'get', show: 'get', print: 'get', view: 'get', reveal: 'get',
-  list: 'ls', delete: 'rm', remove: 'rm', del: 'rm', unlock: 'open',
-  'container ls': 'container list', 'container delete': 'container rm', 'container remove': 'container rm', 'container new': 'container create',
+  list: 'ls', delete: 'rm', remove: 'rm', del: 'rm', unlock: 'open', move: 'mv', copy: 'cp', search: 'find',
+  'container ls': 'container list', 'container delete': 'container rm', 'container remove': 'container rm', 'container new': 'container create', 'container mv': 'container rename',
   'vault contact ls': 'vault contact list', 'vault sessions ls': 'vault sessions', 'vault sessions list': 'vault sessions',
 };
 
 /** Commands that change or remove something: suggested only for a one-key slip. */
 const WRITES = new Set([
-  'set', 'edit', 'rm', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
+  'set', 'edit', 'rm', 'mv', 'cp', 'import', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
   'container create', 'container rm', 'container share', 'container unshare', 'container accept', 'container merge',
-  'container import', 'container link',
+  'container import', 'container link', 'container rename',
 ]);
 
 /** Longest command path that prefixes argv. */

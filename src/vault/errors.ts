@@ -41,7 +41,11 @@ export type VaultErrorCode =
   | 'SHARE_NOT_SHARED'
   | 'SHARE_NOT_MEMBER'
   | 'SHARE_CHANGED'
-  | 'FILE_NOT_FOUND';
+  | 'FILE_NOT_FOUND'
+  // recovery key (recovery-key.ts)
+  | 'INVALID_RECOVERY_KEY'
+  | 'WRONG_RECOVERY_KEY'
+  | 'NO_RECOVERY_KEY';
 
 export class VaultError extends StashError {
   declare readonly code: VaultErrorCode;

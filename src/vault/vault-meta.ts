@@ -26,6 +26,14 @@ export interface VaultMeta {
   nonce: Buffer;
   wrappedKey: Buffer;
   keyCheck: Buffer;
+  /** The vault key wrapped a second time, by a key derived from the recovery key (recovery-key.ts); absent without one. */
+  recovery?: RecoveryWrap;
+}
+
+export interface RecoveryWrap {
+  createdAt: string;
+  nonce: Buffer;
+  wrapped: Buffer;
 }
 
 /** Public facts about a vault, readable without the password. */
@@ -76,7 +84,9 @@ export function keyCheckOf(vaultKey: Buffer, vaultId: Buffer): Buffer {
  * password, which the AEAD alone cannot.
  */
 function checksumOf(m: VaultMeta): Buffer {
-  return blake2b(16, Buffer.concat([wrapAd(m), m.nonce, m.wrappedKey, m.keyCheck]));
+  // A vault without a recovery key sums exactly as before the recovery key existed.
+  const recovery = m.recovery ? [Buffer.from(m.recovery.createdAt, 'utf8'), m.recovery.nonce, m.recovery.wrapped] : [];
+  return blake2b(16, Buffer.concat([wrapAd(m), m.nonce, m.wrappedKey, m.keyCheck, ...recovery]));
 }
 
 /** Wraps `vaultKey` under `masterKey` with a fresh nonce. */
@@ -105,6 +115,7 @@ export function encodeMeta(m: VaultMeta): string {
     kdf: { alg: m.kdf.alg, opslimit: m.kdf.opslimit, memlimit: m.kdf.memlimit, salt: m.kdf.salt.toString('hex') },
     vaultKey: { alg: WRAP_ALG, nonce: m.nonce.toString('hex'), wrapped: m.wrappedKey.toString('hex') },
     keyCheck: m.keyCheck.toString('hex'),
+    ...(m.recovery ? { recoveryKey: { alg: WRAP_ALG, createdAt: m.recovery.createdAt, nonce: m.recovery.nonce.toString('hex'), wrapped: m.recovery.wrapped.toString('hex') } } : {}),
     checksum: checksumOf(m).toString('hex'),
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
@@ -148,6 +159,12 @@ export function decodeMeta(text: Buffer, path: string): VaultMeta {
     wrappedKey: hex(vk.wrapped, KEY_BYTES + TAG_BYTES, 'vaultKey.wrapped'),
     keyCheck: hex(d.keyCheck, 32, 'keyCheck'),
   };
+  if (d.recoveryKey !== undefined) {
+    const rk = obj(d.recoveryKey, 'recoveryKey');
+    if (rk.alg !== WRAP_ALG) throw bad(`unknown recovery key wrap ${JSON.stringify(rk.alg)}`);
+    if (typeof rk.createdAt !== 'string' || rk.createdAt.length > 64 || Number.isNaN(Date.parse(rk.createdAt))) throw bad('recoveryKey.createdAt is not a date');
+    m.recovery = { createdAt: rk.createdAt, nonce: hex(rk.nonce, NONCE_BYTES, 'recoveryKey.nonce'), wrapped: hex(rk.wrapped, KEY_BYTES + TAG_BYTES, 'recoveryKey.wrapped') };
+  }
   if (!checksumOf(m).equals(hex(d.checksum, 16, 'checksum'))) throw bad('checksum mismatch (the file was changed or damaged)');
   return m;
 }

@@ -38,7 +38,7 @@ function leftovers(dir: string): string[] {
   return found;
 }
 
-function writeMeta(dir: string, meta: VaultMeta): void {
+export function writeMeta(dir: string, meta: VaultMeta): void {
   atomicWrite(vaultPaths(dir).meta, [Buffer.from(encodeMeta(meta), 'utf8')]);
 }
 
@@ -143,7 +143,7 @@ export async function changePassword(dir: string, vaultKey: Buffer, newPassword:
       // The KDF ran outside the lock; make sure vault.json is still the one we checked.
       const now = requireVaultKey(dir, vaultKey);
       if (!now.vaultId.equals(before.vaultId)) throw new VaultError('VAULT_KEY_MISMATCH', `the vault at ${dir} was replaced during the password change`);
-      writeMeta(dir, wrapVaultKey({ formatVersion: now.formatVersion, vaultId: now.vaultId, createdAt: now.createdAt, kdf: { ...params, salt } }, vaultKey, master));
+      writeMeta(dir, wrapVaultKey({ formatVersion: now.formatVersion, vaultId: now.vaultId, createdAt: now.createdAt, kdf: { ...params, salt }, ...(now.recovery ? { recovery: now.recovery } : {}) }, vaultKey, master));
     });
   } finally {
     wipe(master);

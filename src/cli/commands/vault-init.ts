@@ -7,7 +7,9 @@
 import { UsageError } from '../../errors.js';
 import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
 import { createVault, defaultVaultDir, identityPublic, vaultExists, VaultError, wipe, type KdfPreset } from '../../vault/index.js';
-import { formatBytes, formatDuration, out, warn } from '../output.js';
+import { formatBytes, formatDuration, out, outJson, warn } from '../output.js';
+import { createRecoveryKey, formatRecoveryKey } from '../../vault/recovery-key.js';
+import { recoveryKeyLines } from './vault-recovery.js';
 import { readNewPassword } from '../password.js';
 import { weakAllowed } from '../password-strength.js';
 import type { Invocation } from '../registry.js';
@@ -34,6 +36,20 @@ export function kdfChoice(values: Invocation['values'], env: NodeJS.ProcessEnv |
 }
 
 /**
+ * The recovery key default: --recovery-key or --no-recovery-key when given;
+ * otherwise asked at a terminal (Enter means yes), and none without one, so
+ * that a script never prints a key nobody will write down.
+ */
+async function wantsRecoveryKey(values: Invocation['values']): Promise<boolean> {
+  if (values['recovery-key'] === true) return true;
+  if (values['no-recovery-key'] === true || values.json === true) return false;
+  const { askLine, haveTerminal } = await import('../prompt.js');
+  if (!haveTerminal()) return false;
+  const answer = await askLine('Make a recovery key, to set a new password if you forget this one? [Y/n] ');
+  return answer === null || answer === '' || /^y(es)?$/i.test(answer);
+}
+
+/**
  * Creates the vault, then caches its key in the agent as the first command of
  * a session would (so `stash container create` next asks nothing), and says
  * what to do next.
@@ -43,6 +59,7 @@ export async function run(inv: Invocation): Promise<number> {
   // Checked before asking for a password twice; createVault checks again under its lock.
   if (vaultExists(dir)) throw new VaultError('VAULT_EXISTS', `a vault already exists at ${dir}`);
   const kdf = kdfChoice(inv.values);
+  if (inv.values['recovery-key'] === true && inv.values['no-recovery-key'] === true) throw new UsageError('--recovery-key and --no-recovery-key contradict each other');
   const session = new Session(inv.values, { dir });
   try {
     const password = await readNewPassword(session.source, null, undefined, weakAllowed(inv.values['allow-weak-password']));
@@ -55,12 +72,19 @@ export async function run(inv: Invocation): Promise<number> {
     }
     const { info, vaultKey } = created;
     let cached: boolean;
+    let recovery: Buffer | null = null;
     try {
       cached = await session.cache(Buffer.from(info.vaultId, 'hex'), vaultKey, dir);
+      if (await wantsRecoveryKey(inv.values)) recovery = createRecoveryKey(dir, vaultKey);
     } finally {
       wipe(vaultKey);
     }
     const id = identityPublic(dir);
+    if (inv.values.json === true) {
+      outJson({ vault: dir, vaultId: info.vaultId, fingerprint: id.fingerprint, kdf: info.kdf, unlocked: cached, recoveryKey: recovery ? formatRecoveryKey(recovery) : null });
+      wipe(recovery);
+      return 0;
+    }
     out(`Created a vault at ${dir}`);
     out(`Vault id:    ${info.vaultId}`);
     out(`Fingerprint: ${id.fingerprint}`);
@@ -68,6 +92,11 @@ export async function run(inv: Invocation): Promise<number> {
     if (cached) {
       const ttl = formatDuration((session.ttl ?? DEFAULT_TTL_SECONDS) * 1000);
       out(`Unlocked:    the session agent keeps the vault key for ${ttl} after its last use (stash vault sessions lock-all forgets it)`);
+    }
+    if (recovery) {
+      out('');
+      for (const line of recoveryKeyLines(recovery)) out(line);
+      wipe(recovery);
     }
     out('');
     out('Next: create a container with `stash container create NAME`.');
