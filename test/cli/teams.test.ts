@@ -234,9 +234,12 @@ test('unshare bob: the key is rotated; Bob\'s copy of the previous version still
   await refused(alice, ['get', 'team', 'API_KEY'], 83, /recipient list \(epoch 1\) is older than the one this vault already saw \(epoch 2\)/);
 });
 
-test('help lists the sharing commands; export of a private container and unknown contacts are clear errors', async () => {
+test('help lists the sharing commands; a private container exports for this vault only; unknown contacts are clear errors', async () => {
   await ok(alice, ['container', 'create', 'solo']);
-  await refused(alice, ['container', 'export', 'solo', join(root, 'solo.stash')], 1, /container solo is private to this vault; share it first/);
+  // A private export is a copy only Alice's vault can open (backup.test has the round trip): Bob is refused.
+  const solo = join(root, 'solo.stash');
+  await ok(alice, ['container', 'export', 'solo', solo]);
+  await refused(bob, ['container', 'import', solo], 77, /is a private container of another vault: only the vault that exported it can import it/);
   await refused(alice, ['container', 'share', 'solo', 'nobody'], 66, /no contact named "nobody"/);
   await refused(alice, ['container', 'unshare', 'solo', 'bob'], 1, /container solo is not shared with anyone/);
   const m = await ok(alice, ['container', 'members', 'solo']);
