@@ -284,6 +284,14 @@ export const commands: Command[] = [
     load: () => import('./commands/container-share.js'),
   },
   {
+    path: ['container', 'exposure'], args: 'NAME', positionals: [1, 1],
+    summary: 'for each former member: the entries they could read that nobody has changed since (names, never values)',
+    details: 'Former members are those this vault removed with unshare. An entry stays on the list until it is changed with set after the removal '
+      + '(change times are the writers\' clocks).',
+    options: { ...unlock, member: { type: 'string', value: 'NAME|FINGERPRINT', help: 'only this former member' }, json },
+    load: () => import('./commands/container-exposure.js'),
+  },
+  {
     path: ['container', 'members'], args: 'NAME', positionals: [1, 1],
     summary: 'owner, members with names and fingerprints, who wrote the current version and when',
     details: 'Names come from your contacts, so the vault key is needed.',

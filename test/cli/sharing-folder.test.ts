@@ -199,4 +199,25 @@ test('another Unix user imports the owner\'s export from a folder they can only 
   }
 });
 
+
+test('offboarding: unshare lists the entries the removed member could read; exposure shrinks as they are changed', async () => {
+  const [alice, bob, carol] = await people([{ name: 'alice' }, { name: 'bob' }, { name: 'carol' }]);
+  try {
+    for (const [n, v] of [['DB_PASSWORD', 'p1'], ['API_TOKEN', 't1'], ['DEPLOY_KEY', 'k1']]) await alice!.ok(['set', 'team', n!], `${v}\n`);
+    const unshare = await alice!.ok(['container', 'unshare', 'team', 'bob']);
+    assert.match(unshare.stdout, /Change those secrets if that matters:\n {2}API_TOKEN {2}last changed \S+ \S+ UTC\n {2}DB_PASSWORD {2}last changed .*\n {2}DEPLOY_KEY {2}last changed .*\nThis list shrinks/);
+    await alice!.ok(['set', 'team', 'DB_PASSWORD'], 'p2\n'); // rotated after the removal
+    await alice!.ok(['set', 'team', 'NEW_AFTER'], 'n\n'); // never readable by bob
+    const json = JSON.parse((await alice!.ok(['container', 'exposure', 'team', '--json'])).stdout) as Array<{ member: string; entries: Array<{ name: string }> }>;
+    assert.equal(json.map((m) => [m.member, m.entries.map((e) => e.name)]), [['bob', ['API_TOKEN', 'DEPLOY_KEY']]]);
+    await alice!.ok(['container', 'unshare', 'team', 'carol']);
+    const text = (await alice!.ok(['container', 'exposure', 'team', '--member', 'carol'])).stdout;
+    assert.match(text, /^carol \S+, removed \S+ \(could open up to version \d+\):\n {2}API_TOKEN .*\n {2}DB_PASSWORD .*\n {2}DEPLOY_KEY .*\n {2}NEW_AFTER /, 'carol could read everything up to her removal');
+    const none = await alice!.run(['container', 'exposure', 'team', '--member', 'dave']);
+    assert.is(none.code, 66);
+  } finally {
+    await dispose([alice!, bob!, carol!]);
+  }
+});
+
 test.run();

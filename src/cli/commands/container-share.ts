@@ -113,7 +113,17 @@ async function unshare(session: Session, vaultKey: Buffer, name: string, who: st
   const one = removing.length === 1;
   out(`Removed ${names} from ${name} and rotated its content key (now version ${r.revision}).`);
   out(`${names} can no longer read later versions, but ${one ? 'keeps' : 'keep'} what they already read: every value up to version ${r.previous},`);
-  out(`and any copy of the file they have, which still opens with their key. Change those secrets if that matters.`);
+  out(`and any copy of the file they have, which still opens with their key. Change those secrets if that matters:`);
+  // The offboarding list: what they could read, remembered so `container exposure` can show it later.
+  const { recordFormerMembers, readFormerMembers } = await import('../../vault/sharing/former-members.js');
+  recordFormerMembers(session.dir, name, removing, r.previous);
+  const { exposureOf } = await import('./container-exposure.js');
+  const former = readFormerMembers(session.dir, name).filter((f) => removing.some((m) => m.ed25519.equals(f.ed25519)));
+  const lists = await exposureOf(session, name, former);
+  const all = lists[0]?.entries ?? [];
+  if (all.length === 0) out('  (no entries)');
+  for (const e of all) out(`  ${e.name}  ${e.changedAt ? `last changed ${new Date(e.changedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC` : 'change time unknown'}`);
+  out(`This list shrinks as you change them with stash set; see it again with: stash container exposure ${name}`);
   return 0;
 }
 
