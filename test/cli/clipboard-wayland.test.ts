@@ -10,7 +10,7 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { inMemory } from '../../src/cli/memory-folder.js';
 import { startWeston, westonFacility, type Weston } from '../fixtures/weston.js';
@@ -52,10 +52,18 @@ test.after(async () => {
   rmSync(shm, { recursive: true, force: true });
 });
 
-/** Runs stash with a private tmpfs on /tmp (its own mount namespace), as on a system whose /tmp is a tmpfs. */
+/**
+ * Runs stash with a private tmpfs on /tmp (its own mount namespace), as on a
+ * system whose /tmp is a tmpfs. The real /tmp stays reachable under the
+ * test's /dev/shm folder, for a checkout that lives in /tmp.
+ */
 function runWithTmpfs(env: TestAgentEnv['env'], args: string[]): Promise<RunResult> {
+  const old = join(shm, 'real-tmp');
+  mkdirSync(old, { recursive: true });
+  const bin = stashBin.startsWith('/tmp/') ? join(old, stashBin.slice('/tmp/'.length)) : stashBin;
+  const script = 'old="$1"; shift; mount --rbind /tmp "$old" && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"';
   return new Promise((resolve, reject) => {
-    const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"', 'sh', process.execPath, stashBin, ...args], {
+    const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', old, process.execPath, bin, ...args], {
       env, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
     });
     let stdout = '';

@@ -63,7 +63,7 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
     const cases: Array<[string, RegExp]> = [
       ['[agent]\nprevent_sleep = "yes"\n', /:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"\n$/],
       ['agent.terminate_on_suspend = 3\n', /:1: agent\.terminate_on_suspend must be a boolean/],
-      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, key_server_url\n$/],
+      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, cli, key_server_url\n$/],
       ['[agent]\n\nprevent_slep = true\n', /:3: unknown key "agent\.prevent_slep"/],
       ['a = 1\n[agent\n', /:2: not valid TOML: /],
       // An unquoted word is no TOML value at all: the key, the line and the type it takes are named.

@@ -153,9 +153,12 @@ export async function runClipHelper(argv: string[]): Promise<void> {
 
   let finishing = false;
   let token: string | null = null;
+  let copying: Promise<boolean> | null = null;
   const finish = async (why: 'timeout' | NodeJS.Signals): Promise<void> => {
     if (finishing) return;
     finishing = true;
+    // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
+    if (copying) await copying.catch(() => false);
     try {
       await clearIfOurs(tool, value);
     } catch {
@@ -183,8 +186,11 @@ export async function runClipHelper(argv: string[]): Promise<void> {
   }
   let marked: boolean;
   try {
-    marked = await tool.copy(value);
+    copying = tool.copy(value);
+    marked = await copying;
+    copying = null;
   } catch (err) {
+    if (finishing) return; // finish() is clearing and exiting
     wipe(value);
     report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
     if (token !== null) await unregister(token);
