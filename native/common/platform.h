@@ -18,6 +18,9 @@ void InitSystemLog(Napi::Env env, Napi::Object exports);
 // process-identity helpers for the activity registry (pidfd* on Linux,
 // processInfo(pid) on macOS and Windows).
 void InitPower(Napi::Env env, Napi::Object exports);
+// class LockWatcher(options, callback) {stop(), pump()}: the session lock
+// (native/<os>/lock_<os>.cc; events in native/common/lock_event.h).
+void InitSessionLock(Napi::Env env, Napi::Object exports);
 
 #if defined(_WIN32)
 // hasConsole(), consoleReadLine(options): the hidden prompt on the console

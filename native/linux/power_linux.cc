@@ -12,13 +12,10 @@
 // Policy (when to take or drop which lock) lives in src/agent/power/linux.ts.
 #include <napi.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -215,12 +212,6 @@ struct WatchEvent {
   uint64_t at_us = 0;  // CLOCK_MONOTONIC at receipt (sleep events), the clock process.hrtime reads
 };
 
-uint64_t MonotonicUsec() {
-  struct timespec ts {};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
-}
-
 Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
   Napi::Object o = Napi::Object::New(env);
   auto text = [&]() { return ev.text.empty() ? env.Null() : Napi::Value(Napi::String::New(env, ev.text)); };
@@ -363,39 +354,7 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
       return EmitFailure(failure);
     }
     Emit(WatchEvent::kReady, owner_);
-    int bus_fd = api_->get_fd(bus.get());
-    if (bus_fd < 0) {
-      DescribeBusFailure("sd_bus_get_fd", bus_fd, nullptr, &failure);
-      return EmitFailure(failure);
-    }
-    for (;;) {
-      r = api_->process(bus.get(), nullptr);
-      if (r < 0) {
-        DescribeBusFailure("lost the system bus connection", r, nullptr, &failure);
-        return EmitFailure(failure);
-      }
-      if (r > 0) continue;  // more may be queued
-      int events = api_->get_events(bus.get());
-      if (events < 0) {
-        DescribeBusFailure("sd_bus_get_events", events, nullptr, &failure);
-        return EmitFailure(failure);
-      }
-      uint64_t until = UINT64_MAX;
-      api_->get_timeout(bus.get(), &until);
-      int timeout_ms = -1;
-      if (until != UINT64_MAX) {
-        uint64_t now = MonotonicUsec();  // sd-bus timeouts are absolute CLOCK_MONOTONIC
-        uint64_t left = until > now ? (until - now + 999) / 1000 : 0;
-        timeout_ms = left > uint64_t(INT_MAX) ? INT_MAX : int(left);
-      }
-      struct pollfd fds[2] = {{bus_fd, short(events), 0}, {wake_fd_, POLLIN, 0}};
-      r = poll(fds, 2, timeout_ms);
-      if (r < 0 && errno != EINTR) {
-        DescribeBusFailure("poll", -errno, nullptr, &failure);
-        return EmitFailure(failure);
-      }
-      if (r > 0 && (fds[1].revents & POLLIN)) return;  // stop() was called
-    }
+    if (!RunBusLoop(api_, bus.get(), wake_fd_, "system bus", &failure)) EmitFailure(failure);
   }
 
   const SdBusApi* api_ = nullptr;

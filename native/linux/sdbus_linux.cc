@@ -3,8 +3,11 @@
 #include "sdbus_linux.h"
 
 #include <dlfcn.h>
+#include <poll.h>
+#include <time.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -46,11 +49,15 @@ void Load() {
     std::string missing;
     bool ok = true;
     ok &= Resolve(handle, "sd_bus_open_system", &g_api.open_system, &missing);
+    ok &= Resolve(handle, "sd_bus_open_user", &g_api.open_user, &missing);
     ok &= Resolve(handle, "sd_bus_flush_close_unref", &g_api.flush_close_unref, &missing);
     ok &= Resolve(handle, "sd_bus_message_new_method_call", &g_api.message_new_method_call, &missing);
     ok &= Resolve(handle, "sd_bus_message_append", &g_api.message_append, &missing);
     ok &= Resolve(handle, "sd_bus_call", &g_api.call, &missing);
     ok &= Resolve(handle, "sd_bus_message_read", &g_api.message_read, &missing);
+    ok &= Resolve(handle, "sd_bus_message_enter_container", &g_api.message_enter_container, &missing);
+    ok &= Resolve(handle, "sd_bus_message_exit_container", &g_api.message_exit_container, &missing);
+    ok &= Resolve(handle, "sd_bus_message_skip", &g_api.message_skip, &missing);
     ok &= Resolve(handle, "sd_bus_message_unref", &g_api.message_unref, &missing);
     ok &= Resolve(handle, "sd_bus_message_get_sender", &g_api.message_get_sender, &missing);
     ok &= Resolve(handle, "sd_bus_message_get_path", &g_api.message_get_path, &missing);
@@ -118,6 +125,69 @@ sd_bus* OpenSystemBus(const SdBusApi* api, uint64_t timeout_usec, BusFailure* fa
   }
   if (api->set_method_call_timeout) api->set_method_call_timeout(bus, timeout_usec);
   return bus;
+}
+
+std::string SessionBusAddress() {
+  const char* addr = std::getenv("DBUS_SESSION_BUS_ADDRESS");
+  if (addr && *addr) return addr;
+  const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+  return runtime && *runtime ? std::string("unix:path=") + runtime + "/bus (from XDG_RUNTIME_DIR)"
+                             : "none (neither DBUS_SESSION_BUS_ADDRESS nor XDG_RUNTIME_DIR is set)";
+}
+
+sd_bus* OpenSessionBus(const SdBusApi* api, uint64_t timeout_usec, BusFailure* failure) {
+  sd_bus* bus = nullptr;
+  int r = api->open_user(&bus);
+  if (r < 0) {
+    std::string what = "cannot connect to the session bus at " + SessionBusAddress();
+    DescribeBusFailure(what.c_str(), r, nullptr, failure);
+    return nullptr;
+  }
+  if (api->set_method_call_timeout) api->set_method_call_timeout(bus, timeout_usec);
+  return bus;
+}
+
+uint64_t MonotonicUsec() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000u + uint64_t(ts.tv_nsec) / 1000u;
+}
+
+bool RunBusLoop(const SdBusApi* api, sd_bus* bus, int wake_fd, const char* which, BusFailure* failure) {
+  int bus_fd = api->get_fd(bus);
+  if (bus_fd < 0) {
+    DescribeBusFailure("sd_bus_get_fd", bus_fd, nullptr, failure);
+    return false;
+  }
+  for (;;) {
+    int r = api->process(bus, nullptr);
+    if (r < 0) {
+      std::string what = std::string("lost the ") + which + " connection";
+      DescribeBusFailure(what.c_str(), r, nullptr, failure);
+      return false;
+    }
+    if (r > 0) continue;  // more may be queued
+    int events = api->get_events(bus);
+    if (events < 0) {
+      DescribeBusFailure("sd_bus_get_events", events, nullptr, failure);
+      return false;
+    }
+    uint64_t until = UINT64_MAX;
+    api->get_timeout(bus, &until);
+    int timeout_ms = -1;
+    if (until != UINT64_MAX) {
+      uint64_t now = MonotonicUsec();  // sd-bus timeouts are absolute CLOCK_MONOTONIC
+      uint64_t left = until > now ? (until - now + 999) / 1000 : 0;
+      timeout_ms = left > uint64_t(INT_MAX) ? INT_MAX : int(left);
+    }
+    struct pollfd fds[2] = {{bus_fd, short(events), 0}, {wake_fd, POLLIN, 0}};
+    r = poll(fds, 2, timeout_ms);
+    if (r < 0 && errno != EINTR) {
+      DescribeBusFailure("poll", -errno, nullptr, failure);
+      return false;
+    }
+    if (r > 0 && (fds[1].revents & POLLIN)) return true;  // asked to stop
+  }
 }
 
 bool GetNameOwner(const SdBusApi* api, sd_bus* bus, const char* name, uint64_t timeout_usec, std::string* owner,

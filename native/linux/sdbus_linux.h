@@ -29,12 +29,16 @@ struct SdBusApi {
   std::string library;  // the soname that was loaded
 
   int (*open_system)(sd_bus** ret);
+  int (*open_user)(sd_bus** ret);
   sd_bus* (*flush_close_unref)(sd_bus* bus);
   int (*message_new_method_call)(sd_bus* bus, sd_bus_message** m, const char* destination, const char* path,
                                  const char* interface, const char* member);
   int (*message_append)(sd_bus_message* m, const char* types, ...);
   int (*call)(sd_bus* bus, sd_bus_message* m, uint64_t usec, sd_bus_error* ret_error, sd_bus_message** reply);
   int (*message_read)(sd_bus_message* m, const char* types, ...);
+  int (*message_enter_container)(sd_bus_message* m, char type, const char* contents);
+  int (*message_exit_container)(sd_bus_message* m);
+  int (*message_skip)(sd_bus_message* m, const char* types);
   sd_bus_message* (*message_unref)(sd_bus_message* m);
   const char* (*message_get_sender)(sd_bus_message* m);
   const char* (*message_get_path)(sd_bus_message* m);
@@ -103,6 +107,23 @@ std::string SystemBusAddress();
 // Opens a private system-bus connection with method calls bounded by
 // `timeout_usec`. Returns nullptr and fills `failure` on error.
 sd_bus* OpenSystemBus(const SdBusApi* api, uint64_t timeout_usec, BusFailure* failure);
+
+// The session bus address in use, for messages (DBUS_SESSION_BUS_ADDRESS, else
+// sd-bus's fallback $XDG_RUNTIME_DIR/bus).
+std::string SessionBusAddress();
+
+// The same for the user's session bus.
+sd_bus* OpenSessionBus(const SdBusApi* api, uint64_t timeout_usec, BusFailure* failure);
+
+// CLOCK_MONOTONIC in microseconds: the clock of sd-bus timeouts, and the one
+// process.hrtime reads on Linux.
+uint64_t MonotonicUsec();
+
+// Dispatches `bus` (its match callbacks run on this thread) until `wake_fd`
+// becomes readable: returns true then, false with `failure` filled when the
+// bus fails ("lost the <which> connection"). A watcher thread's whole life
+// after its setup.
+bool RunBusLoop(const SdBusApi* api, sd_bus* bus, int wake_fd, const char* which, BusFailure* failure);
 
 // org.freedesktop.DBus.GetNameOwner(name): true with the unique name in *owner,
 // true with an empty *owner when the name has no owner, false on other errors.

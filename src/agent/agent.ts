@@ -30,10 +30,19 @@ export interface Power {
   stop(): void;
 }
 
+/** What the agent needs from the session lock integration (src/agent/lock/). */
+export interface SessionLock {
+  /** True from a session lock until the unlock: no key may be cached then. */
+  readonly locked: boolean;
+  status(): Record<string, unknown> | object;
+}
+
 export interface AgentOptions {
   cache: KeyCache;
   activities: Activities;
   power: Power | null;
+  /** Null when the agent does not watch the session lock (tests that build an Agent by hand). */
+  sessionLock?: SessionLock | null;
   preventSleep: boolean;
   terminateOnSuspend: boolean;
   /**
@@ -121,6 +130,15 @@ export class Agent implements RequestHandler {
     }
   }
 
+  /**
+   * The session locked: the suspend path's wipe, activities left alone. Runs
+   * on the JS thread like every request, so a PUT is handled wholly before it
+   * (and wiped here) or after it (and refused while locked). Returns the count.
+   */
+  sessionLocked(): number {
+    return this.opts.cache.forgetAll();
+  }
+
   /** After resume: protect the activities that are still running again. */
   afterResume(): void {
     this.opts.activities.prune();
@@ -146,6 +164,8 @@ export class Agent implements RequestHandler {
       case 'put':
         // Between the suspend wipe and resume, a new key would sleep in memory.
         if (this.opts.power?.suspending) throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; keys are not cached until it resumes');
+        // While the screen is locked, a key typed just before the lock must not outlive it.
+        if (this.opts.sessionLock?.locked) throw new ProtocolError('SESSION_LOCKED', 'the session is locked; keys are not cached until it is unlocked');
         this.opts.cache.put(req.id, req.key, req.path, req.ttl);
         return { type: 'ack', count: 1 };
       case 'forget':
@@ -195,6 +215,7 @@ export class Agent implements RequestHandler {
       preventSleep: this.opts.preventSleep,
       terminateOnSuspend: this.opts.terminateOnSuspend,
       power: this.opts.power ? this.opts.power.status() : { backend: 'none', available: false, reason: 'power integration not started' },
+      sessionLock: this.opts.sessionLock ? this.opts.sessionLock.status() : { enabled: false, reason: 'session lock integration not started', locked: false, sources: [] },
       ...this.opts.describe(),
     };
   }

@@ -3,7 +3,7 @@
  * settings that remember where each value came from (for `stash doctor`).
  *
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
- * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend;
+ * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend, lock_on_screen_lock;
  * [cli] clip_seconds (the clipboard clear of `get --clip`); top-level key_server_url (checked by keyserver/server-url.ts, the rule
  * --server follows too). Unknown keys and wrong types are errors naming the
  * file, the line, the key and what was expected. agentSettings() adds the
@@ -31,6 +31,8 @@ export interface StashConfig {
   fileFound: boolean;
   preventSleep: Setting<boolean>;
   terminateOnSuspend: Setting<boolean>;
+  /** Wipe every cached key when the session locks, and cache none while it is locked (agent.lock_on_screen_lock). */
+  lockOnScreenLock: Setting<boolean>;
   keyServerUrl: Setting<string | null>;
   /** Seconds before `get --clip` clears the clipboard (cli.clip_seconds, STASH_CLIP_SECONDS). */
   clipSeconds: Setting<number>;
@@ -53,7 +55,7 @@ export function configPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJ
   return { path: join(env.XDG_CONFIG_HOME || join(home, '.config'), 'stash', 'config.toml'), source: 'default' };
 }
 
-const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend'] as const;
+const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend', 'lock_on_screen_lock'] as const;
 const CLI_KEYS = ['clip_seconds'] as const;
 const TOP_KEYS = ['agent', 'cli', 'key_server_url'] as const;
 
@@ -195,6 +197,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     fileFound: text !== null,
     preventSleep: def(true),
     terminateOnSuspend: def(true),
+    lockOnScreenLock: def(true),
     keyServerUrl: def<string | null>(null),
     clipSeconds: def(DEFAULT_CLIP_SECONDS),
   };
@@ -242,6 +245,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
       if (table.terminate_on_suspend !== undefined) {
         config.terminateOnSuspend = { value: fileBoolean(at('agent', 'terminate_on_suspend'), 'agent.terminate_on_suspend', table.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
       }
+      if (table.lock_on_screen_lock !== undefined) {
+        config.lockOnScreenLock = { value: fileBoolean(at('agent', 'lock_on_screen_lock'), 'agent.lock_on_screen_lock', table.lock_on_screen_lock), source: 'file', from: 'agent.lock_on_screen_lock' };
+      }
     }
   }
   if (env.STASH_AGENT_PREVENT_SLEEP !== undefined && env.STASH_AGENT_PREVENT_SLEEP !== '') {
@@ -249,6 +255,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   }
   if (env.STASH_AGENT_TERMINATE_ON_SUSPEND !== undefined && env.STASH_AGENT_TERMINATE_ON_SUSPEND !== '') {
     config.terminateOnSuspend = { value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND), source: 'environment', from: 'STASH_AGENT_TERMINATE_ON_SUSPEND' };
+  }
+  if (env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== undefined && env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== '') {
+    config.lockOnScreenLock = { value: envBoolean('STASH_AGENT_LOCK_ON_SCREEN_LOCK', env.STASH_AGENT_LOCK_ON_SCREEN_LOCK), source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' };
   }
   if (env.STASH_CLIP_SECONDS !== undefined && env.STASH_CLIP_SECONDS !== '') {
     config.clipSeconds = { value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true), source: 'environment', from: 'STASH_CLIP_SECONDS' };

@@ -73,11 +73,15 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
   // Never throws: without the addon, a bus or logind it is a no-op whose status says why.
   const { createPowerIntegration } = await import('./power/index.js');
   const power = createPowerIntegration();
+  // Never throws either: a missing bus, session or screensaver shows in its status.
+  const { createSessionLock } = await import('./lock/index.js');
+  const sessionLock = createSessionLock({ enabled: config.lockOnScreenLock.value });
 
   agent = new Agent({
     cache,
     activities,
     power,
+    sessionLock,
     preventSleep: config.preventSleep.value,
     terminateOnSuspend: config.terminateOnSuspend.value,
     log,
@@ -94,6 +98,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
         fileFound: config.fileFound,
         preventSleep: describeSetting(config.preventSleep),
         terminateOnSuspend: describeSetting(config.terminateOnSuspend),
+        lockOnScreenLock: describeSetting(config.lockOnScreenLock),
       },
     }),
   });
@@ -156,6 +161,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
     shuttingDown = true;
     const wiped = theAgent.wipeAll();
     power.stop();
+    sessionLock.stop();
     logger.flush?.();
     log('info', `agent exiting (${why}); wiped ${wiped} key(s)`);
     for (const c of connections) c.close();
@@ -188,6 +194,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
       else log('info', `suspend protection active (${s.backend}, ${s.library ?? 'native'})`);
     })
     .catch((err: unknown) => log('warning', `suspend protection unavailable: ${errorMessage(err)}`));
+
+  sessionLock.start({ onLock: () => theAgent.sessionLocked(), log });
 
   let idleSince = Date.now();
   const tick = Math.min(1000, Math.max(50, idle / 4));

@@ -69,6 +69,34 @@ export interface NativePowerWatcher {
   allowSleep(id: number): boolean;
 }
 
+/**
+ * What a LockWatcher reports, on the JS thread (native/common/lock_event.h).
+ * `source` is the one the watcher was made for: 'logind' or 'screensaver'
+ * (Linux), 'wts' (Windows), 'distributed' (macOS).
+ */
+export type NativeLockEvent =
+  /** Listening. Linux logind: `owner` is logind's unique name, `session` the session object; `locked` null when unknown. */
+  | { type: 'ready'; source: string; owner: string | null; session: string | null; locked: boolean | null }
+  /**
+   * The session locked (true) or unlocked (false). `signal` names what said so (Lock, Unlock,
+   * LockedHint, org.gnome.ScreenSaver.ActiveChanged, WTS_SESSION_LOCK, com.apple.screenIsLocked...);
+   * `at`: microseconds on process.hrtime's clock when it was read (Linux), else 0.
+   */
+  | { type: 'lock'; source: string; locked: boolean; signal: string; sender: string | null; at: number }
+  /** A signal from a sender that does not own the name it speaks for: not believed. */
+  | { type: 'ignored'; source: string; signal: string; sender: string | null }
+  /** A watched bus name changed hands (`owner` null: it left the bus). */
+  | { type: 'owner'; source: string; name: string; owner: string | null }
+  /** The watcher failed and has stopped listening. */
+  | { type: 'error'; source: string; code: string; message: string };
+
+export interface NativeLockWatcher {
+  /** Stops listening (joins its thread, unregisters); idempotent. */
+  stop(): void;
+  /** macOS: runs the main thread's CFRunLoop once, where distributed notifications are delivered; false elsewhere. */
+  pump(): boolean;
+}
+
 /** macOS/Windows process identity (Linux reads /proc instead). */
 export interface NativeProcessInfo {
   ppid: number;
@@ -134,6 +162,8 @@ export interface NativeBinding {
   /** Linux: close(fd). macOS: IOPMAssertionRelease. Windows: PowerClearRequest + CloseHandle. */
   powerRelease(handle: number): void;
   PowerWatcher: new (callback: (event: NativePowerEvent) => void) => NativePowerWatcher;
+  /** Throws EINVAL for a source this platform has not, ELIBACC without sd-bus (Linux). */
+  LockWatcher?: new (options: { source: string; sessionId: string | null }, callback: (event: NativeLockEvent) => void) => NativeLockWatcher;
   /** macOS and Windows only. */
   processInfo?(pid: number): NativeProcessInfo | null;
   /** Linux only: pidfd_open(pid, 0). */

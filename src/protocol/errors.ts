@@ -27,6 +27,7 @@ export const ProtocolErrorCode = {
   UNKNOWN_FLAGS: 20,
   SLOW_FRAME: 21,
   HANDSHAKE_LIMIT: 22,
+  SESSION_LOCKED: 23,
 } as const;
 
 export type ProtocolErrorName = keyof typeof ProtocolErrorCode;

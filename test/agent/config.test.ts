@@ -52,6 +52,15 @@ test('file values, the alias, and environment overrides with their sources', asy
   rmSync(join(home, 'cfg'), { recursive: true });
 });
 
+test('agent.lock_on_screen_lock: true by default, false from the file, the environment wins, a bad value names its line', async () => {
+  assert.equal((await loadConfig(base)).lockOnScreenLock, { value: true, source: 'default', from: null });
+  const p = write('[agent]\nlock_on_screen_lock = false\n');
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).lockOnScreenLock, { value: false, source: 'file', from: 'agent.lock_on_screen_lock' });
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'on' })).lockOnScreenLock, { value: true, source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' });
+  assert.match(await error({ ...base, STASH_CONFIG: write('[agent]\nlock_on_screen_lock = 1\n') }), /:2: agent\.lock_on_screen_lock must be a boolean/);
+  assert.match(await error({ ...base, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'maybe' }), /^STASH_AGENT_LOCK_ON_SCREEN_LOCK must be true or false/);
+});
+
 test('errors name the file, the key and what was expected', async () => {
   let p = write('[agent]\nprevent_sleep = "yes"\n');
   let m = await error({ ...base, STASH_CONFIG: p });

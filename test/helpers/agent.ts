@@ -35,11 +35,14 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
     STASH_SESSION_AGENT_LOG: logPath,
     // no system bus unless a test brings its own logind stand-in
     DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${join(home, 'no-bus')}`,
+    // nor a session bus (a desktop's screensaver would lock the test agent)
+    DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(home, 'no-session-bus')}`,
+    XDG_SESSION_ID: undefined,
     ...extra,
   };
   delete env.STASH_AGENT_CONFIG;
   delete env.STASH_CONFIG;
-  for (const [k, v] of Object.entries(extra)) if (v === undefined) delete env[k];
+  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
   return { dir, home, logPath, env, cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
 }
 
