@@ -248,20 +248,33 @@ export class Session {
 
   /** The content key of container `name`: from the agent, else unwrapped with the vault key and cached. */
   async contentKey(name: string): Promise<{ key: Buffer; info: ContainerInfo; fromCache: boolean }> {
-    const info = containerInfo(this.dir, name);
-    const id = Buffer.from(info.id, 'hex');
-    const hit = await this.cached(id);
-    if (hit) return { key: hit, info, fromCache: true };
+    const cached = await this.cachedContentKey(name);
+    if (cached) return { ...cached, fromCache: true };
     const vaultKey = await this.vaultKey();
-    let key: Buffer;
     try {
-      // A shared container's key is sealed to this vault's identity, not wrapped by the vault key.
-      key = info.shared ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name) : unwrapContentKey(this.dir, vaultKey, name);
+      return { ...(await this.unwrapContentKey(name, vaultKey)), fromCache: false };
     } finally {
       wipe(vaultKey);
     }
-    await this.cache(id, key, info.path);
-    return { key, info, fromCache: false };
+  }
+
+  /** The content key of `name` when the agent holds it, else null: never asks for a password. */
+  async cachedContentKey(name: string): Promise<{ key: Buffer; info: ContainerInfo } | null> {
+    const info = containerInfo(this.dir, name);
+    const hit = await this.cached(Buffer.from(info.id, 'hex'));
+    return hit ? { key: hit, info } : null;
+  }
+
+  /**
+   * The content key of `name` opened with `vaultKey` (the caller's, left
+   * unwiped: one vault key can open several containers), then cached.
+   */
+  async unwrapContentKey(name: string, vaultKey: Buffer): Promise<{ key: Buffer; info: ContainerInfo }> {
+    const info = containerInfo(this.dir, name);
+    // A shared container's key is sealed to this vault's identity, not wrapped by the vault key.
+    const key = info.shared ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name) : unwrapContentKey(this.dir, vaultKey, name);
+    await this.cache(Buffer.from(info.id, 'hex'), key, info.path);
+    return { key, info };
   }
 
   /**

@@ -356,3 +356,37 @@ export function writeEntry(dir: string, name: string, contentKey: Buffer, entryN
 export function deleteEntry(dir: string, name: string, contentKey: Buffer, entryName: string): boolean {
   return updateEntries(dir, name, contentKey, new Map([[entryName, null]])).length > 0;
 }
+
+/**
+ * Renames a private container. Its name is bound into the header (the key
+ * wrap's AD, and so the body's), so the file is written anew under NEW with
+ * the same id and content key (cached keys stay valid; change times kept),
+ * then OLD is removed, under the vault lock. A crash between the two leaves
+ * both names opening the same entries, never neither. CONTAINER_EXISTS when
+ * NEW is taken; a shared container is renamed by sharing/rename.ts instead.
+ */
+export function renameContainer(dir: string, vaultKey: Buffer, from: string, to: string): ContainerInfo {
+  validateContainerName(to);
+  const contentKey = unwrapContentKey(dir, vaultKey, from);
+  try {
+    return withVaultLock(dir, () => {
+      const newPath = vaultPaths(dir).container(to);
+      if (existsSync(newPath) || existsSync(recordPath(dir, to))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists`);
+      const { parsed, path } = loadContainer(dir, from);
+      const entries = openBody(parsed, contentKey, path);
+      try {
+        const h = parsed.header;
+        const partial = { version: h.version, vaultId: h.vaultId, containerId: h.containerId, name: to };
+        const wrapNonce = randomBytes(NONCE_BYTES);
+        const header: ContainerHeader = { ...h, name: to, wrapNonce, wrappedKey: sealWithNonce(contentKey, wrapAd(partial), wrapNonce, vaultKey) };
+        writeContainer(newPath, header, contentKey, entries);
+      } finally {
+        wipeEntries(entries);
+      }
+      removeFile(path);
+      return { name: to, id: parsed.header.containerId.toString('hex'), path: newPath, shared: false, link: null };
+    });
+  } finally {
+    wipe(contentKey);
+  }
+}
