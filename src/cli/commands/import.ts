@@ -1,0 +1,138 @@
+/**
+ * `stash import FORMAT FILE --into CONTAINER [--dry-run] [--overwrite |
+ * --skip-existing] [--json]`. The file is read into secure memory, parsed by
+ * the module of its format (src/cli/import/: pure parsers from bytes to
+ * values), every name is given its entry name (names.ts), and the writer
+ * commits them all in one new version of the container. The file is parsed
+ * completely before any password is asked, so a malformed one costs nothing.
+ *
+ * Values live in one secure buffer (collector.ts) and are wiped when the
+ * command ends; formats that must be parsed as text (dotenv, JSON) make
+ * short-lived JS strings of them, which cannot be wiped. No value is ever
+ * printed or logged: messages name lines, fields and items only.
+ */
+import { StashError, UsageError } from '../../errors.js';
+import { validateContainerName } from '../../vault/names.js';
+import { wipe } from '../../vault/secure.js';
+import { join } from 'node:path';
+import { ExitCode } from '../exit-codes.js';
+import { Collector } from '../import/collector.js';
+import { assignNames } from '../import/names.js';
+import { commitImport, type PlanRow, type Policy } from '../import/writer.js';
+import { formatTable, note, out, outJson, terminalSafe, warn } from '../output.js';
+import type { Invocation } from '../registry.js';
+import { Session } from '../session.js';
+
+const FORMATS = ['dotenv', 'json', 'pass', 'bitwarden', '1password'] as const;
+type Format = (typeof FORMATS)[number];
+
+/** An export file is a few KiB to a few MiB; the container takes 1 MiB of values at most. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
+
+function options(inv: Invocation): { format: Format; file: string; into: string; policy: Policy; dryRun: boolean; json: boolean } {
+  const [format, file] = inv.positionals as [string, string];
+  if (!(FORMATS as readonly string[]).includes(format)) throw new UsageError(`unknown import format ${JSON.stringify(format)}: use one of ${FORMATS.join(', ')}`);
+  const into = inv.values.into;
+  if (typeof into !== 'string') throw new UsageError('missing --into CONTAINER: the container to import into');
+  validateContainerName(into);
+  if (inv.values.overwrite === true && inv.values['skip-existing'] === true) throw new UsageError('--overwrite and --skip-existing exclude each other');
+  const policy: Policy = inv.values.overwrite === true ? 'overwrite' : inv.values['skip-existing'] === true ? 'skip' : 'refuse';
+  return { format: format as Format, file, into, policy, dryRun: inv.values['dry-run'] === true, json: inv.values.json === true };
+}
+
+/** Parses FILE into `sink`; returns warnings (names only). */
+async function parse(format: Format, file: string, sink: Collector): Promise<string[]> {
+  if (format === 'pass') return parseStore(file, sink);
+  const { readFileSecure } = await import('../secure-read.js');
+  const bytes = readFileSecure(file, { maxBytes: MAX_FILE_BYTES, what: 'the import file', stripNewline: false });
+  try {
+    switch (format) {
+      case 'dotenv':
+        (await import('../import/dotenv.js')).parseDotenv(bytes, file, sink);
+        return [];
+      case 'json':
+        (await import('../import/json.js')).parseJsonObject(bytes, file, sink);
+        return [];
+      case 'bitwarden':
+        return (await import('../import/bitwarden.js')).parseBitwarden(bytes, file, sink);
+      case '1password':
+        return (await import('../import/onepassword.js')).parseOnePassword(bytes, file, sink);
+    }
+  } finally {
+    wipe(bytes);
+  }
+}
+
+async function parseStore(dir: string, sink: Collector): Promise<string[]> {
+  const [{ storeEntries, gpgDecrypt }, { parsePassEntry }] = await Promise.all([import('../import/pass-store.js'), import('../import/pass.js')]);
+  const warnings: string[] = [];
+  const entries = storeEntries(dir);
+  if (entries.length === 0) throw new StashError('IMPORT_INVALID', `${dir} holds no .gpg files; is it a password store?`);
+  for (const rel of entries) {
+    const plain = await gpgDecrypt(join(dir, `${rel}.gpg`));
+    try {
+      warnings.push(...parsePassEntry(rel, plain, sink));
+    } finally {
+      wipe(plain);
+    }
+  }
+  return warnings;
+}
+
+export async function run(inv: Invocation): Promise<number> {
+  const opts = options(inv);
+  const sink = new Collector(opts.file);
+  try {
+    const warnings = await parse(opts.format, opts.file, sink);
+    for (const w of warnings) warn(w);
+    const named = assignNames(sink.entries());
+    if (named.length === 0) throw new StashError('IMPORT_INVALID', `${opts.file} holds no values to import${sink.empty > 0 ? ` (${sink.empty} empty ones are never imported)` : ''}`);
+    const session = new Session(inv.values);
+    let rows: PlanRow[];
+    try {
+      rows = await commitImport(session, opts.into, named, opts.policy, opts.dryRun);
+    } finally {
+      session.close();
+    }
+    report(rows, opts.json);
+    return summary(rows, opts, sink.empty);
+  } finally {
+    sink.wipe();
+  }
+}
+
+function report(rows: PlanRow[], json: boolean): void {
+  if (json) {
+    outJson(rows.map((r) => ({ name: r.entry, action: r.action, from: r.from, mappedFrom: r.mappedFrom })));
+    return;
+  }
+  const table = rows.map((r) => [r.entry, r.action, r.mappedFrom === null ? r.from : `${r.from} (named ${JSON.stringify(r.mappedFrom)})`]);
+  // Names and titles come from the file: shown terminal-safe, as key server text is.
+  for (const line of formatTable(['NAME', 'ACTION', 'FROM'], table)) out(terminalSafe(line));
+}
+
+function summary(rows: PlanRow[], opts: ReturnType<typeof options>, empty: number): number {
+  const count = (a: PlanRow['action']): number => rows.filter((r) => r.action === a).length;
+  const mapped = rows.filter((r) => r.mappedFrom !== null).length;
+  const extra = [
+    mapped > 0 ? `${mapped} name${mapped === 1 ? '' : 's'} mapped (see FROM)` : '',
+    count('skip') > 0 ? `${count('skip')} kept as they were (--skip-existing)` : '',
+    empty > 0 ? `${empty} empty value${empty === 1 ? '' : 's'} left out` : '',
+  ].filter(Boolean).join('; ');
+  const tail = extra ? `; ${extra}` : '';
+  if (opts.dryRun) {
+    const taken = count('exists');
+    note(`Dry run: nothing was written. ${count('new')} new, ${count('replace')} to replace${tail}.`);
+    if (taken > 0) {
+      note(`${taken} name${taken === 1 ? '' : 's'} already exist in ${opts.into}: the import would be refused without --overwrite or --skip-existing.`);
+      return ExitCode.cantCreate;
+    }
+    return 0;
+  }
+  const written = count('new') + count('replace');
+  note(`Imported ${written} entr${written === 1 ? 'y' : 'ies'} into ${opts.into} in one new version: ${count('new')} new, ${count('replace')} replaced${tail}.`);
+  if (opts.format !== 'pass') {
+    note(`${opts.file} holds these secrets in plain text: delete it now (shred -u ${opts.file}, or rm it and empty the trash), and any copy of it.`);
+  }
+  return 0;
+}

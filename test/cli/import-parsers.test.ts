@@ -1,0 +1,197 @@
+/**
+ * The parsers of `stash import`, each on its own fixture (test/fixtures/import/,
+ * written from the formats' documentation): bytes in, named values out, no
+ * vault. Also the naming rule, and that every error names the file and the
+ * line or field but never a value.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { parse as dotenvParse } from 'dotenv';
+import { Collector } from '../../src/cli/import/collector.js';
+import { parseDotenv } from '../../src/cli/import/dotenv.js';
+import { parseJsonObject } from '../../src/cli/import/json.js';
+import { parseBitwarden } from '../../src/cli/import/bitwarden.js';
+import { parseOnePassword } from '../../src/cli/import/onepassword.js';
+import { parseCsv } from '../../src/cli/import/csv.js';
+import { parsePassEntry } from '../../src/cli/import/pass.js';
+import { assignNames, fieldName, mapName } from '../../src/cli/import/names.js';
+import { parseTotp } from '../../src/cli/totp/otpauth.js';
+
+const fixtures = join(process.cwd(), 'test', 'fixtures', 'import');
+const fixture = (name: string): Buffer => readFileSync(join(fixtures, name));
+
+type Parser = (bytes: Buffer, file: string, sink: Collector) => unknown;
+
+/** name -> { value, from } after the naming rule, and the warnings. */
+function run(parser: Parser, bytes: Buffer, file = 'in'): { values: Map<string, { value: string; from: string; mappedFrom: string | null }>; warnings: string[]; empty: number } {
+  const sink = new Collector(file);
+  try {
+    const warnings = (parser(bytes, file, sink) ?? []) as string[];
+    const values = new Map(assignNames(sink.entries()).map((n) => [n.entry, { value: n.value.toString('utf8'), from: n.from, mappedFrom: n.entry === n.name ? null : n.name }]));
+    return { values, warnings, empty: sink.empty };
+  } finally {
+    sink.wipe();
+  }
+}
+
+function rejects(parser: Parser, text: string, message: RegExp, secret: string): void {
+  try {
+    run(parser, Buffer.from(text), 'f.in');
+  } catch (err) {
+    assert.is((err as { code?: string }).code, 'IMPORT_INVALID');
+    assert.match((err as Error).message, message);
+    assert.not.ok((err as Error).message.includes(secret), `the message holds no value: ${(err as Error).message}`);
+    return;
+  }
+  assert.unreachable(`expected ${message}`);
+}
+
+test('naming rule: valid names kept, others mapped, logins TITLE_FIELD, clashes _2', () => {
+  assert.is(mapName('my.dotted-key'), 'MY_DOTTED_KEY');
+  assert.is(mapName(' Wi-Fi (home) '), 'WI_FI_HOME');
+  assert.is(mapName('1Password'), '_1PASSWORD');
+  assert.is(mapName('Café'), 'CAFE');
+  assert.is(mapName('***'), 'ITEM');
+  assert.is(mapName('x'.repeat(300)).length, 128);
+  assert.is(fieldName('GitHub', 'password'), 'GITHUB_PASSWORD');
+  assert.is(fieldName('a'.repeat(200), 'NOTES').length, 128);
+  const named = assignNames([
+    { name: 'lower_ok', from: 'a', value: Buffer.from('1') },
+    { name: 'LOWER-OK', from: 'b', value: Buffer.from('2') },
+    { name: 'LOWER_OK', from: 'c', value: Buffer.from('3') },
+    { name: 'LOWER_OK', from: 'd', value: Buffer.from('4') },
+  ]);
+  assert.equal(named.map((n) => n.entry), ['lower_ok', 'LOWER_OK', 'LOWER_OK_2', 'LOWER_OK_3']);
+});
+
+test('dotenv: quotes, escapes, comments, multi-line values, export and colon forms, as dotenv reads them', () => {
+  const bytes = fixture('sample.env');
+  const { values, empty } = run(parseDotenv, bytes, 'sample.env');
+  const expected = dotenvParse(bytes);
+  // Every key dotenv reads is imported with dotenv's value (an empty one left out).
+  for (const [key, value] of Object.entries(expected)) {
+    if (value === '') continue;
+    const entry = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : mapName(key);
+    assert.is(values.get(entry)?.value, value, key);
+  }
+  assert.is(empty, 1);
+  assert.is(values.get('API_TOKEN')?.value, 'tok-123');
+  assert.is(values.get('DB_PASSWORD')?.value, 'p@ss "quoted" #not-a-comment');
+  assert.is(values.get('PLAIN_VALUE')?.value, 'spaces around are trimmed');
+  assert.is(values.get('ESCAPES')?.value, 'first\nsecond\\ttab-kept-as-is');
+  assert.is(values.get('MULTI_LINE')?.value, '-----BEGIN KEY-----\nline two\n-----END KEY-----');
+  assert.is(values.get('SINGLE_MULTI')?.value, 'a\nb');
+  assert.is(values.get('BACKTICK')?.value, 'it\'s "both"');
+  assert.is(values.get('COLON_FORM')?.value, 'colon value');
+  assert.equal(values.get('MY_DOTTED_KEY'), { value: 'dot-value', from: 'line 13', mappedFrom: 'my.dotted-key' });
+  assert.is(values.get('MULTI_LINE')?.from, 'line 6');
+});
+
+test('dotenv: a line that is not KEY=value is an error naming its line, not its text', () => {
+  rejects(parseDotenv, 'A=1\n# ok\nhunter2-secret\nB=2\n', /^f\.in line 3: not KEY=value/, 'hunter2');
+  // An unclosed quote: the value's later lines are not assignments.
+  rejects(parseDotenv, 'A="open\nsecret-tail\n', /^f\.in line 2: not KEY=value .*must be quoted/, 'secret-tail');
+  // CRLF files count lines the same way.
+  rejects(parseDotenv, 'A=1\r\n\r\nsecret words here\r\n', /^f\.in line 3:/, 'secret');
+});
+
+test('json: a flat object of strings, as env --format json prints it; anything else names the field', () => {
+  const { values } = run(parseJsonObject, Buffer.from('{\n  "API_TOKEN": "t\\n1",\n  "db-url": "postgres://x"\n}\n'));
+  assert.equal(values.get('API_TOKEN'), { value: 't\n1', from: 'field "API_TOKEN"', mappedFrom: null });
+  assert.equal(values.get('DB_URL'), { value: 'postgres://x', from: 'field "db-url"', mappedFrom: 'db-url' });
+  rejects(parseJsonObject, '{"A": "s3cret", "B": 42}', /^f\.in: field "B" is a number, not a string/, 's3cret');
+  rejects(parseJsonObject, '{"A": {"nested": "s3cret"}}', /field "A" is an object/, 's3cret');
+  rejects(parseJsonObject, '["s3cret"]', /the JSON is an array/, 's3cret');
+  // V8 would quote the input in its message; only a line and column are given.
+  rejects(parseJsonObject, '{\n"A": "s3cret",\n"B" "s3cret2"}', /^f\.in( line 3, column \d+)?: not valid JSON$/, 's3cret');
+});
+
+test('bitwarden: logins with username, password, TOTP as otpauth, URL, notes and custom fields; notes of other items', () => {
+  const { values, warnings } = run(parseBitwarden, fixture('bitwarden.json'), 'bw.json');
+  const v = (name: string): string | undefined => values.get(name)?.value;
+  assert.is(v('GITHUB_USERNAME'), 'octocat');
+  assert.is(v('GITHUB_PASSWORD'), 'hunter2-gh');
+  assert.is(v('GITHUB_URL'), 'https://github.com/login');
+  assert.is(v('GITHUB_NOTES'), 'recovery codes:\nabcd-efgh\nijkl-mnop');
+  assert.is(v('GITHUB_API_KEY'), 'ghp_example');
+  assert.is(v('GITHUB_2FA_ENABLED'), 'true');
+  assert.not.ok([...values.keys()].some((k) => k.includes('ALIAS')), 'a linked field holds no value');
+  const totp = parseTotp(v('GITHUB_TOTP')!);
+  assert.is(totp.secret.toString('hex'), Buffer.from('48656c6c6f21deadbeef', 'hex').toString('hex'));
+  assert.is(totp.issuer, 'GitHub');
+  // The second item of the same name: every field gets _2.
+  assert.equal(values.get('GITHUB_PASSWORD_2'), { value: 'hunter2-work', from: 'item "GitHub" password', mappedFrom: 'GITHUB_PASSWORD' });
+  assert.is(v('GITHUB_USERNAME_2'), 'work-octocat');
+  assert.match(v('GITHUB_TOTP_2')!, /^otpauth:\/\/totp\/GitHub\?secret=JBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30$/);
+  assert.is(v('WI_FI_HOME_NOTES'), 'SSID: home\nkey: correct horse');
+  assert.is(v('VISA_NOTES'), 'call the bank first');
+  assert.not.ok([...values.keys()].some((k) => k.startsWith('VISA_') && k !== 'VISA_NOTES'), 'card fields are not imported');
+  assert.equal(warnings, ['bw.json: only the notes and custom fields were imported of "Visa" (card)']);
+  for (const w of warnings) assert.not.ok(w.includes('4111'), 'warnings hold no value');
+});
+
+test('bitwarden: an encrypted export, or items of the wrong shape, are refused by name', () => {
+  rejects(parseBitwarden, '{"encrypted": true, "encKeyValidation_DO_NOT_EDIT": "2.x", "items": []}', /encrypted Bitwarden export/, '2.x');
+  rejects(parseBitwarden, '{"items": [{"type": 1, "login": {"password": "s3cret"}}]}', /^f\.in: items\[0\] has no name$/, 's3cret');
+  rejects(parseBitwarden, '{"items": [{"type": 1, "name": "X", "login": {"password": 12345}}]}', /items\[0\] \("X"\) password is a number, not text/, '12345');
+  rejects(parseBitwarden, '{"folders": [], "note": "zzz"}', /no "items" array/, 'zzz');
+});
+
+test('1password: the 1Password 8 CSV, with quoted commas, doubled quotes, multi-line notes and OTPAuth', () => {
+  const { values, empty } = run(parseOnePassword, fixture('1password.csv'), '1p.csv');
+  const v = (name: string): string | undefined => values.get(name)?.value;
+  assert.is(v('EXAMPLE_MAIL_USERNAME'), 'alice@example.com');
+  assert.is(v('EXAMPLE_MAIL_PASSWORD'), 'p,a"ss');
+  assert.is(v('EXAMPLE_MAIL_URL'), 'https://mail.example.com');
+  assert.is(v('EXAMPLE_MAIL_NOTES'), 'line one\r\nline two, with a comma');
+  const totp = parseTotp(v('EXAMPLE_MAIL_TOTP')!);
+  assert.equal([totp.digits, totp.period, totp.algorithm, totp.label], [8, 60, 'SHA256', 'Mail:alice']);
+  assert.is(values.get('EXAMPLE_MAIL_PASSWORD')?.from, 'line 2 "Example Mail" Password');
+  assert.is(v('ROUTER_PASSWORD'), 'r0uter!');
+  assert.not.ok(values.has('ROUTER_TOTP'), 'an empty OTPAuth cell gives no entry');
+  assert.is(v('_1PASSWORD_ACCOUNT_PASSWORD'), 'secret-1p');
+  assert.match(v('_1PASSWORD_ACCOUNT_TOTP')!, /^otpauth:\/\/totp\/1Password%20Account\?secret=JBSWY3DPEHPK3PXP/);
+  assert.not.ok([...values.keys()].some((k) => /FAVORITE|ARCHIVED|TAGS/.test(k)), 'metadata columns are not imported');
+  assert.is(empty, 2, 'the empty Notes cells are left out');
+});
+
+test('csv: errors name the line; a value is never quoted in them', () => {
+  const head = 'Title,Password\n';
+  rejects(parseOnePassword, `${head}"A","s3cret\n`, /^f\.in line 2: a quoted field is not closed$/, 's3cret');
+  rejects(parseOnePassword, `${head}"A","s3cret"x\n`, /^f\.in line 2: text after the closing quote/, 's3cret');
+  rejects(parseOnePassword, `${head}A,s3c"ret\n`, /^f\.in line 2: a quote inside an unquoted field/, 's3c');
+  rejects(parseOnePassword, `${head}A,s3cret,extra\n`, /^f\.in line 2: 3 fields, but the header has 2/, 's3cret');
+  rejects(parseOnePassword, 'Label,Secret\nA,zzz\n', /no Title column/, 'zzz');
+  const records = parseCsv(Buffer.from('\ufeffa,"b\n""c"""\r\n\r\nd,e'), 'x');
+  assert.equal(records.map((r) => [r.line, r.fields.map(String)]), [[1, ['a', 'b\n"c"']], [4, ['d', 'e']]]);
+});
+
+test('pass entry: first line is the password, the rest NAME_NOTES, an otpauth line also NAME_TOTP', () => {
+  const body = 'hunter2\r\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n\n';
+  const { values } = run((bytes, _file, sink) => parsePassEntry('web/site.example', bytes, sink), Buffer.from(body));
+  assert.equal(values.get('WEB_SITE_EXAMPLE'), { value: 'hunter2', from: 'web/site.example.gpg password (line 1)', mappedFrom: null });
+  assert.is(values.get('WEB_SITE_EXAMPLE_NOTES')?.value, 'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site');
+  assert.is(parseTotp(values.get('WEB_SITE_EXAMPLE_TOTP')!.value).issuer, 'Site');
+  const only = run((bytes, _file, sink) => parsePassEntry('a', bytes, sink), Buffer.from('just-a-password\n'));
+  assert.equal([...only.values.keys()], ['A']);
+});
+
+test('the collector keeps values in one secure buffer and refuses a value over 64 KiB by where it came from', () => {
+  const sink = new Collector('big.env');
+  try {
+    const temp = Buffer.from('temporary');
+    sink.add('A', 'line 1', temp);
+    assert.ok(temp.every((b) => b === 0), 'a Buffer handed over is zeroed once copied');
+    for (let i = 0; i < 100; i++) sink.add(`K${i}`, `line ${i + 2}`, 'v'.repeat(100));
+    assert.is(sink.entries()[0]!.value.toString(), 'temporary');
+    assert.is(sink.entries()[100]!.value.toString(), 'v'.repeat(100));
+    assert.throws(() => sink.add('BIG', 'line 200', 'x'.repeat(64 * 1024 + 1)), /^big\.env: line 200: the value is 65537 bytes; an entry holds at most 65536/);
+  } finally {
+    sink.wipe();
+  }
+  assert.is(sink.entries().length, 0);
+});
+
+test.run();

@@ -1,0 +1,114 @@
+/**
+ * `stash import pass` on a real password store: a throwaway GnuPG home with a
+ * key made by gpg, entries written by pass itself (`pass init`, `pass
+ * insert`), decrypted by the real gpg that stash runs. Also: a file gpg
+ * cannot decrypt stops the import with nothing written, and a missing gpg is
+ * named.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'uvu';
+import * as assert from 'uvu/assert';
+import { haveCommand, needFacility } from '../helpers/facility.js';
+import { cliEnv, snapshot } from './harness.js';
+
+interface Gpg {
+  home: string;
+  env: NodeJS.ProcessEnv;
+  store: string;
+  cleanup(): void;
+}
+
+function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv, input = ''): string {
+  const r = spawnSync(cmd, args, { env, input, encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A GnuPG home (short path: gpg-agent's socket lives in it) with one unprotected key, and a pass store for it. */
+function makeStore(): Gpg {
+  const home = mkdtempSync(join(tmpdir(), 'sg-'));
+  const gnupg = join(home, 'g');
+  mkdirSync(gnupg, { mode: 0o700 });
+  const store = join(home, 'store');
+  const env = { ...process.env, GNUPGHOME: gnupg, PASSWORD_STORE_DIR: store, PASSWORD_STORE_GENERATED_LENGTH: '20' };
+  sh('gpg', ['--batch', '--pinentry-mode', 'loopback', '--passphrase', '', '--quick-gen-key', 'Stash Test <stash-test@example.invalid>', 'future-default', 'default', 'never'], env);
+  sh('pass', ['init', 'stash-test@example.invalid'], env);
+  return {
+    home, env, store,
+    cleanup() {
+      spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env });
+      rmSync(home, { recursive: true, force: true });
+    },
+  };
+}
+
+const ready = (): boolean => needFacility(haveCommand('gpg') && haveCommand('pass') && haveCommand('gpgconf'), 'gnupg and pass', 'apt install gnupg pass');
+
+test('a password store made by pass imports: passwords, notes, an otpauth line as a seed; hidden folders skipped', async () => {
+  if (!ready()) return;
+  const g = makeStore();
+  const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
+  try {
+    sh('pass', ['insert', '-m', 'web/site.example'], g.env, 'hunter2-site\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n');
+    sh('pass', ['insert', '-m', 'email'], g.env, 'mail-pw\n');
+    sh('pass', ['insert', '-m', 'Bank Account/2nd card'], g.env, 'pin-1234\nkept as notes\n  with indentation\n');
+    // What pass's own tools keep beside the entries is not an entry.
+    mkdirSync(join(g.store, '.extensions'));
+    writeFileSync(join(g.store, '.extensions', 'junk.gpg'), 'not a pass entry');
+    await t.initVault(['personal']);
+
+    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], { timeoutMs: 60_000 });
+    assert.is(r.code, 0, r.stderr);
+    for (const v of ['hunter2', 'mail-pw', 'pin-1234', 'alice', 'JBSWY3DP']) assert.not.ok((r.stdout + r.stderr).includes(v), `output holds ${v}`);
+    assert.match(r.stdout, /\nBANK_ACCOUNT_2ND_CARD +new +Bank Account\/2nd card\.gpg password \(line 1\)\n/);
+    assert.match(r.stderr, /Imported 6 entries into personal in one new version/);
+    assert.not.match(r.stderr, /plain text/, 'a password store is encrypted: no reminder to delete it');
+    const get = async (n: string): Promise<string> => {
+      const g2 = await t.run(['get', 'personal', n]);
+      assert.is(g2.code, 0, `${n}: ${g2.stderr}`);
+      return g2.stdout;
+    };
+    assert.is(await get('WEB_SITE_EXAMPLE'), 'hunter2-site');
+    assert.is(await get('WEB_SITE_EXAMPLE_NOTES'), 'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site');
+    assert.is(await get('EMAIL'), 'mail-pw');
+    assert.is(await get('BANK_ACCOUNT_2ND_CARD'), 'pin-1234');
+    assert.is(await get('BANK_ACCOUNT_2ND_CARD_NOTES'), 'kept as notes\n  with indentation');
+    const otp = await t.run(['otp', 'personal', 'WEB_SITE_EXAMPLE_TOTP', '--json']);
+    assert.is(otp.code, 0, otp.stderr);
+    assert.match(JSON.parse(otp.stdout).code, /^[0-9]{6}$/);
+    const names = JSON.parse((await t.run(['ls', 'personal', '--json'])).stdout) as Array<{ name: string }>;
+    assert.equal(names.map((e) => e.name), ['BANK_ACCOUNT_2ND_CARD', 'BANK_ACCOUNT_2ND_CARD_NOTES', 'EMAIL', 'WEB_SITE_EXAMPLE', 'WEB_SITE_EXAMPLE_NOTES', 'WEB_SITE_EXAMPLE_TOTP']);
+  } finally {
+    await t.dispose();
+    g.cleanup();
+  }
+});
+
+test('a file gpg cannot decrypt stops the import with nothing written; a missing gpg is named (69)', async () => {
+  if (!ready()) return;
+  const g = makeStore();
+  const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
+  try {
+    sh('pass', ['insert', '-m', 'a-good-one'], g.env, 'fine\n');
+    writeFileSync(join(g.store, 'zz-broken.gpg'), 'this is not OpenPGP data');
+    await t.initVault(['personal']);
+    const before = snapshot(t.vault);
+    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], { timeoutMs: 60_000 });
+    assert.is(r.code, 65, r.stderr);
+    assert.match(r.stderr, /^stash: gpg could not decrypt .*zz-broken\.gpg: .* \(nothing was imported\)\n$/);
+    assert.equal(snapshot(t.vault), before, 'the container is as it was');
+    const noGpg = await t.run(['import', 'pass', g.store, '--into', 'personal'], { env: { PATH: t.home } });
+    assert.is(noGpg.code, 69, noGpg.stderr);
+    assert.match(noGpg.stderr, /gpg is not on PATH: install GnuPG/);
+    const notStore = await t.run(['import', 'pass', join(t.home, 'none'), '--into', 'personal']);
+    assert.is(notStore.code, 66, notStore.stderr);
+  } finally {
+    await t.dispose();
+    g.cleanup();
+  }
+});
+
+test.run();
