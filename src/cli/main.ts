@@ -31,6 +31,12 @@ export async function main(argv: string[]): Promise<void> {
     await runClipHelper(argv.slice(1));
     return;
   }
+  if (argv[0] === '__complete') {
+    // What the scripts of `stash completion` ask on every Tab (src/cli/completion/).
+    const { runComplete } = await import('./completion/vault-names.js');
+    await runComplete(argv.slice(1));
+    return;
+  }
   if (argv[0] === '__agent_security_check') {
     const { runSecurityCheck } = await import('../agent/security-check.js');
     process.exitCode = await runSecurityCheck(argv.slice(1));
