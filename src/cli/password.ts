@@ -99,20 +99,28 @@ export async function readNewPassword(src: PasswordSource, file: string | null, 
       continue;
     }
     if (warning) warn(warning);
-    let second: Buffer;
-    try {
-      second = await promptPassword(`Repeat the ${what}: `);
-    } catch (err) {
-      wipe(first);
-      throw err;
-    }
-    const same = constantTimeEqual(first, second);
-    wipe(second);
-    if (same) return first;
-    wipe(first);
+    if (await repeatMatches(first, () => promptPassword(`Repeat the ${what}: `))) return first;
     if (attempt < 3) process.stderr.write('The two passwords differ; try again.\n');
   }
   throw new StashError('PASSWORD_MISMATCH', 'the two passwords differed three times; nothing was changed');
+}
+
+/**
+ * Asks for the repeat of a secret typed blind and compares in constant time.
+ * True keeps `first`; false (or an error, rethrown) has wiped it.
+ */
+export async function repeatMatches(first: Buffer, askRepeat: () => Promise<Buffer>): Promise<boolean> {
+  let second: Buffer;
+  try {
+    second = await askRepeat();
+  } catch (err) {
+    wipe(first);
+    throw err;
+  }
+  const same = constantTimeEqual(first, second);
+  wipe(second);
+  if (!same) wipe(first);
+  return same;
 }
 
 function capitalize(s: string): string {

@@ -57,8 +57,8 @@ export const commands: Command[] = [
       + 'The new vault key is cached in the session agent, as the first command of a session would do.',
     options: {
       'password-file': passwordFile, 'password-stdin': passwordStdin, kdf, ttl, 'allow-weak-password': allowWeak,
-      'recovery-key': { type: 'boolean', help: 'make a recovery key and show it once (default: asked at a terminal; none without one)' },
-      'no-recovery-key': { type: 'boolean', help: 'make no recovery key (stash vault recovery-key create makes one later)' },
+      'recovery-key': { type: 'boolean', help: 'make a recovery key and show it once, to write down (default: none; init says how to make one later)' },
+      'no-recovery-key': { type: 'boolean', help: 'make no recovery key (the default, said explicitly)' },
       json,
     },
     load: () => import('./commands/vault-init.js'),

@@ -87,12 +87,13 @@ test('init --recovery-key, forget the password, recover: a new password opens ev
   }
 });
 
-test('init without a terminal and without --recovery-key makes none (a script prints no key nobody writes down)', async () => {
+test('init without --recovery-key makes none and says how to make one', async () => {
   const t = cliEnv();
   try {
     const init = await t.run(['vault', 'init', '--password-file', t.pwFile]);
     assert.is(init.code, 0, init.stderr);
     assert.not.match(init.stdout, /Recovery key/);
+    assert.match(init.stdout, /\nNo recovery key: a forgotten password loses this vault\. Make one to write down: stash vault recovery-key create\n/);
     assert.match((await t.run(['vault', 'recovery-key', 'status'])).stdout, /has no recovery key/);
     const made = await t.run(['vault', 'init', '--recovery-key', '--no-recovery-key'], { env: { STASH_VAULT_DIR: join(t.home, 'v2') } });
     assert.is(made.code, 64);

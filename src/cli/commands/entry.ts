@@ -36,6 +36,7 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
+  if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
   const clip = values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
   const request = clip ? await clip.clipRequest(values) : null;
@@ -80,22 +81,12 @@ async function readValue(session: Session, name: string, raw: boolean): Promise<
     const { readFdSecure } = await import('../secure-read.js');
     return readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: `the value of ${name} on standard input`, stripNewline: !raw });
   }
-  const [{ promptHidden }, { constantTimeEqual }] = await Promise.all([import('../prompt.js'), import('../../vault/secure.js')]);
+  const [{ promptHidden }, { repeatMatches }] = await Promise.all([import('../prompt.js'), import('../password.js')]);
   // Typed blind, so typed twice: a slip would silently become the stored secret.
   for (let attempt = 1; ; attempt++) {
     const first = await promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
     if (first.length === 0) return first; // refused (or, with --allow-empty, meant): nothing to repeat
-    let second: Buffer;
-    try {
-      second = await promptHidden(`Repeat the value of ${name}: `, MAX_VALUE_BYTES);
-    } catch (err) {
-      wipe(first);
-      throw err;
-    }
-    const same = constantTimeEqual(first, second);
-    wipe(second);
-    if (same) return first;
-    wipe(first);
+    if (await repeatMatches(first, () => promptHidden(`Repeat the value of ${name}: `, MAX_VALUE_BYTES))) return first;
     if (attempt >= 3) throw new StashError('VALUE_MISMATCH', `the two values of ${name} differed three times; nothing was stored`);
     process.stderr.write('The two values differ; try again.\n');
   }

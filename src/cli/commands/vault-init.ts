@@ -36,20 +36,6 @@ export function kdfChoice(values: Invocation['values'], env: NodeJS.ProcessEnv |
 }
 
 /**
- * The recovery key default: --recovery-key or --no-recovery-key when given;
- * otherwise asked at a terminal (Enter means yes), and none without one, so
- * that a script never prints a key nobody will write down.
- */
-async function wantsRecoveryKey(values: Invocation['values']): Promise<boolean> {
-  if (values['recovery-key'] === true) return true;
-  if (values['no-recovery-key'] === true || values.json === true) return false;
-  const { askLine, haveTerminal } = await import('../prompt.js');
-  if (!haveTerminal()) return false;
-  const answer = await askLine('Make a recovery key, to set a new password if you forget this one? [Y/n] ');
-  return answer === null || answer === '' || /^y(es)?$/i.test(answer);
-}
-
-/**
  * Creates the vault, then caches its key in the agent as the first command of
  * a session would (so `stash container create` next asks nothing), and says
  * what to do next.
@@ -75,7 +61,8 @@ export async function run(inv: Invocation): Promise<number> {
     let recovery: Buffer | null = null;
     try {
       cached = await session.cache(Buffer.from(info.vaultId, 'hex'), vaultKey, dir);
-      if (await wantsRecoveryKey(inv.values)) recovery = createRecoveryKey(dir, vaultKey);
+      // Made only when asked for: a key printed where nobody writes it down is a second password lying around.
+      if (inv.values['recovery-key'] === true) recovery = createRecoveryKey(dir, vaultKey);
     } finally {
       wipe(vaultKey);
     }
@@ -93,10 +80,12 @@ export async function run(inv: Invocation): Promise<number> {
       const ttl = formatDuration((session.ttl ?? DEFAULT_TTL_SECONDS) * 1000);
       out(`Unlocked:    the session agent keeps the vault key for ${ttl} after its last use (stash vault sessions lock-all forgets it)`);
     }
+    out('');
     if (recovery) {
-      out('');
       for (const line of recoveryKeyLines(recovery)) out(line);
       wipe(recovery);
+    } else {
+      out('No recovery key: a forgotten password loses this vault. Make one to write down: stash vault recovery-key create');
     }
     out('');
     out('Next: create a container with `stash container create NAME`.');
