@@ -90,7 +90,7 @@ test('restore refuses a wrong password, a damaged backup and an existing vault, 
     assert.not.ok(existsSync(into), 'nothing restored');
     const damaged = join(t.home, 'damaged.backup');
     const bytes = readFileSync(file);
-    bytes[bytes.length - 100] ^= 1; // inside the last file, after the manifest
+    bytes[bytes.length - 100]! ^= 1; // inside the last file, after the manifest
     writeFileSync(damaged, bytes);
     const d = await t.run(['vault', 'restore', damaged, '--into', into, '--password-file', t.pwFile]);
     assert.is(d.code, 65, d.stderr);
