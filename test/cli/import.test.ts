@@ -99,6 +99,9 @@ test('a bad line or an oversized value is refused before any password is asked, 
     assert.match(big.stderr, /line 2: the value is 70000 bytes; an entry holds at most 65536/);
     const missing = await t.run(['import', 'dotenv', join(t.home, 'nope.env'), '--into', 'work']);
     assert.is(missing.code, 66, missing.stderr);
+    const noContainer = await t.run(['import', 'dotenv', file, '--into', 'nope']);
+    assert.is(noContainer.code, 66, noContainer.stderr);
+    assert.match(noContainer.stderr, /no container named "nope"/, 'the container is checked before the file');
     const noInto = await t.run(['import', 'dotenv', file]);
     assert.is(noInto.code, 64);
     assert.match(noInto.stderr, /missing --into CONTAINER/);

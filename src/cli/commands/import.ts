@@ -12,7 +12,9 @@
  * printed or logged: messages name lines, fields and items only.
  */
 import { StashError, UsageError } from '../../errors.js';
+import { containerInfo } from '../../vault/containers.js';
 import { validateContainerName } from '../../vault/names.js';
+import { defaultVaultDir } from '../../vault/paths.js';
 import { wipe } from '../../vault/secure.js';
 import { join } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
@@ -81,6 +83,8 @@ async function parseStore(dir: string, sink: Collector): Promise<string[]> {
 
 export async function run(inv: Invocation): Promise<number> {
   const opts = options(inv);
+  // A missing container is named before gpg (pass) or a parse runs: headers only, no password.
+  containerInfo(defaultVaultDir(), opts.into);
   const sink = new Collector(opts.file);
   try {
     const warnings = await parse(opts.format, opts.file, sink);
