@@ -58,8 +58,9 @@ export async function run(inv: Invocation): Promise<number> {
   try {
     const values = await resolveRefs(session, [...envRefs.values(), ...files.map((f) => f.ref)]);
     const { SecretFiles } = await import('../secret-files.js');
-    const secretFiles = files.length > 0 ? SecretFiles.create(inv.values['insecure-tmp'] === true) : null;
+    let secretFiles: ReturnType<typeof SecretFiles.create> | null = null;
     try {
+      if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
       for (const [k, ref] of envRefs) {
         const value = values.get(ref.text)!;
         if (value.includes(0)) throw new UsageError(`${k}=${ref.text}: the value holds a NUL byte, which an environment variable cannot carry (use --file ${k}=${ref.text})`);
