@@ -147,7 +147,9 @@ test('without a private tmpfs: refused (69) before any password, unless --insecu
 test('Ctrl-C while the editor runs: the editor ends, nothing is stored, the file is overwritten and removed (exit 130)', async () => {
   if (!usable) return;
   if (!needFacility(havePty(), 'pseudo-terminal', 'needs /usr/bin/python3 with the pty module')) return;
-  const ed = editor('waits.sh', `${RECORD}\nprintf '+never' >> "$1"\necho EDITING\nsleep 20`);
+  // The process that says EDITING is the one that waits: a shell between them (dash) would hold a Ctrl-C
+  // that came before it started the wait, and wait out the whole sleep.
+  const ed = editor('waits.sh', `${RECORD}\nprintf '+never' >> "$1"\nexec perl -e '$| = 1; print "EDITING\\n"; sleep 20'`);
   const r = t.pty(['edit', 'c', 'K'], [['EDITING', '\u0003']], { env: { EDITOR: ed } });
   assert.is(r.status, 130, r.output);
   assert.match(r.output, /The editor was ended by SIGINT; K was not changed\./);

@@ -26,10 +26,15 @@ function editorCommand(): string {
   return process.env.VISUAL || process.env.EDITOR || (process.platform === 'win32' ? 'notepad' : 'vi');
 }
 
-/** Starts the editor on `path`. Like git, the variable may hold arguments (`code --wait`): a shell runs it, the path passed as $1. */
+/**
+ * Starts the editor on `path`. Like git, the variable may hold arguments
+ * (`code --wait`): a shell reads it, the path passed as $1. The shell execs
+ * the editor, so the child stash signals and waits for is the editor itself
+ * (a shell left in between would catch a Ctrl-C and outlive a SIGTERM).
+ */
 function startEditor(editor: string, path: string): ChildProcess {
   if (process.platform === 'win32') return spawn(`${editor} "${path}"`, { stdio: 'inherit', shell: true });
-  return spawn('/bin/sh', ['-c', `${editor} "$1"`, 'sh', path], { stdio: 'inherit' });
+  return spawn('/bin/sh', ['-c', `exec ${editor} "$1"`, 'sh', path], { stdio: 'inherit' });
 }
 
 /**
