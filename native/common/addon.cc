@@ -18,9 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   stash::InitHarden(env, exports);
   stash::InitSystemLog(env, exports);
   stash::InitPower(env, exports);
-#if defined(__linux__)
   stash::InitSessionLock(env, exports);
-#endif
 #if defined(_WIN32)
   stash::InitConsole(env, exports);
 #else

@@ -219,7 +219,9 @@ try {
   out.tokenLength = token.length;
   await c.unregisterActivity(process.pid, token);
   try { await c.registerActivity(4, 'env'); out.foreignPid = 'accepted'; } catch (e) { out.foreignPid = e.code; }
-  out.socket = (await c.status()).socket;
+  const status = await c.status();
+  out.socket = status.socket;
+  out.lockSources = status.sessionLock.sources.map((s) => [s.source, s.state, s.watching]);
   // Eight clients at once: one instance waits at a time, the others see ERROR_PIPE_BUSY and WaitNamedPipeW.
   const many = await Promise.all(Array.from({ length: 8 }, () => connectAgent({ autostart: false })));
   out.concurrent = (await Promise.all(many.map((m) => m.status()))).filter((st) => st.socket === out.endpoint).length;
@@ -276,6 +278,8 @@ test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by t
     assert.is(r.tokenLength, 32);
     assert.is(r.foreignPid, 'AGENT_NO_PROCESS');
     assert.is(r.socket, r.endpoint);
+    // The session lock watcher (WTSRegisterSessionNotification on a message-only window) runs; Wine cannot lock a session.
+    assert.equal(r.lockSources, [['wts', 'watching', 'session 1']]);
     assert.is(r.concurrent, 8);
     assert.is(r.stopped, true);
     const log = readFileSync(logPath, 'utf8');

@@ -83,7 +83,7 @@ export class LockSource {
     const owned = [...this.owners].filter(([, owner]) => owner !== '');
     const watching = this.name === 'screensaver'
       ? (this.owners.size === 0 ? null : [...this.owners].map(([n, o]) => `${n} (${o === '' ? 'no owner' : o})`).join(', '))
-      : this.session;
+      : this.name === 'wts' && this.session !== null ? `session ${this.session}` : this.session;
     const available = this.state === 'watching' && (this.name !== 'screensaver' || owned.length > 0);
     let reason = this.state === 'watching' ? null : this.reason;
     if (this.state === 'watching' && !available) reason = 'no screensaver on the session bus owns org.freedesktop.ScreenSaver or org.gnome.ScreenSaver';
