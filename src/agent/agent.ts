@@ -165,7 +165,7 @@ export class Agent implements RequestHandler {
         // Between the suspend wipe and resume, a new key would sleep in memory.
         if (this.opts.power?.suspending) throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; keys are not cached until it resumes');
         // While the screen is locked, a key typed just before the lock must not outlive it.
-        if (this.opts.sessionLock?.locked) throw new ProtocolError('SESSION_LOCKED', 'the session is locked; keys are not cached until it is unlocked');
+        if (this.opts.sessionLock?.locked) throw new ProtocolError('SESSION_LOCKED', 'the session is locked; no key is cached until it is unlocked');
         this.opts.cache.put(req.id, req.key, req.path, req.ttl);
         return { type: 'ack', count: 1 };
       case 'forget':

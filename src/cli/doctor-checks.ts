@@ -11,7 +11,7 @@ import type { CheckStatus } from './output.js';
 import { formatDuration } from './output.js';
 
 export interface DoctorCheck {
-  section: 'agent' | 'security' | 'suspend' | 'config' | 'vault' | 'keyserver';
+  section: 'agent' | 'security' | 'suspend' | 'lock' | 'config' | 'vault' | 'keyserver';
   name: string;
   status: CheckStatus;
   detail: string;
@@ -228,6 +228,7 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
   const settings = [
     ['agent.prevent_sleep', config.preventSleep],
     ['agent.terminate_on_suspend', config.terminateOnSuspend],
+    ['agent.lock_on_screen_lock', config.lockOnScreenLock],
     ['cli.clip_seconds', config.clipSeconds],
     ['key_server_url', config.keyServerUrl],
   ] as const;
@@ -236,7 +237,9 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
     checks.push({ section, name: key, status: 'info', detail: `${JSON.stringify(s.value)} (${from})` });
   }
   const running = obj(obj(agentStatusDoc?.config));
-  const differs = agentStatusDoc !== null && (agentStatusDoc.preventSleep !== config.preventSleep.value || agentStatusDoc.terminateOnSuspend !== config.terminateOnSuspend.value);
+  const lockOn = obj(agentStatusDoc?.sessionLock).enabled;
+  const differs = agentStatusDoc !== null && (agentStatusDoc.preventSleep !== config.preventSleep.value || agentStatusDoc.terminateOnSuspend !== config.terminateOnSuspend.value
+    || (typeof lockOn === 'boolean' && lockOn !== config.lockOnScreenLock.value));
   if (differs) {
     checks.push({
       section, name: 'running agent', status: 'warn',

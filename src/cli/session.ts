@@ -134,7 +134,15 @@ export class Session {
       await agent.put(id, key, { path, ttl });
       return true;
     } catch (err) {
-      this.agentFailed(err);
+      // The agent is there but caches nothing now (the screen is locked, the machine going to sleep): say why once, go on.
+      const code = errorCode(err);
+      if (code === 'AGENT_SESSION_LOCKED' || code === 'AGENT_SUSPENDING') {
+        const why = code === 'AGENT_SESSION_LOCKED' ? 'the session is locked, and the agent caches no key until it is unlocked' : 'the machine is going to sleep, and the agent caches no key until it resumes';
+        if (!this.warned) warn(`${why}; continuing without caching`);
+        this.warned = true;
+      } else {
+        this.agentFailed(err);
+      }
       return false;
     }
   }

@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import { chmodSync, chownSync, lchownSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logindBusFacility, startLogindBus } from '../fixtures/logind-bus.js';
+import { addSession } from '../fixtures/logind-session.js';
 import { agentPids } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv, type CliEnv } from './harness.js';
@@ -33,7 +34,9 @@ test('healthy setup: every check passes, exit 0', async () => {
   const facility = logindBusFacility();
   if (!needFacility(facility.available, 'logind stand-in', facility.reason)) return;
   const bus = await startLogindBus();
-  const t = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address });
+  // A desktop session the agent runs in: its lock is watched (test/cli/session-lock.test.ts has the rest).
+  const session = await addSession(bus, 'doctor');
+  const t = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address, XDG_SESSION_ID: session.id });
   try {
     // A real Argon2id cost: the test preset is a warning of its own.
     const init = await t.run(['vault', 'init', '--password-file', t.pwFile, '--kdf', 'interactive']);
@@ -44,7 +47,7 @@ test('healthy setup: every check passes, exit 0', async () => {
     assert.is(code, 0, text);
     assert.ok(report.ok);
     assert.equal(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn'), []);
-    for (const name of ['agent running', 'agent hardening', 'socket folder', 'peer credentials', 'dumpable', 'core dumps', 'mlock limit', 'inhibitor backend', 'delay lock', 'block lock', 'suspend listener', 'config file', 'vault', 'vault files', 'vault permissions', 'identity', 'containers']) {
+    for (const name of ['agent running', 'agent hardening', 'socket folder', 'peer credentials', 'dumpable', 'core dumps', 'mlock limit', 'inhibitor backend', 'delay lock', 'block lock', 'suspend listener', 'logind session', 'screen lock wipe', 'config file', 'vault', 'vault files', 'vault permissions', 'identity', 'containers']) {
       assert.is(check(report, name).status, 'ok', `${name}: ${check(report, name).detail}`);
     }
     assert.match(check(report, 'inhibitor backend').detail, /^logind via libsystemd\.so\.0$/);
@@ -136,7 +139,9 @@ test('a machine that cannot suspend: suspend protection is [info] not needed; a 
       assert.is(vault.status, 'warn');
       assert.match(vault.detail, /Argon2id 1 pass\(es\) \/ 8 KiB, .*; this is the minimum cost made for test suites \(STASH_KDF=test\)/);
       assert.is(vault.fix, 'raise the cost when you next change the password: stash vault passwd --kdf moderate');
-      assert.match(text, /\nNo problems found \(1 warning\)\.\n$/);
+      // The other warning: no lock source (no logind, no session bus here), test/cli/session-lock.test.ts.
+      assert.is(check(report, 'screen lock wipe').status, 'warn');
+      assert.match(text, /\nNo problems found \(2 warnings\)\.\n$/);
     }
   } finally {
     await t.dispose();

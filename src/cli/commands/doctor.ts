@@ -5,6 +5,7 @@
 import { agentEndpoint } from '../../agent/paths.js';
 import { agentChecks, agentStatus, configChecks, securityChecks, suspendChecks, type DoctorCheck } from '../doctor-checks.js';
 import { keyServerChecks } from '../doctor-keyserver.js';
+import { sessionLockChecks } from '../doctor-lock.js';
 import { vaultChecks } from '../doctor-vault.js';
 import { mark, out, outJson, paint } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -13,6 +14,7 @@ const TITLES: Record<DoctorCheck['section'], string> = {
   agent: 'Session agent',
   security: 'Agent security',
   suspend: 'Suspend protection',
+  lock: 'Session lock',
   config: 'Configuration',
   vault: 'Vault',
   keyserver: 'Key server',
@@ -31,6 +33,7 @@ export async function run(inv: Invocation): Promise<number> {
     ...agentChecks(agent.status, agent.error, agent.started, agentEndpoint().dir),
     ...security,
     ...suspendChecks(agent.status),
+    ...sessionLockChecks(agent.status),
     ...config.checks,
     ...vault.checks,
     ...keyServer.checks,
