@@ -147,6 +147,9 @@ test('otp --clip copies the current code', async () => {
   await waitFor(() => x!.paste() === '', 6000, 'the clear');
   const both = await t.run(['otp', 'c', 'TOTP', '--clip', '--json']);
   assert.is(both.code, 64, both.stderr);
+  const getBoth = await t.run(['get', 'c', 'K', '--clip', '--json']);
+  assert.is(getBoth.code, 64, getBoth.stderr);
+  assert.match(getBoth.stderr, /--clip and --json do not go together/);
 });
 
 test('the delay: cli.clip_seconds in the config file, STASH_CLIP_SECONDS over it, --clip-seconds over both', async () => {

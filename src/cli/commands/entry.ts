@@ -36,6 +36,7 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
+  if (values.json === true && (values.clip === true || values['clip-seconds'] !== undefined)) throw new UsageError('--clip and --json do not go together');
   if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
   const clip = values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
