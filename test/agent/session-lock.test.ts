@@ -243,6 +243,28 @@ test('no session for the agent: the logind source says why and retries; the agen
   }
 });
 
+test('logind restarts: the source is unavailable while it is gone, and believes the new owner afterwards', async () => {
+  if (!bus) return;
+  const a = await agentInSession();
+  try {
+    await watching(a.client);
+    const ids = await putSome(a.client, 3);
+    await bus.stopLogind();
+    await waitFor(async () => !logind(await lockStatus(a.client)).available, 5000, 'the source to notice logind left');
+    assert.match(logind(await lockStatus(a.client)).reason!, /org\.freedesktop\.login1 left the system bus/);
+    await bus.startLogind();
+    // The new stand-in knows no session until it is told: logind restores its sessions the same way.
+    const again = await addSession(bus, a.session.id);
+    await waitFor(async () => logind(await lockStatus(a.client)).available, 5000, 'the source to follow the new logind');
+    for (const id of ids) assert.ok(await a.client.get(id), 'a logind restart wipes nothing');
+    await again.lock();
+    await waitFor(async () => (await lockStatus(a.client)).locked, 5000, 'a Lock from the new logind');
+    for (const id of ids) assert.is(await a.client.get(id), null);
+  } finally {
+    await a.close();
+  }
+});
+
 test('session bus screensaver: ActiveChanged(true) from its owner wipes, from a stranger changes nothing, (false) resumes', async () => {
   if (!bus) return;
   const session = await startSessionBus();

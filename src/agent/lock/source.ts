@@ -84,9 +84,15 @@ export class LockSource {
     const watching = this.name === 'screensaver'
       ? (this.owners.size === 0 ? null : [...this.owners].map(([n, o]) => `${n} (${o === '' ? 'no owner' : o})`).join(', '))
       : this.name === 'wts' && this.session !== null ? `session ${this.session}` : this.session;
-    const available = this.state === 'watching' && (this.name !== 'screensaver' || owned.length > 0);
+    // A bus source sees a lock only while someone owns the name it listens to.
+    const owner = this.name === 'screensaver' ? owned.length > 0 : this.name === 'logind' ? (this.owners.get('org.freedesktop.login1') ?? '') !== '' : true;
+    const available = this.state === 'watching' && owner;
     let reason = this.state === 'watching' ? null : this.reason;
-    if (this.state === 'watching' && !available) reason = 'no screensaver on the session bus owns org.freedesktop.ScreenSaver or org.gnome.ScreenSaver';
+    if (this.state === 'watching' && !owner) {
+      reason = this.name === 'screensaver'
+        ? 'no screensaver on the session bus owns org.freedesktop.ScreenSaver or org.gnome.ScreenSaver'
+        : 'org.freedesktop.login1 left the system bus (systemd-logind/elogind not running)';
+    }
     return { source: this.name, state: this.state, available, watching, reason, locked: this.locked };
   }
 
