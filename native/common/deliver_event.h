@@ -1,5 +1,5 @@
 // Hands one event from a watcher thread to its JavaScript callback: the
-// CallJs of the TypedThreadSafeFunction of every platform's power watcher.
+// CallJs of the TypedThreadSafeFunction of every native watcher (event_watcher.h).
 #pragma once
 
 #include <napi.h>

@@ -21,7 +21,7 @@
 #include <string>
 #include <thread>
 
-#include "../common/deliver_event.h"
+#include "../common/event_watcher.h"
 #include "../common/errors.h"
 #include "../common/platform.h"
 #include "proc_linux.h"
@@ -234,66 +234,45 @@ Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
   return o;
 }
 
-using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, DeliverEvent<WatchEvent, EventObject>>;
-
-class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
+// The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
+class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "PowerWatcher",
-                       {InstanceMethod<&PowerWatcher::Stop>("stop"),
-                        InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
+    return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
   }
 
-  explicit PowerWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PowerWatcher>(info) {
+  explicit PowerWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 0, "stash.PowerWatcher") {
     Napi::Env env = info.Env();
-    if (!info[0].IsFunction()) ThrowCode(env, "EINVAL", "PowerWatcher needs a callback");
     std::string error;
     api_ = LoadSdBus(&error);
     if (api_ == nullptr) ThrowCode(env, "ELIBACC", error);
     wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (wake_fd_ < 0) ThrowErrno(env, "eventfd", errno);
-    tsfn_ = EventFn::New(env, info[0].As<Napi::Function>(), "stash.PowerWatcher", 0, 1);
-    // The watcher alone must not keep the process alive: an agent that is done
-    // exits even if nobody called stop().
-    tsfn_.Unref(env);
-    hook_ = env.AddCleanupHook(&PowerWatcher::OnEnvCleanup, this);
-    running_ = true;
     thread_ = std::thread([this]() { Run(); });
   }
 
   ~PowerWatcher() override { Shutdown(false); }
 
- private:
-  static void OnEnvCleanup(PowerWatcher* self) { self->Shutdown(true); }
-
-  Napi::Value Stop(const Napi::CallbackInfo& info) {
-    Shutdown(false);
-    return info.Env().Undefined();
-  }
-
-  // Linux has nothing to allow: the delay lock is the inhibitor fd, which the
-  // TypeScript side closes. Present so that every platform has the same shape.
-  Napi::Value AllowSleep(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), false); }
-
-  void Shutdown(bool from_cleanup_hook) {
-    if (!running_) return;
-    running_ = false;
+  // Called once by EventWatcher::Shutdown: wake the thread through the eventfd and join it.
+  void Halt() {
     uint64_t one = 1;
     ssize_t ignored = write(wake_fd_, &one, sizeof(one));
     (void)ignored;
     if (thread_.joinable()) thread_.join();
     close(wake_fd_);
     wake_fd_ = -1;
-    tsfn_.Release();
-    if (!from_cleanup_hook && !hook_.IsEmpty()) hook_.Remove(Env());
   }
 
-  void Emit(WatchEvent::Kind kind, std::string text, bool start = false, std::string code = std::string()) {
-    auto* ev = new WatchEvent{kind, start, std::move(text), std::move(code), MonotonicUsec()};
-    if (tsfn_.NonBlockingCall(ev) != napi_ok) delete ev;
+ private:
+  // Linux has nothing to allow: the delay lock is the inhibitor fd, which the
+  // TypeScript side closes. Present so that every platform has the same shape.
+  Napi::Value AllowSleep(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), false); }
+
+  void Report(WatchEvent::Kind kind, std::string text, bool start = false, std::string code = std::string()) {
+    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, std::move(text), std::move(code), MonotonicUsec()}));
   }
 
-  void EmitFailure(const BusFailure& f) { Emit(WatchEvent::kError, f.message, false, f.code); }
+  void EmitFailure(const BusFailure& f) { Report(WatchEvent::kError, f.message, false, f.code); }
 
   static int OnPrepareForSleep(sd_bus_message* m, void* userdata, sd_bus_error*) {
     auto* self = static_cast<PowerWatcher*>(userdata);
@@ -306,12 +285,12 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     // logind name right now can make the agent drop its lock.
     const char* sender = api->message_get_sender(m);
     if (sender == nullptr || self->owner_.empty() || self->owner_ != sender) {
-      self->Emit(WatchEvent::kIgnored, sender ? sender : "");
+      self->Report(WatchEvent::kIgnored, sender ? sender : "");
       return 0;
     }
     int start = 0;
     if (api->message_read(m, "b", &start) < 0) return 0;
-    self->Emit(WatchEvent::kSleep, sender, start != 0);
+    self->Report(WatchEvent::kSleep, sender, start != 0);
     return 0;
   }
 
@@ -325,7 +304,7 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     if (api->message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || name == nullptr) return 0;
     if (std::strcmp(name, kLogindName) != 0) return 0;
     self->owner_ = new_owner ? new_owner : "";
-    self->Emit(WatchEvent::kOwner, self->owner_);
+    self->Report(WatchEvent::kOwner, self->owner_);
     return 0;
   }
 
@@ -353,15 +332,12 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     if (!GetNameOwner(api_, bus.get(), kLogindName, kWatcherCallTimeoutUsec, &owner_, &failure)) {
       return EmitFailure(failure);
     }
-    Emit(WatchEvent::kReady, owner_);
+    Report(WatchEvent::kReady, owner_);
     if (!RunBusLoop(api_, bus.get(), wake_fd_, "system bus", &failure)) EmitFailure(failure);
   }
 
   const SdBusApi* api_ = nullptr;
-  EventFn tsfn_;
-  Napi::Env::CleanupHook<void (*)(PowerWatcher*), PowerWatcher> hook_;
   int wake_fd_ = -1;
-  bool running_ = false;
   std::thread thread_;
   std::string owner_;  // touched by the watcher thread only
 };

@@ -12,7 +12,7 @@
 //
 // macOS waits up to 30 s for IOAllowPowerChange, then sleeps anyway. An assertion
 // prevents idle sleep only; a lid close or an explicit "Sleep" still sleeps, and
-// the WillSleep wipe covers those. Not compiled on the Linux CI (no Apple SDK).
+// the WillSleep wipe covers those. Compile-checked on the Linux CI, never run there.
 #include <napi.h>
 #include <CoreFoundation/CoreFoundation.h>
 #include <IOKit/IOMessage.h>
@@ -27,7 +27,7 @@
 #include <string>
 #include <thread>
 
-#include "../common/deliver_event.h"
+#include "../common/event_watcher.h"
 #include "../common/errors.h"
 #include "../common/platform.h"
 
@@ -118,35 +118,33 @@ Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
   return o;
 }
 
-using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, DeliverEvent<WatchEvent, EventObject>>;
-
-class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
+// The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
+class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "PowerWatcher",
-                       {InstanceMethod<&PowerWatcher::Stop>("stop"),
-                        InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
+    return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
   }
 
-  explicit PowerWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PowerWatcher>(info) {
-    Napi::Env env = info.Env();
-    if (!info[0].IsFunction()) ThrowCode(env, "EINVAL", "PowerWatcher needs a callback");
-    tsfn_ = EventFn::New(env, info[0].As<Napi::Function>(), "stash.PowerWatcher", 0, 1);
-    tsfn_.Unref(env);
-    hook_ = env.AddCleanupHook(&PowerWatcher::OnEnvCleanup, this);
-    running_ = true;
+  explicit PowerWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 0, "stash.PowerWatcher") {
     thread_ = std::thread([this]() { Run(); });
   }
 
   ~PowerWatcher() override { Shutdown(false); }
 
- private:
-  static void OnEnvCleanup(PowerWatcher* self) { self->Shutdown(true); }
-
-  Napi::Value Stop(const Napi::CallbackInfo& info) {
-    Shutdown(false);
-    return info.Env().Undefined();
+  // Called once by EventWatcher::Shutdown: answer a pending sleep, stop the run loop, join.
+  void Halt() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // Never leave the system waiting 30 s on a watcher that is gone.
+      if (has_pending_ && root_port_ != MACH_PORT_NULL) IOAllowPowerChange(root_port_, static_cast<long>(pending_));
+      has_pending_ = false;
+      stopping_ = true;
+      if (run_loop_) CFRunLoopStop(run_loop_);
+    }
+    if (thread_.joinable()) thread_.join();
   }
+
+ private:
 
   // IOAllowPowerChange is a Mach message to the root power domain, safe from any thread.
   Napi::Value AllowSleep(const Napi::CallbackInfo& info) {
@@ -162,26 +160,9 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     return true;
   }
 
-  void Shutdown(bool from_cleanup_hook) {
-    if (!running_) return;
-    running_ = false;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      // Never leave the system waiting 30 s on a watcher that is gone.
-      if (has_pending_ && root_port_ != MACH_PORT_NULL) IOAllowPowerChange(root_port_, static_cast<long>(pending_));
-      has_pending_ = false;
-      stopping_ = true;
-      if (run_loop_) CFRunLoopStop(run_loop_);
-    }
-    if (thread_.joinable()) thread_.join();
-    tsfn_.Release();
-    if (!from_cleanup_hook && !hook_.IsEmpty()) hook_.Remove(Env());
-  }
-
-  void Emit(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
-            std::string message = std::string()) {
-    auto* ev = new WatchEvent{kind, start, id, std::move(code), std::move(message)};
-    if (tsfn_.NonBlockingCall(ev) != napi_ok) delete ev;
+  void Report(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
+              std::string message = std::string()) {
+    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, id, std::move(code), std::move(message)}));
   }
 
   // Runs on the watcher thread, from its run loop.
@@ -196,11 +177,11 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->pending_ = static_cast<uint32_t>(id);
         self->has_pending_ = true;
-        self->Emit(WatchEvent::kSleep, true, static_cast<uint32_t>(id));
+        self->Report(WatchEvent::kSleep, true, static_cast<uint32_t>(id));
         break;
       }
       case kIOMessageSystemHasPoweredOn:
-        self->Emit(WatchEvent::kSleep, false);
+        self->Report(WatchEvent::kSleep, false);
         break;
       default:
         break;
@@ -212,7 +193,7 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     io_object_t notifier = 0;
     io_connect_t root = IORegisterForSystemPower(this, &port, &PowerWatcher::OnPower, &notifier);
     if (root == MACH_PORT_NULL) {
-      Emit(WatchEvent::kError, false, 0, "EIO", "IORegisterForSystemPower failed");
+      Report(WatchEvent::kError, false, 0, "EIO", "IORegisterForSystemPower failed");
       return;
     }
     CFRunLoopSourceRef source = IONotificationPortGetRunLoopSource(port);
@@ -222,7 +203,7 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
       root_port_ = root;
       run_loop_ = CFRunLoopGetCurrent();
     }
-    Emit(WatchEvent::kReady);
+    Report(WatchEvent::kReady);
     // Short slices: a CFRunLoopStop that lands before the loop runs is not lost.
     for (;;) {
       {
@@ -242,8 +223,6 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     IONotificationPortDestroy(port);
   }
 
-  EventFn tsfn_;
-  Napi::Env::CleanupHook<void (*)(PowerWatcher*), PowerWatcher> hook_;
   std::thread thread_;
   std::mutex mutex_;
   CFRunLoopRef run_loop_ = nullptr;
@@ -251,7 +230,6 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
   uint32_t pending_ = 0;
   bool has_pending_ = false;
   bool stopping_ = false;
-  bool running_ = false;
 };
 
 }  // namespace

@@ -22,7 +22,7 @@
 #include <mutex>
 #include <string>
 
-#include "../common/deliver_event.h"
+#include "../common/event_watcher.h"
 #include "../common/errors.h"
 #include "../common/platform.h"
 #include "win_error.h"
@@ -189,36 +189,28 @@ Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
   return o;
 }
 
-using EventFn = Napi::TypedThreadSafeFunction<std::nullptr_t, WatchEvent, DeliverEvent<WatchEvent, EventObject>>;
-
-class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
+// The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
+class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "PowerWatcher",
-                       {InstanceMethod<&PowerWatcher::Stop>("stop"),
-                        InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
+    return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
   }
 
-  explicit PowerWatcher(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PowerWatcher>(info) {
+  explicit PowerWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 0, "stash.PowerWatcher") {
     Napi::Env env = info.Env();
-    if (!info[0].IsFunction()) ThrowCode(env, "EINVAL", "PowerWatcher needs a callback");
     const PowrProf& api = LoadPowrProf();
     if (!api.reg || !api.unreg) ThrowCode(env, "ENOTSUP", "PowerRegisterSuspendResumeNotification is missing");
     done_ = CreateEventW(nullptr, TRUE, FALSE, nullptr);
     if (!done_) ThrowWin32(env, "CreateEvent", GetLastError());
-    tsfn_ = EventFn::New(env, info[0].As<Napi::Function>(), "stash.PowerWatcher", 0, 1);
-    tsfn_.Unref(env);
     params_.Callback = &PowerWatcher::OnPower;
     params_.Context = this;
     DWORD rc = api.reg(kDeviceNotifyCallback, reinterpret_cast<HANDLE>(&params_), &registration_);
     if (rc != ERROR_SUCCESS) {
-      Emit(WatchEvent::kError, false, 0, "WIN32_" + std::to_string(rc),
-           "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc));
+      Report(WatchEvent::kError, false, 0, "WIN32_" + std::to_string(rc),
+             "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc));
     } else {
-      Emit(WatchEvent::kReady);
+      Report(WatchEvent::kReady);
     }
-    running_ = true;
-    hook_ = env.AddCleanupHook(&PowerWatcher::OnEnvCleanup, this);
   }
 
   ~PowerWatcher() override {
@@ -227,13 +219,15 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     if (done_) CloseHandle(done_);
   }
 
- private:
-  static void OnEnvCleanup(PowerWatcher* self) { self->Shutdown(true); }
-
-  Napi::Value Stop(const Napi::CallbackInfo& info) {
-    Shutdown(false);
-    return info.Env().Undefined();
+  // Called once by EventWatcher::Shutdown.
+  void Halt() {
+    stopping_ = true;
+    SetEvent(done_);  // never leave a suspend callback waiting on a watcher that is gone
+    if (registration_) LoadPowrProf().unreg(registration_);
+    registration_ = nullptr;
   }
+
+ private:
 
   Napi::Value AllowSleep(const Napi::CallbackInfo& info) {
     uint32_t id = info[0].As<Napi::Number>().Uint32Value();
@@ -243,21 +237,9 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
     return Napi::Boolean::New(info.Env(), matched);
   }
 
-  void Shutdown(bool from_cleanup_hook) {
-    if (!running_) return;
-    running_ = false;
-    stopping_ = true;
-    SetEvent(done_);  // never leave a suspend callback waiting on a watcher that is gone
-    if (registration_) LoadPowrProf().unreg(registration_);
-    registration_ = nullptr;
-    tsfn_.Release();
-    if (!from_cleanup_hook && !hook_.IsEmpty()) hook_.Remove(Env());
-  }
-
-  void Emit(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
-            std::string message = std::string()) {
-    auto* ev = new WatchEvent{kind, start, id, std::move(code), std::move(message)};
-    if (tsfn_.NonBlockingCall(ev) != napi_ok) delete ev;
+  void Report(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
+              std::string message = std::string()) {
+    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, id, std::move(code), std::move(message)}));
   }
 
   // Runs on a system thread.
@@ -269,26 +251,23 @@ class PowerWatcher : public Napi::ObjectWrap<PowerWatcher> {
       if (id == 0) id = ++self->sequence_;
       ResetEvent(self->done_);
       self->pending_ = id;
-      self->Emit(WatchEvent::kSleep, true, id);
+      self->Report(WatchEvent::kSleep, true, id);
       // Bounded: Windows suspends regardless once its budget is spent.
       WaitForSingleObject(self->done_, kSuspendBudgetMs);
       self->pending_ = 0;
     } else if (type == PBT_APMRESUMEAUTOMATIC) {
       // PBT_APMRESUMESUSPEND follows only when a user is present; AUTOMATIC always comes.
-      self->Emit(WatchEvent::kSleep, false);
+      self->Report(WatchEvent::kSleep, false);
     }
     return ERROR_SUCCESS;
   }
 
-  EventFn tsfn_;
-  Napi::Env::CleanupHook<void (*)(PowerWatcher*), PowerWatcher> hook_;
   NotifySubscribeParameters params_{};
   PVOID registration_ = nullptr;
   HANDLE done_ = nullptr;
   std::atomic<uint32_t> pending_{0};
   std::atomic<uint32_t> sequence_{0};
   std::atomic<bool> stopping_{false};
-  bool running_ = false;
 };
 
 }  // namespace
