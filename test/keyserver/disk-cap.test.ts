@@ -19,7 +19,8 @@ import { diskBudget } from '../../src/keyserver/disk/budget.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ShareStore } from '../../src/keyserver/store/share-store.js';
 import { startServerProcess, type ServerProcess } from './cluster.js';
-import { ManualClock, MemoryLogger, http, identityPublicKey, mailSink, tempDir, tsxNodeArgs } from './harness.js';
+import { ManualClock, MemoryLogger, http, identityPublicKey, mailSink, tempDir } from './harness.js';
+import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 
 const key = identityPublicKey();
@@ -178,7 +179,8 @@ test('damaged store copies: at most 3 and their share of the cap, oldest removed
 test('a server.log the server may not append to (left by systemd as root, before the server wrote its own) is rotated aside', async () => {
   if (!needFacility(isRoot && haveCommand('setpriv'), 'a second uid', 'needs root and setpriv (util-linux) to run the server as nobody')) return;
   const dir = tempDir('log-owner');
-  const [node, ...prefix] = tsxNodeArgs;
+  // As nobody, from a readable copy of the compiled package: nobody may not enter the checkout (a clone in a 0700 folder).
+  const copy = readableCopy([], { dependencies: true });
   let child: ReturnType<typeof spawn> | undefined;
   try {
     chmodSync(dir.path, 0o755);
@@ -189,7 +191,7 @@ test('a server.log the server may not append to (left by systemd as root, before
       chownSync(d, 65534, 65534);
     }
     writeFileSync(join(logDir, 'server.log'), 'written by systemd as root\n', { mode: 0o644 });
-    child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', node!, ...prefix, join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts'),
+    child = spawn(asNobody[0]!, [...asNobody.slice(1), copy.node, join(copy.root, 'bin', 'stash_key_server.js'),
       'run', '--bind', '127.0.0.1:0', '--state-dir', state, '--log-file', join(logDir, 'server.log')], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
@@ -208,6 +210,7 @@ test('a server.log the server may not append to (left by systemd as root, before
     assert.is(statSync(join(logDir, 'server.log')).uid, 65534);
   } finally {
     if (child && child.exitCode === null) child.kill('SIGKILL');
+    copy.remove();
     dir.remove();
   }
 });
