@@ -10,7 +10,8 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { inMemory } from '../../src/cli/memory-folder.js';
 import { startWeston, westonFacility, type Weston } from '../fixtures/weston.js';
@@ -41,7 +42,7 @@ test.before(async () => {
   }
   t.env.STASH_PASSWORD_FILE = t.pwFile;
   await t.initVault(['c']);
-  assert.is((await t.run(['set', 'c', 'K', '--raw'], { input: 'wayland\nsecret' })).code, 0);
+  assert.is((await t.run(['set', 'c', 'K', '--raw'], { input: VALUE })).code, 0);
 });
 
 test.after(async () => {
@@ -77,6 +78,20 @@ function runWithTmpfs(env: TestAgentEnv['env'], args: string[]): Promise<RunResu
 
 const buffers = (): string[] => readdirSync('/tmp').filter((n) => n.startsWith('wl-copy-buffer-'));
 
+/** True when the wl-copy buffer `name` in /tmp holds `value` (a buffer may be a file, or a folder with one file). */
+function holds(name: string, value: string): boolean {
+  const path = join('/tmp', name);
+  try {
+    const files = statSync(path).isDirectory() ? readdirSync(path).map((f) => join(path, f)) : [path];
+    return files.some((f) => readFileSync(f).includes(Buffer.from(value)));
+  } catch {
+    return false; // gone meanwhile: not a file that stayed on the disk
+  }
+}
+
+/** This run's own value, so a concurrent run's copies are told apart from ours. */
+const VALUE = `wayland\nsecret-${randomBytes(6).toString('hex')}`;
+
 test('wl-clipboard before 2.3 with /tmp on disk: refused (69), nothing copied', async () => {
   if (!wl) return;
   if (wl.modern || inMemory('/tmp') !== false) {
@@ -89,7 +104,7 @@ test('wl-clipboard before 2.3 with /tmp on disk: refused (69), nothing copied', 
   assert.is(r.code, 69, r.stderr);
   assert.match(r.stderr, /^stash: this wl-copy \(wl-clipboard before 2\.3\) writes what it copies to a file in \/tmp, which is not a tmpfs here; nothing was copied\. Install wl-clipboard 2\.3 or later/);
   assert.is(wl.paste(), 'before');
-  assert.equal(buffers().filter((b) => !before.includes(b)), [], 'wl-copy never ran with the value');
+  assert.equal(buffers().filter((b) => !before.includes(b) && holds(b, VALUE)), [], 'wl-copy never ran with the value');
 });
 
 test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', async () => {
@@ -101,8 +116,9 @@ test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', a
   const r = modern ? await t.run(args) : await runWithTmpfs(t.env, args);
   assert.is(r.code, 0, r.stderr);
   assert.is(r.stderr, `Copied K to the clipboard; it is cleared in 2 s${modern ? ' (marked as sensitive for clipboard managers)' : ''}.\n`);
-  assert.is(wl.paste(), 'wayland\nsecret');
-  assert.equal(buffers().filter((b) => !before.includes(b)), [], 'no wl-copy file in the real /tmp');
+  assert.is(wl.paste(), VALUE);
+  // Other runs of this suite (CI runs Node lines at once) may put their own wl-copy files in /tmp: look for ours by its value.
+  assert.equal(buffers().filter((b) => !before.includes(b) && holds(b, VALUE)), [], 'no wl-copy file of ours in the real /tmp');
   await waitFor(() => wl!.paste() === '', 6000, 'the clear');
 });
 
