@@ -23,15 +23,11 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import sodium from 'sodium-native';
-import type { Clock } from './clock.js';
 import { KeyServerError, RateLimitedError } from './errors.js';
 import { BoundedMap } from './limits/bounded-map.js';
 import { WindowLimiter } from './limits/window-limiter.js';
-import type { Logger } from './logger.js';
-import type { Mailer } from './mailer.js';
-import { checkServed, fetchRefused, publishedFingerprint, type ServiceConfig } from './service.js';
+import { checkServed, fetchRefused, publishedFingerprint, type ServiceDeps } from './service.js';
 import { parseShareCode } from './share-code.js';
-import type { ShareStore } from './store/share-store.js';
 import { maskEmail, mailboxKey, validateEmail } from './validate.js';
 import { UNPUBLISH_NONCE_BYTES, UNPUBLISH_SIGNATURE_BYTES, type UnpublishRequest, type UnpublishedResponse } from './wire/messages.js';
 import { UNPUBLISH_WINDOW_MS, unpublishSignedBytes } from './wire/unpublish-signature.js';
@@ -42,15 +38,8 @@ const MANAGE_LINKS_KEPT = 10_000;
 const TOKEN_BYTES = 32;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-export interface WithdrawDeps {
-  store: ShareStore;
-  clock: Clock;
-  mailer: Mailer;
-  config: ServiceConfig;
-  logger: Logger;
-  emailLimiter: WindowLimiter;
-  emailIpLimiter: WindowLimiter;
-}
+/** What a withdrawal needs of the service: the same store, clock, mailer, config and mail limits. */
+export type WithdrawDeps = Pick<ServiceDeps, 'store' | 'clock' | 'mailer' | 'config' | 'logger' | 'emailLimiter' | 'emailIpLimiter'>;
 
 /** One share as a manage page shows it. */
 export interface ManagedShare {
