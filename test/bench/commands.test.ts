@@ -108,6 +108,16 @@ test('bench-store: durable writes then lookups; --state-dir keeps the store and 
   }
 });
 
+test('bench-store keeps --disk-cap-bytes: a small cap refuses writes past its publish limit (STORE_FULL, exit 1)', async () => {
+  // 1 MB cap: store.log takes publishes up to about 282 kB, fewer than 1,000 records of about 400 bytes.
+  const ran = await keyServer(['bench-store', '--json', '--requests', '1000', '--payload-bytes', '4096', '--disk-cap-bytes', '1000000']);
+  assert.is(ran.code, 1, ran.stderr);
+  const r = JSON.parse(ran.stdout) as Report & { first_error?: string };
+  assert.ok(r.errors > 0 && r.errors < 1000, `some writes refused: ${r.errors}`);
+  assert.match(r.first_error ?? '', /STORE_FULL|disk cap|full/i);
+  assert.match(ran.stderr, /operations failed/);
+});
+
 test('bench-http: publishes in JSON padded to --payload-bytes, and binary with 0', async () => {
   const json = await bench(['bench-http', '--requests', '200']);
   assertSane(json, 200);

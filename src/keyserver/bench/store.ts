@@ -37,6 +37,7 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
     serverId: config.serverId,
     originEpoch: config.originEpoch ?? Date.now(),
     compactMinBytes: config.compactMinBytes,
+    diskCapBytes: config.diskCapBytes,
     clock: systemClock,
     logger: quietLogger(),
     sweepIntervalMs: 0,
