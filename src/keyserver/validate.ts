@@ -8,10 +8,9 @@
 import sodiumModule from 'sodium-native';
 import { MalformedRequestError } from './errors.js';
 
-/** The two calls used here are missing from the shared sodium-native typings. */
+/** The call used here is missing from the shared sodium-native typings. */
 const sodium = sodiumModule as typeof sodiumModule & {
   crypto_core_ed25519_is_valid_point(p: Buffer): boolean;
-  crypto_scalarmult(q: Buffer, n: Buffer, p: Buffer): void;
 };
 
 /** True when the little-endian u-coordinate is canonical (< 2^255 - 19). */
@@ -20,6 +19,49 @@ function x25519Canonical(pk: Buffer): boolean {
   if (pk[31] !== 0x7f) return true;
   for (let i = 30; i >= 1; i--) if (pk[i] !== 0xff) return true;
   return pk[0]! < 0xed;
+}
+
+/**
+ * Every canonical X25519 u-coordinate of small order, on the curve or its
+ * twist: libsodium's own list (`has_small_order` in
+ * crypto_scalarmult/curve25519/ref10/x25519_ref10.c, which crypto_scalarmult
+ * checks before multiplying), less p and p + 1 and the forms with the top bit
+ * set, which are not canonical and refused before this list is read. A
+ * scalar multiplication by a clamped scalar (a multiple of 8) gives zero for
+ * exactly these points, so comparing is as strict as multiplying, at a
+ * fraction of the cost (test/keyserver/validate.test.ts checks both agree).
+ */
+export const SMALL_ORDER_X25519: readonly Buffer[] = [
+  '0000000000000000000000000000000000000000000000000000000000000000', // 0 (order 4)
+  '0100000000000000000000000000000000000000000000000000000000000000', // 1 (order 1)
+  'e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', // order 8
+  '5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157', // order 8
+  'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', // p - 1 (order 2)
+].map((hex) => Buffer.from(hex, 'hex'));
+
+function smallOrder(x25519: Buffer): boolean {
+  for (const p of SMALL_ORDER_X25519) if (x25519.equals(p)) return true;
+  return false;
+}
+
+/**
+ * Ed25519 halves that passed the point check, so that a key published again
+ * (one identity shares with many people) is checked once: the check is a
+ * multiplication by the group order, the dearest part of a publish. Only
+ * keys that passed are kept, oldest dropped first; a key is public, so
+ * keeping it costs nothing but memory (about 100 bytes each).
+ */
+const VALID_ED25519_KEPT = 1024;
+const validEd25519 = new Set<string>();
+
+/** A prime-order Ed25519 point (libsodium's check), remembered once it passed. */
+function validEd25519Point(ed25519: Buffer): boolean {
+  const id = ed25519.toString('latin1');
+  if (validEd25519.has(id)) return true;
+  if (!sodium.crypto_core_ed25519_is_valid_point(ed25519)) return false;
+  if (validEd25519.size >= VALID_ED25519_KEPT) validEd25519.delete(validEd25519.values().next().value!);
+  validEd25519.add(id);
+  return true;
 }
 
 /** Identity public key: type byte 0x01, X25519 (32 bytes), Ed25519 (32 bytes). */
@@ -32,8 +74,8 @@ function badKey(message: string): MalformedRequestError {
 
 /**
  * Checks type and length, refuses all-zero halves, an Ed25519 half that is not
- * a valid prime-order point, and an X25519 half of small order (a shared
- * secret with it would be all zeros).
+ * a valid prime-order point, and an X25519 half that is not canonical or of
+ * small order (a shared secret with it would be all zeros).
  */
 export function validatePublicKey(key: Uint8Array): Buffer {
   if (key.length !== PUBLIC_KEY_LENGTH) {
@@ -45,18 +87,8 @@ export function validatePublicKey(key: Uint8Array): Buffer {
   const ed25519 = buf.subarray(33, 65);
   if (x25519.every((b) => b === 0) || ed25519.every((b) => b === 0)) throw badKey('the public key is all zeros');
   if (!x25519Canonical(x25519)) throw badKey('the X25519 part of the public key is not canonically encoded');
-  if (!sodium.crypto_core_ed25519_is_valid_point(ed25519)) throw badKey('the Ed25519 part of the public key is not a valid point');
-  const scalar = Buffer.alloc(32);
-  const out = Buffer.alloc(32);
-  sodium.randombytes_buf(scalar);
-  try {
-    // libsodium refuses (throws) when the result is all zeros: a small-order point.
-    sodium.crypto_scalarmult(out, scalar, x25519);
-  } catch {
-    throw badKey('the X25519 part of the public key is a small-order point');
-  } finally {
-    sodium.sodium_memzero(scalar);
-  }
+  if (!validEd25519Point(ed25519)) throw badKey('the Ed25519 part of the public key is not a valid point');
+  if (smallOrder(x25519)) throw badKey('the X25519 part of the public key is a small-order point');
   return buf;
 }
 
