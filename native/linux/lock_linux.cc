@@ -17,19 +17,18 @@
 // well-known sender on dbus-daemon and let it through (sd-bus bus-match.c).
 // Policy (what a lock does, retries) lives in src/agent/lock/.
 #include <napi.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "../common/errors.h"
-#include "../common/event_watcher.h"
 #include "../common/lock_event.h"
+#include "../common/lock_watcher.h"
 #include "../common/platform.h"
+#include "bus_thread_linux.h"
 #include "sdbus_linux.h"
 
 namespace stash {
@@ -52,53 +51,24 @@ constexpr ScreenSaver kScreenSavers[] = {
 };
 constexpr size_t kScreenSaverCount = sizeof(kScreenSavers) / sizeof(kScreenSavers[0]);
 
-class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject> {
+// The JS class, stop(), pump() and the source check are native/common/lock_watcher.h's.
+class LockWatcher : public LockWatcherBase<LockWatcher> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "LockWatcher", {StopMethod(), InstanceMethod<&LockWatcher::Pump>("pump")});
-  }
-
-  explicit LockWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 1, "stash.LockWatcher") {
+  explicit LockWatcher(const Napi::CallbackInfo& info) : LockWatcherBase(info, {"logind", "screensaver"}, "Linux") {
     Napi::Env env = info.Env();
-    Napi::Object opts = info[0].As<Napi::Object>();
-    source_ = opts.Get("source").As<Napi::String>().Utf8Value();
-    if (source_ != "logind" && source_ != "screensaver") ThrowCode(env, "EINVAL", "no lock source " + source_ + " on Linux");
-    Napi::Value id = opts.Get("sessionId");
+    Napi::Value id = info[0].As<Napi::Object>().Get("sessionId");
     if (id.IsString()) session_id_ = id.As<Napi::String>().Utf8Value();
-    std::string error;
-    api_ = LoadSdBus(&error);
-    if (api_ == nullptr) ThrowCode(env, "ELIBACC", error);
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) ThrowErrno(env, "eventfd", errno);
-    thread_ = std::thread([this]() { source_ == "logind" ? RunLogind() : RunScreenSaver(); });
+    api_ = LoadSdBusOrThrow(env);
+    thread_.Start(env, [this]() { Source() == "logind" ? RunLogind() : RunScreenSaver(); });
   }
 
   ~LockWatcher() override { Shutdown(false); }
 
-  // Called once by EventWatcher::Shutdown: wake the thread and join it.
-  void Halt() {
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-    (void)ignored;
-    if (thread_.joinable()) thread_.join();
-    close(wake_fd_);
-    wake_fd_ = -1;
-  }
+  // Called once by EventWatcher::Shutdown.
+  void Halt() { thread_.Stop(); }
 
  private:
-  // macOS services its run loop here; the Linux threads need nothing.
-  Napi::Value Pump(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), false); }
-
-  std::unique_ptr<LockEvent> Event(LockEvent::Kind kind) { return LockEvent::Make(kind, source_); }
-
-  void Fail(const BusFailure& f) {
-    auto ev = Event(LockEvent::kError);
-    ev->code = f.code;
-    ev->message = f.message;
-    Emit(std::move(ev));
-  }
-
-  void Fail(const char* code, const std::string& message) { Fail(BusFailure{code, message, ""}); }
+  void Fail(const BusFailure& f) { EmitError(f.code, f.message); }
 
   void Ignored(const char* signal, const char* sender) {
     auto ev = Event(LockEvent::kIgnored);
@@ -215,7 +185,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
       return Fail(failure);
     }
     if (owner.empty()) {
-      return Fail("ENOENT", std::string(kLogindName) + " is not on the system bus at " + SystemBusAddress() +
+      return EmitError("ENOENT", std::string(kLogindName) + " is not on the system bus at " + SystemBusAddress() +
                                 " (systemd-logind/elogind not running)");
     }
     owners_[0] = owner;
@@ -236,7 +206,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     ready->session = session_path_;
     ready->locked = ReadLockedHint();  // after the matches: a change in between is seen twice, never missed
     Emit(std::move(ready));
-    if (!RunBusLoop(api_, bus_, wake_fd_, "system bus", &failure)) Fail(failure);
+    if (!RunBusLoop(api_, bus_, thread_.WakeFd(), "system bus", &failure)) Fail(failure);
   }
 
   // True when the message comes from the unique name that owns names[index] now; else reports it.
@@ -329,7 +299,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     auto ready = Event(LockEvent::kReady);
     ready->locked = locked;
     Emit(std::move(ready));
-    if (!RunBusLoop(api_, bus_, wake_fd_, "session bus", &failure)) Fail(failure);
+    if (!RunBusLoop(api_, bus_, thread_.WakeFd(), "session bus", &failure)) Fail(failure);
   }
 
   static int OnActiveChanged(sd_bus_message* m, void* userdata, sd_bus_error*) {
@@ -359,7 +329,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     if (sender == nullptr || std::strcmp(sender, "org.freedesktop.DBus") != 0) return 0;
     const char *name = nullptr, *old_owner = nullptr, *new_owner = nullptr;
     if (api->message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || name == nullptr) return 0;
-    bool logind = self->source_ == "logind";
+    bool logind = self->Source() == "logind";
     for (size_t i = 0; i < (logind ? 1 : kScreenSaverCount); i++) {
       const char* watched = logind ? kLogindName : kScreenSavers[i].name;
       if (std::strcmp(name, watched) != 0) continue;
@@ -370,10 +340,8 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
   }
 
   const SdBusApi* api_ = nullptr;
-  std::string source_;
   std::string session_id_;
-  int wake_fd_ = -1;
-  std::thread thread_;
+  BusThread thread_;
   // Touched by the watcher thread only:
   sd_bus* bus_ = nullptr;
   std::string session_path_;

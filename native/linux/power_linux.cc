@@ -12,18 +12,17 @@
 // Policy (when to take or drop which lock) lives in src/agent/power/linux.ts.
 #include <napi.h>
 #include <fcntl.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "../common/event_watcher.h"
 #include "../common/errors.h"
 #include "../common/platform.h"
+#include "bus_thread_linux.h"
 #include "proc_linux.h"
 #include "sdbus_linux.h"
 
@@ -242,26 +241,14 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
   }
 
   explicit PowerWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 0, "stash.PowerWatcher") {
-    Napi::Env env = info.Env();
-    std::string error;
-    api_ = LoadSdBus(&error);
-    if (api_ == nullptr) ThrowCode(env, "ELIBACC", error);
-    wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (wake_fd_ < 0) ThrowErrno(env, "eventfd", errno);
-    thread_ = std::thread([this]() { Run(); });
+    api_ = LoadSdBusOrThrow(info.Env());
+    thread_.Start(info.Env(), [this]() { Run(); });
   }
 
   ~PowerWatcher() override { Shutdown(false); }
 
-  // Called once by EventWatcher::Shutdown: wake the thread through the eventfd and join it.
-  void Halt() {
-    uint64_t one = 1;
-    ssize_t ignored = write(wake_fd_, &one, sizeof(one));
-    (void)ignored;
-    if (thread_.joinable()) thread_.join();
-    close(wake_fd_);
-    wake_fd_ = -1;
-  }
+  // Called once by EventWatcher::Shutdown.
+  void Halt() { thread_.Stop(); }
 
  private:
   // Linux has nothing to allow: the delay lock is the inhibitor fd, which the
@@ -333,12 +320,11 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
       return EmitFailure(failure);
     }
     Report(WatchEvent::kReady, owner_);
-    if (!RunBusLoop(api_, bus.get(), wake_fd_, "system bus", &failure)) EmitFailure(failure);
+    if (!RunBusLoop(api_, bus.get(), thread_.WakeFd(), "system bus", &failure)) EmitFailure(failure);
   }
 
   const SdBusApi* api_ = nullptr;
-  int wake_fd_ = -1;
-  std::thread thread_;
+  BusThread thread_;
   std::string owner_;  // touched by the watcher thread only
 };
 

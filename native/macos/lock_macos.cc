@@ -25,8 +25,8 @@
 #include <memory>
 #include <string>
 
-#include "../common/event_watcher.h"
 #include "../common/lock_event.h"
+#include "../common/lock_watcher.h"
 #include "../common/platform.h"
 
 #if __has_include(<CoreFoundation/CFNotificationCenter.h>)
@@ -56,16 +56,11 @@ namespace {
 // Bounds one pump: a flood of notifications must not hold the JS thread.
 constexpr int kMaxSourcesPerPump = 64;
 
-class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject> {
+// The JS class, stop(), pump() and the source check are native/common/lock_watcher.h's.
+class LockWatcher : public LockWatcherBase<LockWatcher> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "LockWatcher", {StopMethod(), InstanceMethod<&LockWatcher::Pump>("pump")});
-  }
-
-  explicit LockWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 1, "stash.LockWatcher") {
+  explicit LockWatcher(const Napi::CallbackInfo& info) : LockWatcherBase(info, {"distributed"}, "macOS") {
     Napi::Env env = info.Env();
-    std::string source = info[0].As<Napi::Object>().Get("source").As<Napi::String>().Utf8Value();
-    if (source != "distributed") ThrowCode(env, "EINVAL", "no lock source " + source + " on macOS");
     // pump() can only run the main thread's run loop from the main thread.
     if (pthread_main_np() == 0) ThrowCode(env, "ENOTSUP", "the macOS lock watcher runs on the main thread only");
     CFNotificationCenterRef center = CFNotificationCenterGetDistributedCenter();
@@ -77,7 +72,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     CFNotificationCenterAddObserver(center, this, &LockWatcher::OnNotification, CFSTR("com.apple.screenIsUnlocked"),
                                     nullptr, CFNotificationSuspensionBehaviorDeliverImmediately);
     observing_ = true;
-    Emit(LockEvent::Make(LockEvent::kReady, "distributed"));
+    Emit(Event(LockEvent::kReady));
   }
 
   ~LockWatcher() override { Shutdown(false); }
@@ -89,16 +84,17 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     observing_ = false;
   }
 
- private:
-  // Runs what is pending on the main run loop, without waiting; true when something was.
-  Napi::Value Pump(const Napi::CallbackInfo& info) {
+  // pump(): runs what is pending on the main run loop, without waiting; true when something was.
+  bool Pump() {
     bool handled = false;
     for (int i = 0; observing_ && i < kMaxSourcesPerPump; i++) {
       if (CFRunLoopRunInMode(kCFRunLoopDefaultMode, 0, true) != kCFRunLoopRunHandledSource) break;
       handled = true;
     }
-    return Napi::Boolean::New(info.Env(), handled);
+    return handled;
   }
+
+ private:
 
   // Runs on the main thread, inside Pump.
   static void OnNotification(CFNotificationCenterRef, void* observer, CFStringRef name, const void*, CFDictionaryRef) {
@@ -106,7 +102,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     if (!self->observing_ || name == nullptr) return;
     bool locked = CFStringCompare(name, CFSTR("com.apple.screenIsLocked"), 0) == kCFCompareEqualTo;
     if (!locked && CFStringCompare(name, CFSTR("com.apple.screenIsUnlocked"), 0) != kCFCompareEqualTo) return;
-    auto ev = LockEvent::Make(LockEvent::kLock, "distributed");
+    auto ev = self->Event(LockEvent::kLock);
     ev->locked = locked ? 1 : 0;
     ev->signal = locked ? "com.apple.screenIsLocked" : "com.apple.screenIsUnlocked";
     self->Emit(std::move(ev));

@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "../common/event_watcher.h"
 #include "../common/lock_event.h"
+#include "../common/lock_watcher.h"
 #include "../common/platform.h"
 #include "win_error.h"
 
@@ -96,16 +96,11 @@ int SessionLocked(const Wtsapi& api, DWORD session) {
 
 constexpr const wchar_t* kWindowClass = L"stash.LockWatcher";
 
-class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject> {
+// The JS class, stop(), pump() and the source check are native/common/lock_watcher.h's.
+class LockWatcher : public LockWatcherBase<LockWatcher> {
  public:
-  static Napi::Function Define(Napi::Env env) {
-    return DefineClass(env, "LockWatcher", {StopMethod(), InstanceMethod<&LockWatcher::Pump>("pump")});
-  }
-
-  explicit LockWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 1, "stash.LockWatcher") {
+  explicit LockWatcher(const Napi::CallbackInfo& info) : LockWatcherBase(info, {"wts"}, "Windows") {
     Napi::Env env = info.Env();
-    std::string source = info[0].As<Napi::Object>().Get("source").As<Napi::String>().Utf8Value();
-    if (source != "wts") ThrowCode(env, "EINVAL", "no lock source " + source + " on Windows");
     const Wtsapi& api = LoadWtsapi();
     if (!api.reg || !api.unreg) ThrowCode(env, "ENOTSUP", "WTSRegisterSessionNotification is missing from wtsapi32.dll");
     if (!ProcessIdToSessionId(GetCurrentProcessId(), &session_)) ThrowWin32(env, "ProcessIdToSessionId", GetLastError());
@@ -129,14 +124,9 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
   }
 
  private:
-  // macOS services its run loop here; this thread runs its own message loop.
-  Napi::Value Pump(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), false); }
-
   void Fail(const char* call, DWORD err) {
-    auto ev = LockEvent::Make(LockEvent::kError, "wts");
-    ev->code = "WIN32_" + std::to_string(static_cast<unsigned long>(err));
-    ev->message = std::string(call) + " failed with Windows error " + std::to_string(static_cast<unsigned long>(err));
-    Emit(std::move(ev));
+    EmitError("WIN32_" + std::to_string(static_cast<unsigned long>(err)),
+              std::string(call) + " failed with Windows error " + std::to_string(static_cast<unsigned long>(err)));
     SetEvent(setup_done_);
   }
 
@@ -166,7 +156,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
       return Fail("WTSRegisterSessionNotification", err);
     }
     hwnd_ = hwnd;
-    auto ready = LockEvent::Make(LockEvent::kReady, "wts");
+    auto ready = Event(LockEvent::kReady);
     ready->session = std::to_string(static_cast<unsigned long>(session_));
     ready->locked = SessionLocked(LoadWtsapi(), session_);
     Emit(std::move(ready));
@@ -175,10 +165,7 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     while (GetMessageW(&msg, nullptr, 0, 0) > 0) DispatchMessageW(&msg);
     // Any process on the desktop can post WM_CLOSE to a window: say that nothing is watched any more.
     if (!stopping_) {
-      auto ev = LockEvent::Make(LockEvent::kError, "wts");
-      ev->code = "ECANCELED";
-      ev->message = "the session notification window was closed from outside";
-      Emit(std::move(ev));
+      EmitError("ECANCELED", "the session notification window was closed from outside");
     }
   }
 
@@ -186,12 +173,12 @@ class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject>
     if (change != WTS_SESSION_LOCK && change != WTS_SESSION_UNLOCK) return;
     const char* signal = change == WTS_SESSION_LOCK ? "WTS_SESSION_LOCK" : "WTS_SESSION_UNLOCK";
     if (static_cast<DWORD>(session) != session_) {
-      auto ev = LockEvent::Make(LockEvent::kIgnored, "wts");
+      auto ev = Event(LockEvent::kIgnored);
       ev->signal = signal;
       ev->sender = "session " + std::to_string(static_cast<unsigned long>(session));
       return Emit(std::move(ev));
     }
-    auto ev = LockEvent::Make(LockEvent::kLock, "wts");
+    auto ev = Event(LockEvent::kLock);
     ev->locked = change == WTS_SESSION_LOCK ? 1 : 0;
     ev->signal = signal;
     Emit(std::move(ev));
