@@ -37,6 +37,19 @@ export interface Contact {
   fingerprintBytes: Buffer;
   /** ISO 8601 time the contact was added. */
   addedAt: string;
+  /** Keys this contact had before, each replaced through a signed rotation statement, oldest first. */
+  rotatedFrom: RotatedKey[];
+}
+
+/** A contact's former key and the statement that replaced it (docs/vault.md, "Identity rotation"). */
+export interface RotatedKey {
+  x25519: Buffer;
+  ed25519: Buffer;
+  fingerprint: string;
+  /** BLAKE2b-256 (hex) of the statement accepted, to tell a second, different statement of this key apart. */
+  statementHash: string;
+  /** ISO 8601 time the statement was accepted. */
+  acceptedAt: string;
 }
 
 export interface NewContact {
@@ -82,13 +95,32 @@ function header(vaultId: Buffer, nonce: Buffer): Buffer {
 }
 
 function toStored(c: Contact) {
-  return { name: c.name, email: c.email, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), fingerprint: c.fingerprint, addedAt: c.addedAt };
+  const base = { name: c.name, email: c.email, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), fingerprint: c.fingerprint, addedAt: c.addedAt };
+  if (c.rotatedFrom.length === 0) return base;
+  const rotatedFrom = c.rotatedFrom.map((r) => ({
+    x25519: r.x25519.toString('hex'), ed25519: r.ed25519.toString('hex'), statementHash: r.statementHash, acceptedAt: r.acceptedAt,
+  }));
+  return { ...base, rotatedFrom };
+}
+
+const hex32 = (h: unknown) => (typeof h === 'string' && /^[0-9a-f]{64}$/.test(h) ? Buffer.from(h, 'hex') : null);
+
+function rotatedFromStored(v: unknown, bad: (why: string) => VaultError): RotatedKey[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) throw bad('a contact\'s rotatedFrom is not a list');
+  return v.map((r: Record<string, unknown>) => {
+    const x25519 = hex32(r?.x25519);
+    const ed25519 = hex32(r?.ed25519);
+    if (!x25519 || !ed25519 || typeof r.statementHash !== 'string' || !/^[0-9a-f]{64}$/.test(r.statementHash) || typeof r.acceptedAt !== 'string') {
+      throw bad('a former key of a contact has missing or malformed fields');
+    }
+    return { x25519, ed25519, fingerprint: formatFingerprint(fingerprintOf(x25519, ed25519)), statementHash: r.statementHash, acceptedAt: r.acceptedAt };
+  });
 }
 
 function fromStored(v: unknown, bad: (why: string) => VaultError): Contact {
   const o = v as Record<string, unknown>;
   if (typeof o !== 'object' || o === null) throw bad('a contact record is not an object');
-  const hex32 = (h: unknown) => (typeof h === 'string' && /^[0-9a-f]{64}$/.test(h) ? Buffer.from(h, 'hex') : null);
   const x25519 = hex32(o.x25519);
   const ed25519 = hex32(o.ed25519);
   if (!x25519 || !ed25519 || typeof o.name !== 'string' || typeof o.email !== 'string' || typeof o.addedAt !== 'string') {
@@ -97,7 +129,7 @@ function fromStored(v: unknown, bad: (why: string) => VaultError): Contact {
   const fingerprintBytes = fingerprintOf(x25519, ed25519);
   const fingerprint = formatFingerprint(fingerprintBytes);
   if (o.fingerprint !== fingerprint) throw bad(`the stored fingerprint of ${JSON.stringify(o.name)} does not match its keys`);
-  return { name: o.name, email: o.email, x25519, ed25519, fingerprint, fingerprintBytes, addedAt: o.addedAt };
+  return { name: o.name, email: o.email, x25519, ed25519, fingerprint, fingerprintBytes, addedAt: o.addedAt, rotatedFrom: rotatedFromStored(o.rotatedFrom, bad) };
 }
 
 /** Writes the contact list (under the vault lock, by the caller or initVault). */
@@ -173,7 +205,7 @@ export function addContact(dir: string, vaultKey: Buffer, c: NewContact): Contac
     }
     const added: Contact = {
       name, email, x25519: Buffer.from(c.x25519), ed25519: Buffer.from(c.ed25519),
-      fingerprint: formatFingerprint(fingerprintBytes), fingerprintBytes, addedAt: new Date().toISOString(),
+      fingerprint: formatFingerprint(fingerprintBytes), fingerprintBytes, addedAt: new Date().toISOString(), rotatedFrom: [],
     };
     writeContacts(dir, meta.vaultId, vaultKey, [...contacts, added]);
     return added;
@@ -190,5 +222,19 @@ export function removeContact(dir: string, vaultKey: Buffer, name: string): bool
     if (kept.length === contacts.length) return false;
     writeContacts(dir, meta.vaultId, vaultKey, kept);
     return true;
+  });
+}
+
+/**
+ * Reads the contact list under the vault lock and writes what `change`
+ * returns (null: nothing to write). For changes that must see the list and
+ * write it in one step, such as accepting a rotation statement.
+ */
+export function updateContacts<T>(dir: string, vaultKey: Buffer, change: (contacts: Contact[]) => { contacts: Contact[] | null; result: T }): T {
+  const meta = requireVaultKey(dir, vaultKey);
+  return withVaultLock(dir, () => {
+    const { contacts, result } = change(readContacts(dir, meta.vaultId, vaultKey));
+    if (contacts) writeContacts(dir, meta.vaultId, vaultKey, contacts);
+    return result;
   });
 }

@@ -45,7 +45,11 @@ export type VaultErrorCode =
   // recovery key (recovery-key.ts)
   | 'INVALID_RECOVERY_KEY'
   | 'WRONG_RECOVERY_KEY'
-  | 'NO_RECOVERY_KEY';
+  | 'NO_RECOVERY_KEY'
+  // identity rotation (rotation/)
+  | 'BAD_ROTATION'
+  | 'ROTATION_UNKNOWN_KEY'
+  | 'ROTATION_CONFLICT';
 
 export class VaultError extends StashError {
   declare readonly code: VaultErrorCode;

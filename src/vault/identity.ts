@@ -20,6 +20,8 @@ export const IDENTITY_FORMAT = 'stash-identity';
 const VERSION = 1;
 const SECRET_BYTES = 32 + 64;
 const AD_DOMAIN = Buffer.from('stash-identity\0', 'latin1');
+const RETIRING_DOMAIN = Buffer.from('stash-identity-retiring\0', 'latin1');
+const MAX_ROTATIONS = 256;
 
 export interface IdentityPublic {
   x25519: Buffer;
@@ -44,6 +46,8 @@ interface IdentityFile {
   ed25519: Buffer;
   nonce: Buffer;
   wrapped: Buffer;
+  rotations: string[];
+  retiring: { x25519: Buffer; ed25519: Buffer; nonce: Buffer; wrapped: Buffer } | null;
 }
 
 function ad(vaultId: Buffer, x25519: Buffer, ed25519: Buffer): Buffer {
@@ -57,42 +61,107 @@ function publicOf(x25519: Buffer, ed25519: Buffer): IdentityPublic {
   return { x25519, ed25519, fingerprint: formatFingerprint(fingerprintBytes), fingerprintBytes };
 }
 
+/** A public identity with its secret keys (release them with wipeKeyPairs). */
+export interface KeyPairs {
+  x25519: Buffer;
+  ed25519: Buffer;
+  secret: IdentitySecret;
+}
+
+/** A new X25519 and Ed25519 key pair, the secret keys in secure buffers. */
+export function generateKeyPairs(): KeyPairs {
+  const s = sodium();
+  const x25519 = Buffer.alloc(32);
+  const ed25519 = Buffer.alloc(32);
+  const secret = { x25519: secureAlloc(32), ed25519: secureAlloc(64) };
+  s.crypto_box_keypair(x25519, secret.x25519);
+  s.crypto_sign_keypair(ed25519, secret.ed25519);
+  return { x25519, ed25519, secret };
+}
+
+/** Zeroes and frees the secret keys of `k` (null: nothing). */
+export function wipeKeyPairs(k: { secret: IdentitySecret } | null): void {
+  if (!k) return;
+  wipe(k.secret.x25519);
+  wipe(k.secret.ed25519);
+}
+
+/** The 96 secret bytes as stored: X25519 then Ed25519, in a secure buffer the caller wipes. */
+function joined(secret: IdentitySecret): Buffer {
+  const b = secureAlloc(SECRET_BYTES);
+  secret.x25519.copy(b, 0);
+  secret.ed25519.copy(b, 32);
+  return b;
+}
+
+function sealSecret(secret: IdentitySecret, adBytes: Buffer, vaultKey: Buffer): { nonce: Buffer; ciphertext: Buffer } {
+  const plain = joined(secret);
+  try {
+    return seal(plain, adBytes, vaultKey);
+  } finally {
+    wipe(plain);
+  }
+}
+
+/** What identity.json holds besides the current keys (identity rotation, docs/vault.md). */
+export interface IdentityExtras {
+  /** Every rotation statement that led to the current keys, oldest first, in text form. */
+  rotations: string[];
+  /** The previous key pairs while a rotation is being finished: public keys and the 96 secret bytes. */
+  retiring: KeyPairs | null;
+}
+
+function retiringAd(vaultId: Buffer, x25519: Buffer, ed25519: Buffer): Buffer {
+  return Buffer.concat([RETIRING_DOMAIN, ad(vaultId, x25519, ed25519).subarray(AD_DOMAIN.length)]);
+}
+
+/**
+ * Writes identity.json: the keys with their secret keys wrapped by the vault
+ * key, and the rotation extras. The caller holds the vault lock
+ * (or is initVault).
+ */
+export function writeIdentity(dir: string, vaultId: Buffer, vaultKey: Buffer, keys: KeyPairs, extras: IdentityExtras = { rotations: [], retiring: null }): IdentityPublic {
+  const pub = keys;
+  const { nonce, ciphertext } = sealSecret(keys.secret, ad(vaultId, pub.x25519, pub.ed25519), vaultKey);
+  const out = publicOf(pub.x25519, pub.ed25519);
+  const doc: Record<string, unknown> = {
+    format: IDENTITY_FORMAT,
+    formatVersion: VERSION,
+    vaultId: vaultId.toString('hex'),
+    createdAt: new Date().toISOString(),
+    x25519: pub.x25519.toString('hex'),
+    ed25519: pub.ed25519.toString('hex'),
+    fingerprint: out.fingerprint,
+    secret: { alg: 'xchacha20poly1305-ietf', nonce: nonce.toString('hex'), wrapped: ciphertext.toString('hex') },
+  };
+  if (extras.rotations.length > 0) doc.rotations = extras.rotations;
+  if (extras.retiring) {
+    const r = extras.retiring;
+    const w = sealSecret(r.secret, retiringAd(vaultId, r.x25519, r.ed25519), vaultKey);
+    doc.retiring = { x25519: r.x25519.toString('hex'), ed25519: r.ed25519.toString('hex'), nonce: w.nonce.toString('hex'), wrapped: w.ciphertext.toString('hex') };
+  }
+  atomicWrite(vaultPaths(dir).identity, [Buffer.from(`${JSON.stringify(doc, null, 2)}\n`)]);
+  return out;
+}
+
 /**
  * Generates a new identity for the vault and writes identity.json. Called by
  * initVault; the vault key must already be generated (and is not checked here
  * because vault.json does not exist yet).
  */
 export function createIdentity(dir: string, vaultId: Buffer, vaultKey: Buffer): IdentityPublic {
-  const s = sodium();
-  const x25519 = Buffer.alloc(32);
-  const ed25519 = Buffer.alloc(32);
-  const secret = secureAlloc(SECRET_BYTES);
+  const pair = generateKeyPairs();
   try {
-    s.crypto_box_keypair(x25519, secret.subarray(0, 32));
-    s.crypto_sign_keypair(ed25519, secret.subarray(32));
-    const { nonce, ciphertext } = seal(secret, ad(vaultId, x25519, ed25519), vaultKey);
-    const pub = publicOf(x25519, ed25519);
-    const doc = {
-      format: IDENTITY_FORMAT,
-      formatVersion: VERSION,
-      vaultId: vaultId.toString('hex'),
-      createdAt: new Date().toISOString(),
-      x25519: x25519.toString('hex'),
-      ed25519: ed25519.toString('hex'),
-      fingerprint: pub.fingerprint,
-      secret: { alg: 'xchacha20poly1305-ietf', nonce: nonce.toString('hex'), wrapped: ciphertext.toString('hex') },
-    };
-    atomicWrite(vaultPaths(dir).identity, [Buffer.from(`${JSON.stringify(doc, null, 2)}\n`)]);
-    return pub;
+    return writeIdentity(dir, vaultId, vaultKey, pair);
   } finally {
-    wipe(secret);
+    wipeKeyPairs(pair);
   }
 }
 
 function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
   const path = vaultPaths(dir).identity;
   const bad = (why: string) => new VaultError('VAULT_CORRUPT', `${path} is damaged: ${why}`);
-  const bytes = readBounded(path, 16 * 1024, () => bad('not a small regular file'));
+  const bytes = readBounded(path, 256 * 1024, () => bad('not a small regular file'));
   if (bytes === null) throw new VaultError('VAULT_CORRUPT', `${path} is missing; the vault has no identity`);
   let d: Record<string, unknown>;
   try {
@@ -115,7 +184,25 @@ function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
     ed25519: hex(d.ed25519, 32, 'ed25519'),
     nonce: hex(secret.nonce, 24, 'secret.nonce'),
     wrapped: hex(secret.wrapped, SECRET_BYTES + 16, 'secret.wrapped'),
+    rotations: [],
+    retiring: null,
   };
+  if (d.rotations !== undefined) {
+    if (!Array.isArray(d.rotations) || d.rotations.length > MAX_ROTATIONS || !d.rotations.every((r) => typeof r === 'string' && r.length <= 1024)) {
+      throw bad('rotations is not a list of statements');
+    }
+    f.rotations = d.rotations as string[];
+  }
+  if (d.retiring !== undefined) {
+    const r = d.retiring as Record<string, unknown> | null;
+    if (typeof r !== 'object' || r === null) throw bad('retiring is not an object');
+    f.retiring = {
+      x25519: hex(r.x25519, 32, 'retiring.x25519'),
+      ed25519: hex(r.ed25519, 32, 'retiring.ed25519'),
+      nonce: hex(r.nonce, 24, 'retiring.nonce'),
+      wrapped: hex(r.wrapped, SECRET_BYTES + 16, 'retiring.wrapped'),
+    };
+  }
   if (!f.vaultId.equals(expectedVaultId)) throw bad('it belongs to a different vault');
   const problem = publicKeysProblem(f);
   if (problem) throw bad(problem);
@@ -128,6 +215,11 @@ function openSecret(dir: string, f: IdentityFile, vaultKey: Buffer): IdentitySec
   const path = vaultPaths(dir).identity;
   const plain = open(f.wrapped, ad(f.vaultId, f.x25519, f.ed25519), f.nonce, vaultKey);
   if (plain === null) throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its secret keys do not decrypt`);
+  return checkedSecret(path, plain, f);
+}
+
+/** Splits 96 decrypted bytes (wiped here) into the two secret keys, checked against `pub`. */
+function checkedSecret(path: string, plain: Buffer, f: { x25519: Buffer; ed25519: Buffer }): IdentitySecret {
   const x25519 = secureCopy(plain.subarray(0, 32));
   const ed25519 = secureCopy(plain.subarray(32, SECRET_BYTES));
   wipe(plain);
@@ -164,4 +256,24 @@ export function identityPublic(dir: string, vaultKey?: Buffer): IdentityPublic {
 export function identitySecret(dir: string, vaultKey: Buffer): IdentitySecret {
   const meta = requireVaultKey(dir, vaultKey);
   return openSecret(dir, loadIdentityFile(dir, meta.vaultId), vaultKey);
+}
+
+/**
+ * The rotation extras of identity.json; the retiring block's secret keys are
+ * decrypted and checked (release them with wipeKeyPairs).
+ */
+export function identityExtras(dir: string, vaultKey: Buffer): IdentityExtras {
+  const meta = requireVaultKey(dir, vaultKey);
+  const f = loadIdentityFile(dir, meta.vaultId);
+  if (!f.retiring) return { rotations: f.rotations, retiring: null };
+  const r = f.retiring;
+  const path = vaultPaths(dir).identity;
+  const plain = open(r.wrapped, retiringAd(f.vaultId, r.x25519, r.ed25519), r.nonce, vaultKey);
+  if (plain === null) throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its retiring secret keys do not decrypt`);
+  return { rotations: f.rotations, retiring: { x25519: r.x25519, ed25519: r.ed25519, secret: checkedSecret(path, plain, r) } };
+}
+
+/** The rotation statements in identity.json (public: no key needed), oldest first. */
+export function identityRotations(dir: string): string[] {
+  return loadIdentityFile(dir, loadMeta(dir).vaultId).rotations;
 }

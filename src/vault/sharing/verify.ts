@@ -101,7 +101,8 @@ export function verifySignatures(file: SharedFile, path: string, pinnedOwner: Pu
     throw new VaultError(
       'SHARE_MEMBERSHIP_INVALID',
       `${path} names another owner (${formatFingerprint(fingerprintOf(owner.x25519, owner.ed25519))}) than the one this vault accepted `
-        + `(${formatFingerprint(fingerprintOf(pinnedOwner.x25519, pinnedOwner.ed25519))}); it was refused`,
+        + `(${formatFingerprint(fingerprintOf(pinnedOwner.x25519, pinnedOwner.ed25519))}); it was refused. If the owner rotated their identity, `
+        + 'accept their rotation statement first: stash vault contact accept-rotation FILE',
     );
   }
   if (!verifyMembership(file.membershipBytes, file.ownerSignature, owner.ed25519)) {

@@ -1,0 +1,69 @@
+/**
+ * Re-sealing a shared container this vault owns when an identity changes
+ * (docs/vault.md, "Identity rotation"): the owner's own keys (its rotation),
+ * or a member's keys (that member's rotation, accepted by the owner). Either
+ * way the content key is replaced, as unshare does: the old secret key may be
+ * in someone else's hands, and it opened the old content key.
+ */
+import { VaultError } from '../errors.js';
+import type { IdentitySecret } from '../identity.js';
+import { withVaultLock } from '../lock.js';
+import { KEY_BYTES, secureRandom, wipe } from '../secure.js';
+import { wipeEntries } from '../containers.js';
+import { assembleFile, commitRevision, nextWrite, signedMembership, withWriteLock } from './revisions.js';
+import { openSharedBody, openStanza } from './shared-entries.js';
+import { loadVerified, type PublicIdentity } from './verify.js';
+
+export interface ResealOptions {
+  /** The identity the container is read as: its current owner, this vault (before a rotation: the old keys). */
+  as: PublicIdentity;
+  asSecret: IdentitySecret;
+  /** The owner after the re-seal (the new keys after a rotation, else `as`) and its secret keys, which sign. */
+  owner: PublicIdentity;
+  ownerSecret: IdentitySecret;
+  /** Member keys replaced by others (a contact's rotation); the owner's own change is `owner`. */
+  replace?: Array<{ from: PublicIdentity; to: PublicIdentity }>;
+}
+
+const same = (a: PublicIdentity, b: PublicIdentity) => a.ed25519.equals(b.ed25519) && a.x25519.equals(b.x25519);
+
+/**
+ * Writes a new version of container `name` with the keys changed as `opts`
+ * says and a new content key. Null when nothing would change (no member to
+ * replace, the owner already `opts.owner`): nothing is written then.
+ */
+export function resealContainer(dir: string, name: string, opts: ResealOptions): { revision: number; epoch: number } | null {
+  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
+    const l = loadVerified(dir, name, opts.as);
+    const m = l.file.membership;
+    if (!same(m.stanzas[0]!, opts.as)) throw new VaultError('SHARE_NOT_OWNER', `only the owner of ${name} can re-seal it`);
+    let changed = !same(opts.as, opts.owner);
+    const members: PublicIdentity[] = [opts.owner];
+    for (const s of m.stanzas.slice(1)) {
+      const swap = opts.replace?.find((r) => same(r.from, s));
+      if (swap) changed = true;
+      const k = swap ? swap.to : { x25519: s.x25519, ed25519: s.ed25519 };
+      // The new key may be a member already (shared with it after a fingerprint check): once is enough.
+      if (!members.some((x) => same(x, k) || x.ed25519.equals(k.ed25519) || x.x25519.equals(k.x25519))) members.push(k);
+    }
+    if (!changed) return null;
+    const oldKey = openStanza(l, opts.as, opts.asSecret.x25519);
+    let entries;
+    try {
+      entries = openSharedBody(l, oldKey);
+    } finally {
+      wipe(oldKey);
+    }
+    const newKey = secureRandom(KEY_BYTES);
+    try {
+      const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, members, opts.ownerSecret.ed25519);
+      const write = nextWrite(l.file, stanzas, opts.owner.ed25519);
+      const file = assembleFile(membership, stanzas.length, write, newKey, entries, opts.ownerSecret.ed25519);
+      commitRevision(dir, l.path, l.bytes, file, { ...l.record, owner: { x25519: opts.owner.x25519, ed25519: opts.owner.ed25519 } });
+      return { revision: write.revision, epoch: m.epoch + 1 };
+    } finally {
+      wipeEntries(entries);
+      wipe(newKey);
+    }
+  }));
+}
