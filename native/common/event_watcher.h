@@ -9,11 +9,13 @@
 //                  // called once, from stop(), the destructor or the cleanup hook
 //   (its constructor starts listening once this base is constructed)
 //
-//   class LockWatcher : public EventWatcher<LockWatcher, LockEvent, LockEventObject> {
-//     LockWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 1, "stash.LockWatcher") {...}
-//     ~LockWatcher() override { Shutdown(false); }
+//   class PowerWatcher : public EventWatcher<PowerWatcher, PowerEvent, PowerEventObject> {
+//     PowerWatcher(const Napi::CallbackInfo& info) : EventWatcher(info, 0, "stash.PowerWatcher") {...}
+//     ~PowerWatcher() override { Shutdown(false); }
 //     void Halt() {...}
 //   };
+//
+// The session lock watchers go through lock_watcher.h, which adds their shared head.
 #pragma once
 
 #include <napi.h>

@@ -21,6 +21,7 @@
 
 #include "../common/event_watcher.h"
 #include "../common/errors.h"
+#include "../common/power_event.h"
 #include "../common/platform.h"
 #include "bus_thread_linux.h"
 #include "proc_linux.h"
@@ -203,38 +204,8 @@ Napi::Value PowerRelease(const Napi::CallbackInfo& info) {
 
 // ---- the sleep watcher ------------------------------------------------------
 
-struct WatchEvent {
-  enum Kind { kReady, kSleep, kOwner, kIgnored, kError } kind;
-  bool start = false;
-  std::string text;  // owner / sender / message
-  std::string code;
-  uint64_t at_us = 0;  // CLOCK_MONOTONIC at receipt (sleep events), the clock process.hrtime reads
-};
-
-Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
-  Napi::Object o = Napi::Object::New(env);
-  auto text = [&]() { return ev.text.empty() ? env.Null() : Napi::Value(Napi::String::New(env, ev.text)); };
-  switch (ev.kind) {
-    case WatchEvent::kReady: o.Set("type", "ready"); o.Set("owner", text()); break;
-    case WatchEvent::kOwner: o.Set("type", "owner"); o.Set("owner", text()); break;
-    case WatchEvent::kSleep:
-      o.Set("type", "sleep");
-      o.Set("start", Napi::Boolean::New(env, ev.start));
-      o.Set("sender", text());
-      o.Set("at", Napi::Number::New(env, double(ev.at_us)));
-      break;
-    case WatchEvent::kIgnored: o.Set("type", "ignored"); o.Set("sender", text()); break;
-    case WatchEvent::kError:
-      o.Set("type", "error");
-      o.Set("code", ev.code);
-      o.Set("message", ev.text);
-      break;
-  }
-  return o;
-}
-
 // The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
-class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
+class PowerWatcher : public EventWatcher<PowerWatcher, PowerEvent, PowerEventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
@@ -255,13 +226,17 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
   // TypeScript side closes. Present so that every platform has the same shape.
   Napi::Value AllowSleep(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), false); }
 
-  void Report(WatchEvent::Kind kind, std::string text, bool start = false, std::string code = std::string()) {
-    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, std::move(text), std::move(code), MonotonicUsec()}));
+  void EmitFailure(const BusFailure& f) { Emit(PowerEvent::Error(f.code, f.message)); }
+
+  // ready and owner: logind's unique name now (empty: not on the bus).
+  void ReportOwner(PowerEvent::Kind kind) {
+    auto ev = PowerEvent::Make(kind);
+    ev->owner = owner_;
+    Emit(std::move(ev));
   }
 
-  void EmitFailure(const BusFailure& f) { Report(WatchEvent::kError, f.message, false, f.code); }
-
   static int OnPrepareForSleep(sd_bus_message* m, void* userdata, sd_bus_error*) {
+    uint64_t at = MonotonicUsec();
     auto* self = static_cast<PowerWatcher*>(userdata);
     const SdBusApi* api = self->api_;
     if (api->message_is_signal(m, kManagerInterface, "PrepareForSleep") <= 0) return 0;
@@ -272,12 +247,17 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     // logind name right now can make the agent drop its lock.
     const char* sender = api->message_get_sender(m);
     if (sender == nullptr || self->owner_.empty() || self->owner_ != sender) {
-      self->Report(WatchEvent::kIgnored, sender ? sender : "");
+      auto ev = PowerEvent::Make(PowerEvent::kIgnored);
+      ev->sender = sender ? sender : "";
+      self->Emit(std::move(ev));
       return 0;
     }
     int start = 0;
     if (api->message_read(m, "b", &start) < 0) return 0;
-    self->Report(WatchEvent::kSleep, sender, start != 0);
+    auto ev = PowerEvent::Sleep(start != 0, -1);
+    ev->sender = sender;
+    ev->at_us = double(at);
+    self->Emit(std::move(ev));
     return 0;
   }
 
@@ -291,7 +271,7 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     if (api->message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || name == nullptr) return 0;
     if (std::strcmp(name, kLogindName) != 0) return 0;
     self->owner_ = new_owner ? new_owner : "";
-    self->Report(WatchEvent::kOwner, self->owner_);
+    self->ReportOwner(PowerEvent::kOwner);
     return 0;
   }
 
@@ -319,7 +299,7 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     if (!GetNameOwner(api_, bus.get(), kLogindName, kWatcherCallTimeoutUsec, &owner_, &failure)) {
       return EmitFailure(failure);
     }
-    Report(WatchEvent::kReady, owner_);
+    ReportOwner(PowerEvent::kReady);
     if (!RunBusLoop(api_, bus.get(), thread_.WakeFd(), "system bus", &failure)) EmitFailure(failure);
   }
 

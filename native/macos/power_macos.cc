@@ -29,16 +29,11 @@
 
 #include "../common/event_watcher.h"
 #include "../common/errors.h"
+#include "../common/power_event.h"
 #include "../common/platform.h"
 
 namespace stash {
 namespace {
-
-Napi::Value Resolved(Napi::Env env, Napi::Value value) {
-  auto deferred = Napi::Promise::Deferred::New(env);
-  deferred.Resolve(value);
-  return deferred.Promise();
-}
 
 Napi::Value PowerProbe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -96,30 +91,8 @@ Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
 
 // ---- the sleep watcher ------------------------------------------------------
 
-struct WatchEvent {
-  enum Kind { kReady, kSleep, kError } kind;
-  bool start = false;
-  uint32_t id = 0;
-  std::string code, message;
-};
-
-Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
-  Napi::Object o = Napi::Object::New(env);
-  switch (ev.kind) {
-    case WatchEvent::kReady: o.Set("type", "ready"); o.Set("owner", env.Null()); break;
-    case WatchEvent::kSleep:
-      o.Set("type", "sleep");
-      o.Set("start", Napi::Boolean::New(env, ev.start));
-      o.Set("id", Napi::Number::New(env, ev.id));
-      o.Set("sender", env.Null());
-      break;
-    case WatchEvent::kError: o.Set("type", "error"); o.Set("code", ev.code); o.Set("message", ev.message); break;
-  }
-  return o;
-}
-
 // The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
-class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
+class PowerWatcher : public EventWatcher<PowerWatcher, PowerEvent, PowerEventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
@@ -160,11 +133,6 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     return true;
   }
 
-  void Report(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
-              std::string message = std::string()) {
-    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, id, std::move(code), std::move(message)}));
-  }
-
   // Runs on the watcher thread, from its run loop.
   static void OnPower(void* refcon, io_service_t, natural_t type, void* argument) {
     auto* self = static_cast<PowerWatcher*>(refcon);
@@ -177,11 +145,11 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
         std::lock_guard<std::mutex> lock(self->mutex_);
         self->pending_ = static_cast<uint32_t>(id);
         self->has_pending_ = true;
-        self->Report(WatchEvent::kSleep, true, static_cast<uint32_t>(id));
+        self->Emit(PowerEvent::Sleep(true, static_cast<uint32_t>(id)));
         break;
       }
       case kIOMessageSystemHasPoweredOn:
-        self->Report(WatchEvent::kSleep, false);
+        self->Emit(PowerEvent::Sleep(false, 0));
         break;
       default:
         break;
@@ -193,7 +161,7 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     io_object_t notifier = 0;
     io_connect_t root = IORegisterForSystemPower(this, &port, &PowerWatcher::OnPower, &notifier);
     if (root == MACH_PORT_NULL) {
-      Report(WatchEvent::kError, false, 0, "EIO", "IORegisterForSystemPower failed");
+      Emit(PowerEvent::Error("EIO", "IORegisterForSystemPower failed"));
       return;
     }
     CFRunLoopSourceRef source = IONotificationPortGetRunLoopSource(port);
@@ -203,7 +171,7 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
       root_port_ = root;
       run_loop_ = CFRunLoopGetCurrent();
     }
-    Report(WatchEvent::kReady);
+    Emit(PowerEvent::Make(PowerEvent::kReady));
     // Short slices: a CFRunLoopStop that lands before the loop runs is not lost.
     for (;;) {
       {

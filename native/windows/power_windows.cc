@@ -24,6 +24,7 @@
 
 #include "../common/event_watcher.h"
 #include "../common/errors.h"
+#include "../common/power_event.h"
 #include "../common/platform.h"
 #include "win_error.h"
 
@@ -67,12 +68,6 @@ const PowrProf& LoadPowrProf() {
 std::mutex g_requests_mutex;
 std::map<uint32_t, HANDLE> g_requests;
 uint32_t g_next_request = 1;
-
-Napi::Value Resolved(Napi::Env env, Napi::Value value) {
-  auto deferred = Napi::Promise::Deferred::New(env);
-  deferred.Resolve(value);
-  return deferred.Promise();
-}
 
 Napi::Value PowerProbe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -167,30 +162,8 @@ Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
 
 // ---- the suspend watcher ----------------------------------------------------
 
-struct WatchEvent {
-  enum Kind { kReady, kSleep, kError } kind;
-  bool start = false;
-  uint32_t id = 0;
-  std::string code, message;
-};
-
-Napi::Object EventObject(Napi::Env env, const WatchEvent& ev) {
-  Napi::Object o = Napi::Object::New(env);
-  switch (ev.kind) {
-    case WatchEvent::kReady: o.Set("type", "ready"); o.Set("owner", env.Null()); break;
-    case WatchEvent::kSleep:
-      o.Set("type", "sleep");
-      o.Set("start", Napi::Boolean::New(env, ev.start));
-      o.Set("id", Napi::Number::New(env, ev.id));
-      o.Set("sender", env.Null());
-      break;
-    case WatchEvent::kError: o.Set("type", "error"); o.Set("code", ev.code); o.Set("message", ev.message); break;
-  }
-  return o;
-}
-
 // The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
-class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> {
+class PowerWatcher : public EventWatcher<PowerWatcher, PowerEvent, PowerEventObject> {
  public:
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "PowerWatcher", {StopMethod(), InstanceMethod<&PowerWatcher::AllowSleep>("allowSleep")});
@@ -206,10 +179,10 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     params_.Context = this;
     DWORD rc = api.reg(kDeviceNotifyCallback, reinterpret_cast<HANDLE>(&params_), &registration_);
     if (rc != ERROR_SUCCESS) {
-      Report(WatchEvent::kError, false, 0, "WIN32_" + std::to_string(rc),
-             "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc));
+      Emit(PowerEvent::Error("WIN32_" + std::to_string(rc),
+                             "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc)));
     } else {
-      Report(WatchEvent::kReady);
+      Emit(PowerEvent::Make(PowerEvent::kReady));
     }
   }
 
@@ -237,11 +210,6 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
     return Napi::Boolean::New(info.Env(), matched);
   }
 
-  void Report(WatchEvent::Kind kind, bool start = false, uint32_t id = 0, std::string code = std::string(),
-              std::string message = std::string()) {
-    Emit(std::unique_ptr<WatchEvent>(new WatchEvent{kind, start, id, std::move(code), std::move(message)}));
-  }
-
   // Runs on a system thread.
   static ULONG CALLBACK OnPower(PVOID context, ULONG type, PVOID) {
     auto* self = static_cast<PowerWatcher*>(context);
@@ -251,13 +219,13 @@ class PowerWatcher : public EventWatcher<PowerWatcher, WatchEvent, EventObject> 
       if (id == 0) id = ++self->sequence_;
       ResetEvent(self->done_);
       self->pending_ = id;
-      self->Report(WatchEvent::kSleep, true, id);
+      self->Emit(PowerEvent::Sleep(true, id));
       // Bounded: Windows suspends regardless once its budget is spent.
       WaitForSingleObject(self->done_, kSuspendBudgetMs);
       self->pending_ = 0;
     } else if (type == PBT_APMRESUMEAUTOMATIC) {
       // PBT_APMRESUMESUSPEND follows only when a user is present; AUTOMATIC always comes.
-      self->Report(WatchEvent::kSleep, false);
+      self->Emit(PowerEvent::Sleep(false, 0));
     }
     return ERROR_SUCCESS;
   }

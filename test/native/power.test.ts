@@ -94,6 +94,8 @@ test('the watcher reports ready, PrepareForSleep from logind, and owner changes'
     await until('two sleep events', () => events.filter((e) => e.type === 'sleep').length === 2);
     const sleeps = events.filter((e): e is Extract<NativePowerEvent, { type: 'sleep' }> => e.type === 'sleep');
     assert.equal(sleeps.map((e) => [e.start, e.sender]), [[true, owner], [false, owner]]);
+    // The same event object as macOS and Windows (native/common/power_event.h), less their allowSleep id.
+    assert.equal(sleeps.map((e) => Object.keys(e)), [['type', 'start', 'sender', 'at'], ['type', 'start', 'sender', 'at']]);
     const at = sleeps[0]!.at!;
     assert.ok(at >= before && at <= Number(process.hrtime.bigint() / 1000n), 'receipt time is on the process.hrtime clock');
     await bus.emitPrepareForSleep(true, { fromOtherSender: true });
