@@ -10,10 +10,12 @@
 import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { conditions, fmt, quick, report } from './lib.js';
+import { conditions, fmt, quick, recordTarget, report } from './lib.js';
 import { haveWrk, preloadedStore, runWrk, startKeyServer, wrkScript } from './wrk.js';
 
 const TARGET = 1.6;
+/** Issue 30: the projection from the CPU per fetch. */
+const PROJECTION_TARGET = 1.8;
 
 if (!haveWrk) {
   process.stdout.write('not measured: wrk is not installed (Debian: apt-get install wrk)\n');
@@ -83,6 +85,10 @@ try {
       x.serverUs.length > 1 ? `${x.serverUs.map(fmt.us).join(' + ')} = ${fmt.us(x.serverUs.reduce((a, b) => a + b, 0))}` : fmt.us(x.serverUs[0]), fmt.us(x.wrkUs), ratio, target];
   };
   const ratio = med(ratios);
+  // Issue 18's projection: each process on a CPU of its own, the load from elsewhere (fetches/s = CPUs / server CPU per fetch).
+  const oneUs = med(r.one.map((x) => x.serverUs[0]));
+  const twoUs = med(r.two.map((x) => x.serverUs.reduce((a, b) => a + b, 0)));
+  const projected = (2 / twoUs) / (1 / oneUs);
   report('Fetch throughput, two server processes over one store vs one (wrk)', ['server', 'fetches/s (median)', `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'server CPU us per fetch', 'wrk CPU us per fetch', `ratio (target >= ${TARGET})`, 'target'], [
     row('stash_key_server run --processes 1', r.one, '1.00', '-'),
     row('stash_key_server run --processes 2 (store process + fetch process)', r.two, fmt.ratio(ratio), ratio >= TARGET ? 'met' : 'not met'),
@@ -91,8 +97,11 @@ try {
     `load: \`wrk -t ${threads} -c ${connections} -d ${seconds}s\` in its own process, ${rounds} interleaved round(s) (BENCH_ROUNDS) after a 1 s warm-up of each; nothing pinned: the servers and wrk share the machine's ${availableParallelism()} CPUs`,
     `ratio round by round: ${ratios.map(fmt.ratio).join(', ')} (the ratio column is their median)`,
     'CPU per fetch: user + system time of each server process (the store\'s process first) and of wrk, each divided by all the fetches of the round (so the server\'s figures add up to its CPU per fetch)',
+    `projection (issue 30: >= ${PROJECTION_TARGET}): 2 CPUs / ${fmt.us(twoUs)} us against 1 CPU / ${fmt.us(oneUs)} us (medians of the rounds' server CPU per fetch) = ${fmt.ratio(projected)} x, ${projected >= PROJECTION_TARGET ? 'met' : 'not met'}`,
     `conditions: ${conditions()}`,
   ]);
+  recordTarget({ figure: 'cpu-scaling', value: `${fmt.ratio(projected)} x projected (${fmt.us(twoUs)} us per fetch for two, ${fmt.ratio(ratio)} x measured)`, baseline: `--processes 1: ${fmt.us(oneUs)} us per fetch`,
+    target: `>= ${PROJECTION_TARGET}`, met: projected >= PROJECTION_TARGET, command: 'node bench/keyserver-fetch-scaling.js' });
 } finally {
   for (const s of servers) await s.stop();
   rmSync(`${store.dir}-copy`, { recursive: true, force: true });

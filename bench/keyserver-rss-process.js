@@ -1,29 +1,35 @@
 // The key server's resident memory as an operator sees it: the real
 // `stash_key_server run` process, restarted over a store of 100,000 live
-// shares (recovered from its log), under fetch load from a separate load
-// generator. The RSS is the kernel's exact figure (/proc/PID/smaps_rollup),
-// sampled every 50 ms during the load. Rows: the server with node's defaults,
-// then with the memory settings of the installed service (`stash_key_server
-// install` writes them into the unit; docs/operations.md, "Memory"), then the
-// same while the server compacts its store during the load. Baseline in
-// the same run: the same server over an empty store, idle.
+// shares (recovered from its log), under fetch and publish load from two
+// separate load generators at once. The RSS is the kernel's exact figure
+// (/proc/PID/smaps_rollup), sampled every 50 ms during the load, summed over
+// the server's processes. Rows: the server with node's defaults; the
+// installed service run exactly as the unit `stash_key_server install`
+// writes runs it (its ExecStart= arguments, `--processes auto` included, and
+// its Environment=; the paths it names point into a temporary folder; issue
+// 30's target row); the same while the store compacts during the load; the
+// same with `--processes 2`. Baseline in the same run: the same server over
+// an empty store, idle.
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bin, conditions, dist, fmt, quick, report } from './lib.js';
+import { bin, conditions, dist, fmt, quick, recordTarget, report } from './lib.js';
 
 const { preloadShares } = await import(dist('keyserver/bench/bench-server.js'));
 const { runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
 const { benchPublicKey } = await import(dist('keyserver/bench/requests.js'));
 const { ShareStore } = await import(dist('keyserver/store/share-store.js'));
 const { defaultConfig } = await import(dist('keyserver/cli/options.js'));
-const { UNIT_ENVIRONMENT } = await import(dist('keyserver/install/unit.js'));
+const { UNIT_ENVIRONMENT, unitText } = await import(dist('keyserver/install/unit.js'));
+const { realPaths } = await import(dist('keyserver/install/paths.js'));
 
 const SHARES = quick ? 2000 : 100000;
 const REQUESTS = quick ? 2000 : 50000;
+/** Publishes sent while the fetches run (each a durable write and a line in the log). */
+const PUBLISHES = quick ? 200 : 10000;
 const TTL = 30 * 24 * 3600;
 
 const memOf = (pid) => {
@@ -41,10 +47,43 @@ const freePort = () => new Promise((resolve, reject) => {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const quiet = { info() {}, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) };
 
-async function startServer(dir, flags, env, extra = []) {
+/**
+ * The installed unit's ExecStart= after the script (`run --processes auto
+ * --config ... --log-file ... --replication-token-file ...`), with the
+ * files it names in `work`, and a config there that an operator would edit:
+ * this state folder, a loopback port, request and mail limits off (the load
+ * comes from one address). Checks that the unit's Environment= is the one
+ * this script runs with.
+ */
+function unitArgs(work, dir, port) {
+  const unit = unitText({ node: process.execPath, script: bin('stash_key_server.js') });
+  const exec = /^ExecStart=(.*)$/m.exec(unit)[1];
+  if (exec.includes('"')) throw new Error(`a quoted ExecStart= word: ${exec}`);
+  const env = Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => (v.includes(' ') ? `"${k}=${v}"` : `${k}=${v}`)).join(' ');
+  if (!unit.includes(`\nEnvironment=${env}\n`)) throw new Error(`the unit's Environment= is not ${env}`);
+  const files = {
+    [realPaths.config]: join(work, `config-${port}.toml`),
+    [realPaths.log]: join(work, `server-${port}.log`),
+    '%d/replication-token': join(work, 'replication-token'),
+  };
+  writeFileSync(files[realPaths.config], [`bind_addr = "127.0.0.1:${port}"`, `state_dir = "${dir}"`, 'rate_limit_per_minute = 0',
+    'verification_email_rate_limit_per_hour = 0', 'verification_email_ip_rate_limit_per_hour = 0', `share_ttl = ${TTL}`, ''].join('\n'));
+  writeFileSync(files['%d/replication-token'], `${'a1'.repeat(32)}\n`, { mode: 0o600 });
+  const words = exec.split(' ');
+  return words.slice(words.indexOf('run') + 1).map((w) => files[w] ?? w);
+}
+
+/**
+ * `unit`: run with the installed unit's arguments (unitArgs) instead of plain
+ * options; `extra` is added either way, but `--processes N` first in `extra`
+ * takes the place of the unit's `auto`.
+ */
+async function startServer(dir, flags, env, extra = [], unit = false) {
   const port = await freePort();
-  const child = spawn(process.execPath, [...flags, bin('stash_key_server.js'), 'run', '--state-dir', dir, '--bind', `127.0.0.1:${port}`,
-    '--rate-limit-per-minute', '0', '--share-ttl', String(TTL), ...extra], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  const args = unit ? unitArgs(work, dir, port) : ['--state-dir', dir, '--bind', `127.0.0.1:${port}`, '--rate-limit-per-minute', '0',
+    '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0', '--share-ttl', String(TTL)];
+  const own = unit && extra[0] === '--processes' ? (args.splice(args.indexOf('--processes'), 2, ...extra.slice(0, 2)), extra.slice(2)) : extra;
+  const child = spawn(process.execPath, [...flags, bin('stash_key_server.js'), 'run', ...args, ...own], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
   const url = `http://127.0.0.1:${port}`;
@@ -55,7 +94,8 @@ async function startServer(dir, flags, env, extra = []) {
         // With --processes N, once its fetch processes are up.
         const want = extra.includes('--processes') ? Number(extra[extra.indexOf('--processes') + 1]) - 1 : 0;
         while (childPids(child.pid).length < want) await sleep(50);
-        return { child, url, log: () => err };
+        const logFile = unit ? join(work, `server-${port}.log`) : undefined;
+        return { child, url, log: () => err + (logFile ? readFileSync(logFile, 'utf8') : '') };
       }
     } catch { /* not listening yet */ }
     await sleep(100);
@@ -81,18 +121,21 @@ try {
   const compactNow = ['--compact-min-bytes', '4096'];
   const two = ['--processes', '2'];
   const perProcess = [];
-  for (const [name, flags, env, extra] of [
-    ['node defaults', [], {}, []],
-    ['installed service settings', [], UNIT_ENVIRONMENT, []],
-    ['installed service settings, compacting during the load', [], UNIT_ENVIRONMENT, compactNow],
-    ['installed service settings, two processes (total of both)', [], UNIT_ENVIRONMENT, two],
+  const installed = 'the installed unit (run --processes auto, its Environment=)';
+  let target;
+  for (const [name, flags, env, extra, unit] of [
+    ['node defaults, one process', [], {}, [], false],
+    [installed, [], UNIT_ENVIRONMENT, [], true],
+    ['the installed unit, compacting during the load', [], UNIT_ENVIRONMENT, compactNow, true],
+    ['the installed unit with --processes 2 (total of both)', [], UNIT_ENVIRONMENT, two, true],
   ]) {
     const processes = extra === two ? two : [];
-    const idle = await startServer(empty, flags, env, processes);
+    const idle = await startServer(empty, flags, env, processes, unit);
     await sleep(quick ? 200 : 1000);
     const baseline = serverMem(idle.child.pid);
     await stop(idle.child);
-    const { child, url, log } = await startServer(full, flags, env, extra);
+    const { child, url, log } = await startServer(full, flags, env, extra, unit);
+    const serving = 1 + childPids(child.pid).length;
     await sleep(quick ? 200 : 1000);
     const started = serverMem(child.pid);
     let peak = { rss: 0, uss: 0 };
@@ -105,8 +148,9 @@ try {
       } catch { /* exited */ }
     };
     const timer = setInterval(sample, 50);
-    const summary = await runLoadProcess({ mode: 'fetch', url, total: REQUESTS, concurrency: 64, payloadBytes: 0,
-      keys: keys.map((k) => k.toString('base64')), codes, progress: false, cpu: undefined, client: 'raw' });
+    const load = (mode, total, concurrency) => runLoadProcess({ mode, url, total, concurrency, payloadBytes: 0,
+      keys: keys.map((k) => k.toString('base64')), codes: mode === 'fetch' ? codes : [], progress: false, cpu: undefined, client: 'raw' });
+    const [summary, published] = await Promise.all([load('fetch', REQUESTS, 64), load('publish', PUBLISHES, 16)]);
     // A short (quick) load can end before the compaction does: keep sampling until it has finished.
     for (let i = 0; extra === compactNow && !/store: compacted/.test(log()) && i < 300; i++) await sleep(50);
     clearInterval(timer);
@@ -114,21 +158,25 @@ try {
     const compacted = /store: compacted/.test(log());
     await stop(child);
     if (summary.errors > 0) throw new Error(`${name}: ${summary.errors} fetch(es) failed: ${summary.firstError}`);
+    if (published.errors > 0) throw new Error(`${name}: ${published.errors} publish(es) failed: ${published.firstError}`);
     if (extra === compactNow && !compacted) throw new Error(`${name}: the server did not compact during the load`);
-    rows.push([name, fmt.mb(baseline.rss), fmt.mb(started.rss), fmt.mb(peak.rss), fmt.mb(peak.uss), fmt.int(summary.requests / summary.seconds),
-      peak.rss < 100 * 1048576 ? 'met' : 'not met']);
+    rows.push([name, String(serving), fmt.mb(baseline.rss), fmt.mb(started.rss), fmt.mb(peak.rss), fmt.mb(peak.uss), fmt.int(summary.requests / summary.seconds),
+      fmt.int(published.requests / published.seconds), peak.rss < 100 * 1048576 ? 'met' : 'not met']);
+    if (name === installed) target = { peak, baseline, serving };
     if (each.size > 1) perProcess.push(`${name}: peak RSS of each process ${[...each.values()].map(fmt.mb).join(' MB (store process), ')} MB (fetch process)`);
   }
-  report(`Key server process RSS, ${fmt.int(SHARES)} live shares, ${fmt.int(REQUESTS)} fetches`,
-    ['settings', 'empty store, idle MB', `${fmt.int(SHARES)} shares, 1 s after start MB`, 'peak RSS under fetch load MB', 'peak private MB', 'fetches/s (every fetch answered)', 'target < 100 MB (RSS)'],
+  report(`Key server process RSS, ${fmt.int(SHARES)} live shares, ${fmt.int(REQUESTS)} fetches and ${fmt.int(PUBLISHES)} publishes at once`,
+    ['settings', 'processes', 'empty store, idle MB', `${fmt.int(SHARES)} shares, 1 s after start MB`, 'peak RSS under load MB', 'peak private MB', 'fetches/s (every one answered)', 'publishes/s (every one answered)', 'target < 100 MB (RSS)'],
     rows,
     [
       'command: `node bench/keyserver-rss-process.js` (the real `stash_key_server run` in its own process, its store written beforehand and recovered at start; RSS and private memory (Private_Clean + Private_Dirty) from /proc/PID/smaps_rollup every 50 ms, summed over the store\'s process and its fetch processes; MB = 2^20 bytes)',
-      `installed service settings: the environment ${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => (v.includes(' ') ? `${k}='${v}'` : `${k}=${v}`)).join(' ')} (the unit's Environment= lines, written by \`stash_key_server install\`; docs/operations.md, "Memory")`,
-      'unpinned: the load generator shares the two CPUs with the server',
+      `the installed unit: \`${process.execPath} ${bin('stash_key_server.js')} run ${unitArgs(work, '<state>', '<port>').join(' ')}\` (the unit's ExecStart=, its files in a temporary folder; the config: loopback port, state folder, request and mail limits off) with exactly the unit's Environment=: ${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => (v.includes(' ') ? `${k}='${v}'` : `${k}=${v}`)).join(' ')}`,
+      'load: two load generators at once, fetches (64 in flight) and binary publishes (16 in flight), no verification mail command (the link is logged); unpinned: they share the two CPUs with the server',
       ...perProcess,
       `conditions: ${conditions()}`,
     ]);
+  recordTarget({ figure: 'rss', value: `${fmt.mb(target.peak.rss)} MB peak (${target.serving} process${target.serving > 1 ? 'es' : ''}, as --processes auto picks here)`,
+    baseline: `idle over an empty store ${fmt.mb(target.baseline.rss)} MB`, target: '< 100 MB', met: target.peak.rss < 100 * 1048576, command: 'node bench/keyserver-rss-process.js' });
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -4,12 +4,12 @@
 // load generator on CPU 1 when taskset exists.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { bin, conditions, dist, fmt, pinned, pinning, quick, report, root, run } from './lib.js';
+import { bin, conditions, dist, fmt, pinned, pinning, quick, recordTarget, report, root, run } from './lib.js';
 
 const { loadClientFromEnv, runLoadProcess } = await import(dist('keyserver/bench/load-driver.js'));
 
 /** A baseline server's figures for the same number of requests, body sizes and concurrency. */
-async function baseline(script, ks) {
+async function baseline(script, ks, total) {
   const argv = pinned(pinning?.server, [process.execPath, script, String(ks.response_bytes)]);
   const server = spawn(argv[0], argv.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   try {
@@ -18,7 +18,7 @@ async function baseline(script, ks) {
     const summary = await runLoadProcess({
       mode: 'raw',
       url,
-      total: ks.requests,
+      total,
       concurrency: ks.concurrency,
       payloadBytes: 0,
       keys: [],
@@ -48,9 +48,12 @@ function median(results, rps) {
 /**
  * Runs `stash_key_server <command> --json`, the bare server and Koa alone,
  * interleaved for BENCH_ROUNDS rounds, and prints the medians and the ratio.
- * `target` is the ratio the issue asks for (undefined: none).
+ * `perOperation`: HTTP requests in one operation of the command (3 for a
+ * flow), so that the ratio compares requests/s with requests/s. `target` is
+ * the ratio the issue asks for (undefined: none); `figure` names it for
+ * bench/run-all.js's summary.
  */
-export async function compareWithBare({ title, command, requests, quickRequests, args = [], target }) {
+export async function compareWithBare({ title, command, requests, quickRequests, args = [], target, perOperation = 1, figure }) {
   const n = quick ? quickRequests : requests;
   const argv = pinned(pinning?.server, [process.execPath, bin('stash_key_server.js'), command, '--json', '--requests', String(n), '--payload-bytes', '0', ...args]);
   const env = { ...process.env, ...(pinning ? { STASH_BENCH_LOAD_CPU: String(pinning.load) } : {}) };
@@ -59,25 +62,31 @@ export async function compareWithBare({ title, command, requests, quickRequests,
     const ks = JSON.parse((await run(argv, { env })).trim().split('\n').pop());
     if (ks.errors > 0) throw new Error(`${command}: ${ks.errors} errors`);
     all.ks.push(ks);
-    all.base.push(await baseline('bench/bare-server.js', ks));
-    all.koa.push(await baseline('bench/koa-server.js', ks));
+    all.base.push(await baseline('bench/bare-server.js', ks, ks.requests * perOperation));
+    all.koa.push(await baseline('bench/koa-server.js', ks, ks.requests * perOperation));
   }
   const ks = median(all.ks, (r) => r.requests_per_second);
   const base = median(all.base, (r) => r.rps);
   const koa = median(all.koa, (r) => r.rps);
-  const ratio = ks.requests_per_second / base.rps;
   // The medians above can come from different rounds; on a busy machine the per-round ratios say more.
-  const roundRatios = all.ks.map((r, i) => r.requests_per_second / all.base[i].rps).sort((a, b) => a - b);
+  const roundRatios = all.ks.map((r, i) => (r.requests_per_second * perOperation) / all.base[i].rps);
+  const ratio = [...roundRatios].sort((a, b) => a - b)[Math.floor(roundRatios.length / 2)];
+  const unit = perOperation === 1 ? 'req/s' : `operations/s (x ${perOperation} requests)`;
   const spread = (xs) => `${fmt.int(Math.min(...xs))}-${fmt.int(Math.max(...xs))}`;
-  report(title, ['server', 'req/s (median)', `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'peak RSS MB', `ratio to bare${target ? ` (target >= ${target})` : ''}`], [
-    [`stash_key_server ${command}`, fmt.int(ks.requests_per_second), spread(all.ks.map((r) => r.requests_per_second)), fmt.ms(ks.latency_ms.p50), fmt.ms(ks.latency_ms.p99), fmt.mb(ks.server_peak_rss_bytes), fmt.ratio(ratio)],
+  const command_ = `${pinning ? `STASH_BENCH_LOAD_CPU=${pinning.load} ` : ''}${argv.join(' ').replace(process.execPath, 'node').replace(root, '')}`;
+  report(title, ['server', `${unit} (median)`, `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'peak RSS MB', `ratio of requests/s to bare (median of rounds)${target ? `, target >= ${target}` : ''}`], [
+    [`stash_key_server ${command}`, fmt.int(ks.requests_per_second), spread(all.ks.map((r) => r.requests_per_second)), fmt.ms(ks.latency_ms.p50), fmt.ms(ks.latency_ms.p99), fmt.mb(ks.server_peak_rss_bytes), `${fmt.ratio(ratio)}${target ? (ratio >= target ? ' met' : ' not met') : ''}`],
     [`bare node:http, ${ks.response_bytes} B answer`, fmt.int(base.rps), spread(all.base.map((r) => r.rps)), fmt.ms(base.p50), fmt.ms(base.p99), '-', '1.00'],
     [`Koa + @koa/router only, ${ks.response_bytes} B answer`, fmt.int(koa.rps), spread(all.koa.map((r) => r.rps)), fmt.ms(koa.p50), fmt.ms(koa.p99), '-', fmt.ratio(koa.rps / base.rps)],
   ], [
-    `command: \`${argv.join(' ').replace(process.execPath, 'node').replace(root, '')}\`${pinning ? ` with STASH_BENCH_LOAD_CPU=${pinning.load}` : ''}; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,
-    `${fmt.int(ks.requests)} requests each, ${loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent'}, concurrency ${ks.concurrency}, ${ks.request_bytes} B binary request bodies, ${ks.response_bytes} B answers; ${pinning ? `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}`,
-    `ratio to bare round by round (each round runs both back to back): ${all.ks.map((r, i) => fmt.ratio(r.requests_per_second / all.base[i].rps)).join(', ')}; median ${fmt.ratio(roundRatios[Math.floor(roundRatios.length / 2)])}`,
+    `command: \`${command_}\`; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,
+    `${fmt.int(ks.requests)} ${perOperation === 1 ? 'requests' : `operations (${fmt.int(ks.requests * perOperation)} requests)`} of the key server, ${fmt.int(ks.requests * perOperation)} requests of each baseline, ${loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent'}, concurrency ${ks.concurrency}, ${ks.request_bytes} B binary request bodies, ${ks.response_bytes} B answers; ${pinning ? `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}`,
+    `ratio to bare round by round (each round runs both back to back${perOperation === 1 ? '' : `; ${perOperation} x operations/s against requests/s`}): ${roundRatios.map(fmt.ratio).join(', ')}; median ${fmt.ratio(ratio)}`,
     `conditions: ${conditions()}`,
   ]);
+  if (figure) {
+    recordTarget({ figure, value: `${fmt.ratio(ratio)} (${fmt.int(ks.requests_per_second)}${perOperation === 1 ? '' : ` x ${perOperation}`}/s; rounds ${roundRatios.map(fmt.ratio).join(', ')})`,
+      baseline: `bare node:http ${fmt.int(base.rps)} req/s`, target: `>= ${target}`, met: ratio >= target, command: command_ });
+  }
   return { ks, base, koa, ratio };
 }

@@ -2,6 +2,7 @@
 // compiled commands, markdown tables. Scripts use the compiled dist/ (run
 // `npm run compile` first) and the real binaries in bin/.
 import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -63,4 +64,17 @@ export function report(title, headers, rows, notes) {
 export function conditions() {
   const load = spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
   return `${availableParallelism()} CPUs, load average ${load}, node ${process.version}${quick ? ', BENCH_QUICK=1 (tiny run)' : ''}`;
+}
+
+/**
+ * Records one figure of issue 30's targets table for bench/run-all.js
+ * (BENCH_SUMMARY names a file of JSON lines; unset: nothing is recorded).
+ * `value` and `baseline` are what the script printed; `met` is the target's
+ * own test of the figure (some targets ask for every round, not the median).
+ */
+export function recordTarget({ figure, value, baseline, target, met, command }) {
+  const file = process.env.BENCH_SUMMARY;
+  if (!file) return;
+  const load = spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
+  appendFileSync(file, `${JSON.stringify({ figure, value, baseline, target, met, command, load, at: new Date().toISOString() })}\n`);
 }

@@ -160,3 +160,55 @@ export function memoryOf(pid) {
   const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? 0) * 1024;
   return { rss: kb('Rss'), pss: kb('Pss') };
 }
+
+export const haveNginx = hasCommand('nginx');
+
+/**
+ * Starts nginx (one process: no master, no daemon; `cpu` pins it) answering
+ * every request with `return 200` and a body of `bodyBytes` bytes of 'a'
+ * under `contentType`, from a private prefix folder; keep-alive unbounded,
+ * as node:http's. Resolves with its URL and a stop function.
+ */
+export async function startNginx({ bodyBytes, contentType, cpu }) {
+  const dir = mkdtempSync(join(tmpdir(), 'stash-bench-nginx-'));
+  const port = await freePort();
+  writeFileSync(join(dir, 'nginx.conf'), `master_process off;
+daemon off;
+worker_processes 1;
+pid ${join(dir, 'nginx.pid')};
+error_log ${join(dir, 'error.log')} warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 100000000;
+  keepalive_timeout 5s;
+  client_body_temp_path ${join(dir, 'body')};
+  proxy_temp_path ${join(dir, 'proxy')};
+  fastcgi_temp_path ${join(dir, 'fastcgi')};
+  uwsgi_temp_path ${join(dir, 'uwsgi')};
+  scgi_temp_path ${join(dir, 'scgi')};
+  server {
+    listen 127.0.0.1:${port};
+    default_type ${contentType};
+    location / { return 200 "${'a'.repeat(bodyBytes)}"; }
+  }
+}
+`);
+  const argv = pinned(cpu, ['nginx', '-p', dir, '-c', join(dir, 'nginx.conf')]);
+  const child = spawn(argv[0], argv.slice(1), { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr.on('data', (d) => { log += d; });
+  const url = `http://127.0.0.1:${port}`;
+  const remove = () => rmSync(dir, { recursive: true, force: true });
+  for (let i = 0; i < 100; i++) {
+    if (child.exitCode !== null) {
+      remove();
+      throw new Error(`nginx exited: ${log.slice(-2000)}`);
+    }
+    try { if ((await fetch(url, { method: 'POST', body: 'x' })).ok) return { child, url, stop: async () => { await stop(child); remove(); } }; } catch { /* not listening yet */ }
+    await sleep(50);
+  }
+  child.kill('SIGKILL');
+  remove();
+  throw new Error('nginx did not answer within 5 s');
+}
