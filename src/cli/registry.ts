@@ -43,6 +43,9 @@ export interface Command {
 }
 
 const { json, passwordFile, passwordStdin, ttl, kdf, allowWeak } = SHARED;
+const historyVersion = {
+  type: 'string', value: 'N', help: 'a previous value: 1 is the value before the current one, 2 the one before that (stash history lists them)',
+} as const satisfies OptionDef;
 const unlock = { 'password-file': passwordFile, 'password-stdin': passwordStdin, ttl };
 const server = {
   type: 'string', value: 'URL',
@@ -158,6 +161,43 @@ export const commands: Command[] = [
       server, json, ...unlock,
     },
     load: () => import('./commands/vault-unpublish.js'),
+  },
+  {
+    path: ['vault', 'identity', 'rotate'], args: '', positionals: [0, 0],
+    summary: 'replace your identity keys; your contacts take the new key from a statement the old key signs',
+    details: 'Asks for the password (a cached key is not enough) and, at a terminal, for a yes. Shared containers you own are '
+      + 're-sealed to the new keys with a new content key; for containers you are a member of, it lists the owners who must '
+      + 'accept your statement (stash vault contact accept-rotation FILE) before you can open them again. The old secret keys '
+      + 'leave the vault once every owned container is re-sealed; if one cannot be (a linked file that is missing), they are '
+      + 'kept and running rotate again finishes the job (exit 1 until then). Send the statement (stash vault identity '
+      + 'statement --out FILE) to each contact.',
+    options: {
+      yes: { type: 'boolean', help: 'do not ask for confirmation (needed off a terminal)' },
+      json, 'password-file': passwordFile, 'password-stdin': passwordStdin,
+    },
+    load: () => import('./commands/vault-rotate.js'),
+  },
+  {
+    path: ['vault', 'identity', 'statement'], args: '', positionals: [0, 0],
+    summary: 'print (or write with --out) the statement of your last identity rotation, for your contacts',
+    details: 'One line of text, signed by the old and the new key; it holds nothing secret. A contact who checked your old '
+      + 'fingerprint takes it with stash vault contact accept-rotation FILE. Needs no password. An existing FILE is not replaced.',
+    options: {
+      out: { type: 'string', value: 'FILE', help: 'write the statement to FILE (a new file) instead of standard output' },
+      json,
+    },
+    load: () => import('./commands/vault-rotate.js'),
+  },
+  {
+    path: ['vault', 'contact', 'accept-rotation'], args: 'FILE', positionals: [1, 1],
+    summary: "take a contact's new key from their rotation statement (no fingerprint check: their old key signed it)",
+    details: 'FILE is the statement from stash vault identity statement (- reads standard input). Accepted only when it is '
+      + "signed by a contact's current key, which you checked by fingerprint (else exit 66: receive the new key with a "
+      + 'fingerprint check). A second, different statement from a key that already rotated is refused (exit 65): that key '
+      + 'is in someone else\'s hands. Shared containers the contact owns are trusted under the new key; those you own are '
+      + 're-sealed to it.',
+    options: { json, ...unlock },
+    load: () => import('./commands/vault-accept-rotation.js'),
   },
   {
     path: ['vault', 'contact', 'receive'], args: 'CODE', positionals: [1, 1],
@@ -312,7 +352,8 @@ export const commands: Command[] = [
     summary: 'merge another version of a shared container (after concurrent edits) into a new version',
     details: 'For after a divergence refusal (84), e.g. a git conflict: FILE is the other version (git show :3:NAME.stash > FILE). '
       + 'The new version holds the entries of both and is accepted by every member. An entry both versions changed is refused '
-      + 'unless --prefer says which side wins; an entry deleted on one side and kept on the other is kept.',
+      + 'unless --prefer says which side wins (the losing value goes into that entry\'s history); an entry deleted on one side and kept on the other is kept. '
+      + 'The histories of both versions are united, newest first, up to vault.history_keep per entry.',
     options: {
       prefer: { type: 'string', value: 'SIDE', help: "which value wins an entry both versions changed: 'container' (NAME's file) or 'file' (FILE)" },
       ...unlock,
@@ -375,9 +416,27 @@ export const commands: Command[] = [
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details: 'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small '
       + 'helper clears it after the delay, or at once when the machine suspends, unless something else was copied meanwhile. '
-      + '--json prints {"container", "name", "value", "changedAt"} instead (a value that is not UTF-8 text is refused).',
-    options: { ...unlock, ...CLIP_OPTIONS, json },
+      + '--json prints {"container", "name", "value", "changedAt"} instead (a value that is not UTF-8 text is refused). '
+      + '--version N prints a previous value instead: 1 is the value before the current one (stash history lists them).',
+    options: { ...unlock, ...CLIP_OPTIONS, json, version: historyVersion },
     load: () => import('./commands/entry.js'),
+  },
+  {
+    path: ['history'], args: 'CONTAINER NAME', positionals: [2, 2],
+    summary: "list an entry's previous values: version, size and times, never a value",
+    details: 'Each write keeps the value it replaces (the last 10 per entry; vault.history_keep in the config file, 0 keeps none), '
+      + 'inside the container\'s encrypted body: every member of a shared container sees it. Version 1 is the value before the current one. '
+      + 'stash get CONTAINER NAME --version N prints one; stash restore CONTAINER NAME --version N makes it current. '
+      + 'An entry removed with rm keeps its history (rm --purge drops it). --json prints {"container", "name", "current", "versions"}.',
+    options: { ...unlock, json },
+    load: () => import('./commands/history.js'),
+  },
+  {
+    path: ['restore'], args: 'CONTAINER NAME --version N', positionals: [2, 2],
+    summary: 'make a previous value of an entry current again (also brings back a removed entry)',
+    details: 'An ordinary write: the value it replaces becomes version 1, so a restore can be undone the same way. See stash history.',
+    options: { ...unlock, version: historyVersion },
+    load: () => import('./commands/history.js'),
   },
   {
     path: ['edit'], args: 'CONTAINER NAME', positionals: [2, 2],
@@ -441,9 +500,11 @@ export const commands: Command[] = [
   },
   {
     path: ['rm'], args: 'CONTAINER NAME', positionals: [2, 2],
-    summary: 'remove one entry from a container',
-    details: 'An unknown NAME is an error (exit 66). The container keeps its key, so keys cached in the agent stay valid.',
-    options: unlock,
+    summary: 'remove one entry from a container (its previous values are kept until rm --purge)',
+    details: 'An unknown NAME is an error (exit 66). The removed value joins the entry\'s history (stash history, stash restore); '
+      + '--purge drops the entry and its whole history (and, with --purge, a NAME that only has a history). '
+      + 'The container keeps its key, so keys cached in the agent stay valid.',
+    options: { ...unlock, purge: { type: 'boolean', help: 'drop the previous values too (the entry cannot be restored afterwards)' } },
     load: () => import('./commands/entries.js'),
   },
   {
@@ -573,7 +634,8 @@ const ALIASES: Record<string, string> = {
 
 /** Commands that change or remove something: suggested only for a one-key slip. */
 const WRITES = new Set([
-  'set', 'edit', 'rm', 'mv', 'cp', 'import', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
+  'set', 'edit', 'rm', 'restore', 'mv', 'cp', 'import', 'vault init', 'vault passwd', 'vault contact remove', 'vault sessions stop',
+  'vault identity rotate', 'vault contact accept-rotation',
   'container create', 'container rm', 'container share', 'container unshare', 'container accept', 'container merge',
   'container import', 'container link', 'container rename',
 ]);

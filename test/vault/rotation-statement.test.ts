@@ -58,7 +58,7 @@ test('signatures: by another old key, by another new key, or any changed byte, i
   refused(() => makeStatement(a, b, a.secret.ed25519, m.secret.ed25519), /not signed by the new key/);
   for (const at of [9 + 40, 74 + 40, 140, 150, 230, 274]) {
     const t = Buffer.from(s.bytes);
-    t[at] ^= 0x01;
+    t[at] = t[at]! ^ 0x01;
     assert.throws(() => decodeStatement(t), (err: VaultError) => err.code === 'BAD_ROTATION', `byte ${at} changed`);
   }
 });
