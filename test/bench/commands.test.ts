@@ -257,7 +257,7 @@ test('histogram percentiles are within 2% of the exact ones', () => {
   assert.is(merged.percentile(50), h.percentile(50));
 });
 
-for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js', 'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js', 'keyserver-rss-process.js']) {
+for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-flow.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js', 'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js', 'keyserver-rss-process.js']) {
   test(`bench/${script} in quick mode prints a markdown table`, async () => {
     const r = await runArgv([process.execPath, join('bench', script)], { BENCH_QUICK: '1' }, 45_000);
     assert.is(r.code, 0, r.stderr);
@@ -273,5 +273,24 @@ for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-f
     assert.match(r.stdout, /command: `/);
   });
 }
+
+test('bench/run-all.js goes on past a failed script and ends with the targets table, each figure beside its baseline', async () => {
+  const r = await runArgv([process.execPath, join('bench', 'run-all.js'), 'no-such-script.js', 'keyserver-publish.js', 'keyserver-flow.js'], { BENCH_QUICK: '1' }, 60_000);
+  assert.is(r.code, 1, 'a failed script fails the run');
+  assert.match(r.stdout, /bench\/no-such-script\.js failed \(1\); going on with the next script/);
+  const table = r.stdout.slice(r.stdout.indexOf('### Targets of issue 30'));
+  const rows = table.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'));
+  assert.is(rows.length, 8, 'a header and the seven figures of the table');
+  const flows = rows.find((l) => l.startsWith('| flows/s'))!.split('|').map((c) => c.trim());
+  assert.match(flows[2]!, /^\d+\.\d\d \([\d,]+ x 3\/s; rounds /);
+  assert.match(flows[3]!, /^bare node:http [\d,]+ req\/s$/);
+  assert.is(flows[4], '>= 0.35');
+  assert.match(flows[5]!, /^(met|not met)$/);
+  assert.match(flows[6]!, /bench-http-flow --json --requests 100/);
+  assert.match(flows[7]!, /UTC, load [\d.]+ [\d.]+ [\d.]+$/);
+  assert.match(rows.find((l) => l.startsWith('| publishes/s'))!, /bench-http --json/);
+  assert.match(rows.find((l) => l.startsWith('| RSS'))!, /\| not measured \|/);
+  assert.match(r.stdout, /failed: no-such-script\.js \(1\)/);
+});
 
 test.run();
