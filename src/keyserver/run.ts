@@ -3,7 +3,7 @@
  * Developer mode puts the state in a fresh temporary folder, removed at exit.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keepRunningWhenOutputFails } from '../output-streams.js';
 import type { ServerConfig } from './cli/options.js';
@@ -13,6 +13,16 @@ import { streamLogger } from './logger.js';
 import { errorMessage } from '../errors.js';
 import { startServer, type RunningServer } from './server.js';
 import { collectGarbageNow } from './settle-memory.js';
+
+/**
+ * What `--processes auto` (the installed unit's setting) serves from: one
+ * process. A fetch process holds its own copy of the live shares and its own
+ * node runtime, so two processes take 191-204 MB with 100,000 shares where
+ * one takes under 100 MB (the spec's limit), and on 2 CPUs the second one
+ * added no measurable fetches (1.01 x): docs/benchmarks.md, "Memory of the
+ * installed service". `--processes 2` stays for a machine with memory to spare.
+ */
+export const AUTO_PROCESSES = 1;
 
 /**
  * Runs until a termination signal; sets process.exitCode. SIGHUP reads the
@@ -66,8 +76,7 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
   };
   process.on('SIGHUP', onHangup);
   try {
-    // auto: a second process on a machine with more than one core (docs/benchmarks.md, "Multi-core fetch").
-    const processes = config.processes === 'auto' ? (availableParallelism() > 1 ? 2 : 1) : config.processes;
+    const processes = config.processes === 'auto' ? AUTO_PROCESSES : config.processes;
     running = await startServer({ config, logger, processes, ...(logFile ? { logSink: logFile } : {}) });
     if (hangup) startReload();
     collectGarbageNow();

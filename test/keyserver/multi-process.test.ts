@@ -154,6 +154,25 @@ test('a share confirmed through one process is fetched through the other at once
   }
 });
 
+test('--processes auto (the installed unit\'s setting) serves from the store\'s process alone: two do not fit in 100 MB', async () => {
+  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to list a process\'s children')) return;
+  const dir = tempDir('multi');
+  const sink = mailSink();
+  const server = await start(dir.path, sink.command, 'auto');
+  try {
+    const created = await publish(server.url, key, 'auto@example.org', { timeoutMs: 5000 });
+    assert.ok(created.code.length > 0);
+    // A fetch process is started before the server says it listens; give a late one time to show.
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(childrenOf(server.child.pid!), [], 'no fetch process');
+    assert.not.match(server.stderr(), /fetch process \d+ started/);
+  } finally {
+    await server.kill();
+    sink.remove();
+    dir.remove();
+  }
+});
+
 test('kill -9 of the fetch process, then of the store process: every acknowledged publish and confirmation survives', async () => {
   if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to find the fetch process')) return;
   const dir = tempDir('multi-kill');

@@ -74,7 +74,7 @@ export interface ServerConfig {
   acmeDirectory: string | undefined;
   shareTtlSeconds: number;
   trustProxy: boolean;
-  /** run: processes serving HTTP over the one store (1: this process alone; 'auto': 2 on a machine with more than one core). */
+  /** run: processes serving HTTP over the one store (1: this process alone; 'auto': what fits the memory target, 1 today: run.ts AUTO_PROCESSES). */
   processes: number | 'auto';
   /** What store, logs and damaged copies may take on disk together (disk/budget.ts splits it). */
   diskCapBytes: number;
@@ -229,7 +229,7 @@ export const optionDefs: readonly OptionDef[] = [
   opt('acme-directory', 'URL', `ACME directory URL (default Let's Encrypt, ${LETS_ENCRYPT_DIRECTORY})`, (c, r, w) => { c.acmeDirectory = parseAcmeDirectory(r, w); }, { scope: 'certificate' }),
   opt('share-ttl', 'SECONDS', 'lifetime of a published share, 60..34560000 (default 900)', (c, r, w) => { c.shareTtlSeconds = int(60, 400 * 86400)(r, w); }),
   opt('trust-proxy', undefined, 'take the client address from X-Forwarded-For (only behind a proxy you run)', (c, r, w) => { c.trustProxy = parseBoolean(r, w); }),
-  opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = 2 with more than one core (default 1)', (c, r, w) => {
+  opt('processes', 'N|auto', 'processes serving requests over the one store: the store\'s process and N - 1 fetch processes; auto = what fits in 100 MB with 100,000 shares, 1 today (default 1)', (c, r, w) => {
     c.processes = r.trim() === 'auto' ? 'auto' : int(1, 64)(r, w);
   }),
   opt('disk-cap-bytes', 'N', `what store, logs and damaged store copies may take on disk together; publishes past the store's share are refused (507) (default ${DEFAULT_DISK_CAP_BYTES})`, (c, r, w) => { c.diskCapBytes = int(MIN_DISK_CAP_BYTES)(r, w); }),

@@ -11,9 +11,9 @@
  * MemoryDenyWriteExecute stays off: V8's JIT needs writable+executable pages
  * and Node aborts at start-up without them.
  *
- * Processes: `--processes auto`, a fetch process beside the store's process
- * on a machine with more than one core (multi/store-side.ts); KillMode stays
- * control-group, so a stop signals both and a restart starts both.
+ * Processes: `--processes auto`, one process today (run.ts AUTO_PROCESSES:
+ * two do not fit in 100 MB); KillMode stays control-group, so with
+ * `--processes 2` a stop signals both and a restart starts both.
  *
  * Port 443: the config install writes binds 0.0.0.0:443 and names the
  * certificate (install/certificate-source.ts): ACME, which the service
@@ -79,7 +79,7 @@ Wants=network-online.target
 
 [Service]
 Type=simple
-# --processes auto: a fetch process beside the store's process when the machine has more than one core (docs/benchmarks.md, "Multi-core fetch").
+# --processes auto: as many processes as fit the memory target, one today; --processes 2 adds a fetch process (docs/benchmarks.md, "Memory of the installed service").
 # --log-file: the server writes and rotates server.log itself, within its disk cap (docs/operations.md, "Disk").
 ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config} --log-file ${realPaths.log} --replication-token-file %d/replication-token${tls ? ' --tls-cert %d/tls-cert --tls-key %d/tls-key' : ''}
 # The token file stays root-only (0600); systemd copies it where only this service can read it.
