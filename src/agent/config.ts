@@ -4,7 +4,7 @@
  *
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
  * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend, lock_on_screen_lock;
- * [cli] clip_seconds (the clipboard clear of `get --clip`); top-level key_server_url (checked by keyserver/server-url.ts, the rule
+ * [cli] clip_seconds (the clipboard clear of `get --clip`); [vault] history_keep (previous values kept per entry); top-level key_server_url (checked by keyserver/server-url.ts, the rule
  * --server follows too). Unknown keys and wrong types are errors naming the
  * file, the line, the key and what was expected. agentSettings() adds the
  * agent's environment-only settings: the CLI runs it before it starts an
@@ -15,6 +15,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, errorMessage } from '../errors.js';
 import { checkKeyServerUrl } from '../keyserver/server-url.js';
+import { DEFAULT_HISTORY_KEEP, MAX_HISTORY_KEEP } from '../vault/history-block.js';
 
 export type SettingSource = 'default' | 'file' | 'environment';
 
@@ -36,6 +37,8 @@ export interface StashConfig {
   keyServerUrl: Setting<string | null>;
   /** Seconds before `get --clip` clears the clipboard (cli.clip_seconds, STASH_CLIP_SECONDS). */
   clipSeconds: Setting<number>;
+  /** Previous values a write keeps per entry (vault.history_keep, STASH_HISTORY_KEEP); 0 keeps none. */
+  historyKeep: Setting<number>;
 }
 
 /** Default and largest clipboard clear delay (seconds): pass and gopass clear after 45 s; a day at most. */
@@ -57,7 +60,8 @@ export function configPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJ
 
 const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend', 'lock_on_screen_lock'] as const;
 const CLI_KEYS = ['clip_seconds'] as const;
-const TOP_KEYS = ['agent', 'cli', 'key_server_url'] as const;
+const VAULT_KEYS = ['history_keep'] as const;
+const TOP_KEYS = ['agent', 'cli', 'vault', 'key_server_url'] as const;
 
 /** Parses a boolean environment value; anything else is an error naming the variable. */
 export function envBoolean(name: string, raw: string): boolean {
@@ -90,6 +94,7 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
 function expectedValue(key: string): string {
   if ((AGENT_KEYS as readonly string[]).includes(key)) return `${key} takes a boolean: true or false, unquoted`;
   if (key === 'clip_seconds') return `clip_seconds takes a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, unquoted`;
+  if (key === 'history_keep') return `history_keep takes a whole number from 0 to ${MAX_HISTORY_KEEP}, unquoted`;
   if (key === 'key_server_url') return 'key_server_url takes a string in quotes, e.g. "https://keys.example.org"';
   return 'a boolean is true or false (unquoted), a string is written in quotes';
 }
@@ -135,6 +140,15 @@ function clipSecondsValue(what: string, value: unknown, fromText: boolean): numb
   const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CLIP_SECONDS) {
     throw new ConfigError(`${what} must be a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
+  }
+  return n;
+}
+
+/** Previous values kept per entry: a whole number from 0 to MAX_HISTORY_KEEP, else a ConfigError naming `what`. */
+function historyKeepValue(what: string, value: unknown, fromText: boolean): number {
+  const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_HISTORY_KEEP) {
+    throw new ConfigError(`${what} must be a whole number of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
   }
   return n;
 }
@@ -200,6 +214,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
     lockOnScreenLock: def(true),
     keyServerUrl: def<string | null>(null),
     clipSeconds: def(DEFAULT_CLIP_SECONDS),
+    historyKeep: def(DEFAULT_HISTORY_KEEP),
   };
   if (text !== null) {
     const doc = await parseToml(path, text);
@@ -226,6 +241,17 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
       }
       if (table.clip_seconds !== undefined) {
         config.clipSeconds = { value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, table.clip_seconds, false), source: 'file', from: 'cli.clip_seconds' };
+      }
+    }
+    const vault = doc.vault;
+    if (vault !== undefined) {
+      if (typeof vault !== 'object' || vault === null || Array.isArray(vault)) throw new ConfigError(`${at(null, 'vault')}: vault must be a table ([vault])`);
+      const table = vault as Record<string, unknown>;
+      for (const key of Object.keys(table)) {
+        if (!(VAULT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('vault', key)}: unknown key "vault.${key}"; known keys: ${VAULT_KEYS.map((k) => `vault.${k}`).join(', ')}`);
+      }
+      if (table.history_keep !== undefined) {
+        config.historyKeep = { value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, table.history_keep, false), source: 'file', from: 'vault.history_keep' };
       }
     }
     const agent = doc.agent;
@@ -261,6 +287,9 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   }
   if (env.STASH_CLIP_SECONDS !== undefined && env.STASH_CLIP_SECONDS !== '') {
     config.clipSeconds = { value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true), source: 'environment', from: 'STASH_CLIP_SECONDS' };
+  }
+  if (env.STASH_HISTORY_KEEP !== undefined && env.STASH_HISTORY_KEEP !== '') {
+    config.historyKeep = { value: historyKeepValue('STASH_HISTORY_KEEP', env.STASH_HISTORY_KEEP, true), source: 'environment', from: 'STASH_HISTORY_KEEP' };
   }
   if (env.STASH_KEY_SERVER_URL) {
     const url = checkKeyServerUrl(env.STASH_KEY_SERVER_URL, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));

@@ -9,6 +9,7 @@
  * besides the content key.
  */
 import { entryNotFound, readEntries, readEntry, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
+import type { HistoryPolicy } from '../vault/entry-history.js';
 import { wipe } from '../vault/secure.js';
 import type { Session } from './session.js';
 
@@ -34,9 +35,23 @@ export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer,
   }
 }
 
-/** Applies changes (a Buffer sets, null deletes) in one write; returns the names that changed. */
-export async function updateEntriesOf(session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>): Promise<string[]> {
-  if (!info.shared) return updateEntries(session.dir, info.name, key, changes);
+/**
+ * The history policy of a write: vault.history_keep (or STASH_HISTORY_KEEP)
+ * previous values per entry, and the entries whose history goes (`rm --purge`).
+ */
+export async function historyPolicy(purge: readonly string[] = []): Promise<HistoryPolicy> {
+  const { loadConfig } = await import('../agent/config.js');
+  return { keep: (await loadConfig()).historyKeep.value, purge };
+}
+
+/**
+ * Applies changes (a Buffer sets, null deletes) in one write, the values they
+ * replace kept in the entries' history; `purge` names entries whose history
+ * goes too. Returns the names that changed.
+ */
+export async function updateEntriesOf(session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>, purge: readonly string[] = []): Promise<string[]> {
+  const policy = await historyPolicy(purge);
+  if (!info.shared) return updateEntries(session.dir, info.name, key, changes, policy);
   const { identitySecret } = await import('../vault/identity.js');
   const vaultKey = await session.vaultKey();
   let secret;
@@ -46,7 +61,7 @@ export async function updateEntriesOf(session: Session, info: ContainerInfo, key
     wipe(vaultKey);
   }
   try {
-    return (await sharing()).updateSharedEntries(session.dir, info.name, key, changes, secret);
+    return (await sharing()).updateSharedEntries(session.dir, info.name, key, changes, secret, policy);
   } finally {
     wipe(secret.x25519);
     wipe(secret.ed25519);

@@ -4,15 +4,19 @@
  *   u32 count, then per entry in name order: u8 name length, name (ASCII),
  *   u32 value length, value; then, optionally, the change times (u8 tag 0x01,
  *   then per entry in the same order a u64 of milliseconds since 1970, 0 =
- *   unknown); then zero bytes up to the next multiple of 256.
+ *   unknown); then, optionally, the history (u8 tag 0x02, history-block.ts);
+ *   then zero bytes up to the next multiple of 256.
  *
- * Bodies written before the change times existed end in zero padding right
- * after the entries, so the non-zero tag tells the two apart and old bodies
- * decode unchanged (docs/container-format.md). The padding hides the exact
+ * Bodies written before the change times (or the history) existed end in
+ * zero padding where the block would start, so the non-zero tag tells them
+ * apart and old bodies decode unchanged (docs/container-format.md). Any other
+ * non-zero byte there is refused, by this release and every earlier one, so
+ * no release rewrites a body without a block it cannot read. The padding hides the exact
  * size of the secrets from the file size. The plaintext always lives in one
  * secure buffer; decoded values are views into it, so one wipe clears them all.
  */
 import { VaultError } from './errors.js';
+import { fitHistory, HISTORY_TAG, historyBlockSize, readHistoryBlock, writeHistoryBlock, type History } from './history-block.js';
 import { ENTRY_NAME_RE, MAX_BODY_BYTES, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
 import { secureAlloc, wipe } from './secure.js';
 
@@ -25,9 +29,26 @@ export type Entries = Map<string, Buffer>;
 
 const BACKING = Symbol('stash.entries.backing');
 const TIMES = Symbol('stash.entries.times');
+const HISTORY = Symbol('stash.entries.history');
 type Backed = Entries & { [BACKING]?: Buffer };
 /** Any entry map may carry its change times (ms since 1970; 0 = unknown) under TIMES. */
 type Timed = ReadonlyMap<string, Uint8Array> & { [TIMES]?: ReadonlyMap<string, number> };
+/** Any entry map may carry its entries' previous values under HISTORY (views into secure buffers). */
+type Historied = ReadonlyMap<string, Uint8Array> & { [HISTORY]?: History };
+
+/** The previous values the map carries (from decodeBody or withHistory); empty when none. */
+export function historyOf(entries: ReadonlyMap<string, Uint8Array>): History {
+  return (entries as Historied)[HISTORY] ?? new Map();
+}
+
+/**
+ * `next` marked with `history`, which travels with the map into encodeBody.
+ * Its values must stay alive (not wiped) until then.
+ */
+export function withHistory<T extends ReadonlyMap<string, Uint8Array>>(next: T, history: History): T {
+  (next as Historied)[HISTORY] = history;
+  return next;
+}
 
 /**
  * When each entry last changed, as milliseconds since 1970, 0 when unknown
@@ -78,10 +99,11 @@ export function bodySize(entries: ReadonlyMap<string, Uint8Array>): number {
 /**
  * Serializes `entries` into a new padded secure buffer, with their change
  * times when the map carries them (from decodeBody or withChangeTimes) and
- * they fit: the times never push the plaintext over the 1 MiB limit, so a
- * container filled to the limit before times existed keeps working and just
- * records none. CONTAINER_FULL when the entries are over the limits; the
- * caller validated names and single values already.
+ * they fit, then as much of their history (historyOf) as still fits, oldest
+ * versions dropped first: neither pushes the plaintext over the 1 MiB limit,
+ * so a container filled to the limit keeps working and just records less.
+ * CONTAINER_FULL when the entries are over the limits; the caller validated
+ * names and single values already.
  */
 export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   if (entries.size > MAX_ENTRIES) {
@@ -93,7 +115,9 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   }
   const times = (entries as Timed)[TIMES];
   const withTimes = times !== undefined && entries.size > 0 && size + timesBlockSize(entries.size) <= MAX_BODY_BYTES;
-  const total = size + (withTimes ? timesBlockSize(entries.size) : 0);
+  const before = size + (withTimes ? timesBlockSize(entries.size) : 0);
+  const history = fitHistory(historyOf(entries), MAX_BODY_BYTES - before);
+  const total = before + (history ? historyBlockSize(history) : 0);
   const out = secureAlloc(Math.ceil((total + 1) / PAD_BLOCK) * PAD_BLOCK);
   const names = [...entries.keys()].sort();
   let o = out.writeUInt32LE(entries.size, 0);
@@ -112,6 +136,7 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
       o = out.writeBigUInt64LE(BigInt(Number.isSafeInteger(t) && t > 0 ? t : 0), o);
     }
   }
+  if (history) writeHistoryBlock(out, o, history);
   return out; // the rest is already zero
 }
 
@@ -155,10 +180,14 @@ export function decodeBody(plain: Buffer, path: string): Entries {
       times.set(name, Number(t));
     }
   }
+  let history: History = new Map();
+  if (o < plain.length && plain[o] === HISTORY_TAG) ({ history, end: o } = readHistoryBlock(plain, o, bad));
+  if (o < plain.length && plain[o] !== 0) throw bad(`an unknown block (tag ${plain[o]}) after the entries: written by a newer stash?`);
   if (plain.length - o > PAD_BLOCK || plain.length - o < 1) throw bad('bad padding length');
   for (let i = o; i < plain.length; i++) if (plain[i] !== 0) throw bad('non-zero padding');
   entries[BACKING] = plain;
   (entries as Timed)[TIMES] = times;
+  (entries as Historied)[HISTORY] = history;
   return entries;
 }
 
@@ -166,8 +195,10 @@ export function decodeBody(plain: Buffer, path: string): Entries {
 export function wipeEntries(entries: Entries): void {
   const backed = entries as Backed;
   for (const value of entries.values()) value.fill(0);
+  for (const versions of historyOf(entries).values()) for (const v of versions) v.value.fill(0);
   wipe(backed[BACKING]);
   delete backed[BACKING];
   delete (entries as Timed)[TIMES];
+  delete (entries as Historied)[HISTORY];
   entries.clear();
 }

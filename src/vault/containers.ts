@@ -6,7 +6,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { NONCE_BYTES, open, sealWithNonce, TAG_BYTES } from './aead.js';
-import { decodeBody, encodeBody, wipeEntries, withChangeTimes, type Entries } from './container-body.js';
+import { decodeBody, encodeBody, wipeEntries, type Entries } from './container-body.js';
+import { applyChanges, checkPolicy, DEFAULT_POLICY, type HistoryPolicy } from './entry-history.js';
 import {
   CONTAINER_VERSION, decodeHeader, encodeHeader, keyCommitment, MAX_HEADER_BYTES, parseContainer, wrapAd,
   type ContainerHeader, type ParsedContainer,
@@ -313,10 +314,13 @@ export function entryNotFound(container: string, entryName: string, names: Itera
 
 /**
  * Applies several changes in one atomic rewrite: a Buffer sets an entry, null
- * deletes it. Returns the names that actually changed. Nothing is written when
- * nothing changes, or when any change is invalid or over a limit.
+ * deletes it; the values they replace go into the entries' history, kept as
+ * `policy` says (entry-history.ts). Returns the names that actually changed.
+ * Nothing is written when nothing changes, or when any change is invalid or
+ * over a limit.
  */
-export function updateEntries(dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>): string[] {
+export function updateEntries(dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>, policy: HistoryPolicy = DEFAULT_POLICY): string[] {
+  checkPolicy(policy);
   for (const [entryName, value] of changes) {
     validateEntryName(entryName);
     if (value !== null) validateValue(value, entryName);
@@ -328,18 +332,8 @@ export function updateEntries(dir: string, name: string, contentKey: Buffer, cha
     const { parsed, path } = loadContainer(dir, name);
     const entries = openBody(parsed, contentKey, path);
     try {
-      const next = new Map<string, Uint8Array>(entries);
-      const changed: string[] = [];
-      for (const [entryName, value] of changes) {
-        const old = next.get(entryName);
-        if (value === null) {
-          if (next.delete(entryName)) changed.push(entryName);
-        } else if (old === undefined || !constantTimeEqual(old, value)) {
-          next.set(entryName, value);
-          changed.push(entryName);
-        }
-      }
-      if (changed.length > 0) writeContainer(path, parsed.header, contentKey, withChangeTimes(next, entries, changed));
+      const { next, changed } = applyChanges(entries, changes, policy);
+      if (changed.length > 0) writeContainer(path, parsed.header, contentKey, next);
       return changed;
     } finally {
       wipeEntries(entries);
@@ -352,7 +346,7 @@ export function writeEntry(dir: string, name: string, contentKey: Buffer, entryN
   updateEntries(dir, name, contentKey, new Map([[entryName, value]]));
 }
 
-/** Deletes one entry; false when it did not exist (nothing is written then). */
+/** Deletes one entry (its value kept in its history); false when it did not exist (nothing is written then). */
 export function deleteEntry(dir: string, name: string, contentKey: Buffer, entryName: string): boolean {
   return updateEntries(dir, name, contentKey, new Map([[entryName, null]])).length > 0;
 }

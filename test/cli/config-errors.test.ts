@@ -63,12 +63,18 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
     const cases: Array<[string, RegExp]> = [
       ['[agent]\nprevent_sleep = "yes"\n', /:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"\n$/],
       ['agent.terminate_on_suspend = 3\n', /:1: agent\.terminate_on_suspend must be a boolean/],
-      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, cli, key_server_url\n$/],
+      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, cli, vault, key_server_url\n$/],
       ['[agent]\n\nprevent_slep = true\n', /:3: unknown key "agent\.prevent_slep"/],
       ['a = 1\n[agent\n', /:2: not valid TOML: /],
       // An unquoted word is no TOML value at all: the key, the line and the type it takes are named.
       ['[agent]\nprevent_sleep = yes\n', /:2: prevent_sleep: "yes" is not a TOML value; prevent_sleep takes a boolean: true or false, unquoted\n$/],
       ['key_server_url = https://k.example\n', /:1: key_server_url: "https:\/\/k\.example" is not a TOML value; key_server_url takes a string in quotes/],
+      // vault.history_keep (entry history): a whole number from 0 to 100.
+      ['[vault]\nhistory_keep = 101\n', /:2: vault\.history_keep must be a whole number of previous values from 0 \(keep none\) to 100, got 101\n$/],
+      ['[vault]\n\nhistory_keep = "10"\n', /:3: vault\.history_keep must be a whole number .* got "10"\n$/],
+      ['vault.history_keep = 2.5\n', /:1: vault\.history_keep must be a whole number .* got 2\.5\n$/],
+      ['[vault]\nhistory_keep = ten\n', /:2: history_keep: "ten" is not a TOML value; history_keep takes a whole number from 0 to 100, unquoted\n$/],
+      ['[vault]\nkeep = 3\n', /:2: unknown key "vault\.keep"; known keys: vault\.history_keep\n$/],
     ];
     for (const [text, re] of cases) {
       const path = writeConfig(t, text);
@@ -77,6 +83,10 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
       assert.ok(r.stderr.startsWith(`stash: ${path}:`), r.stderr);
       assert.match(r.stderr, re);
     }
+    writeConfig(t, '');
+    const env = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'x', env: { STASH_HISTORY_KEEP: '-1' } });
+    assert.is(env.code, 78, env.stderr);
+    assert.match(env.stderr, /^stash: STASH_HISTORY_KEEP must be a whole number of previous values from 0 \(keep none\) to 100, got "-1"\n$/);
   } finally {
     await t.dispose();
   }

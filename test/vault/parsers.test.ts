@@ -78,7 +78,7 @@ test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {
     ['change times cut short by the end of the body', body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 14)), Buffer.from([1, 0, 0, 0])], false)],
     ['change times of an empty container', body(0, [Buffer.from([1])])],
     ['a change time past 2^53', body(1, [entry('A', v('1')), Buffer.from([1]), Buffer.alloc(8, 0xff)])],
-    ['an unknown block after the entries', body(1, [entry('A', v('1')), Buffer.from([2])])],
+    ['an unknown block after the entries', body(1, [entry('A', v('1')), Buffer.from([3])])],
   ];
   for (const [what, plain] of cases) {
     const e = expectCode(() => decodeBody(plain, '/v/containers/x.stash'), 'CONTAINER_CORRUPT', what);

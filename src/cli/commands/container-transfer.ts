@@ -12,6 +12,7 @@ import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.
 import { containerInfo } from '../../vault/containers.js';
 import { exportPrivate, importPrivate, isPrivateContainerFile } from '../../vault/private-transfer.js';
 import { exportShared, importShared, linkShared, mergeShared, type Prefer, type TransferResult } from '../../vault/sharing/index.js';
+import { historyPolicy } from '../container-access.js';
 import { out } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -96,17 +97,18 @@ async function merge(inv: Invocation): Promise<number> {
   if (raw !== undefined && raw !== 'container' && raw !== 'file') throw new UsageError(`--prefer must be container or file, got ${JSON.stringify(raw)}`);
   const prefer: Prefer = raw === undefined ? null : raw;
   if (file.length === 0) throw new UsageError('FILE must not be empty');
+  const { keep } = await historyPolicy();
   const session = new Session(inv.values);
   try {
     const vaultKey = await session.vaultKey();
     try {
-      const r = mergeShared(session.dir, vaultKey, name, file, prefer);
+      const r = mergeShared(session.dir, vaultKey, name, file, prefer, keep);
       if (r.outcome === 'unchanged') out(`${file} adds nothing to ${name}: its version ${r.revision} already contains it.`);
       else if (r.outcome === 'fast-forward') out(`${name} now holds version ${r.revision} from ${file}, which already contained everything of the version it replaced.`);
       else {
         out(`Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`);
         if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
-        if (r.conflicts.length > 0) out(`Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`}.`);
+        if (r.conflicts.length > 0) out(`Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} (the other value is now version 1 in stash history).`);
         // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
         if (r.oneSided.length > 0) out(`Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again.`);
       }

@@ -1,7 +1,8 @@
 /**
- * `stash ls CONTAINER [--json]` and `stash rm CONTAINER NAME`. ls shows each
- * entry's name, size and last change, never a value; rm deletes one entry
- * (the content key is unchanged, so keys cached in the agent stay valid).
+ * `stash ls CONTAINER [--json]` and `stash rm CONTAINER NAME [--purge]`. ls
+ * shows each entry's name, size and last change, never a value; rm deletes
+ * one entry, its value kept in its history (`--purge` drops that too). The
+ * content key is unchanged, so keys cached in the agent stay valid.
  * Both work on private and shared containers (container-access.ts).
  */
 import { changeTime, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
@@ -29,7 +30,7 @@ export async function run(inv: Invocation): Promise<number> {
   try {
     return inv.command.path[0] === 'ls'
       ? await list(session, container, inv.values.json === true)
-      : await remove(session, container, inv.positionals[1]!);
+      : await remove(session, container, inv.positionals[1]!, inv.values.purge === true);
   } finally {
     session.close();
   }
@@ -63,9 +64,13 @@ async function list(session: Session, container: string, json: boolean): Promise
   return 0;
 }
 
-async function remove(session: Session, container: string, name: string): Promise<number> {
-  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]])));
-  if (changed.length === 0) throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}; nothing was removed (see stash ls ${container})`);
-  note(`Removed ${name} from ${container}.`);
+async function remove(session: Session, container: string, name: string, purge: boolean): Promise<number> {
+  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]]), purge ? [name] : []));
+  if (changed.length === 0) {
+    throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}${purge ? ' and no history of one' : ''}; nothing was removed (see stash ls ${container})`);
+  }
+  note(purge
+    ? `Removed ${name} and its previous values from ${container}.`
+    : `Removed ${name} from ${container}; its previous values are kept (stash history ${container} ${name}; rm --purge drops them).`);
   return 0;
 }

@@ -37,11 +37,12 @@ export async function run(inv: Invocation): Promise<number> {
 
 async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
   if (values.json === true && (values.clip === true || values['clip-seconds'] !== undefined)) throw new UsageError('--clip and --json do not go together');
-  if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values);
+  const version = values.version === undefined ? null : (await import('./history.js')).parseVersion(values.version);
+  if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values, version);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
   const clip = values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
   const request = clip ? await clip.clipRequest(values) : null;
-  const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
+  const value = await session.withContentKey(container, (key, info) => (version === null ? readEntryOf(session.dir, info, key, name) : readVersionOf(session, info, key, container, name, version)));
   try {
     if (clip && request) {
       await clip.copyToClipboard(value, name, request);
@@ -53,6 +54,19 @@ async function get(session: Session, container: string, name: string, values: In
     wipe(value);
   }
   return 0;
+}
+
+/** Previous value `version` of NAME as a secure copy (release with wipe()). */
+async function readVersionOf(session: Session, info: ContainerInfo, key: Buffer, container: string, name: string, version: number): Promise<Buffer> {
+  const [{ readEntriesOf }, { wipeEntries }, { selectVersion }, { secureCopy }] = await Promise.all([
+    import('../container-access.js'), import('../../vault/container-body.js'), import('./history.js'), import('../../vault/secure.js'),
+  ]);
+  const entries = await readEntriesOf(session.dir, info, key);
+  try {
+    return secureCopy(selectVersion(entries, container, name, version).value);
+  } finally {
+    wipeEntries(entries);
+  }
 }
 
 /**

@@ -11,7 +11,9 @@
  */
 import { resolve } from 'node:path';
 import { NONCE_BYTES } from '../aead.js';
-import { wipeEntries, withChangeTimesFrom, type Entries } from '../container-body.js';
+import { changeTime, historyOf, wipeEntries, withChangeTimesFrom, withHistory, type Entries } from '../container-body.js';
+import { checkKeep, DEFAULT_HISTORY_KEEP, mergeHistories } from '../entry-history.js';
+import type { PastValue } from '../history-block.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, identitySecret } from '../identity.js';
 import { withVaultLock } from '../lock.js';
@@ -82,7 +84,8 @@ function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<st
  * this vault saw last. When one file already contains the other, the later
  * one is simply kept.
  */
-export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPath: string, prefer: Prefer = null): MergeResult {
+export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPath: string, prefer: Prefer = null, keep = DEFAULT_HISTORY_KEEP): MergeResult {
+  checkKeep(keep);
   requireVaultKey(dir, vaultKey);
   const pub = identityPublic(dir, vaultKey);
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
@@ -128,9 +131,16 @@ export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPa
             `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${name}) or --prefer file (${path})`,
           );
         }
-        // Each entry keeps the change time of the side it was taken from.
+        // Each entry keeps the change time of the side it was taken from; the
+        // histories are united, and the value that lost a conflict joins them.
         const taken = new Set(fromOther);
         withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs! : ours));
+        const now = Date.now();
+        const losers = new Map<string, PastValue>(conflicts.map((entry) => {
+          const loser = taken.has(entry) ? ours : theirs!;
+          return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
+        }));
+        withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
         const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
         const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
         toSeen(result, 'the merged version');

@@ -4,7 +4,8 @@
  * or just opened), and a write as a new signed revision.
  */
 import { open } from '../aead.js';
-import { changeTime, decodeBody, wipeEntries, withChangeTimes, type Entries } from '../container-body.js';
+import { changeTime, decodeBody, historyOf, wipeEntries, type Entries } from '../container-body.js';
+import { applyChanges, checkPolicy, DEFAULT_POLICY, type HistoryPolicy } from '../entry-history.js';
 import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, type IdentitySecret } from '../identity.js';
@@ -63,6 +64,12 @@ export function openSharedBody(l: LoadedShared, contentKey: Buffer): Entries {
       throw corrupt(l.path, `the change time of ${entryName} is out of range`);
     }
   }
+  for (const [entryName, versions] of historyOf(entries)) {
+    if (versions.some((v) => v.changedAt > MAX_DATE_MS || v.replacedAt > MAX_DATE_MS)) {
+      wipeEntries(entries);
+      throw corrupt(l.path, `a time in the history of ${entryName} is out of range`);
+    }
+  }
   return entries;
 }
 
@@ -85,10 +92,14 @@ export function readSharedEntries(dir: string, name: string, contentKey: Buffer)
 
 /**
  * Applies changes (a Buffer sets, null deletes) as one new revision signed by
- * `signer` (this vault's identity). Returns the names that changed; nothing
- * is written when none did.
+ * `signer` (this vault's identity), the replaced values kept in the entries'
+ * history as `policy` says. Returns the names that changed; nothing is
+ * written when none did.
  */
-export function updateSharedEntries(dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>, signer: IdentitySecret): string[] {
+export function updateSharedEntries(
+  dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>, signer: IdentitySecret, policy: HistoryPolicy = DEFAULT_POLICY,
+): string[] {
+  checkPolicy(policy);
   for (const [entryName, value] of changes) {
     validateEntryName(entryName);
     if (value !== null) validateValue(value, entryName);
@@ -101,22 +112,12 @@ export function updateSharedEntries(dir: string, name: string, contentKey: Buffe
     recipientIndex(l, me);
     const entries = openSharedBody(l, contentKey);
     try {
-      const next = new Map<string, Uint8Array>(entries);
-      const changed: string[] = [];
-      for (const [entryName, value] of changes) {
-        const old = next.get(entryName);
-        if (value === null) {
-          if (next.delete(entryName)) changed.push(entryName);
-        } else if (old === undefined || !constantTimeEqual(old, value)) {
-          next.set(entryName, value);
-          changed.push(entryName);
-        }
-      }
+      const { next, changed } = applyChanges(entries, changes, policy);
       if (changed.length === 0) return changed;
       const m = l.file.membership;
       const membership = l.file.membershipBytes.length + l.file.ownerSignature.length;
       const write = nextWrite(l.file, m.stanzas, me.ed25519);
-      const bytes = assembleFile(l.bytes.subarray(0, membership), m.stanzas.length, write, contentKey, withChangeTimes(next, entries, changed), signer.ed25519);
+      const bytes = assembleFile(l.bytes.subarray(0, membership), m.stanzas.length, write, contentKey, next, signer.ed25519);
       commitRevision(dir, l.path, l.bytes, bytes, l.record);
       return changed;
     } finally {
