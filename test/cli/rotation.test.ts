@@ -140,6 +140,8 @@ test('Alice rotates; Bob accepts through the signed statement without a fingerpr
   assert.is((await ok(alice, ['get', 'bobs', 'DB'])).stdout, 'pg-bob-1');
   const contact = JSON.parse((await ok(bob, ['vault', 'contact', 'show', 'alice', '--json'])).stdout) as Record<string, string>;
   assert.is(contact.fingerprint, rotated.fingerprint);
+  assert.equal((contact as unknown as { rotatedFrom: Array<{ fingerprint: string }> }).rotatedFrom.map((r) => r.fingerprint), [oldFp]);
+  assert.match((await ok(bob, ['vault', 'contact', 'show', 'alice'])).stdout, new RegExp(`Rotated from ${oldFp} \\(statement accepted `));
 
   // The same statement again changes nothing and succeeds; from standard input too.
   assert.match((await ok(bob, ['vault', 'contact', 'accept-rotation', '-'], text)).stdout, /^Already accepted: alice /);

@@ -10,8 +10,11 @@ import { formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 
-function contactJson(c: Contact): Record<string, string> {
-  return { name: c.name, email: c.email, fingerprint: c.fingerprint, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), addedAt: c.addedAt };
+function contactJson(c: Contact): Record<string, unknown> {
+  return {
+    name: c.name, email: c.email, fingerprint: c.fingerprint, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), addedAt: c.addedAt,
+    rotatedFrom: c.rotatedFrom.map((r) => ({ fingerprint: r.fingerprint, acceptedAt: r.acceptedAt })),
+  };
 }
 
 export async function run(inv: Invocation): Promise<number> {
@@ -59,5 +62,7 @@ function show(dir: string, vaultKey: Buffer, name: string, json: boolean): numbe
   out(`Added:       ${c.addedAt}`);
   out(`Fingerprint: ${c.fingerprint}`);
   for (const line of fingerprintLines(c.fingerprint)) out(line);
+  // Former keys, each replaced through a statement it signed (stash vault contact accept-rotation).
+  for (const r of c.rotatedFrom) out(`Rotated from ${r.fingerprint} (statement accepted ${r.acceptedAt})`);
   return 0;
 }
