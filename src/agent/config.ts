@@ -134,23 +134,37 @@ function fileBoolean(where: string, key: string, value: unknown): boolean {
   return value;
 }
 
-/** A clipboard clear delay: a whole number of seconds from 1 to MAX_CLIP_SECONDS, else a ConfigError naming `what`. */
-function clipSecondsValue(what: string, value: unknown, fromText: boolean): number {
+/**
+ * A whole number from `min` to `max` (`fromText`: an environment variable's
+ * text), else a ConfigError: "`what` must be a whole number `range`, got ...".
+ */
+function wholeNumber(what: string, value: unknown, fromText: boolean, min: number, max: number, range: string): number {
   // The variable is text; the file has a number type, and "45" in quotes is a string there.
   const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CLIP_SECONDS) {
-    throw new ConfigError(`${what} must be a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
+    throw new ConfigError(`${what} must be a whole number ${range}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
   }
   return n;
 }
 
-/** Previous values kept per entry: a whole number from 0 to MAX_HISTORY_KEEP, else a ConfigError naming `what`. */
-function historyKeepValue(what: string, value: unknown, fromText: boolean): number {
-  const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_HISTORY_KEEP) {
-    throw new ConfigError(`${what} must be a whole number of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
+/** A clipboard clear delay: a whole number of seconds from 1 to MAX_CLIP_SECONDS. */
+const clipSecondsValue = (what: string, value: unknown, fromText: boolean): number =>
+  wholeNumber(what, value, fromText, 1, MAX_CLIP_SECONDS, `of seconds from 1 to ${MAX_CLIP_SECONDS}`);
+
+/** Previous values kept per entry: a whole number from 0 to MAX_HISTORY_KEEP. */
+const historyKeepValue = (what: string, value: unknown, fromText: boolean): number =>
+  wholeNumber(what, value, fromText, 0, MAX_HISTORY_KEEP, `of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}`);
+
+/** `doc[name]`, a table whose keys are all `known` (undefined when absent); else a ConfigError at its line. */
+function knownTable(doc: Record<string, unknown>, name: string, known: readonly string[], at: (table: string | null, key: string) => string): Record<string, unknown> | undefined {
+  const value = doc[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`${at(null, name)}: ${name} must be a table ([${name}])`);
+  const table = value as Record<string, unknown>;
+  for (const key of Object.keys(table)) {
+    if (!known.includes(key)) throw new ConfigError(`${at(name, key)}: unknown key "${name}.${key}"; known keys: ${known.map((k) => `${name}.${k}`).join(', ')}`);
   }
-  return n;
+  return table;
 }
 
 /** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
@@ -232,47 +246,28 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
       if (typeof url !== 'string') throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
       config.keyServerUrl = { value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)), source: 'file', from: 'key_server_url' };
     }
-    const cli = doc.cli;
-    if (cli !== undefined) {
-      if (typeof cli !== 'object' || cli === null || Array.isArray(cli)) throw new ConfigError(`${at(null, 'cli')}: cli must be a table ([cli])`);
-      const table = cli as Record<string, unknown>;
-      for (const key of Object.keys(table)) {
-        if (!(CLI_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('cli', key)}: unknown key "cli.${key}"; known keys: ${CLI_KEYS.map((k) => `cli.${k}`).join(', ')}`);
-      }
-      if (table.clip_seconds !== undefined) {
-        config.clipSeconds = { value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, table.clip_seconds, false), source: 'file', from: 'cli.clip_seconds' };
-      }
+    const cli = knownTable(doc, 'cli', CLI_KEYS, at);
+    if (cli?.clip_seconds !== undefined) {
+      config.clipSeconds = { value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, cli.clip_seconds, false), source: 'file', from: 'cli.clip_seconds' };
     }
-    const vault = doc.vault;
-    if (vault !== undefined) {
-      if (typeof vault !== 'object' || vault === null || Array.isArray(vault)) throw new ConfigError(`${at(null, 'vault')}: vault must be a table ([vault])`);
-      const table = vault as Record<string, unknown>;
-      for (const key of Object.keys(table)) {
-        if (!(VAULT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('vault', key)}: unknown key "vault.${key}"; known keys: ${VAULT_KEYS.map((k) => `vault.${k}`).join(', ')}`);
-      }
-      if (table.history_keep !== undefined) {
-        config.historyKeep = { value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, table.history_keep, false), source: 'file', from: 'vault.history_keep' };
-      }
+    const vault = knownTable(doc, 'vault', VAULT_KEYS, at);
+    if (vault?.history_keep !== undefined) {
+      config.historyKeep = { value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, vault.history_keep, false), source: 'file', from: 'vault.history_keep' };
     }
-    const agent = doc.agent;
+    const agent = knownTable(doc, 'agent', AGENT_KEYS, at);
     if (agent !== undefined) {
-      if (typeof agent !== 'object' || agent === null || Array.isArray(agent)) throw new ConfigError(`${at(null, 'agent')}: agent must be a table ([agent])`);
-      const table = agent as Record<string, unknown>;
-      for (const key of Object.keys(table)) {
-        if (!(AGENT_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at('agent', key)}: unknown key "agent.${key}"; known keys: ${AGENT_KEYS.map((k) => `agent.${k}`).join(', ')}`);
-      }
-      const prevent = table.prevent_sleep;
-      const alias = table.suspend_inhibit;
+      const prevent = agent.prevent_sleep;
+      const alias = agent.suspend_inhibit;
       if (prevent !== undefined && alias !== undefined && prevent !== alias) {
         throw new ConfigError(`${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`);
       }
       if (prevent !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'prevent_sleep'), 'agent.prevent_sleep', prevent), source: 'file', from: 'agent.prevent_sleep' };
       else if (alias !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'suspend_inhibit'), 'agent.suspend_inhibit', alias), source: 'file', from: 'agent.suspend_inhibit' };
-      if (table.terminate_on_suspend !== undefined) {
-        config.terminateOnSuspend = { value: fileBoolean(at('agent', 'terminate_on_suspend'), 'agent.terminate_on_suspend', table.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
+      if (agent.terminate_on_suspend !== undefined) {
+        config.terminateOnSuspend = { value: fileBoolean(at('agent', 'terminate_on_suspend'), 'agent.terminate_on_suspend', agent.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
       }
-      if (table.lock_on_screen_lock !== undefined) {
-        config.lockOnScreenLock = { value: fileBoolean(at('agent', 'lock_on_screen_lock'), 'agent.lock_on_screen_lock', table.lock_on_screen_lock), source: 'file', from: 'agent.lock_on_screen_lock' };
+      if (agent.lock_on_screen_lock !== undefined) {
+        config.lockOnScreenLock = { value: fileBoolean(at('agent', 'lock_on_screen_lock'), 'agent.lock_on_screen_lock', agent.lock_on_screen_lock), source: 'file', from: 'agent.lock_on_screen_lock' };
       }
     }
   }
