@@ -15,12 +15,13 @@ import { withVaultLock } from '../lock.js';
 import { requireVaultKey } from '../meta-file.js';
 import { validateContainerName } from '../names.js';
 import { vaultPaths } from '../paths.js';
-import { KEY_BYTES, secureRandom, wipe } from '../secure.js';
-import { containerVersion, MAX_SHARED_FILE_BYTES, stanzaIndex } from './format.js';
+import { wipe } from '../secure.js';
+import { containerVersion, MAX_SHARED_FILE_BYTES, stanzaIndex, type Stanza } from './format.js';
 import { NumberingError, restartWrite } from './numbering.js';
 import { readRecord, type SharedRecord } from './records.js';
 import { assembleFile, commitRevision, nextWrite, signedMembership, withWriteLock } from './revisions.js';
 import { myIdentity, openSharedBody, openStanza } from './shared-entries.js';
+import { rekeyAndCommit } from './reseal.js';
 import { loadRefusedNumbering, loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
 
 export interface MembershipChange {
@@ -151,24 +152,10 @@ export function unshareContainer(dir: string, vaultKey: Buffer, name: string, me
       if (i === 0) throw new VaultError('INVALID_ARGUMENT', `the owner cannot be removed from ${name}`);
       if (i < 0) throw new VaultError('SHARE_NOT_MEMBER', `${fp(k)} is not a member of ${name}`);
     }
-    const oldKey = openStanza(l, me, secret.x25519);
-    let entries;
-    try {
-      entries = openSharedBody(l, oldKey);
-    } finally {
-      wipe(oldKey);
-    }
-    const newKey = secureRandom(KEY_BYTES);
-    try {
-      const kept = m.stanzas.filter((s) => !members.some((k) => same(s, k))).map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
-      const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, kept, secret.ed25519);
-      const write = restart ? restartWrite(l.record.seen, stanzas, me.ed25519) : nextWrite(l.file, stanzas, me.ed25519);
-      commitRevision(dir, l.path, l.bytes, assembleFile(membership, stanzas.length, write, newKey, entries, secret.ed25519), l.record);
-      return { changed: members, unchanged: [], revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
-    } finally {
-      wipeEntries(entries);
-      wipe(newKey);
-    }
+    const kept = m.stanzas.filter((s) => !members.some((k) => same(s, k))).map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
+    const restarted = restart ? (stanzas: Stanza[]) => restartWrite(l.record.seen, stanzas, me.ed25519) : undefined;
+    const write = rekeyAndCommit(dir, l, me, secret, kept, me, secret, restarted);
+    return { changed: members, unchanged: [], revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
   })));
 }
 

@@ -12,7 +12,9 @@ import { KEY_BYTES, secureRandom, wipe } from '../secure.js';
 import { wipeEntries } from '../containers.js';
 import { assembleFile, commitRevision, nextWrite, signedMembership, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
-import { loadVerified, type PublicIdentity } from './verify.js';
+import type { Stanza, WriteInfo } from './format.js';
+import type { SharedRecord } from './records.js';
+import { loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
 
 export interface ResealOptions {
   /** The identity the container is read as: its current owner, this vault (before a rotation: the old keys). */
@@ -47,23 +49,38 @@ export function resealContainer(dir: string, name: string, opts: ResealOptions):
       if (!members.some((x) => same(x, k) || x.ed25519.equals(k.ed25519) || x.x25519.equals(k.x25519))) members.push(k);
     }
     if (!changed) return null;
-    const oldKey = openStanza(l, opts.as, opts.asSecret.x25519);
-    let entries;
-    try {
-      entries = openSharedBody(l, oldKey);
-    } finally {
-      wipe(oldKey);
-    }
-    const newKey = secureRandom(KEY_BYTES);
-    try {
-      const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, members, opts.ownerSecret.ed25519);
-      const write = nextWrite(l.file, stanzas, opts.owner.ed25519);
-      const file = assembleFile(membership, stanzas.length, write, newKey, entries, opts.ownerSecret.ed25519);
-      commitRevision(dir, l.path, l.bytes, file, { ...l.record, owner: { x25519: opts.owner.x25519, ed25519: opts.owner.ed25519 } });
-      return { revision: write.revision, epoch: m.epoch + 1 };
-    } finally {
-      wipeEntries(entries);
-      wipe(newKey);
-    }
+    const write = rekeyAndCommit(dir, l, opts.as, opts.asSecret, members, opts.owner, opts.ownerSecret);
+    return { revision: write.revision, epoch: m.epoch + 1 };
   }));
+}
+
+/**
+ * Writes the next version of `l` for `members` (the owner first) under a new
+ * random content key: the entries read with `reader`'s stanza, the recipient
+ * list and the write signed by `owner`, the record pinned to `owner`. `write`
+ * numbers it (default: the revision after `l`). Unshare and re-seal share it.
+ */
+export function rekeyAndCommit(
+  dir: string, l: LoadedShared & { record: SharedRecord }, reader: PublicIdentity, readerSecret: IdentitySecret,
+  members: PublicIdentity[], owner: PublicIdentity, ownerSecret: IdentitySecret, write?: (stanzas: Stanza[]) => WriteInfo,
+): WriteInfo {
+  const m = l.file.membership;
+  const oldKey = openStanza(l, reader, readerSecret.x25519);
+  let entries;
+  try {
+    entries = openSharedBody(l, oldKey);
+  } finally {
+    wipe(oldKey);
+  }
+  const newKey = secureRandom(KEY_BYTES);
+  try {
+    const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, members, ownerSecret.ed25519);
+    const w = write ? write(stanzas) : nextWrite(l.file, stanzas, owner.ed25519);
+    const file = assembleFile(membership, stanzas.length, w, newKey, entries, ownerSecret.ed25519);
+    commitRevision(dir, l.path, l.bytes, file, { ...l.record, owner: { x25519: owner.x25519, ed25519: owner.ed25519 } });
+    return w;
+  } finally {
+    wipeEntries(entries);
+    wipe(newKey);
+  }
 }
