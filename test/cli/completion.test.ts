@@ -64,6 +64,10 @@ test('bash: the script registers; stash get <TAB> lists containers, stash get wo
     assert.is((await t.run(['open', 'work', '--password-file', t.pwFile])).code, 0);
     assert.equal(bashComplete(t, ['get', 'work', '']), ['API_TOKEN', 'DB_PASSWORD']);
     assert.equal(bashComplete(t, ['rm', 'work', 'DB']), ['DB_PASSWORD']);
+    assert.equal(bashComplete(t, ['history', 'work', 'A']), ['API_TOKEN']);
+    assert.equal(bashComplete(t, ['restore', 'work', '']), ['API_TOKEN', 'DB_PASSWORD']);
+    assert.equal(bashComplete(t, ['restore', 'work', 'API_TOKEN', '--v']), ['--version']);
+    assert.equal(bashComplete(t, ['rm', 'work', 'API_TOKEN', '--pu']), ['--purge']);
     assert.equal(bashComplete(t, ['get', 'home', '']), [], 'home is not open');
     await t.run(['vault', 'sessions', 'lock', 'work']);
     assert.equal(bashComplete(t, ['get', 'work', '']), [], 'locked again: nothing');
