@@ -1,18 +1,31 @@
 /**
- * Group-committed appends to the store log. Records appended while a write +
- * fdatasync is in flight are collected and committed together by the next one
- * (one write, one fdatasync per batch), so durable throughput grows with load
+ * Group-committed appends to the store log. Records appended while batches
+ * are in flight are collected and committed together by the next one (one
+ * write, one fdatasync per batch), so durable throughput grows with load
  * while an idle server still commits a lone record at once.
  *
- * `onDurable` callbacks run synchronously right after the fdatasync, before the
- * next batch starts or an exclusive section runs: whoever updates the
- * in-memory index there sees exactly the records on disk. `exclusive()` gives
- * compaction a moment where no batch is in flight and nothing new is written.
+ * Up to MAX_IN_FLIGHT batches are in flight at once: the next one is written
+ * and its fdatasync called while the previous fdatasync still runs. Linux
+ * completes overlapping fdatasync calls of one file together (the journal
+ * commits what both wrote), so a record waits for about one commit instead of
+ * the rest of the running one and then its own (commits per second on this
+ * machine's disk: 560 one at a time, 4,554 two at a time). Each batch is still
+ * acknowledged only once an fdatasync called after its own write has
+ * returned, and only after every batch before it: batches complete in log
+ * order, whatever order their system calls return in.
  *
- * A failed write is cut off again (ftruncate to the last committed size) so a
- * later batch never lands behind a torn record; if even that fails the writer
- * refuses all further appends (STORE_UNAVAILABLE) until restart, when recovery
- * cuts the tail.
+ * `onDurable` callbacks run synchronously, in log order, once their batch and
+ * every batch before it are durable, and before an exclusive section runs:
+ * whoever updates the in-memory index there sees exactly the records on disk,
+ * in order. `exclusive()` gives compaction a moment where no batch is in
+ * flight and nothing new is written.
+ *
+ * A failed write or fdatasync fails its batch and every batch after it (they
+ * may sit behind a hole); once all in flight have returned, the file is cut
+ * off again (ftruncate to the end of the last durable batch) so a later batch
+ * never lands behind a torn record; if even that fails the writer refuses all
+ * further appends (STORE_UNAVAILABLE) until restart, when recovery cuts the
+ * tail.
  *
  * An append that would take the file past `limitBytes` (the disk cap's share
  * for store.log, disk/budget.ts) is refused before anything is written
@@ -21,11 +34,21 @@
 import type { FileHandle } from 'node:fs/promises';
 import { StoreFullError, StoreUnavailableError } from '../errors.js';
 
+/** Batches written and being synced at once; the rest of libuv's 4 threads stay free for other file work. */
+export const MAX_IN_FLIGHT = 2;
+
 interface Pending {
   data: Buffer;
   onDurable: (() => void) | undefined;
   resolve: () => void;
   reject: (err: Error) => void;
+}
+
+interface Flight {
+  batch: Pending[];
+  bytes: number;
+  /** Set once its write and fdatasync returned: undefined while in flight, null when both succeeded. */
+  outcome: Error | null | undefined;
 }
 
 export interface WriterLogger {
@@ -34,7 +57,12 @@ export interface WriterLogger {
 
 export class LogWriter {
   private queue: Pending[] = [];
-  private flushing = false;
+  /** Batches started and not yet completed, in log order. */
+  private flights: Flight[] = [];
+  /** Where the next batch is written: the committed size plus every batch in flight. */
+  private end: number;
+  /** A batch failed: no new one starts until those in flight have returned and the file is cut back. */
+  private failing = false;
   private exclusiveHeld = false;
   private scheduled = false;
   private broken: Error | undefined;
@@ -53,7 +81,9 @@ export class LogWriter {
     private committed: number,
     private readonly logger: WriterLogger,
     public limitBytes = Number.POSITIVE_INFINITY,
-  ) {}
+  ) {
+    this.end = committed;
+  }
 
   /** Bytes durably in the file. */
   get size(): number {
@@ -80,47 +110,92 @@ export class LogWriter {
     });
   }
 
+  /** A batch is in flight, or failed ones are being cut back. */
+  private get inFlight(): boolean {
+    return this.flights.length > 0 || this.failing;
+  }
+
   private schedule(): void {
-    if (this.scheduled || this.flushing || this.exclusiveHeld || this.queue.length === 0) return;
+    if (this.scheduled || this.queue.length === 0 || !this.mayStart()) return;
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;
-      void this.flush();
+      this.start();
     });
   }
 
-  private async flush(): Promise<void> {
-    if (this.flushing || this.exclusiveHeld || this.queue.length === 0) return;
-    this.flushing = true;
+  /** An exclusive section waiting for the batches in flight goes first: no new one starts meanwhile. */
+  private mayStart(): boolean {
+    return !this.exclusiveHeld && this.waiters.length === 0 && !this.failing && this.broken === undefined && this.flights.length < MAX_IN_FLIGHT;
+  }
+
+  /** Starts a batch of everything queued: its position is taken now, its write and fdatasync run meanwhile. */
+  private start(): void {
+    if (this.queue.length === 0 || !this.mayStart()) return;
     const batch = this.queue;
     this.queue = [];
     const data = batch.length === 1 ? batch[0]!.data : Buffer.concat(batch.map((p) => p.data));
-    this.accepted -= data.length;
-    try {
-      let written = 0;
-      while (written < data.length) {
-        const r = await this.handle.write(data, written, data.length - written, this.committed + written);
-        written += r.bytesWritten;
-      }
-      await this.handle.datasync();
-      this.committed += data.length;
-      this.batches++;
-      for (const p of batch) {
-        try {
-          p.onDurable?.();
-        } catch (err) {
-          this.logger.error(`store: applying a durable record failed: ${err instanceof Error ? err.message : String(err)}`);
-        }
-      }
-      for (const p of batch) p.resolve();
-    } catch (err) {
-      await this.cutBack(err);
-      const failure = new StoreUnavailableError(undefined, err);
-      for (const p of batch) p.reject(failure);
-    } finally {
-      this.flushing = false;
-      this.afterBatch();
+    const flight: Flight = { batch, bytes: data.length, outcome: undefined };
+    const at = this.end;
+    this.end += data.length;
+    this.flights.push(flight);
+    void this.writeAndSync(data, at).then(
+      () => this.settle(flight, null),
+      (err: unknown) => this.settle(flight, err instanceof Error ? err : new Error(String(err))),
+    );
+    // A second batch may start at once if more was queued meanwhile.
+    this.schedule();
+  }
+
+  private async writeAndSync(data: Buffer, at: number): Promise<void> {
+    let written = 0;
+    while (written < data.length) {
+      const r = await this.handle.write(data, written, data.length - written, at + written);
+      written += r.bytesWritten;
     }
+    await this.handle.datasync();
+  }
+
+  /** One batch returned: completes, in log order, every batch whose predecessors are done. */
+  private settle(flight: Flight, outcome: Error | null): void {
+    flight.outcome = outcome;
+    if (outcome !== null) this.failing = true;
+    while (this.flights.length > 0 && this.flights[0]!.outcome === null) this.complete(this.flights.shift()!);
+    if (this.failing) {
+      // The first one left failed: it and those after it (they may sit behind a hole) fail together
+      // once none is in flight, and the file is cut back to what is durable.
+      if (this.flights.length > 0 && this.flights.every((f) => f.outcome !== undefined)) void this.failRest();
+      return;
+    }
+    this.afterBatch();
+  }
+
+  private complete(flight: Flight): void {
+    this.committed += flight.bytes;
+    this.accepted -= flight.bytes;
+    this.batches++;
+    for (const p of flight.batch) {
+      try {
+        p.onDurable?.();
+      } catch (err) {
+        this.logger.error(`store: applying a durable record failed: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    }
+    for (const p of flight.batch) p.resolve();
+  }
+
+  private async failRest(): Promise<void> {
+    const failed = this.flights.splice(0);
+    const cause = failed.find((f) => f.outcome !== null)!.outcome!;
+    await this.cutBack(cause);
+    const failure = new StoreUnavailableError(undefined, cause);
+    for (const f of failed) {
+      this.accepted -= f.bytes;
+      for (const p of f.batch) p.reject(failure);
+    }
+    this.end = this.committed;
+    this.failing = false;
+    this.afterBatch();
   }
 
   private async cutBack(err: unknown): Promise<void> {
@@ -139,6 +214,10 @@ export class LogWriter {
   }
 
   private afterBatch(): void {
+    if (this.inFlight) {
+      this.schedule();
+      return;
+    }
     const next = this.waiters.shift();
     if (next) {
       next();
@@ -157,7 +236,7 @@ export class LogWriter {
    * called `replaceFile`).
    */
   async exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.flushing || this.exclusiveHeld) await new Promise<void>((r) => this.waiters.push(r));
+    if (this.inFlight || this.exclusiveHeld) await new Promise<void>((r) => this.waiters.push(r));
     this.exclusiveHeld = true;
     try {
       return await fn();
@@ -173,6 +252,7 @@ export class LogWriter {
     const old = this.handle;
     this.handle = handle;
     this.committed = size;
+    this.end = size;
     return old;
   }
 
@@ -183,7 +263,7 @@ export class LogWriter {
 
   /** Resolves when every append made so far has been committed or failed. */
   async drain(): Promise<void> {
-    while (this.flushing || this.exclusiveHeld || this.queue.length > 0 || this.scheduled) {
+    while (this.inFlight || this.exclusiveHeld || this.queue.length > 0 || this.scheduled) {
       await new Promise<void>((r) => this.idleWaiters.push(r));
     }
   }
