@@ -31,8 +31,15 @@ napi_defines=(-DNAPI_VERSION=8 -DNAPI_CPP_EXCEPTIONS -DNODE_ADDON_API_DISABLE_DE
 if [ $# -gt 0 ]; then
   files=("$@")
 else
-  # Headers on their own too, so each one includes what it uses.
-  files=(native/common/addon.cc native/common/errors.cc native/windows/*.cc native/windows/*.h)
+  # native/sources.json's common sources (the ones every build compiles), the Windows
+  # sources, and the headers on their own too, so each one includes what it uses
+  # (native/common's *_posix files are the Unix builds' only).
+  mapfile -t common < <(node native/sources.cjs common)
+  common_headers=()
+  for h in native/common/*.h; do
+    case "$h" in *_posix.h) ;; *) common_headers+=("$h") ;; esac
+  done
+  files=("${common[@]}" "${common_headers[@]}" native/windows/*.cc native/windows/*.h)
 fi
 status=0
 for src in "${files[@]}"; do

@@ -1,6 +1,7 @@
 // The per-platform half of the addon. Every platform folder (native/linux,
-// native/macos, native/windows) defines each of these once; binding.gyp adds
-// exactly one platform's sources, so there is one definition per build.
+// native/macos, native/windows) defines each of these once, but InitHarden,
+// which native/common/harden.cc defines around each platform's steps; binding.gyp
+// adds exactly one platform's sources, so there is one definition per build.
 #pragma once
 
 #include <napi.h>
@@ -9,7 +10,8 @@ namespace stash {
 
 // peerCredentials(fd) -> {pid, uid, gid}
 void InitPeer(Napi::Env env, Napi::Object exports);
-// hardenProcess() -> report; processPosture() -> current state
+// hardenProcess() -> report; processPosture() -> current state. Defined once in
+// native/common/harden.cc, around each platform's steps (native/common/harden.h).
 void InitHarden(Napi::Env env, Napi::Object exports);
 // openSystemLog(ident), systemLog(level, message), closeSystemLog()
 void InitSystemLog(Napi::Env env, Napi::Object exports);

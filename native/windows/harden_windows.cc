@@ -4,13 +4,15 @@
 // (ReadProcessMemory) or inject threads. An administrator holding
 // SeDebugPrivilege still can; that is outside what a user process can stop.
 // Windows Error Reporting dumps are suppressed with SetErrorMode.
+// The report around these steps is native/common/harden.cc's.
 #include <windows.h>
 #include <aclapi.h>
 #include <napi.h>
 
+#include <string>
 #include <vector>
 
-#include "../common/platform.h"
+#include "../common/harden.h"
 #include "win_error.h"
 #include "win_token.h"
 
@@ -19,16 +21,9 @@ namespace {
 
 bool g_hardened = false;
 
-Napi::Object Posture(Napi::Env env) {
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("dumpable", Napi::Boolean::New(env, !g_hardened));
-  out.Set("coreLimit", env.Null());
-  out.Set("memlockLimit", env.Null());
-  return out;
-}
+}  // namespace
 
-Napi::Value HardenProcess(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
+std::vector<std::string> ApplyHardening(Napi::Env env) {
   std::vector<BYTE> user;
   DWORD token_err = TokenUserOf(GetCurrentProcess(), &user);
   if (token_err != ERROR_SUCCESS) ThrowWin32(env, "GetTokenInformation(TokenUser)", token_err);
@@ -64,24 +59,14 @@ Napi::Value HardenProcess(const Napi::CallbackInfo& info) {
   if (rc != ERROR_SUCCESS) ThrowWin32(env, "SetSecurityInfo", rc);
   SetErrorMode(SEM_FAILCRITICALERRORS | SEM_NOGPFAULTERRORBOX);
   g_hardened = true;
-
-  Napi::Object out = Posture(env);
-  Napi::Array actions = Napi::Array::New(env);
-  actions.Set(0u, Napi::String::New(env, "SetSecurityInfo(process DACL: owner without PROCESS_VM_READ)"));
-  actions.Set(1u, Napi::String::New(env, "SetErrorMode(SEM_NOGPFAULTERRORBOX)"));
-  out.Set("actions", actions);
-  out.Set("coreDumpsDisabled", Napi::Boolean::New(env, true));
-  out.Set("ptraceBlocked", Napi::Boolean::New(env, true));
-  return out;
+  return {"SetSecurityInfo(process DACL: owner without PROCESS_VM_READ)", "SetErrorMode(SEM_NOGPFAULTERRORBOX)"};
 }
 
-Napi::Value ProcessPosture(const Napi::CallbackInfo& info) { return Posture(info.Env()); }
-
-}  // namespace
-
-void InitHarden(Napi::Env env, Napi::Object exports) {
-  exports.Set("hardenProcess", Napi::Function::New(env, HardenProcess, "hardenProcess"));
-  exports.Set("processPosture", Napi::Function::New(env, ProcessPosture, "processPosture"));
+// Windows has no core or memlock rlimit.
+void DescribePosture(Napi::Env env, Napi::Object out) {
+  out.Set("dumpable", Napi::Boolean::New(env, !g_hardened));
+  out.Set("coreLimit", env.Null());
+  out.Set("memlockLimit", env.Null());
 }
 
 }  // namespace stash

@@ -129,7 +129,10 @@ test('hardenProcess makes the process non-dumpable, as /proc shows', async () =>
   assert.is(report.ptraceBlocked, true);
   assert.equal(report.coreLimit, { soft: 0, hard: 0 });
   assert.ok(report.actions.length >= 2);
+  // The report is native/common/harden.cc's on every OS; the steps are the OS's.
+  assert.equal(Object.keys(report), ['dumpable', 'coreLimit', 'memlockLimit', 'actions', 'coreDumpsDisabled', 'ptraceBlocked']);
   if (process.platform === 'linux') {
+    assert.equal(report.actions, ['setrlimit(RLIMIT_CORE, 0)', 'prctl(PR_SET_DUMPABLE, 0)']);
     // A non-dumpable process's /proc/<pid>/status belongs to root, and its
     // CoreDumping/… fields stay readable; a same-user reader loses ptrace access to /proc/<pid>/mem.
     const status = statSync(`/proc/${proc.pid}/status`);

@@ -47,6 +47,11 @@ test('native/windows and native/common compile (syntax) with mingw-w64', () => {
   const expected = readdirSync('native/windows').filter((f) => /\.(cc|h)$/.test(f));
   for (const f of ['pipe_windows.cc', 'pipe_windows.h', 'pipe_core_windows.cc', 'pipe_core_windows.h', 'console_windows.cc']) assert.ok(expected.includes(f), f);
   for (const f of expected) assert.match(r.stdout, new RegExp(`^ok {3}native/windows/${f.replace('.', '\\.')}$`, 'm'));
+  // And what every build shares: native/sources.json's common sources and native/common's headers (not the Unix-only *_posix ones).
+  const common = [...(JSON.parse(readFileSync('native/sources.json', 'utf8')) as { common: string[] }).common,
+    ...readdirSync('native/common').filter((f) => f.endsWith('.h') && !f.endsWith('_posix.h')).map((f) => `native/common/${f}`)];
+  assert.ok(common.includes('native/common/harden.cc'), 'harden.cc');
+  for (const f of common) assert.match(r.stdout, new RegExp(`^ok {3}${f.replace(/\./g, '\\.')}$`, 'm'));
 });
 
 test('the check fails when a Win32 call in the pipe source is wrong', () => {
