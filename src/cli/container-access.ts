@@ -39,18 +39,20 @@ export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer,
  * The history policy of a write: vault.history_keep (or STASH_HISTORY_KEEP)
  * previous values per entry, and the entries whose history goes (`rm --purge`).
  */
-export async function historyPolicy(purge: readonly string[] = []): Promise<HistoryPolicy> {
+export async function historyPolicy(extra: Omit<HistoryPolicy, 'keep'> = {}): Promise<HistoryPolicy> {
   const { loadConfig } = await import('../agent/config.js');
-  return { keep: (await loadConfig()).historyKeep.value, purge };
+  return { keep: (await loadConfig()).historyKeep.value, ...extra };
 }
 
 /**
  * Applies changes (a Buffer sets, null deletes) in one write, the values they
- * replace kept in the entries' history; `purge` names entries whose history
- * goes too. Returns the names that changed.
+ * replace kept in the entries' history; `extra` names entries whose history
+ * goes too (purge) or moves to another name (moves). Returns the names that changed.
  */
-export async function updateEntriesOf(session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>, purge: readonly string[] = []): Promise<string[]> {
-  const policy = await historyPolicy(purge);
+export async function updateEntriesOf(
+  session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>, extra: Omit<HistoryPolicy, 'keep'> = {},
+): Promise<string[]> {
+  const policy = await historyPolicy(extra);
   if (!info.shared) return updateEntries(session.dir, info.name, key, changes, policy);
   const { identitySecret } = await import('../vault/identity.js');
   const vaultKey = await session.vaultKey();

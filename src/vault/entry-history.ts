@@ -19,6 +19,12 @@ export interface HistoryPolicy {
   keep: number;
   /** Entries whose history goes too (`rm --purge`); an entry left with neither value nor history is gone. */
   purge?: readonly string[];
+  /**
+   * Renames within the container (`mv C/A C/B`, given as changes A: null and
+   * B: A's value): A's history goes to B with the value, and no copy of the
+   * value stays behind under A.
+   */
+  moves?: ReadonlyArray<readonly [from: string, to: string]>;
 }
 
 export const DEFAULT_POLICY: HistoryPolicy = { keep: DEFAULT_HISTORY_KEEP };
@@ -33,7 +39,7 @@ export function checkKeep(keep: number): void {
 /** INVALID_ARGUMENT / INVALID_NAME unless `policy` is usable. */
 export function checkPolicy(policy: HistoryPolicy): void {
   checkKeep(policy.keep);
-  for (const name of policy.purge ?? []) validateEntryName(name);
+  for (const name of [...policy.purge ?? [], ...(policy.moves ?? []).flat()]) validateEntryName(name);
 }
 
 /** Every list cut to `keep` versions; names left with none are dropped. */
@@ -65,9 +71,17 @@ export function applyChanges(
     }
   }
   const history = new Map<string, PastValue[]>([...historyOf(entries)].map(([n, v]) => [n, [...v]]));
+  const movedFrom = new Set((policy.moves ?? []).map(([from]) => from));
   for (const entryName of changed) {
     const old = entries.get(entryName);
-    if (old !== undefined) history.set(entryName, [{ value: old, changedAt: changeTime(entries, entryName), replacedAt: now }, ...(history.get(entryName) ?? [])]);
+    if (old !== undefined && !movedFrom.has(entryName)) {
+      history.set(entryName, [{ value: old, changedAt: changeTime(entries, entryName), replacedAt: now }, ...(history.get(entryName) ?? [])]);
+    }
+  }
+  for (const [from, to] of policy.moves ?? []) {
+    const carried = history.get(from) ?? [];
+    history.delete(from);
+    if (carried.length > 0) history.set(to, [...(history.get(to) ?? []), ...carried].sort((a, b) => b.replacedAt - a.replacedAt));
   }
   for (const entryName of policy.purge ?? []) {
     if (history.delete(entryName) && !changed.includes(entryName)) changed.push(entryName);

@@ -83,6 +83,17 @@ test('rm keeps the history (history shows it, restore brings it back); rm --purg
     await refused(t, ['history', 'work', 'KEY'], 66, /has no entry KEY/);
     await refused(t, ['get', 'work', 'KEY', '--version', '1'], 66, /has no entry KEY/);
     await refused(t, ['rm', 'work', 'KEY', '--purge'], 66, /no entry KEY and no history of one/);
+    // mv within a container takes the history along; to another container, the source keeps it.
+    await ok(t, ['set', 'work', 'OLD'], 'm1');
+    await ok(t, ['set', 'work', 'OLD'], 'm2');
+    await ok(t, ['mv', 'work/OLD', 'work/NEW']);
+    assert.equal((await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size), [2]);
+    assert.is((await ok(t, ['get', 'work', 'NEW', '--version', '1'])).stdout, 'm1');
+    await refused(t, ['history', 'work', 'OLD'], 66, /has no entry OLD/);
+    await ok(t, ['container', 'create', 'other']);
+    await ok(t, ['mv', 'work/NEW', 'other/NEW']);
+    assert.equal((await historyJson(t, 'other', 'NEW')).versions, []);
+    assert.equal((await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size), [2, 2], 'the moved value and m1 stay in work, as after rm');
     // A name with only a history can be purged on its own.
     await ok(t, ['set', 'work', 'GONE'], 'x');
     await ok(t, ['rm', 'work', 'GONE']);

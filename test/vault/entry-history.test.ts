@@ -205,6 +205,18 @@ test('applyChanges: rm --purge removes the value and the history in one write', 
   wipe(c.key);
 });
 
+test('applyChanges: a move within the container takes the history to the new name, and leaves no copy behind', async () => {
+  const c = await privateWith(['one', 'two']);
+  const e = c.entries();
+  const { next, changed } = applyChanges(e, new Map([['K', null], ['L', Buffer.from(e.get('K')!)]]), { keep: 10, moves: [['K', 'L']] });
+  assert.equal(changed.sort(), ['K', 'L']);
+  assert.equal([next.has('K'), Buffer.from(next.get('L')!).toString()], [false, 'two']);
+  assert.equal([historyOf(next).has('K'), text(historyOf(next), 'L')], [false, ['one']]);
+  expectCode(() => applyChanges(e, new Map(), { keep: 10, moves: [['K', 'no good']] }), 'INVALID_NAME');
+  wipeEntries(e);
+  wipe(c.key);
+});
+
 /** Shared container `team` entries and history as Bob (a member) reads them. */
 function sharedAs(p: Awaited<ReturnType<typeof threeMembers>>['bob'], fn: (e: Entries) => void): void {
   const key = openSharedContentKey(p.dir, 'team', p.secret);

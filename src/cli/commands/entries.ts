@@ -65,7 +65,7 @@ async function list(session: Session, container: string, json: boolean): Promise
 }
 
 async function remove(session: Session, container: string, name: string, purge: boolean): Promise<number> {
-  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]]), purge ? [name] : []));
+  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]]), { purge: purge ? [name] : [] }));
   if (changed.length === 0) {
     throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}${purge ? ' and no history of one' : ''}; nothing was removed (see stash ls ${container})`);
   }

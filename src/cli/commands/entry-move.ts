@@ -1,9 +1,12 @@
 /**
  * `stash mv C/NAME C2/NAME2` and `stash cp C/NAME C2/NAME2`. The value goes
  * from one container to the other in secure memory, never printed. Within
- * one container a move is one write (set NAME2, delete NAME together); across
- * containers the target is written first and the source deleted after, so a
- * failure in between leaves a copy in both, never the value in neither.
+ * one container a move is one write (set NAME2, delete NAME together), and
+ * NAME's history goes to NAME2 with it; across containers the target is
+ * written first and the source deleted after, so a failure in between leaves
+ * a copy in both, never the value in neither. The source then keeps NAME's
+ * history, as after rm: previous values never go to another container,
+ * whose members may not be the ones who could read them.
  */
 import { StashError, UsageError } from '../../errors.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
@@ -52,7 +55,7 @@ export async function run(inv: Invocation): Promise<number> {
         }
         const changes = new Map<string, Buffer | null>([[to.name, value]]);
         if (move && sameContainer) changes.set(from.name, null);
-        await updateEntriesOf(session, info, key, changes);
+        await updateEntriesOf(session, info, key, changes, move && sameContainer ? { moves: [[from.name, to.name]] } : {});
       });
       if (move && !sameContainer) {
         await session.withContentKey(from.container, (key, info) => updateEntriesOf(session, info, key, new Map([[from.name, null]])));
