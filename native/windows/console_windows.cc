@@ -77,15 +77,13 @@ struct Outcome {
   bool discarded = false;
 };
 
-std::string Win32Code(DWORD err) { return "WIN32_" + std::to_string(static_cast<unsigned long>(err)); }
-
 void Fail(Outcome* out, const std::string& code, const std::string& message) {
   out->code = code;
   out->message = message;
 }
 
 void FailWin32(Outcome* out, const char* call, DWORD err) {
-  Fail(out, Win32Code(err), std::string(call) + " failed with Windows error " + std::to_string(static_cast<unsigned long>(err)));
+  Fail(out, Win32Code(err), Win32Text(call, err));
 }
 
 // Wide memory for the line: page-aligned, locked while it lives, zeroed before release.
@@ -260,8 +258,7 @@ void Prompt(const Request& req, Outcome* out) {
   HANDLE input = CreateFileW(L"CONIN$", GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr,
                              OPEN_EXISTING, 0, nullptr);
   if (input == INVALID_HANDLE_VALUE) {
-    Fail(out, "ENOTTY", "this process has no console (CreateFileW(CONIN$) failed with Windows error " +
-                            std::to_string(static_cast<unsigned long>(GetLastError())) + ")");
+    Fail(out, "ENOTTY", "this process has no console (" + Win32Text("CreateFileW(CONIN$)", GetLastError()) + ")");
     return;
   }
   HANDLE output = CreateFileW(L"CONOUT$", GENERIC_READ | GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_WRITE, nullptr,

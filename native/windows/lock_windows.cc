@@ -125,8 +125,7 @@ class LockWatcher : public LockWatcherBase<LockWatcher> {
 
  private:
   void Fail(const char* call, DWORD err) {
-    EmitError("WIN32_" + std::to_string(static_cast<unsigned long>(err)),
-              std::string(call) + " failed with Windows error " + std::to_string(static_cast<unsigned long>(err)));
+    EmitError(Win32Code(err), Win32Text(call, err));
     SetEvent(setup_done_);
   }
 

@@ -45,12 +45,6 @@ HANDLE CreateInstance(const std::wstring& name, PipeSecurity* security, bool fir
 
 }  // namespace
 
-std::string Win32Text(const char* call, DWORD err) {
-  return std::string(call) + " failed with Windows error " + std::to_string(static_cast<unsigned long>(err));
-}
-
-std::string Win32Code(DWORD err) { return "WIN32_" + std::to_string(static_cast<unsigned long>(err)); }
-
 // ---- security ----------------------------------------------------------------
 
 PipeSecurity::~PipeSecurity() {

@@ -13,10 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace stash {
+#include "win_error_text.h"
 
-std::string Win32Text(const char* call, DWORD err);  // "<call> failed with Windows error <n>"
-std::string Win32Code(DWORD err);                    // "WIN32_<n>"
+namespace stash {
 
 // The owner-only security descriptor, from SDDL:
 //   O:<sid>          owner = the current user (an elevated token's default

@@ -179,8 +179,7 @@ class PowerWatcher : public EventWatcher<PowerWatcher, PowerEvent, PowerEventObj
     params_.Context = this;
     DWORD rc = api.reg(kDeviceNotifyCallback, reinterpret_cast<HANDLE>(&params_), &registration_);
     if (rc != ERROR_SUCCESS) {
-      Emit(PowerEvent::Error("WIN32_" + std::to_string(rc),
-                             "PowerRegisterSuspendResumeNotification failed with Windows error " + std::to_string(rc)));
+      Emit(PowerEvent::Error(Win32Code(rc), Win32Text("PowerRegisterSuspendResumeNotification", rc)));
     } else {
       Emit(PowerEvent::Make(PowerEvent::kReady));
     }

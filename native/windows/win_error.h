@@ -1,4 +1,5 @@
-// Windows failures as Errors with code "WIN32_<n>" (the GetLastError value).
+// Windows failures as Errors with code "WIN32_<n>" (the GetLastError value),
+// named as win_error_text.h names them.
 #pragma once
 
 #include <windows.h>
@@ -7,13 +8,12 @@
 #include <string>
 
 #include "../common/errors.h"
+#include "win_error_text.h"
 
 namespace stash {
 
 [[noreturn]] inline void ThrowWin32(Napi::Env env, const char* call, DWORD err) {
-  std::string code = "WIN32_" + std::to_string(static_cast<unsigned long>(err));
-  ThrowCode(env, code.c_str(), std::string(call) + " failed with Windows error " +
-                                   std::to_string(static_cast<unsigned long>(err)));
+  ThrowCode(env, Win32Code(err).c_str(), Win32Text(call, err));
 }
 
 // UTF-8 to UTF-16 for the W APIs.
