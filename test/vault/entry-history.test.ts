@@ -4,8 +4,6 @@
  * write path of the library does with it: private writes, the cap, rm and
  * purge, rename, and shared containers (members see it, merge unites it).
  */
-import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { decodeBody, encodeBody, historyOf, PAD_BLOCK, withChangeTimes, withHistory, type Entries } from '../../src/vault/container-body.js';
@@ -16,8 +14,8 @@ import {
 } from '../../src/vault/index.js';
 import { renameContainer } from '../../src/vault/containers.js';
 import { mergeShared, openSharedContentKey, readSharedEntries, updateSharedEntries } from '../../src/vault/sharing/index.js';
-import { read, threeMembers, write } from './sharing-people.js';
-import { cleanup, expectCode, newVault, tempRoot } from './vault-fixture.js';
+import { diverge, read, threeMembers, write } from './sharing-people.js';
+import { cleanup, expectCode, newVault } from './vault-fixture.js';
 
 test.after.each(cleanup);
 
@@ -249,15 +247,10 @@ test('shared: a member sees the history other members wrote; share and unshare k
 
 test('merge: the histories of both sides are united, and the value that lost a conflict joins them', async () => {
   const { alice, bob, file } = await threeMembers();
-  const base = readFileSync(file);
-  write(alice, 'team', 'A', 'alice-1');
-  write(alice, 'team', 'A', 'alice-2');
-  const alices = readFileSync(file);
-  writeFileSync(file, base);
-  write(bob, 'team', 'A', 'bob-1');
-  const bobs = join(tempRoot(), 'bobs.stash');
-  copyFileSync(file, bobs);
-  writeFileSync(file, alices);
+  const bobs = diverge(file, () => {
+    write(alice, 'team', 'A', 'alice-1');
+    write(alice, 'team', 'A', 'alice-2');
+  }, () => write(bob, 'team', 'A', 'bob-1'));
   assert.equal(mergeShared(alice.dir, alice.key, 'team', bobs, 'container').conflicts, ['A']);
   assert.is(read(bob, 'team').get('A'), 'alice-2');
   sharedAs(bob, (e) => {

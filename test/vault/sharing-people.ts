@@ -5,6 +5,7 @@
  * write a signed revision).
  */
 import * as assert from 'uvu/assert';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   addContact, createContainer, identityPublic, identitySecret, unwrapContentKey, wipe, wipeEntries, writeEntry, type IdentitySecret,
@@ -52,6 +53,23 @@ export function write(p: Person, name: string, entry: string, value: string): vo
   } finally {
     wipe(key);
   }
+}
+
+/**
+ * Two versions of shared file `file` written from the same base (a git
+ * conflict): `ours` runs first and its version is left in `file`; `theirs`
+ * runs on the base again, and its version is returned in a copy elsewhere.
+ */
+export function diverge(file: string, ours: () => void, theirs: () => void): string {
+  const base = readFileSync(file);
+  ours();
+  const oursBytes = readFileSync(file);
+  writeFileSync(file, base);
+  theirs();
+  const copy = join(tempRoot(), 'theirs.stash');
+  copyFileSync(file, copy);
+  writeFileSync(file, oursBytes);
+  return copy;
 }
 
 /** Alice owns `team` (A=alpha), shared with Bob and Carol, exported to a folder and linked there by all three. */

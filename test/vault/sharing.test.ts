@@ -21,6 +21,7 @@ import {
 import { sealKey, signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
 import { writeIfUnchanged } from '../../src/vault/sharing/revisions.js';
+import { diverge } from './sharing-people.js';
 import { cleanup, expectCode, newVault, tempRoot, type TestVault } from './vault-fixture.js';
 
 test.after.each(cleanup);
@@ -240,14 +241,8 @@ test('divergence: two members writing from the same base are never silently merg
 
 test('merge: two diverged versions become one that both members accept; conflicts need a side', async () => {
   const { alice, bob, file } = await teamSetup();
-  const base = readFileSync(file);
-  write(alice, 'team', 'FROM_ALICE', '1');
-  const alices = readFileSync(file);
-  writeFileSync(file, base);
-  write(bob, 'team', 'FROM_BOB', '2');
-  const bobs = join(tempRoot(), 'bobs.stash');
-  copyFileSync(file, bobs);
-  writeFileSync(file, alices); // Alice's side is in place; Bob's is in another file
+  // Alice's side is in place; Bob's is in another file.
+  const bobs = diverge(file, () => write(alice, 'team', 'FROM_ALICE', '1'), () => write(bob, 'team', 'FROM_BOB', '2'));
   expectCode(() => read(bob, 'team'), 'SHARE_DIVERGED');
   await new Promise((r) => setTimeout(r, 20));
   const mergedAt = Date.now();
@@ -274,14 +269,8 @@ test('merge: two diverged versions become one that both members accept; conflict
   assert.equal([mergeShared(alice.dir, alice.key, 'team', later).outcome, readFileSync(file).equals(readFileSync(later))], ['fast-forward', true]);
 
   // Both change A: refused without a side, and no byte written; --prefer picks one.
-  const before = readFileSync(file);
-  write(alice, 'team', 'A', 'alice-says');
+  const bobsA = diverge(file, () => write(alice, 'team', 'A', 'alice-says'), () => write(bob, 'team', 'A', 'bob-says'));
   const alicesA = readFileSync(file);
-  writeFileSync(file, before);
-  write(bob, 'team', 'A', 'bob-says');
-  const bobsA = join(tempRoot(), 'bobsA.stash');
-  copyFileSync(file, bobsA);
-  writeFileSync(file, alicesA);
   const err = expectCode(() => mergeShared(alice.dir, alice.key, 'team', bobsA), 'SHARE_DIVERGED');
   assert.match(err.message, /both versions changed A; nothing was written/);
   assert.not.match(err.message, /says/, 'no value in the message');
