@@ -176,6 +176,7 @@ export function createApp(deps: AppDeps): KeyServerApp {
     : withFastFetch(koa, {
       backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs,
       forwards: (code) => forwarder.forwardsFetch(code), ...(observe ? { onFailure: observe } : {}),
+      writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
     });
   const callback = metrics ? metrics.countRequests(handler) : handler;
   return { app, callback, limiters };

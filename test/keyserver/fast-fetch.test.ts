@@ -25,22 +25,25 @@ interface Server {
   running: RunningServer;
   logger: MemoryLogger;
   dir: string;
+  /** Verification links sent, by address. */
+  links: Map<string, string>;
   stop(): Promise<void>;
 }
 
 async function start(clock: ManualClock, fastFetch: boolean, config: Partial<ServerConfig> = {}, dir?: string, fetchFlushMs = 5): Promise<Server> {
   const state = dir !== undefined ? { path: dir, remove: () => {} } : tempDir('fast');
   const logger = new MemoryLogger();
+  const links = new Map<string, string>();
   const running = await startServer({
     config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: state.path, developer: true, ...config },
     clock,
     logger,
-    mailer: { send: async () => ({ verification: 'sent', message: 'test' }) },
+    mailer: { send: async (email: string, url: string) => { links.set(email, url); return { verification: 'sent', message: 'test' }; } },
     timeouts: { bodyMs: 300 },
     store: { sweepIntervalMs: 0, fetchFlushMs },
     fastFetch,
   });
-  return { running, logger, dir: state.path, stop: async () => { await running.close(); state.remove(); } };
+  return { running, logger, dir: state.path, links, stop: async () => { await running.close(); state.remove(); } };
 }
 
 /** Puts the same share in a store: verified unless `pending`. */
@@ -137,6 +140,92 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
     // A publish through the fast path's server still reaches the app, body handed over.
     const created = await raw(fast.running.url, post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }));
     assert.is(status(created), 201, `${created.slice(0, 200)}\n${fast.logger.text()}`);
+  } finally {
+    await fast.stop();
+    await koa.stop();
+  }
+});
+
+/** A POST of `body` to `path` (no Content-Type unless given). */
+function postTo(path: string, body: string, headers: Record<string, string> = {}): string {
+  return post(body, headers).replace('POST /v1/share ', `POST ${path} `);
+}
+
+/** The code of a 201 answer, binary or JSON. */
+function createdCode(answer: string): string {
+  const body = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+  if (/\r\nContent-Type: application\/json/.test(answer)) return (JSON.parse(body) as { code: string }).code;
+  const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
+  assert.is(res.type, 'created');
+  return (res as { code: string }).code;
+}
+
+test('publishes and confirmations: the fast path sends the app\'s bytes (share codes set aside), errors and fallbacks included', async () => {
+  const clock = new ManualClock(Date.now());
+  const fast = await start(clock, true, { rateLimitPerMinute: 0 });
+  const koa = await start(clock, false, { rateLimitPerMinute: 0 });
+  /** Each server's answer with its own code (which differs between the two stores) written as CODE. */
+  const both = async (bytes: (s: Server) => string, what: string, codes?: Map<Server, string>): Promise<string[]> => {
+    const answers: string[] = [];
+    for (const s of [fast, koa]) {
+      let a = await raw(s.running.url, bytes(s));
+      const code = codes?.get(s) ?? (status(a) === 201 ? createdCode(a) : undefined);
+      if (code !== undefined) {
+        codes?.set(s, code);
+        a = a.split(code).join('CODE').split(code.replace(/-/g, '')).join('CODE');
+      }
+      answers.push(a);
+    }
+    assert.ok(answers[0]!.startsWith('HTTP/1.1 '), `${what}: an answer`);
+    assert.is(answers[0], answers[1], `${what}: same bytes from the fast path and from Koa`);
+    return answers;
+  };
+  try {
+    const create = (email: string, type: string, headers: Record<string, string> = {}) => type === BINARY
+      ? post(encodeShareRequest({ op: 'create', publicKey: key, email }), { 'Content-Type': BINARY, ...headers })
+      : post(JSON.stringify({ op: 'create', public_key: key.toString('base64'), email }), { 'Content-Type': JSON_TYPE, ...headers });
+    const codes = new Map<Server, string>();
+    const [created] = await both(() => create('bin@example.org', BINARY), 'binary publish', codes);
+    assert.is(status(created!), 201);
+    assert.is(status((await both(() => create('json@example.org', JSON_TYPE), 'JSON publish'))[0]!), 201);
+    assert.is(status((await both(() => create('mixed@example.org', JSON_TYPE, { Accept: BINARY }), 'JSON publish, binary answer'))[0]!), 201);
+    assert.is(status((await both(() => create('bad@example.org', BINARY).replace('bad@example.org', 'bad@example.-rg'), 'bad address'))[0]!), 400);
+    assert.is(status((await both(() => create('html@example.org', BINARY, { Accept: 'text/html' }), 'publish from a browser'))[0]!), 201);
+
+    // The mailed link, confirmed through each path: the page, then the page of a link already used.
+    const link = (s: Server) => new URL(s.links.get('bin@example.org')!).pathname;
+    for (const [what, headers] of [['confirm', { 'Content-Length': '0' }], ['confirm again', {}]] as const) {
+      const req = (s: Server) => `POST ${link(s)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+      const [page] = await both(req, what, codes);
+      assert.is(status(page!), 200, page);
+      assert.match(page!, /\r\nContent-Security-Policy: /);
+    }
+    assert.is(status((await both(() => postTo('/verify/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', ''), 'unknown token'))[0]!), 404);
+    assert.is(status((await both(() => postTo('/verify/%41%41', ''), 'an escaped token (the app decodes it)'))[0]!), 404);
+    assert.is(status((await both(() => postTo('/verify/abc', 'x'.repeat(5000)), 'oversize confirmation body'))[0]!), 413);
+    // The confirmed share is fetched through the fast path's server.
+    const fetched = await raw(fast.running.url, fetchBin(codes.get(fast)!));
+    assert.is(status(fetched), 200, fetched);
+  } finally {
+    await fast.stop();
+    await koa.stop();
+  }
+});
+
+test('rate limited publishes and confirmations: the same 429 on both paths', async () => {
+  const clock = new ManualClock(Date.now());
+  const config = { rateLimitPerMinute: 60, rateLimitBurst: 1 };
+  const fast = await start(clock, true, config);
+  const koa = await start(clock, false, config);
+  try {
+    const create = post(encodeShareRequest({ op: 'create', publicKey: key, email: 'limited@example.org' }), { 'Content-Type': BINARY });
+    assert.is(status(await raw(fast.running.url, create)), 201);
+    assert.is(status(await raw(koa.running.url, create)), 201);
+    const limited = await same(fast, koa, create, 'second publish');
+    assert.is(status(limited), 429);
+    const page = await same(fast, koa, postTo('/verify/AAAA', '', {}), 'a confirmation past the limit');
+    assert.is(status(page), 429);
+    assert.match(page, /text\/html/);
   } finally {
     await fast.stop();
     await koa.stop();

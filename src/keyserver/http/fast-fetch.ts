@@ -1,8 +1,10 @@
 /**
  * A fast path for share fetches in front of the Koa app. Koa with its router
  * costs about half of a bare node:http server's throughput before the key
- * server does any work of its own (docs/benchmarks.md), so the one hot
- * request, POST /v1/share with a well-formed fetch body, is answered here.
+ * server does any work of its own (docs/benchmarks.md), so the hot request,
+ * POST /v1/share with a well-formed fetch body, is answered here; so are a
+ * well-formed publish this server answers itself and POST /verify/<token>
+ * (fast-writes.ts), given `writes`.
  *
  * It takes only what it can answer exactly as the app would: the exact path,
  * one of the two media types spelled exactly, a declared Content-Length within
@@ -33,6 +35,8 @@ import { classify, type HttpFailure } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
 import { checkRequestRate, fetchedType, type FetchBackend } from './share-fetch.js';
 import { FORWARDED_BY_HEADER } from '../forward.js';
+import type { KeyServerBackend } from '../backend.js';
+import { answerConfirm, createdAnswer, verifyToken } from './fast-writes.js';
 
 export interface FastFetchDeps {
   backend: FetchBackend;
@@ -45,6 +49,8 @@ export interface FastFetchDeps {
   onFailure?: (f: HttpFailure) => void;
   /** True for a fetch this server passes on to the owner's servers (forward.ts): the app answers it. */
   forwards?: (code: string) => boolean;
+  /** Publishes (when `publishesHere()`: the app would not forward them) and confirmations answered here too. */
+  writes?: { backend: KeyServerBackend; publishesHere: () => boolean };
 }
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -52,35 +58,65 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const fail = (message: string) => new MalformedRequestError(message);
 const EMPTY = Buffer.alloc(0);
 
-/** The fetch code of a body, or undefined when the body is anything but a well-formed fetch. */
-function fetchCodeOf(body: Buffer, json: boolean): string | undefined {
-  if (!json) {
-    if (body[0] !== WIRE_VERSION || body[1] !== MessageType.fetchRequest) return undefined;
-    // The usual body: version, type, length, an ASCII code, nothing after. Anything else takes the full decoder.
+/** The request in a body, or undefined when the body is not a well-formed one (the app then says why). */
+function requestOf(body: Buffer, json: boolean): ShareRequest | undefined {
+  if (!json && body[0] === WIRE_VERSION && body[1] === MessageType.fetchRequest) {
+    // The usual fetch: version, type, length, an ASCII code, nothing after. Anything else takes the full decoder.
     const end = 3 + body[2]!;
     if (body.length === end) {
       let ascii = true;
       for (let i = 3; i < end; i++) if (body[i]! > 0x7f) ascii = false;
-      if (ascii) return body.toString('latin1', 3, end);
+      if (ascii) return { op: 'fetch', code: body.toString('latin1', 3, end) };
     }
   }
-  let req: ShareRequest;
   try {
-    req = json ? decodeJsonShareRequest(body, fail) : decodeShareRequest(body, fail);
+    return json ? decodeJsonShareRequest(body, fail) : decodeShareRequest(body, fail);
   } catch {
     return undefined;
   }
-  return req.op === 'fetch' ? req.code : undefined;
 }
 
 /** Wraps the Koa app's callback with the fetch fast path. */
 export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
-  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure, forwards } = deps;
+  const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure, forwards, writes } = deps;
 
   const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
     const f = classify(err, logger);
     onFailure?.(f);
-    writeAnswer(res, failureAnswer(f, '/v1/share', 'POST', req.headers));
+    writeAnswer(res, failureAnswer(f, req.url ?? '/v1/share', 'POST', req.headers));
+  };
+
+  /** The caller's key for the limits, after the request limit's check (as the app's first middleware does). */
+  const checkedClient = (req: IncomingMessage): string => {
+    const key = clientAddress(req, config.trustProxy).key;
+    if (limiter.enabled) checkRequestRate(limiter, config, key);
+    return key;
+  };
+
+  const publish = (req: IncomingMessage, res: ServerResponse, w: NonNullable<typeof writes>, publicKey: Uint8Array, email: string): void => {
+    let key;
+    try {
+      key = checkedClient(req);
+    } catch (err) {
+      failed(req, res, err);
+      return;
+    }
+    w.backend.publish(publicKey, email, key).then((created) => writeAnswer(res, createdAnswer(req, created)), (err: unknown) => failed(req, res, err));
+  };
+
+  const confirm = (req: IncomingMessage, res: ServerResponse, w: NonNullable<typeof writes>, token: string, error: Error | undefined): void => {
+    if (error !== undefined) {
+      handOverBody(req, { error });
+      app(req, res);
+      return;
+    }
+    try {
+      checkedClient(req);
+    } catch (err) {
+      failed(req, res, err);
+      return;
+    }
+    answerConfirm(w.backend, token, res, (err) => failed(req, res, err));
   };
 
   const answer = (req: IncomingMessage, res: ServerResponse, code: string): void => {
@@ -99,9 +135,13 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
   };
 
   const withBody = (req: IncomingMessage, res: ServerResponse, json: boolean, error: Error | undefined, body: Buffer | undefined): void => {
-    const code = error === undefined ? fetchCodeOf(body!, json) : undefined;
-    if (code !== undefined && forwards?.(code) !== true) {
-      answer(req, res, code);
+    const request = error === undefined ? requestOf(body!, json) : undefined;
+    if (request?.op === 'fetch' && forwards?.(request.code) !== true) {
+      answer(req, res, request.code);
+      return;
+    }
+    if (request?.op === 'create' && writes !== undefined && writes.publishesHere()) {
+      publish(req, res, writes, request.publicKey, request.email);
       return;
     }
     handOverBody(req, error === undefined ? { body: body! } : { error });
@@ -114,17 +154,26 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
    * buffer, and is taken in one read() with no listener, timer or stream
    * event; one still on its way is read with the body deadline.
    */
-  const afterHeaders = (req: IncomingMessage, res: ServerResponse, json: boolean): void => {
+  const afterHeaders = (req: IncomingMessage, then: (error: Error | undefined, body: Buffer | undefined) => void): void => {
     if (req.destroyed) return; // the client went away: nobody to answer
     if (req.complete) {
-      withBody(req, res, json, undefined, (req.read() as Buffer | null) ?? EMPTY);
+      then(undefined, (req.read() as Buffer | null) ?? EMPTY);
       return;
     }
-    readBodyThen(req, bodyLimit, bodyTimeoutMs, (error, body) => withBody(req, res, json, error, body));
+    readBodyThen(req, bodyLimit, bodyTimeoutMs, then);
   };
 
   return (req, res) => {
-    if (req.method !== 'POST' || req.url !== '/v1/share') return app(req, res);
+    if (req.method !== 'POST') return app(req, res);
+    if (req.url !== '/v1/share') {
+      const token = writes === undefined ? undefined : verifyToken(req.url);
+      // The confirmation form sends an empty body, with or without a Content-Length.
+      const declared = req.headers['content-length'];
+      const plainBody = declared === undefined ? req.headers['transfer-encoding'] === undefined : Number(declared) <= bodyLimit;
+      if (token === undefined || !plainBody) return app(req, res);
+      setImmediate(afterHeaders, req, (error: Error | undefined) => confirm(req, res, writes!, token, error));
+      return;
+    }
     // Another server forwarded it: the app checks its signature and answers it from this server's store.
     if (req.headers[FORWARDED_BY_HEADER] !== undefined) return app(req, res);
     const type = req.headers['content-type'];
@@ -134,6 +183,6 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     if (declared === undefined || !(Number(declared) <= bodyLimit)) return app(req, res);
     // This runs while node:http parses the packet: the body that came with the headers is parsed
     // by the time the event loop reaches its check phase (not yet at the next tick).
-    setImmediate(afterHeaders, req, res, json);
+    setImmediate(afterHeaders, req, (error: Error | undefined, body: Buffer | undefined) => withBody(req, res, json, error, body));
   };
 }
