@@ -194,7 +194,7 @@ if (recordTimes) {
   const sorted = Object.fromEntries(Object.keys(merged).sort().filter((k) => existsSync(join(root, k))).map((k) => [k, merged[k]]));
   writeFileSync(timesFile, `${JSON.stringify(sorted, null, 2)}\n`);
 }
-console.log(`\n${files.length} suites in ${Math.round((Date.now() - runStarted) / 1000)} s, ${jobs} at a time`);
+console.log(`\n${files.length} suite${files.length === 1 ? '' : 's'} in ${Math.round((Date.now() - runStarted) / 1000)} s, ${Math.min(jobs, files.length)} at a time`);
 if (failures.length) console.log(`\nfailed suites: ${failures.join(', ')}`);
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed === 0 ? 0 : 1);
