@@ -17,26 +17,23 @@ import { LogWriter, MAX_IN_FLIGHT } from '../../src/keyserver/store/log-writer.j
 import { MemoryLogger, tempDir } from './harness.js';
 
 interface Hooks {
-  /** Called before each write / datasync; may delay (a promise) or throw. */
-  write?: (n: number) => Promise<unknown> | void;
+  /** Called before each batch's write (which LogWriter makes on the descriptor it reads then); may throw. */
+  write?: (n: number) => void;
+  /** Called before each datasync; may delay (a promise) or throw. */
   datasync?: (n: number) => Promise<unknown> | void;
 }
 
-/** The real handle, with the events of each call in `events` and the hooks run before it. */
+/** The real handle, with the events of each batch's write and datasync in `events` and the hooks run before them. */
 function instrumented(handle: FileHandle, events: string[], hooks: Hooks): FileHandle {
   let writes = 0;
   let syncs = 0;
   return new Proxy(handle, {
     get(target, prop, receiver) {
-      if (prop === 'write') {
-        return async (...args: Parameters<FileHandle['write']>) => {
-          const n = ++writes;
-          events.push(`write ${n} start`);
-          await hooks.write?.(n);
-          const r = await (target.write as (...a: unknown[]) => Promise<{ bytesWritten: number }>)(...args);
-          events.push(`write ${n} end`);
-          return r;
-        };
+      if (prop === 'fd') {
+        const n = ++writes;
+        events.push(`write ${n} start`);
+        hooks.write?.(n);
+        return target.fd;
       }
       if (prop === 'datasync') {
         return async () => {
@@ -88,7 +85,7 @@ test('a second batch is written and synced while the first fdatasync runs; each 
     for (let i = 0; i <= 8; i++) {
       const b = batchOf(i);
       const ack = events.indexOf(`ack ${i}`);
-      assert.ok(events.indexOf(`write ${b} end`) < events.indexOf(`sync ${b} start`), `sync ${b} follows write ${b}`);
+      assert.ok(events.indexOf(`write ${b} start`) < events.indexOf(`sync ${b} start`), `sync ${b} follows write ${b}`);
       assert.ok(events.indexOf(`sync ${b} end`) < ack, `record ${i} acknowledged after sync ${b}: ${events.join(', ')}`);
     }
     assert.is(writer.size, Array.from({ length: 9 }, (_, i) => record(i).length).reduce((a, b) => a + b));
