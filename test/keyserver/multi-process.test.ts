@@ -27,11 +27,17 @@ function start(stateDir: string, sinkCommand: string, processes = '2'): Promise<
     '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
 }
 
-/** The process ids whose parent is `pid`. */
-function childrenOf(pid: number): number[] {
+/**
+ * The fetch processes of the server process `pid`: its children that run `__fetch-process`.
+ * Not any child: the store's process also runs the verification mail command, and tsx may
+ * start esbuild beside it (under a fresh checkout, 2026-11-26, that child was taken for the
+ * fetch process and every connection the real one held looked like nobody's).
+ */
+function fetchProcessesOf(pid: number): number[] {
   return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
     try {
-      return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid;
+      return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid
+        && readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes('__fetch-process');
     } catch {
       return false;
     }
@@ -88,7 +94,7 @@ test('a share confirmed through one process is fetched through the other at once
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
     const port = Number(new URL(server.url).port);
     // The store's process hands every other connection to the fetch process. Connections are
     // opened until one is held by each: a connection from elsewhere takes a turn too (under
@@ -175,7 +181,7 @@ test('--processes auto (the installed unit\'s setting) serves from the store\'s 
     assert.ok(created.code.length > 0);
     // A fetch process is started before the server says it listens; give a late one time to show.
     await new Promise((r) => setTimeout(r, 500));
-    assert.equal(childrenOf(server.child.pid!), [], 'no fetch process');
+    assert.equal(fetchProcessesOf(server.child.pid!), [], 'no fetch process');
     assert.not.match(server.stderr(), /fetch process \d+ started/);
   } finally {
     await server.kill();
@@ -193,7 +199,7 @@ test('kill -9 of the fetch process, then of the store process: every acknowledge
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
     const published: string[] = [];
     const confirmed: string[] = [];
     // Each publish is a new connection (no keep-alive): they alternate between the two processes.
@@ -217,11 +223,11 @@ test('kill -9 of the fetch process, then of the store process: every acknowledge
     await waitFor('40 acknowledged publishes', () => published.length >= 40, 20_000);
     process.kill(f!, 'SIGKILL');
     // The store's process serves on, and starts a new fetch process.
-    await waitFor('a new fetch process', () => childrenOf(p).some((c) => c !== f), 10_000);
+    await waitFor('a new fetch process', () => fetchProcessesOf(p).some((c) => c !== f), 10_000);
     const before = published.length;
     await waitFor('40 more acknowledged publishes', () => published.length >= before + 40, 20_000);
     assert.match(server.stderr(), /fetch process 1 \(pid \d+\) ended \(SIGKILL\)/);
-    const second = childrenOf(p).find((c) => c !== f)!;
+    const second = fetchProcessesOf(p).find((c) => c !== f)!;
     await server.kill();
     stop = true;
     await Promise.all(workers);
@@ -255,7 +261,7 @@ test('one request allowance per client address across both processes', async () 
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
     const port = Number(new URL(server.url).port);
     const statuses: number[] = [];
     const holders = new Set<number | undefined>();
@@ -307,7 +313,7 @@ test('the guessing penalty holds with one process and with two: unknown-code fet
   const servers = await Promise.all(['1', '2'].map((processes, i) => startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dirs[i]!.path,
     '--processes', processes, '--verification-email-command', sink.command, '--rate-limit-per-minute', '300', '--rate-limit-burst', '40'])));
   try {
-    await waitFor('the fetch process', () => childrenOf(servers[1]!.child.pid!).length > 0);
+    await waitFor('the fetch process', () => fetchProcessesOf(servers[1]!.child.pid!).length > 0);
     const [one, two] = await Promise.all(servers.map((s) => guessOnSchedule(s.url, 60, 200)));
     for (const [name, statuses] of [['one process', one!], ['two processes', two!]] as const) {
       assert.equal(count(statuses, 404) + count(statuses, 429), 60, `${name}: ${statuses.join(' ')}`);
@@ -333,7 +339,7 @@ test('a burst of 200 unknown-code fetches through both processes gets the 8 of o
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = childrenOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
     const port = Number(new URL(server.url).port);
     const holders = new Set<number | undefined>();
     const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
