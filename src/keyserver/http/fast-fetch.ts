@@ -58,17 +58,17 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 const fail = (message: string) => new MalformedRequestError(message);
 const EMPTY = Buffer.alloc(0);
 
+/** The code of the usual binary fetch (version, type, length, an ASCII code, nothing after), else undefined. */
+function usualFetchCode(body: Buffer, json: boolean): string | undefined {
+  if (json || body[0] !== WIRE_VERSION || body[1] !== MessageType.fetchRequest) return undefined;
+  const end = 3 + body[2]!;
+  if (body.length !== end) return undefined;
+  for (let i = 3; i < end; i++) if (body[i]! > 0x7f) return undefined;
+  return body.toString('latin1', 3, end);
+}
+
 /** The request in a body, or undefined when the body is not a well-formed one (the app then says why). */
 function requestOf(body: Buffer, json: boolean): ShareRequest | undefined {
-  if (!json && body[0] === WIRE_VERSION && body[1] === MessageType.fetchRequest) {
-    // The usual fetch: version, type, length, an ASCII code, nothing after. Anything else takes the full decoder.
-    const end = 3 + body[2]!;
-    if (body.length === end) {
-      let ascii = true;
-      for (let i = 3; i < end; i++) if (body[i]! > 0x7f) ascii = false;
-      if (ascii) return { op: 'fetch', code: body.toString('latin1', 3, end) };
-    }
-  }
   try {
     return json ? decodeJsonShareRequest(body, fail) : decodeShareRequest(body, fail);
   } catch {
@@ -135,9 +135,11 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
   };
 
   const withBody = (req: IncomingMessage, res: ServerResponse, json: boolean, error: Error | undefined, body: Buffer | undefined): void => {
-    const request = error === undefined ? requestOf(body!, json) : undefined;
-    if (request?.op === 'fetch' && forwards?.(request.code) !== true) {
-      answer(req, res, request.code);
+    const usual = error === undefined ? usualFetchCode(body!, json) : undefined;
+    const request = error === undefined && usual === undefined ? requestOf(body!, json) : undefined;
+    const code = usual ?? (request?.op === 'fetch' ? request.code : undefined);
+    if (code !== undefined && forwards?.(code) !== true) {
+      answer(req, res, code);
       return;
     }
     if (request?.op === 'create' && writes !== undefined && writes.publishesHere()) {
@@ -154,13 +156,24 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
    * buffer, and is taken in one read() with no listener, timer or stream
    * event; one still on its way is read with the body deadline.
    */
-  const afterHeaders = (req: IncomingMessage, then: (error: Error | undefined, body: Buffer | undefined) => void): void => {
+  const afterHeaders = (req: IncomingMessage, res: ServerResponse, json: boolean): void => {
     if (req.destroyed) return; // the client went away: nobody to answer
     if (req.complete) {
-      then(undefined, (req.read() as Buffer | null) ?? EMPTY);
+      withBody(req, res, json, undefined, (req.read() as Buffer | null) ?? EMPTY);
       return;
     }
-    readBodyThen(req, bodyLimit, bodyTimeoutMs, then);
+    readBodyThen(req, bodyLimit, bodyTimeoutMs, (error, body) => withBody(req, res, json, error, body));
+  };
+
+  /** The same for a confirmation, whose body is read and dropped (the form sends nothing the app uses). */
+  const afterConfirmHeaders = (req: IncomingMessage, res: ServerResponse, token: string): void => {
+    if (req.destroyed) return;
+    if (req.complete) {
+      req.read();
+      confirm(req, res, writes!, token, undefined);
+      return;
+    }
+    readBodyThen(req, bodyLimit, bodyTimeoutMs, (error) => confirm(req, res, writes!, token, error));
   };
 
   return (req, res) => {
@@ -171,7 +184,7 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
       const declared = req.headers['content-length'];
       const plainBody = declared === undefined ? req.headers['transfer-encoding'] === undefined : Number(declared) <= bodyLimit;
       if (token === undefined || !plainBody) return app(req, res);
-      setImmediate(afterHeaders, req, (error: Error | undefined) => confirm(req, res, writes!, token, error));
+      setImmediate(afterConfirmHeaders, req, res, token);
       return;
     }
     // Another server forwarded it: the app checks its signature and answers it from this server's store.
@@ -183,6 +196,6 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     if (declared === undefined || !(Number(declared) <= bodyLimit)) return app(req, res);
     // This runs while node:http parses the packet: the body that came with the headers is parsed
     // by the time the event loop reaches its check phase (not yet at the next tick).
-    setImmediate(afterHeaders, req, (error: Error | undefined, body: Buffer | undefined) => withBody(req, res, json, error, body));
+    setImmediate(afterHeaders, req, res, json);
   };
 }
