@@ -13,7 +13,7 @@
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bin, conditions, dist, fmt, quick, recordTarget, report } from './lib.js';
@@ -95,7 +95,9 @@ async function startServer(dir, flags, env, extra = [], unit = false) {
         const want = extra.includes('--processes') ? Number(extra[extra.indexOf('--processes') + 1]) - 1 : 0;
         while (childPids(child.pid).length < want) await sleep(50);
         const logFile = unit ? join(work, `server-${port}.log`) : undefined;
-        return { child, url, log: () => err + (logFile ? readFileSync(logFile, 'utf8') : '') };
+        // The unit's --log-file rotates at 1/50 of the disk cap: the line looked for may be in an older file.
+        const logText = () => [`${logFile}.2`, `${logFile}.1`, logFile].filter((f) => existsSync(f)).map((f) => readFileSync(f, 'utf8')).join('');
+        return { child, url, log: () => err + (logFile ? logText() : '') };
       }
     } catch { /* not listening yet */ }
     await sleep(100);
@@ -159,7 +161,7 @@ try {
     await stop(child);
     if (summary.errors > 0) throw new Error(`${name}: ${summary.errors} fetch(es) failed: ${summary.firstError}`);
     if (published.errors > 0) throw new Error(`${name}: ${published.errors} publish(es) failed: ${published.firstError}`);
-    if (extra === compactNow && !compacted) throw new Error(`${name}: the server did not compact during the load`);
+    if (extra === compactNow && !compacted) throw new Error(`${name}: the server did not compact during the load; its log ends:\n${log().slice(-1500)}`);
     rows.push([name, String(serving), fmt.mb(baseline.rss), fmt.mb(started.rss), fmt.mb(peak.rss), fmt.mb(peak.uss), fmt.int(summary.requests / summary.seconds),
       fmt.int(published.requests / published.seconds), peak.rss < 100 * 1048576 ? 'met' : 'not met']);
     if (name === installed) target = { peak, baseline, serving };
