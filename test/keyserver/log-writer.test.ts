@@ -53,15 +53,31 @@ function instrumented(handle: FileHandle, events: string[], hooks: Hooks): FileH
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const record = (i: number) => Buffer.from(`record ${String(i).padStart(4, '0')}\n`);
 
-test('a second batch is written and synced while the first fdatasync runs; each append is acknowledged after a sync that followed its write, in order', async () => {
+interface Setup {
+  path: string;
+  events: string[];
+  logger: MemoryLogger;
+  writer: LogWriter;
+}
+
+/** A LogWriter on a fresh real file behind `hooks`; the file and its folder are removed after `fn`. */
+async function withWriter(hooks: Hooks, fn: (s: Setup) => Promise<void>): Promise<void> {
   const dir = tempDir('log-writer');
   const path = join(dir.path, 'store.log');
   const real = await open(path, 'w+');
   const events: string[] = [];
-  // The first fdatasync is slow: appends made meanwhile go out as a second batch before it returns.
-  const handle = instrumented(real, events, { datasync: (n) => (n === 1 ? sleep(150) : undefined) });
-  const writer = new LogWriter(handle, 0, new MemoryLogger());
+  const logger = new MemoryLogger();
   try {
+    await fn({ path, events, logger, writer: new LogWriter(instrumented(real, events, hooks), 0, logger) });
+  } finally {
+    await real.close().catch(() => {});
+    dir.remove();
+  }
+}
+
+test('a second batch is written and synced while the first fdatasync runs; each append is acknowledged after a sync that followed its write, in order', async () => {
+  // The first fdatasync is slow: appends made meanwhile go out as a second batch before it returns.
+  await withWriter({ datasync: (n) => (n === 1 ? sleep(150) : undefined) }, async ({ path, events, writer }) => {
     const acked: number[] = [];
     const appends: Array<Promise<void>> = [];
     const applied: number[] = [];
@@ -91,27 +107,18 @@ test('a second batch is written and synced while the first fdatasync runs; each 
     assert.is(writer.size, Array.from({ length: 9 }, (_, i) => record(i).length).reduce((a, b) => a + b));
     await writer.close();
     assert.is(readFileSync(path, 'utf8'), Array.from({ length: 9 }, (_, i) => record(i).toString()).join(''));
-  } finally {
-    await real.close().catch(() => {});
-    dir.remove();
-  }
+  });
 });
 
 test('a failed write fails its batch; the durable one before it stays, the file is cut back, and what was queued meanwhile follows the durable batch', async () => {
-  const dir = tempDir('log-writer');
-  const path = join(dir.path, 'store.log');
-  const real = await open(path, 'w+');
-  const events: string[] = [];
-  const logger = new MemoryLogger();
   // Batch 1 syncs slowly; batch 2's write fails (EIO) meanwhile; the third append waits (two batches in flight) and starts after the cut.
-  const handle = instrumented(real, events, {
+  const hooks: Hooks = {
     datasync: (n) => (n === 1 ? sleep(150) : undefined),
     write: (n) => {
       if (n === 2) throw Object.assign(new Error('EIO: i/o error, write'), { code: 'EIO' });
     },
-  });
-  const writer = new LogWriter(handle, 0, logger);
-  try {
+  };
+  await withWriter(hooks, async ({ path, events, logger, writer }) => {
     const first = writer.append(record(1));
     await sleep(30);
     const second = writer.append(record(2));
@@ -124,27 +131,19 @@ test('a failed write fails its batch; the durable one before it stays, the file 
     assert.ok(events.indexOf('write 3 start') > events.indexOf('sync 1 end'), `the third batch started after the cut: ${events.join(', ')}`);
     await writer.close();
     assert.is(readFileSync(path, 'utf8'), `${record(1)}${record(3)}`, 'the failed batch is gone, the next one right after the durable one');
-  } finally {
-    await real.close().catch(() => {});
-    dir.remove();
-  }
+  });
 });
 
 test('an fdatasync that fails fails its batch even when the batch behind it synced', async () => {
-  const dir = tempDir('log-writer');
-  const path = join(dir.path, 'store.log');
-  const real = await open(path, 'w+');
-  const events: string[] = [];
-  const handle = instrumented(real, events, {
+  const hooks: Hooks = {
     datasync: async (n) => {
       if (n === 1) {
         await sleep(150);
         throw Object.assign(new Error('EIO: i/o error, fdatasync'), { code: 'EIO' });
       }
     },
-  });
-  const writer = new LogWriter(handle, 0, new MemoryLogger());
-  try {
+  };
+  await withWriter(hooks, async ({ path, events, writer }) => {
     const first = writer.append(record(1));
     await sleep(30);
     const second = writer.append(record(2));
@@ -156,19 +155,11 @@ test('an fdatasync that fails fails its batch even when the batch behind it sync
     await writer.append(record(3));
     await writer.close();
     assert.is(readFileSync(path, 'utf8'), record(3).toString());
-  } finally {
-    await real.close().catch(() => {});
-    dir.remove();
-  }
+  });
 });
 
 test('an exclusive section waits for every batch in flight, and no batch starts during it', async () => {
-  const dir = tempDir('log-writer');
-  const real = await open(join(dir.path, 'store.log'), 'w+');
-  const events: string[] = [];
-  const handle = instrumented(real, events, { datasync: () => sleep(40) });
-  const writer = new LogWriter(handle, 0, new MemoryLogger());
-  try {
+  await withWriter({ datasync: () => sleep(40) }, async ({ events, writer }) => {
     const appends = [writer.append(record(1))];
     await sleep(10);
     appends.push(writer.append(record(2)));
@@ -187,10 +178,7 @@ test('an exclusive section waits for every batch in flight, and no batch starts 
     assert.ok(events.indexOf('sync 2 end') < start, events.join(', '));
     assert.ok(events.indexOf('write 3 start') > events.indexOf('exclusive end'), events.join(', '));
     await writer.close();
-  } finally {
-    await real.close().catch(() => {});
-    dir.remove();
-  }
+  });
 });
 
 test.run();
