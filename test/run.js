@@ -103,9 +103,30 @@ function runSuite(file) {
       output += `\n(suite killed after ${suiteTimeoutMs} ms)\n`;
       killGroup(child, 'SIGKILL');
     }, suiteTimeoutMs);
-    child.on('close', (code, signal) => {
+    // Done when the suite's process has exited and its output has ended, or 2 s after the
+    // exit: a process it left behind (an agent a failed test did not stop) may hold the
+    // output pipes open for ever, and the suite would wait out its timeout (600 s, seen
+    // under load 28 on 2026-11-26).
+    let exit = null;
+    let graceTimer = null;
+    child.on('exit', (code, signal) => {
+      exit = { code, signal };
+      graceTimer = setTimeout(() => {
+        output += '\n(output still open 2 s after the suite exited: a process it started holds it)\n';
+        child.stdout.destroy();
+        child.stderr.destroy();
+        finish();
+      }, 2000);
+    });
+    child.on('close', () => finish());
+    let finished = false;
+    const finish = () => {
+      if (finished || exit === null) return;
+      finished = true;
       clearTimeout(timer);
+      clearTimeout(graceTimer);
       running.delete(child);
+      const { code, signal } = exit;
       let cpu = null;
       if (cpuDir) {
         const m = /^([\d.]+) ([\d.]+)\s*$/m.exec(existsSync(join(cpuDir, 'cpu')) ? readFileSync(join(cpuDir, 'cpu'), 'utf8') : '');
@@ -118,7 +139,7 @@ function runSuite(file) {
       const skipped = num('Skipped') + (output.match(/^SKIP: /gm) ?? []).length;
       const ok = code === 0 && signal === null && total > 0 && passed + num('Skipped') === total;
       resolveSuite({ file, ok, total, passed, skipped, output, ms: Date.now() - started, cpu, code, signal });
-    });
+    };
   });
 }
 
