@@ -175,7 +175,7 @@ if (process.argv.includes('--measure')) {
     ? [{ cpu: pinning.server, name: `client on CPU ${pinning.server} with the agents` }, { cpu: pinning.load, name: `client on CPU ${pinning.load}, agents on CPU ${pinning.server}` }]
     : [{ cpu: undefined, name: 'unpinned' }];
   const runs = placements.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) placements.forEach((p, j) => runs[j].push(measureOn(p.cpu)));
+  for (let round = 0; round < ROUNDS; round++) placements.forEach((p, j) => { runs[j].push(measureOn(p.cpu)); });
   const rows = [];
   const verdicts = [];
   placements.forEach((p, j) => {

@@ -78,7 +78,7 @@ try {
   const roundRatios = [];
   for (let round = 0; round < ROUNDS; round++) {
     const times = timeRound(commands, useHyperfine);
-    times.forEach((t, j) => all[j].push(...t));
+    times.forEach((t, j) => { all[j].push(...t); });
     roundRatios.push(median(times[0]) / median(times[1]));
   }
   const base = median(all[1]);

@@ -82,7 +82,11 @@ async function startServer(dir, flags, env, extra = [], unit = false) {
   const port = await freePort();
   const args = unit ? unitArgs(work, dir, port) : ['--state-dir', dir, '--bind', `127.0.0.1:${port}`, '--rate-limit-per-minute', '0',
     '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0', '--share-ttl', String(TTL)];
-  const own = unit && extra[0] === '--processes' ? (args.splice(args.indexOf('--processes'), 2, ...extra.slice(0, 2)), extra.slice(2)) : extra;
+  let own = extra;
+  if (unit && extra[0] === '--processes') {
+    args.splice(args.indexOf('--processes'), 2, ...extra.slice(0, 2));
+    own = extra.slice(2);
+  }
   const child = spawn(process.execPath, [...flags, bin('stash_key_server.js'), 'run', ...args, ...own], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
   let err = '';
   child.stderr.on('data', (d) => { err += d; });

@@ -20,7 +20,7 @@ function runEntry(relative) {
   import(pathToFileURL(file).href).then(
     (mod) => mod.main(process.argv.slice(2)),
     (err) => {
-      process.stderr.write(`stash: failed to start: ${err && err.message ? err.message : err}\n`);
+      process.stderr.write(`stash: failed to start: ${err?.message ? err.message : err}\n`);
       process.exit(70);
     },
   );

@@ -28,7 +28,7 @@ class DemoError extends Error {}
 
 let stepNo = 0;
 const say = (line = '') => process.stdout.write(`${line}\n`);
-const indent = (text) => text.replace(/\s+$/, '').split('\n').filter((l, i, a) => a.length > 1 || l !== '').map((l) => `    ${l}`).join('\n');
+const indent = (text) => text.replace(/\s+$/, '').split('\n').filter((l, _i, a) => a.length > 1 || l !== '').map((l) => `    ${l}`).join('\n');
 function step(title) {
   stepNo += 1;
   say('');
@@ -145,8 +145,7 @@ function startServer() {
   const onLine = (line) => server.log.push(line);
   const feed = (d) => {
     pending += d;
-    let nl;
-    while ((nl = pending.indexOf('\n')) >= 0) {
+    for (let nl = pending.indexOf('\n'); nl >= 0; nl = pending.indexOf('\n')) {
       onLine(pending.slice(0, nl));
       pending = pending.slice(nl + 1);
     }

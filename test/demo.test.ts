@@ -87,7 +87,7 @@ test('the demo runs end to end: exit 0, the fingerprint matches, the contact is 
   const r = await runDemo();
   try {
     assert.is(r.code, 0, `${r.stdout}\n${r.stderr}`);
-    const fp = /^Alice \$ stash vault init[^]*?Fingerprint: (\S+)/m.exec(r.stdout)?.[1];
+    const fp = /^Alice \$ stash vault init[\s\S]*?Fingerprint: (\S+)/m.exec(r.stdout)?.[1];
     assert.ok(fp && /^[0-9A-Z]{4}(-[0-9A-Z]{4}){5}$/.test(fp), "Alice's fingerprint is shown");
     const code = /Share code: {2}(\S+)/.exec(r.stdout)?.[1];
     assert.ok(code, 'the share code is shown');

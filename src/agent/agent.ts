@@ -6,7 +6,7 @@
 import { securePool } from '../native/secure-pool.js';
 import { listEntrySize, ProtocolError, type Reply, type Request } from '../protocol/index.js';
 import { SUSPEND_CLEARED_KINDS } from './activities.js';
-import { KeyCache } from './cache.js';
+import type { KeyCache } from './cache.js';
 import type { RequestHandler } from './connection.js';
 import type { Level } from './log.js';
 

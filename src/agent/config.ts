@@ -80,7 +80,7 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
     const line = (err as { line?: unknown }).line;
     const where = typeof line === 'number' ? `${path}:${line}` : path;
     const why = errorMessage(err).split('\n')[0]!.replace(/^Invalid TOML document: /, '');
-    const assignment = typeof line === 'number' ? /^\s*([A-Za-z0-9_.\-]+)\s*=\s*(.*?)\s*$/.exec(text.split(/\r?\n/)[line - 1] ?? '') : null;
+    const assignment = typeof line === 'number' ? /^\s*([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$/.exec(text.split(/\r?\n/)[line - 1] ?? '') : null;
     if (assignment && /invalid value|unexpected|expected/i.test(why)) {
       const key = assignment[1]!.split('.').pop()!;
       const value = assignment[2]!.slice(0, 60);

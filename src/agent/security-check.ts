@@ -98,7 +98,7 @@ export async function runSecurityCheck(argv: string[]): Promise<number> {
   }
   const checks = await securityChecks();
   const ok = checks.every((c) => c.ok);
-  if (json) process.stdout.write(JSON.stringify({ ok, checks }, null, 2) + '\n');
+  if (json) process.stdout.write(`${JSON.stringify({ ok, checks }, null, 2)}\n`);
   else {
     for (const c of checks) process.stdout.write(`${c.ok ? 'ok  ' : 'FAIL'}  ${c.name}: ${c.detail}\n`);
     process.stdout.write(ok ? 'agent security posture: safe\n' : 'agent security posture: UNSAFE\n');

@@ -11,6 +11,6 @@ export function cacheDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.
   const home = env.HOME || homedir();
   if (platform === 'darwin') return join(home, 'Library', 'Caches', 'stash');
   if (platform === 'win32') return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), 'stash', 'cache');
-  const xdg = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(home, '.cache');
+  const xdg = env.XDG_CACHE_HOME?.startsWith('/') ? env.XDG_CACHE_HOME : join(home, '.cache');
   return join(xdg, 'stash');
 }

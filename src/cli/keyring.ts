@@ -31,7 +31,7 @@ export function statePath(env: NodeJS.ProcessEnv = process.env, platform: NodeJS
   const home = env.HOME || homedir();
   if (platform === 'darwin') return join(home, 'Library', 'Application Support', 'stash', 'auto-unlock.json');
   if (platform === 'win32') return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), 'stash', 'auto-unlock.json');
-  const state = env.XDG_STATE_HOME && env.XDG_STATE_HOME.startsWith('/') ? env.XDG_STATE_HOME : join(home, '.local', 'state');
+  const state = env.XDG_STATE_HOME?.startsWith('/') ? env.XDG_STATE_HOME : join(home, '.local', 'state');
   return join(state, 'stash', 'auto-unlock.json');
 }
 

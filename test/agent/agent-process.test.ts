@@ -10,7 +10,7 @@ import { chmodSync, existsSync, mkdirSync, statSync, unlinkSync, writeFileSync }
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { AgentClient, AgentError } from '../../src/agent/client.js';
+import { AgentClient, type AgentError } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { keySlots, SLOT_BYTES, SLOTS_PER_SLAB } from '../../src/native/key-slots.js';
 import { encodeFrame, encodeRequest, MsgType, wipe } from '../../src/protocol/index.js';
@@ -83,7 +83,7 @@ test('put/get/forget/forget-all/list round trips through a live agent', () => wi
   await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
   await c.put(b, randomBytes(32), {});
   const hit = await c.get(a);
-  assert.ok(hit && hit.key.equals(keyA));
+  assert.ok(hit?.key.equals(keyA));
   assert.is(hit!.ttl, 60);
   // Secure memory: a slot of the client's key pool, a sodium_malloc slab (native/key-slots.ts; the test below).
   assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'the client returns keys in secure memory');
@@ -111,7 +111,7 @@ test('get returns each key in a slot of the secure key pool: wipe() zeroes it an
   const hits = [await c.get(id), await c.get(id)];
   assert.is(keySlots.stats().inUse, before + 2);
   for (const hit of hits) {
-    assert.ok(hit && hit.key.equals(key) && hit.ttl === 60);
+    assert.ok(hit?.key.equals(key) && hit.ttl === 60);
     assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'a view of a sodium_malloc slab');
   }
   assert.is.not(hits[0]!.key.byteOffset, hits[1]!.key.byteOffset, 'one slot per key');

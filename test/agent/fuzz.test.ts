@@ -109,12 +109,12 @@ test(`${FRAMES} random and mutated frames: no crash, a normal client served thro
       s.destroy();
       if (connections % 5 === 0) {
         const hit = await good.get(id);
-        assert.ok(hit && hit.key.equals(key), `normal client served after ${sent} frames`);
+        assert.ok(hit?.key.equals(key), `normal client served after ${sent} frames`);
         checks++;
       }
     }
     const hit = await good.get(id);
-    assert.ok(hit && hit.key.equals(key));
+    assert.ok(hit?.key.equals(key));
     assert.is(proc.exitCode, null, 'agent still running');
     assert.ok(errorReplies > sent / 2, 'most garbage was answered with ERROR replies');
     assert.ok(checks >= 1 && checks === Math.floor(connections / 5), "the normal client was checked every 5 connections");

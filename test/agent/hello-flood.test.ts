@@ -84,7 +84,12 @@ function mapsPeak(pid: number): { stop(): number } {
       /* the agent is gone: alive() says so */
     }
   }, 5);
-  return { stop: () => (clearInterval(timer), peak) };
+  return {
+    stop: () => {
+      clearInterval(timer);
+      return peak;
+    },
+  };
 }
 
 /** Polls until the agent's mappings are back within MAPS_MARGIN of `start` (the collector may still hold some); returns the last count. */

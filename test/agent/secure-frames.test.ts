@@ -185,7 +185,7 @@ test('key bytes never appear in socket traffic, the log, or error messages', asy
     const id = randomBytes(16);
     await c.put(id, key, { path: '/known', ttl: 30 });
     const hit = await c.get(id);
-    assert.ok(hit && hit.key.equals(key), 'the key did travel');
+    assert.ok(hit?.key.equals(key), 'the key did travel');
     await c.list();
     for (const attempt of [
       () => c.put(id, key, { ttl: 0 }),
@@ -255,7 +255,7 @@ test('the live agent answers a near-128 KiB sealed frame after many small ones, 
   assert.is(c.scratchState(), null, 'no channel before the first cache request');
   for (let i = 0; i < 100; i++) {
     const hit = await c.get(id);
-    assert.ok(hit && hit.key.equals(key));
+    assert.ok(hit?.key.equals(key));
     assert.equal(c.scratchState(), { seal: 'zero', open: 'zero' });
   }
   c.close();

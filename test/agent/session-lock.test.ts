@@ -193,7 +193,7 @@ test('a Lock from a connection that does not own org.freedesktop.login1 changes 
     assert.is(st.locked, false);
     assert.is(st.lockCount, 0);
     const hit = await a.client.get(id);
-    assert.ok(hit && hit.key.equals(key), 'the key is still cached');
+    assert.ok(hit?.key.equals(key), 'the key is still cached');
     assert.match(readLog(a.t), /ignored Lock from :1\.\d+: it does not own the name it speaks for/);
   } finally {
     await a.close();

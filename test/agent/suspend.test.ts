@@ -247,7 +247,7 @@ test('a PrepareForSleep from another sender is ignored', async () => {
     await bus.emitPrepareForSleep(true, { fromOtherSender: true });
     await sleep(400);
     const hit = await a.client.get(id);
-    assert.ok(hit && hit.key.equals(key), 'the key is still cached');
+    assert.ok(hit?.key.equals(key), 'the key is still cached');
     assert.is(ours(await bus.listInhibitors(), 'delay').length, 1, 'the delay lock is still held');
     assert.is((await power(a.client)).suspendCount, 0);
   } finally {
@@ -337,7 +337,7 @@ test('with no bus at all the agent serves normally and reports why protection is
     const key = randomBytes(32);
     await c.put(id, key, {});
     const hit = await c.get(id);
-    assert.ok(hit && hit.key.equals(key));
+    assert.ok(hit?.key.equals(key));
     await waitFor(async () => (await power(c)).listener !== undefined && (await power(c)).reason !== null, 5000, 'a reason');
     const p = await power(c);
     assert.is(p.available, false);

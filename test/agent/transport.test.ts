@@ -213,7 +213,7 @@ test('the native calls refuse bad arguments with a coded error', () => {
     }
     return 'no error';
   };
-  assert.is(codeOf(() => native.unixConnect!('/tmp/' + 'x'.repeat(200))), 'ENAMETOOLONG');
+  assert.is(codeOf(() => native.unixConnect!(`/tmp/${'x'.repeat(200)}`)), 'ENAMETOOLONG');
   assert.is(codeOf(() => native.unixConnect!('')), 'ENAMETOOLONG');
   assert.is(codeOf(() => native.socketSend!(-1, Buffer.alloc(1))), 'EBADF');
   assert.is(codeOf(() => native.socketSend!(0, 'text' as unknown as Buffer)), 'EINVAL');

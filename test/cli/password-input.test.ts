@@ -139,7 +139,7 @@ test('a new password under 8 characters is refused before anything is written; a
     ]);
     assert.is(r.status, 0, r.output);
     assert.match(r.output, /the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\); try again\./);
-    assert.match(r.output, /warning: this password has only 10 characters[^]*Repeat the new vault password: [^]*Created a vault/);
+    assert.match(r.output, /warning: this password has only 10 characters[\s\S]*Repeat the new vault password: [\s\S]*Created a vault/);
   } finally {
     await t.dispose();
   }

@@ -206,7 +206,7 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
   try {
     await t.initVault(['alpha', 'beta', 'gamma']);
     for (const c of ['alpha', 'beta']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
-    let rows = await sessions(t);
+    const rows = await sessions(t);
     assert.equal(names(rows), ['(vault)', 'alpha', 'beta']);
     assert.is(rows[0]!.path, t.vault);
     assert.is(rows[1]!.path, join(t.vault, 'containers', 'alpha.stash'));

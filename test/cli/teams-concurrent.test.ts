@@ -97,7 +97,7 @@ async function dispose(m: Member): Promise<void> {
  */
 function team(alice: Member, writers: Member[], carol: Member, folder: string): string {
   const others = [...writers, carol];
-  others.forEach((m, i) => addContact(alice.t.vault, alice.key, { name: `m${i}`, email: `m${i}@example.test`, ...m.pub }));
+  for (const [i, m] of others.entries()) addContact(alice.t.vault, alice.key, { name: `m${i}`, email: `m${i}@example.test`, ...m.pub });
   for (const m of others) addContact(m.t.vault, m.key, { name: 'alice', email: 'alice@example.test', ...alice.pub });
   createContainer(alice.t.vault, alice.key, 'team');
   const ck = unwrapContentKey(alice.t.vault, alice.key, 'team');

@@ -50,7 +50,7 @@ test('otpauth URIs and base32 secrets: parsed, normalised, and refused with the 
   const bare = parseTotp(b32);
   assert.equal([bare.algorithm, bare.digits, bare.period], ['SHA1', 6, 30]);
   for (const [text, re] of [
-    ['otpauth://hotp/x?secret=' + b32 + '&counter=1', /only otpauth:\/\/totp\//],
+    [`otpauth://hotp/x?secret=${b32}&counter=1`, /only otpauth:\/\/totp\//],
     ['otpauth://totp/x', /no secret=/],
     [`otpauth://totp/x?secret=${b32}&algorithm=MD5`, /SHA1, SHA256 or SHA512/],
     [`otpauth://totp/x?secret=${b32}&digits=9`, /digits must be a whole number from 6 to 8/],

@@ -250,7 +250,7 @@ test('Wine: stash vault init and unlock at the console prompt (asked twice, thre
     ], env);
     assert.is(unlock.status, 0, unlock.screen);
     assert.is(unlock.answered, 3);
-    assert.match(unlock.screen, /Wrong password; try again\.[^]*The password cannot be empty; try again\./);
+    assert.match(unlock.screen, /Wrong password; try again\.[\s\S]*The password cannot be empty; try again\./);
 
     const other = { ...env, STASH_VAULT_DIR: `C:\\stash-prompt-${id}\\other` };
     const cancel = typeInto([...stash, 'vault', 'init'], [[drawn('New vault password:'), '\x03', false]], other);

@@ -43,7 +43,7 @@ test('a server that never answers: SERVER_UNREACHABLE after the timeout', async 
 
 test('garbage answers: SERVER_PROTOCOL, never a crash', async () => {
   let mode = 0;
-  const server = createHttp((req, res) => {
+  const server = createHttp((_req, res) => {
     if (mode === 0) {
       res.setHeader('Content-Type', 'application/vnd.stash.v1+binary');
       res.end(Buffer.from([1, 0x83, 200, 1, 2]));

@@ -207,7 +207,7 @@ for (const spelling of ['base', 'endpoint'] as const) {
 }
 
 test('kill -9 of a server with events queued for a down peer loses none of them', async () => {
-  const { ports, conf, sinks, procs, cleanup } = await pair('kill9');
+  const { conf, procs, cleanup } = await pair('kill9');
   try {
     const first = await startServerProcess(['--config', conf[0]!]);
     procs.push(first);
@@ -226,7 +226,7 @@ test('kill -9 of a server with events queued for a down peer loses none of them'
 });
 
 test('kill -9 in the middle of live replication: after a restart the peer holds every acknowledged publish', async () => {
-  const { ports, conf, sinks, procs, cleanup } = await pair('kill9-live');
+  const { conf, procs, cleanup } = await pair('kill9-live');
   try {
     const first = await startServerProcess(['--config', conf[0]!]);
     const peer = await startServerProcess(['--config', conf[1]!]);

@@ -5,7 +5,6 @@
  * be the same bytes (status line, headers in order, body; only Date differs).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { request } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -340,5 +339,4 @@ test('fetch counts are coalesced per share and durable after the flush window, a
   }
 });
 
-test.before.each((ctx) => { console.log("START", Date.now() % 100000, (ctx as any).__test__); });
 test.run();

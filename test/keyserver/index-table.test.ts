@@ -197,7 +197,7 @@ test('emails: a changed email is stored anew, dead bytes are rewritten away, non
   for (const s of shares) assert.equal(table.get(s.code), s);
   // 6,000 changes wrote ~280 KB; the arena keeps only a bounded multiple of the ~1 KB alive.
   assert.ok(table.emailArenaBytes < (1 << 16) * 2, `arena ${table.emailArenaBytes} bytes`);
-  const wide = [share(100, { email: 'x'.repeat(70_000) + '@example.org' }), share(101, { email: 'ünïcode@example.org' }), share(102, { email: '' })];
+  const wide = [share(100, { email: `${'x'.repeat(70_000)}@example.org` }), share(101, { email: 'ünïcode@example.org' }), share(102, { email: '' })];
   for (const s of wide) table.set(s);
   for (const s of wide) assert.equal(table.get(s.code), s);
   // Back from the side map to the arena, and the other way.

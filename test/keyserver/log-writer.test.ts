@@ -20,7 +20,7 @@ interface Hooks {
   /** Called before each batch's write (which LogWriter makes on the descriptor it reads then); may throw. */
   write?: (n: number) => void;
   /** Called before each datasync; may delay (a promise) or throw. */
-  datasync?: (n: number) => Promise<unknown> | void;
+  datasync?: (n: number) => Promise<unknown> | undefined;
 }
 
 /** The real handle, with the events of each batch's write and datasync in `events` and the hooks run before them. */

@@ -94,7 +94,10 @@ test('a share confirmed through one process is fetched through the other at once
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => {
+      f = fetchProcessesOf(p)[0];
+      return f !== undefined;
+    });
     const port = Number(new URL(server.url).port);
     // The store's process hands every other connection to the fetch process. Connections are
     // opened until one is held by each: a connection from elsewhere takes a turn too (under
@@ -199,7 +202,10 @@ test('kill -9 of the fetch process, then of the store process: every acknowledge
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => {
+      f = fetchProcessesOf(p)[0];
+      return f !== undefined;
+    });
     const published: string[] = [];
     const confirmed: string[] = [];
     // Each publish is a new connection (no keep-alive): they alternate between the two processes.
@@ -261,7 +267,10 @@ test('one request allowance per client address across both processes', async () 
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => {
+      f = fetchProcessesOf(p)[0];
+      return f !== undefined;
+    });
     const port = Number(new URL(server.url).port);
     const statuses: number[] = [];
     const holders = new Set<number | undefined>();
@@ -339,7 +348,10 @@ test('a burst of 200 unknown-code fetches through both processes gets the 8 of o
   try {
     const p = server.child.pid!;
     let f: number | undefined;
-    await waitFor('the fetch process', () => (f = fetchProcessesOf(p)[0]) !== undefined);
+    await waitFor('the fetch process', () => {
+      f = fetchProcessesOf(p)[0];
+      return f !== undefined;
+    });
     const port = Number(new URL(server.url).port);
     const holders = new Set<number | undefined>();
     const statuses = await Promise.all(Array.from({ length: 200 }, async () => {

@@ -11,7 +11,7 @@ import { fetchShare, publish, status } from '../../src/keyserver/client.js';
 import { encodeBatch, type ReplicateBatch } from '../../src/keyserver/replication/batch.js';
 import { parseShareCode } from '../../src/keyserver/share-code.js';
 import { ManualClock, http, identityPublicKey, startTestServer, tempDir, type TestServer } from './harness.js';
-import { CLUSTER, TOKEN, freePorts, postSigned, ringConfig, waitFor } from './cluster.js';
+import { CLUSTER, freePorts, postSigned, ringConfig, waitFor } from './cluster.js';
 import { connect } from 'node:net';
 
 /** Writes `request` on a fresh connection and resolves with what comes back first (bounded by 5 s). */

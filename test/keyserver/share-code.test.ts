@@ -58,7 +58,7 @@ test('Crockford aliases in the random part read as the same code; U is refused',
   // Random part is made only of 0 and 1: fold every 1 to I or L and every 0 to O.
   const aliased = r.slice(0, 2) + [...r.slice(2, 14)].map((ch, i) => (ch === '1' ? (i % 2 ? 'i' : 'L') : 'o')).join('') + r.slice(14);
   assert.equal(parseShareCode(aliased), base);
-  assert.ok(isTypo(r.slice(0, 5) + 'U' + r.slice(6)));
+  assert.ok(isTypo(`${r.slice(0, 5)}U${r.slice(6)}`));
 });
 
 test('every single-character substitution is reported as a typo', () => {
@@ -66,7 +66,7 @@ test('every single-character substitution is reported as a typo', () => {
   for (const sample of samples) {
     const code = sample.canonical;
     for (let pos = 0; pos < CODE_LENGTH; pos++) {
-      const alphabet = pos < 2 ? LOCATOR_ALPHABET.toUpperCase() : CROCKFORD_ALPHABET + 'ILOU';
+      const alphabet = pos < 2 ? LOCATOR_ALPHABET.toUpperCase() : `${CROCKFORD_ALPHABET}ILOU`;
       for (const ch of alphabet + alphabet.toLowerCase()) {
         const typed = code.slice(0, pos) + ch + code.slice(pos + 1);
         let same = false;

@@ -101,7 +101,7 @@ test('one flipped bit anywhere in a record (length, stamp, payload, checksum, de
     const pristine = readFileSync(log);
     // Record 6 runs from just after record 5's delimiter to its own delimiter (inclusive).
     const starts = [8];
-    for (let at = 8; (at = pristine.indexOf(0, at) + 1) > 0 && at < pristine.length;) starts.push(at);
+    for (let at = pristine.indexOf(0, 8) + 1; at > 0 && at < pristine.length; at = pristine.indexOf(0, at) + 1) starts.push(at);
     assert.ok(starts.length >= 12, `${starts.length} records found by their delimiters`);
     const from = starts[5]!;
     const to = starts[6]!;

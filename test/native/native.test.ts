@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { once } from 'node:events';
-import { hardenProcess, peerCredentials, processPosture, openSystemLog, systemLog, closeSystemLog } from '../../src/native/index.js';
+import { peerCredentials, processPosture, openSystemLog, systemLog, closeSystemLog } from '../../src/native/index.js';
 import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 

@@ -160,7 +160,10 @@ export async function publishVerifyFetch(url: string, email: string, linkOf: () 
   const published = await publish(url, key, email, trust);
   const refusedBeforeConfirm = await fetchShare(url, published.code, trust).then(() => false, () => true);
   let link: string | undefined;
-  for (let i = 0; i < 100 && !(link = linkOf()); i++) await new Promise((r) => setTimeout(r, 50));
+  for (let i = 0; i < 100 && !link; i++) {
+    link = linkOf();
+    if (!link) await new Promise((r) => setTimeout(r, 50));
+  }
   if (!link) throw new Error(`no verification link for ${email}`);
   await confirm(link, ca);
   const fetched = [];

@@ -12,7 +12,7 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   addContact, containerInfo, createContainer, identityPublic, identitySecret, listContainers, readEntries, removeContainer,
-  unwrapContentKey, vaultPaths, wipe, wipeEntries, writeEntry, type IdentitySecret,
+  unwrapContentKey, wipe, wipeEntries, writeEntry, type IdentitySecret,
 } from '../../src/vault/index.js';
 import {
   acceptShared, containerMembers, exportShared, importShared, linkShared, mergeShared, openSharedContentKey, readSharedEntries,

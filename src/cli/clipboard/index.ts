@@ -23,7 +23,7 @@ const loaders: Record<ToolName, () => Promise<ClipboardTool>> = {
 export const TOOL_NAMES = Object.keys(loaders) as ToolName[];
 
 export function isToolName(name: string): name is ToolName {
-  return Object.prototype.hasOwnProperty.call(loaders, name);
+  return  Object.hasOwn(loaders, name);
 }
 
 /** True when `program` is an executable file in one of PATH's folders. */

@@ -4,7 +4,7 @@
  * neither, but asks to confirm and drops the container's key from the agent.
  * rm of a linked shared container only unlinks it: the file is kept.
  */
-import { StashError, UsageError } from '../../errors.js';
+import { type StashError, UsageError } from '../../errors.js';
 import {
   containerInfo, createContainer, defaultVaultDir, identityPublic, listContainers, removeContainer, validateContainerName, wipe,
 } from '../../vault/index.js';

@@ -97,7 +97,7 @@ export async function complete(args: string[], names: NameSource): Promise<Compl
   }
   if (rest.includes('--') && command.passthrough) return { kind: 'files' };
   // Which option takes the word being completed, and how many positionals came before it.
-  const valueOf = (word: string) => {
+  const optionTakingValue = (word: string) => {
     const name = word.startsWith('--') ? word.slice(2) : Object.keys(command.options).find((k) => command.options[k]!.short === word.slice(1));
     const def = name === undefined ? undefined : command.options[name];
     return def?.type === 'string' && !word.includes('=') ? def : undefined;
@@ -106,13 +106,13 @@ export async function complete(args: string[], names: NameSource): Promise<Compl
   for (let i = 0; i < rest.length; i++) {
     const w = rest[i]!;
     if (w.startsWith('-') && w !== '-') {
-      if (valueOf(w)) i++;
+      if (optionTakingValue(w)) i++;
       continue;
     }
     positionals.push(w);
   }
   const last = rest[rest.length - 1];
-  const takesValue = last !== undefined && last.startsWith('-') && valueOf(last);
+  const takesValue = last?.startsWith('-') && optionTakingValue(last);
   if (takesValue) {
     const kind = optionValueKind(takesValue.value);
     if (Array.isArray(kind)) return words(kind, current);

@@ -18,7 +18,7 @@ function bucketOf(us: number): number {
 }
 
 /** Middle of a bucket in microseconds. */
-function valueOf(bucket: number): number {
+function bucketMiddle(bucket: number): number {
   if (bucket === 0) return 0.5;
   const exponent = Math.floor((bucket - 1) / SUB_BUCKETS);
   const sub = (bucket - 1) % SUB_BUCKETS;
@@ -68,7 +68,7 @@ export class LatencyHistogram {
     let seen = 0;
     for (let i = 0; i < BUCKETS; i++) {
       seen += this.counts[i]!;
-      if (seen >= rank) return Math.min(this.max, Math.max(this.min, valueOf(i)));
+      if (seen >= rank) return Math.min(this.max, Math.max(this.min, bucketMiddle(i)));
     }
     return this.max;
   }

@@ -10,11 +10,9 @@
 import { fingerprintLines } from '../../cli/fingerprint-display.js';
 import type { VerificationView } from '../service.js';
 
-function escape(text: string): string {
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 }
-
-export { escape as escapeHtml };
 
 const style = `body{font-family:system-ui,sans-serif;max-width:32rem;margin:3rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}button{font-size:1.1rem;padding:.6rem 1.4rem;border-radius:.4rem;border:1px solid #245;background:#2a5db0;color:#fff;cursor:pointer}
@@ -27,8 +25,8 @@ export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-act
 export function page(title: string, body: string): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>${escape(title)}</title><style>${style}</style></head>
-<body><h1>${escape(title)}</h1>
+<meta name="referrer" content="no-referrer"><title>${escapeHtml(title)}</title><style>${style}</style></head>
+<body><h1>${escapeHtml(title)}</h1>
 ${body}
 </body></html>
 `;
@@ -45,25 +43,25 @@ export function until(ms: number): string {
  */
 function fingerprintBlock(fingerprint: string): string {
   return `<p>Fingerprint of the published key:</p>
-<p class="fp" id="fingerprint">${escape(fingerprint)}</p>
-<pre id="fingerprint-groups">${escape(fingerprintLines(fingerprint).join('\n'))}</pre>`;
+<p class="fp" id="fingerprint">${escapeHtml(fingerprint)}</p>
+<pre id="fingerprint-groups">${escapeHtml(fingerprintLines(fingerprint).join('\n'))}</pre>`;
 }
 
 export function confirmPage(v: VerificationView): string {
   return page(
     'Confirm your email address',
-    `<p>Someone published a stash public key for <strong>${escape(v.maskedEmail)}</strong> and asked to prove that this address belongs to them.</p>
+    `<p>Someone published a stash public key for <strong>${escapeHtml(v.maskedEmail)}</strong> and asked to prove that this address belongs to them.</p>
 ${fingerprintBlock(v.fingerprint)}
 <p>If that was you, compare this fingerprint with the one <code>stash vault identity show</code> prints, then confirm below. Until you do, nobody can fetch the key.</p>
 <form method="post"><button type="submit" id="confirm">Confirm my address</button></form>
-<p class="muted">If you did not publish a key, or the fingerprint differs, do not confirm: the request expires at ${escape(until(v.expiresAt))}.</p>`,
+<p class="muted">If you did not publish a key, or the fingerprint differs, do not confirm: the request expires at ${escapeHtml(until(v.expiresAt))}.</p>`,
   );
 }
 
 export function confirmedPage(v: VerificationView): string {
   return page(
     'Address confirmed',
-    `<p id="confirmed">Thank you: <strong>${escape(v.maskedEmail)}</strong> is confirmed. Your share code can now be fetched until ${escape(until(v.expiresAt))}.</p>
+    `<p id="confirmed">Thank you: <strong>${escapeHtml(v.maskedEmail)}</strong> is confirmed. Your share code can now be fetched until ${escapeHtml(until(v.expiresAt))}.</p>
 ${fingerprintBlock(v.fingerprint)}
 <p class="muted">You can close this page.</p>`,
   );
@@ -73,7 +71,7 @@ ${fingerprintBlock(v.fingerprint)}
 export function alreadyConfirmedPage(v: VerificationView): string {
   return page(
     'Already confirmed',
-    `<p id="already-confirmed"><strong>${escape(v.maskedEmail)}</strong> was already confirmed with this link at ${escape(until(v.verifiedAt))}. Nothing more to do: the share code can be fetched until ${escape(until(v.expiresAt))}.</p>
+    `<p id="already-confirmed"><strong>${escapeHtml(v.maskedEmail)}</strong> was already confirmed with this link at ${escapeHtml(until(v.verifiedAt))}. Nothing more to do: the share code can be fetched until ${escapeHtml(until(v.expiresAt))}.</p>
 ${fingerprintBlock(v.fingerprint)}
 <p class="muted">You can close this page.</p>`,
   );
@@ -101,5 +99,5 @@ export function notFoundPage(): string {
 }
 
 export function errorPage(title: string, message: string): string {
-  return page(title, `<p>${escape(message)}</p>`);
+  return page(title, `<p>${escapeHtml(message)}</p>`);
 }

@@ -224,7 +224,7 @@ class PeerWorker {
 export class Replicator {
   private readonly workers: PeerWorker[];
 
-  constructor(private readonly s: ReplicationSettings, private readonly store: ShareStore, clock: Clock, logger: Logger) {
+  constructor(s: ReplicationSettings, private readonly store: ShareStore, clock: Clock, logger: Logger) {
     this.workers = s.peers.map((p) => new PeerWorker(p.url, p.serverId, s, store, clock, logger));
   }
 

@@ -70,7 +70,7 @@ export class ShareIndex {
         return this.put(rec.share);
       case 'verify': {
         const old = this.shares.get(rec.code);
-        if (!old || old.verifiedAt !== 0) return false;
+        if (old?.verifiedAt !== 0) return false;
         this.replace(old, { ...old, verifiedAt: rec.verifiedAt, tokenHash: undefined, stamp: rec.stamp });
         return true;
       }

@@ -361,7 +361,7 @@ export class ShareStore {
   findByToken(tokenHash: Buffer): ShareState | undefined {
     const code = this.index.tokens.get(tokenHash.toString('hex'));
     const share = code === undefined ? undefined : this.index.shares.get(code);
-    if (!share || share.verifiedAt !== 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
+    if (share?.verifiedAt !== 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
     return share;
   }
 

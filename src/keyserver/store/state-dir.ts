@@ -85,7 +85,7 @@ export async function lockStateDir(dir: string): Promise<() => Promise<void>> {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       const fh = await open(path, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL, 0o600);
-      await fh.writeFile(`${process.pid} ${processIdentity(process.pid) ?? ''}`.trim() + '\n');
+      await fh.writeFile(`${`${process.pid} ${processIdentity(process.pid) ?? ''}`.trim()}\n`);
       await fh.close();
       heldHere.add(path);
       return async () => {

@@ -15,7 +15,7 @@ import { HSTS_HEADER, HSTS_VALUE, profileOptions, type TlsMaterial } from './pro
  * removes every header set before it).
  */
 class HstsResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  // biome-ignore lint/suspicious/noExplicitAny: ServerResponse.writeHead's overloads take no single tuple type to forward.
   override writeHead(...args: any[]): this {
     if (!this.headersSent) this.setHeader(HSTS_HEADER, HSTS_VALUE);
     return (ServerResponse.prototype.writeHead as (...a: unknown[]) => this).apply(this, args);

@@ -25,7 +25,9 @@ export type Relation = 'same' | 'newer' | 'rollback' | 'diverged';
 /** What a reader remembers of a file it accepted. */
 export function seenOf(file: SharedFile, bytes: Buffer): SeenRevision {
   const lastWrites = new Map<string, number>();
-  file.membership.stanzas.forEach((s, i) => lastWrites.set(s.ed25519.toString('hex'), file.write.lastWrites[i]!));
+  file.membership.stanzas.forEach((s, i) => {
+    lastWrites.set(s.ed25519.toString('hex'), file.write.lastWrites[i]!);
+  });
   return {
     revision: file.write.revision,
     epoch: file.membership.epoch,

@@ -85,9 +85,9 @@ function encode(r: SharedRecord): Buffer {
 
 function decode(bytes: Buffer, name: string, path: string): SharedRecord {
   const bad = (why: string) => new VaultError('VAULT_CORRUPT', `${path} is damaged: ${why}`);
-  let d: Record<string, any>;
+  let d: Record<string, unknown>;
   try {
-    d = JSON.parse(bytes.toString('utf8')) as Record<string, any>;
+    d = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
   } catch {
     throw bad('not valid JSON');
   }
@@ -106,6 +106,7 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
     if (n > MAX_DATE_MS) throw bad(`${what} is not a date`);
     return n;
   };
+  const owner = (d.owner ?? {}) as Record<string, unknown>;
   if (d.name !== name) throw bad(`it describes ${JSON.stringify(d.name)}, not ${JSON.stringify(name)}`);
   if (d.link !== null && (typeof d.link !== 'string' || d.link.length === 0 || d.link.length > 4096)) throw bad('link is not a path');
   const s = d.seen as Record<string, unknown> | null;
@@ -117,7 +118,7 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
   return {
     name,
     containerId: hex(d.containerId, 16, 'containerId'),
-    owner: { x25519: hex(d.owner?.x25519, 32, 'owner.x25519'), ed25519: hex(d.owner?.ed25519, 32, 'owner.ed25519') },
+    owner: { x25519: hex(owner.x25519, 32, 'owner.x25519'), ed25519: hex(owner.ed25519, 32, 'owner.ed25519') },
     link: d.link as string | null,
     seen: {
       revision: count(s.revision, 'seen.revision'),
