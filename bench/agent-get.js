@@ -54,10 +54,16 @@ function rawRoundTrip(path, request, expect) {
       }
     });
     sock.once('error', reject);
-    sock.once('connect', () => resolve({
-      op: () => new Promise((ok) => { waiting = ok; sock.write(request); }),
-      close: () => sock.destroy(),
-    }));
+    sock.once('connect', () =>
+      resolve({
+        op: () =>
+          new Promise((ok) => {
+            waiting = ok;
+            sock.write(request);
+          }),
+        close: () => sock.destroy(),
+      }),
+    );
   });
 }
 
@@ -70,7 +76,14 @@ async function measure() {
   /** Sequential round trips: p50, p99 (microseconds) and operations per second. */
   async function timeRoundTrips(op) {
     for (let i = 0; i < WARMUP; i++) await op();
-    const r = await runLoad({ total: N, concurrency: 1, run: async () => { await op(); return true; } });
+    const r = await runLoad({
+      total: N,
+      concurrency: 1,
+      run: async () => {
+        await op();
+        return true;
+      },
+    });
     if (r.errors > 0) throw new Error(`${r.errors} failed round trips (${r.firstError})`);
     return { p50: r.histogram.percentile(50), p99: r.histogram.percentile(99), perSecond: r.requests / r.seconds };
   }
@@ -172,22 +185,44 @@ if (process.argv.includes('--measure')) {
 } else {
   // Client on the agents' CPU, then on the other one, alternating round by round.
   const placements = pinning
-    ? [{ cpu: pinning.server, name: `client on CPU ${pinning.server} with the agents` }, { cpu: pinning.load, name: `client on CPU ${pinning.load}, agents on CPU ${pinning.server}` }]
+    ? [
+        { cpu: pinning.server, name: `client on CPU ${pinning.server} with the agents` },
+        { cpu: pinning.load, name: `client on CPU ${pinning.load}, agents on CPU ${pinning.server}` },
+      ]
     : [{ cpu: undefined, name: 'unpinned' }];
   const runs = placements.map(() => []);
-  for (let round = 0; round < ROUNDS; round++) placements.forEach((p, j) => { runs[j].push(measureOn(p.cpu)); });
+  for (let round = 0; round < ROUNDS; round++)
+    placements.forEach((p, j) => {
+      runs[j].push(measureOn(p.cpu));
+    });
   const rows = [];
   const verdicts = [];
   placements.forEach((p, j) => {
     const rs = runs[j];
     const pick = (f) => median(rs.map(f));
-    const fig = (k) => ({ p50: pick((r) => r[k].p50), p99: pick((r) => r[k].p99), perSecond: pick((r) => r[k].perSecond) });
+    const fig = (k) => ({
+      p50: pick((r) => r[k].p50),
+      p99: pick((r) => r[k].p99),
+      perSecond: pick((r) => r[k].perSecond),
+    });
     const get = fig('get');
     const into = fig('into');
     const base = fig('base');
     rows.push(
-      [`${p.name}: stash agent get (sealed frames, the key in a slot of the client's secure key pool)`, fmt.us(get.p50), fmt.us(get.p99), fmt.int(get.perSecond), fmt.ratio(get.p50 / base.p50)],
-      [`${p.name}: stash agent getInto (sealed frames, the caller's secure buffer reused)`, fmt.us(into.p50), fmt.us(into.p99), fmt.int(into.perSecond), fmt.ratio(into.p50 / base.p50)],
+      [
+        `${p.name}: stash agent get (sealed frames, the key in a slot of the client's secure key pool)`,
+        fmt.us(get.p50),
+        fmt.us(get.p99),
+        fmt.int(get.perSecond),
+        fmt.ratio(get.p50 / base.p50),
+      ],
+      [
+        `${p.name}: stash agent getInto (sealed frames, the caller's secure buffer reused)`,
+        fmt.us(into.p50),
+        fmt.us(into.p99),
+        fmt.int(into.perSecond),
+        fmt.ratio(into.p50 / base.p50),
+      ],
       [`${p.name}: ${rs[0].base.name}`, fmt.us(base.p50), fmt.us(base.p99), fmt.int(base.perSecond), '1.00'],
     );
     const cpu = `CPU per get (warm-up included, median of rounds): client ${fmt.us(pick((r) => r.get.cpu.client))} us (getInto: ${fmt.us(pick((r) => r.into.cpu.client))} us), agent ${rs[0].get.cpu.agent === null ? 'not measured (no /proc)' : `${fmt.us(pick((r) => r.get.cpu.agent))} us`}`;

@@ -27,12 +27,20 @@ export function agentHome(extra = {}) {
   delete env.STASH_AGENT_CONFIG;
   delete env.STASH_CONFIG;
   delete env.STASH_PASSWORD_FILE;
-  return { home, env, dir: env.STASH_SESSION_AGENT_DIR, remove: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
+  return {
+    home,
+    env,
+    dir: env.STASH_SESSION_AGENT_DIR,
+    remove: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }),
+  };
 }
 
 /** Starts `stash __agent` in the foreground and connects a client. */
 export async function startAgent(h, cpu) {
-  const argv = cpu === undefined ? [process.execPath, bin('stash.js'), '__agent'] : ['taskset', '-c', String(cpu), process.execPath, bin('stash.js'), '__agent'];
+  const argv =
+    cpu === undefined
+      ? [process.execPath, bin('stash.js'), '__agent']
+      : ['taskset', '-c', String(cpu), process.execPath, bin('stash.js'), '__agent'];
   const proc = spawn(argv[0], argv.slice(1), { cwd: root, env: h.env, stdio: ['ignore', 'ignore', 'inherit'] });
   const sock = join(h.dir, 'agent.sock');
   for (let i = 0; !existsSync(sock); i++) {

@@ -35,9 +35,15 @@ const median = (xs) => {
 function timeRound(commands, useHyperfine) {
   if (useHyperfine) {
     const out = join(h.home, 'hyperfine.json');
-    const r = spawnSync('hyperfine', ['-N', '--warmup', '2', '--runs', String(RUNS), '--export-json', out, ...commands.map((c) => c.line)], {
-      cwd: root, env: h.env, encoding: 'utf8',
-    });
+    const r = spawnSync(
+      'hyperfine',
+      ['-N', '--warmup', '2', '--runs', String(RUNS), '--export-json', out, ...commands.map((c) => c.line)],
+      {
+        cwd: root,
+        env: h.env,
+        encoding: 'utf8',
+      },
+    );
     if (r.status !== 0) throw new Error(`hyperfine failed: ${r.stderr}`);
     return JSON.parse(readFileSync(out, 'utf8')).results.map((x) => x.times.map((t) => t * 1000));
   }
@@ -60,17 +66,27 @@ try {
   stashRun(['container', 'create', 'work', '--password-file', pw]);
   stashRun(['set', 'work', 'API_TOKEN', '--password-file', pw], 'not-a-real-token\n');
   // No password source from here on: a get that works uses the cached keys.
-  if (stashRun(['get', 'work', 'API_TOKEN']) !== 'not-a-real-token') throw new Error('stash get did not print the stored value');
+  if (stashRun(['get', 'work', 'API_TOKEN']) !== 'not-a-real-token')
+    throw new Error('stash get did not print the stored value');
   const quote = (s) => (/\s/.test(s) ? `'${s}'` : s);
   const commands = [
     { argv: [...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get work API_TOKEN (cached key)' },
     { argv: [process.execPath, '-e', '0'], name: 'node -e 0' },
     // `env` adds an exec of its own (about 1 ms): compare this row with the first only roughly.
-    { argv: ['env', 'STASH_CODE_CACHE=off', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get, no code cache (env STASH_CODE_CACHE=off)' },
+    {
+      argv: ['env', 'STASH_CODE_CACHE=off', ...stash, 'get', 'work', 'API_TOKEN'],
+      name: 'stash get, no code cache (env STASH_CODE_CACHE=off)',
+    },
     // The agent reached through node:net, as before the blocking transport, beside the default
     // behind the same exec of `env`: these two rows compare the transports.
-    { argv: ['env', 'STASH_AGENT_TRANSPORT=auto', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get, blocking transport (env STASH_AGENT_TRANSPORT=auto)' },
-    { argv: ['env', 'STASH_AGENT_TRANSPORT=net', ...stash, 'get', 'work', 'API_TOKEN'], name: 'stash get through node:net (env STASH_AGENT_TRANSPORT=net)' },
+    {
+      argv: ['env', 'STASH_AGENT_TRANSPORT=auto', ...stash, 'get', 'work', 'API_TOKEN'],
+      name: 'stash get, blocking transport (env STASH_AGENT_TRANSPORT=auto)',
+    },
+    {
+      argv: ['env', 'STASH_AGENT_TRANSPORT=net', ...stash, 'get', 'work', 'API_TOKEN'],
+      name: 'stash get through node:net (env STASH_AGENT_TRANSPORT=net)',
+    },
     { argv: [...stash, 'vault', 'sessions'], name: 'stash vault sessions (no target)' },
   ].map((c) => ({ ...c, line: c.argv.map(quote).join(' ') }));
   const useHyperfine = hasCommand('hyperfine');
@@ -78,7 +94,9 @@ try {
   const roundRatios = [];
   for (let round = 0; round < ROUNDS; round++) {
     const times = timeRound(commands, useHyperfine);
-    times.forEach((t, j) => { all[j].push(...t); });
+    times.forEach((t, j) => {
+      all[j].push(...t);
+    });
     roundRatios.push(median(times[0]) / median(times[1]));
   }
   const base = median(all[1]);
@@ -87,16 +105,33 @@ try {
     const xs = all[j];
     const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
     const sd = Math.sqrt(xs.reduce((a, b) => a + (b - mean) ** 2, 0) / xs.length);
-    return [commands[j].name, fmt.ms(median(xs)), fmt.ms(mean), fmt.ms(sd), j === 1 ? '1.00' : fmt.ratio(median(xs) / base)];
+    return [
+      commands[j].name,
+      fmt.ms(median(xs)),
+      fmt.ms(mean),
+      fmt.ms(sd),
+      j === 1 ? '1.00' : fmt.ratio(median(xs) / base),
+    ];
   };
-  report('`stash get` with a cached key, and `stash vault sessions`', ['command', 'median ms', 'mean ms', 'stddev ms', `ratio of medians to node -e 0 (target for get <= ${TARGET})`], commands.map((_, j) => row(j)), [
-    `command: \`node bench/cli-get.js\` (${useHyperfine ? 'hyperfine -N, 2 warm-up runs per command per round' : 'own loop (spawnSync), commands alternating run by run'}; ${ROUNDS} interleaved round(s) of ${RUNS} runs per command, BENCH_ROUNDS; agent autostarted by the setup commands, STASH_KDF=test for the setup only)`,
-    `ratio of medians round by round: ${roundRatios.map(fmt.ratio).join(', ')}`,
-    `target: stash get <= ${TARGET} x node -e 0 (ratio of medians): ${ratio <= TARGET ? 'met' : 'not met'} (${fmt.ratio(ratio)}); in every round (issue 30): ${Math.max(...roundRatios) <= TARGET ? 'met' : 'not met'}`,
-    `conditions: ${conditions()}`,
-  ]);
-  recordTarget({ figure: 'stash-get', value: `${fmt.ratio(ratio)} (${fmt.ms(median(all[0]))} ms; rounds ${roundRatios.map(fmt.ratio).join(', ')})`, baseline: `node -e 0 ${fmt.ms(base)} ms`,
-    target: `<= ${TARGET} every round`, met: Math.max(...roundRatios) <= TARGET, command: 'node bench/cli-get.js' });
+  report(
+    '`stash get` with a cached key, and `stash vault sessions`',
+    ['command', 'median ms', 'mean ms', 'stddev ms', `ratio of medians to node -e 0 (target for get <= ${TARGET})`],
+    commands.map((_, j) => row(j)),
+    [
+      `command: \`node bench/cli-get.js\` (${useHyperfine ? 'hyperfine -N, 2 warm-up runs per command per round' : 'own loop (spawnSync), commands alternating run by run'}; ${ROUNDS} interleaved round(s) of ${RUNS} runs per command, BENCH_ROUNDS; agent autostarted by the setup commands, STASH_KDF=test for the setup only)`,
+      `ratio of medians round by round: ${roundRatios.map(fmt.ratio).join(', ')}`,
+      `target: stash get <= ${TARGET} x node -e 0 (ratio of medians): ${ratio <= TARGET ? 'met' : 'not met'} (${fmt.ratio(ratio)}); in every round (issue 30): ${Math.max(...roundRatios) <= TARGET ? 'met' : 'not met'}`,
+      `conditions: ${conditions()}`,
+    ],
+  );
+  recordTarget({
+    figure: 'stash-get',
+    value: `${fmt.ratio(ratio)} (${fmt.ms(median(all[0]))} ms; rounds ${roundRatios.map(fmt.ratio).join(', ')})`,
+    baseline: `node -e 0 ${fmt.ms(base)} ms`,
+    target: `<= ${TARGET} every round`,
+    met: Math.max(...roundRatios) <= TARGET,
+    command: 'node bench/cli-get.js',
+  });
 } finally {
   spawnSync(stash[0], [...stash.slice(1), 'vault', 'sessions', 'stop'], { cwd: root, env: h.env, stdio: 'ignore' });
   h.remove();

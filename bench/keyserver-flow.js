@@ -5,4 +5,12 @@
 //   node bench/keyserver-flow.js         (BENCH_QUICK=1 for a tiny run)
 import { compareWithBare } from './keyserver-vs-bare.js';
 
-await compareWithBare({ title: 'Key server flows (publish, confirm, fetch) vs bare node:http', command: 'bench-http-flow', requests: 10000, quickRequests: 100, target: 0.35, perOperation: 3, figure: 'flows' });
+await compareWithBare({
+  title: 'Key server flows (publish, confirm, fetch) vs bare node:http',
+  command: 'bench-http-flow',
+  requests: 10000,
+  quickRequests: 100,
+  target: 0.35,
+  perOperation: 3,
+  figure: 'flows',
+});

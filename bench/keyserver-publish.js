@@ -5,4 +5,11 @@
 //   node bench/keyserver-publish.js      (BENCH_QUICK=1 for a tiny run)
 import { compareWithBare } from './keyserver-vs-bare.js';
 
-await compareWithBare({ title: 'Key server publish vs bare node:http', command: 'bench-http', requests: 20000, quickRequests: 200, target: 0.25, figure: 'publishes' });
+await compareWithBare({
+  title: 'Key server publish vs bare node:http',
+  command: 'bench-http',
+  requests: 20000,
+  quickRequests: 200,
+  target: 0.25,
+  figure: 'publishes',
+});

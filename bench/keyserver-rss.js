@@ -33,7 +33,14 @@ function rssByMapping() {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
       const name = head[1];
-      kind = name === '' ? 'anon' : name === '[heap]' ? 'heap' : name === process.execPath || name.endsWith('/node') ? 'node' : 'other';
+      kind =
+        name === ''
+          ? 'anon'
+          : name === '[heap]'
+            ? 'heap'
+            : name === process.execPath || name.endsWith('/node')
+              ? 'node'
+              : 'other';
       continue;
     }
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
@@ -47,7 +54,14 @@ const stage = (name, rss = undefined) => {
   const m = process.memoryUsage();
   // '-': under 0.05 MB (no array buffers yet before the server starts).
   const small = (bytes) => (bytes < 52429 ? '-' : fmt.mb(bytes));
-  rows.push([name, fmt.mb(rss ?? m.rss), fmt.mb(m.heapTotal), fmt.mb(m.heapUsed), small(m.arrayBuffers), small(m.external - m.arrayBuffers)]);
+  rows.push([
+    name,
+    fmt.mb(rss ?? m.rss),
+    fmt.mb(m.heapTotal),
+    fmt.mb(m.heapUsed),
+    small(m.arrayBuffers),
+    small(m.external - m.arrayBuffers),
+  ]);
 };
 
 await settled();
@@ -67,8 +81,16 @@ try {
   const sampler = new RssSampler();
   sampler.start();
   const summary = await runLoadProcess({
-    mode: 'fetch', url: server.url, total: REQUESTS, concurrency: 64, payloadBytes: 0,
-    keys: keys.map((k) => k.toString('base64')), codes, progress: false, cpu: undefined, client: 'raw',
+    mode: 'fetch',
+    url: server.url,
+    total: REQUESTS,
+    concurrency: 64,
+    payloadBytes: 0,
+    keys: keys.map((k) => k.toString('base64')),
+    codes,
+    progress: false,
+    cpu: undefined,
+    client: 'raw',
   });
   stage(`peak RSS during ${fmt.int(REQUESTS)} fetches`, sampler.stop());
   rps = summary.requests / summary.seconds;
@@ -78,9 +100,14 @@ try {
 } finally {
   await server.close();
 }
-report(`Key server memory by stage, ${fmt.int(SHARES)} shares, fetch load`, ['stage', 'RSS MB', 'V8 heap total MB', 'V8 heap used MB', 'array buffers MB', 'other external MB'], rows, [
-  `fetch load: ${fmt.int(rps)} fetches/s (unpinned; the load generator is a separate process, not counted)`,
-  `RSS after the load by mapping: node binary ${fmt.mb(split.node)} MB, glibc heap ${fmt.mb(split.heap)} MB, anonymous (V8 heap, thread stacks, large malloc blocks) ${fmt.mb(split.anon)} MB, other ${fmt.mb(split.other)} MB`,
-  'command: `node bench/keyserver-rss.js` (server and preloading in this process, as in `stash_key_server bench-http-fetch`; shares written through ShareStore.put + verify)',
-  `conditions: ${conditions()}`,
-]);
+report(
+  `Key server memory by stage, ${fmt.int(SHARES)} shares, fetch load`,
+  ['stage', 'RSS MB', 'V8 heap total MB', 'V8 heap used MB', 'array buffers MB', 'other external MB'],
+  rows,
+  [
+    `fetch load: ${fmt.int(rps)} fetches/s (unpinned; the load generator is a separate process, not counted)`,
+    `RSS after the load by mapping: node binary ${fmt.mb(split.node)} MB, glibc heap ${fmt.mb(split.heap)} MB, anonymous (V8 heap, thread stacks, large malloc blocks) ${fmt.mb(split.anon)} MB, other ${fmt.mb(split.other)} MB`,
+    'command: `node bench/keyserver-rss.js` (server and preloading in this process, as in `stash_key_server bench-http-fetch`; shares written through ShareStore.put + verify)',
+    `conditions: ${conditions()}`,
+  ],
+);

@@ -23,7 +23,11 @@ async function baseline(script, ks, total) {
       payloadBytes: 0,
       keys: [],
       codes: [],
-      raw: { path: '/v1/share', body: Buffer.alloc(ks.request_bytes, 0x62).toString('base64'), contentType: 'application/vnd.stash.v1+binary' },
+      raw: {
+        path: '/v1/share',
+        body: Buffer.alloc(ks.request_bytes, 0x62).toString('base64'),
+        contentType: 'application/vnd.stash.v1+binary',
+      },
       progress: false,
       cpu: pinning?.load,
       client: loadClientFromEnv(),
@@ -53,9 +57,28 @@ function median(results, rps) {
  * the ratio the issue asks for (undefined: none); `figure` names it for
  * bench/run-all.js's summary.
  */
-export async function compareWithBare({ title, command, requests, quickRequests, args = [], target, perOperation = 1, figure }) {
+export async function compareWithBare({
+  title,
+  command,
+  requests,
+  quickRequests,
+  args = [],
+  target,
+  perOperation = 1,
+  figure,
+}) {
   const n = quick ? quickRequests : requests;
-  const argv = pinned(pinning?.server, [process.execPath, bin('stash_key_server.js'), command, '--json', '--requests', String(n), '--payload-bytes', '0', ...args]);
+  const argv = pinned(pinning?.server, [
+    process.execPath,
+    bin('stash_key_server.js'),
+    command,
+    '--json',
+    '--requests',
+    String(n),
+    '--payload-bytes',
+    '0',
+    ...args,
+  ]);
   const env = { ...process.env, ...(pinning ? { STASH_BENCH_LOAD_CPU: String(pinning.load) } : {}) };
   const all = { ks: [], base: [], koa: [] };
   for (let round = 0; round < rounds; round++) {
@@ -74,19 +97,62 @@ export async function compareWithBare({ title, command, requests, quickRequests,
   const unit = perOperation === 1 ? 'req/s' : `operations/s (x ${perOperation} requests)`;
   const spread = (xs) => `${fmt.int(Math.min(...xs))}-${fmt.int(Math.max(...xs))}`;
   const command_ = `${pinning ? `STASH_BENCH_LOAD_CPU=${pinning.load} ` : ''}${argv.join(' ').replace(process.execPath, 'node').replace(root, '')}`;
-  report(title, ['server', `${unit} (median)`, `range of ${rounds} rounds`, 'p50 ms', 'p99 ms', 'peak RSS MB', `ratio of requests/s to bare (median of rounds)${target ? `, target >= ${target}` : ''}`], [
-    [`stash_key_server ${command}`, fmt.int(ks.requests_per_second), spread(all.ks.map((r) => r.requests_per_second)), fmt.ms(ks.latency_ms.p50), fmt.ms(ks.latency_ms.p99), fmt.mb(ks.server_peak_rss_bytes), `${fmt.ratio(ratio)}${target ? (ratio >= target ? ' met' : ' not met') : ''}`],
-    [`bare node:http, ${ks.response_bytes} B answer`, fmt.int(base.rps), spread(all.base.map((r) => r.rps)), fmt.ms(base.p50), fmt.ms(base.p99), '-', '1.00'],
-    [`Koa + @koa/router only, ${ks.response_bytes} B answer`, fmt.int(koa.rps), spread(all.koa.map((r) => r.rps)), fmt.ms(koa.p50), fmt.ms(koa.p99), '-', fmt.ratio(koa.rps / base.rps)],
-  ], [
-    `command: \`${command_}\`; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,
-    `${fmt.int(ks.requests)} ${perOperation === 1 ? 'requests' : `operations (${fmt.int(ks.requests * perOperation)} requests)`} of the key server, ${fmt.int(ks.requests * perOperation)} requests of each baseline, ${loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent'}, concurrency ${ks.concurrency}, ${ks.request_bytes} B binary request bodies, ${ks.response_bytes} B answers; ${pinning ? `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}`,
-    `ratio to bare round by round (each round runs both back to back${perOperation === 1 ? '' : `; ${perOperation} x operations/s against requests/s`}): ${roundRatios.map(fmt.ratio).join(', ')}; median ${fmt.ratio(ratio)}`,
-    `conditions: ${conditions()}`,
-  ]);
+  report(
+    title,
+    [
+      'server',
+      `${unit} (median)`,
+      `range of ${rounds} rounds`,
+      'p50 ms',
+      'p99 ms',
+      'peak RSS MB',
+      `ratio of requests/s to bare (median of rounds)${target ? `, target >= ${target}` : ''}`,
+    ],
+    [
+      [
+        `stash_key_server ${command}`,
+        fmt.int(ks.requests_per_second),
+        spread(all.ks.map((r) => r.requests_per_second)),
+        fmt.ms(ks.latency_ms.p50),
+        fmt.ms(ks.latency_ms.p99),
+        fmt.mb(ks.server_peak_rss_bytes),
+        `${fmt.ratio(ratio)}${target ? (ratio >= target ? ' met' : ' not met') : ''}`,
+      ],
+      [
+        `bare node:http, ${ks.response_bytes} B answer`,
+        fmt.int(base.rps),
+        spread(all.base.map((r) => r.rps)),
+        fmt.ms(base.p50),
+        fmt.ms(base.p99),
+        '-',
+        '1.00',
+      ],
+      [
+        `Koa + @koa/router only, ${ks.response_bytes} B answer`,
+        fmt.int(koa.rps),
+        spread(all.koa.map((r) => r.rps)),
+        fmt.ms(koa.p50),
+        fmt.ms(koa.p99),
+        '-',
+        fmt.ratio(koa.rps / base.rps),
+      ],
+    ],
+    [
+      `command: \`${command_}\`; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,
+      `${fmt.int(ks.requests)} ${perOperation === 1 ? 'requests' : `operations (${fmt.int(ks.requests * perOperation)} requests)`} of the key server, ${fmt.int(ks.requests * perOperation)} requests of each baseline, ${loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent'}, concurrency ${ks.concurrency}, ${ks.request_bytes} B binary request bodies, ${ks.response_bytes} B answers; ${pinning ? `server on CPU ${pinning.server}, load generator on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}`,
+      `ratio to bare round by round (each round runs both back to back${perOperation === 1 ? '' : `; ${perOperation} x operations/s against requests/s`}): ${roundRatios.map(fmt.ratio).join(', ')}; median ${fmt.ratio(ratio)}`,
+      `conditions: ${conditions()}`,
+    ],
+  );
   if (figure) {
-    recordTarget({ figure, value: `${fmt.ratio(ratio)} (${fmt.int(ks.requests_per_second)}${perOperation === 1 ? '' : ` x ${perOperation}`}/s; rounds ${roundRatios.map(fmt.ratio).join(', ')})`,
-      baseline: `bare node:http ${fmt.int(base.rps)} req/s`, target: `>= ${target}`, met: ratio >= target, command: command_ });
+    recordTarget({
+      figure,
+      value: `${fmt.ratio(ratio)} (${fmt.int(ks.requests_per_second)}${perOperation === 1 ? '' : ` x ${perOperation}`}/s; rounds ${roundRatios.map(fmt.ratio).join(', ')})`,
+      baseline: `bare node:http ${fmt.int(base.rps)} req/s`,
+      target: `>= ${target}`,
+      met: ratio >= target,
+      command: command_,
+    });
   }
   return { ks, base, koa, ratio };
 }

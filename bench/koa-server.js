@@ -10,7 +10,9 @@ const answer = Buffer.alloc(bytes, 0x61);
 const app = new Koa();
 const router = new Router();
 router.post('/v1/share', async (ctx) => {
-  for await (const _ of ctx.req) { /* drain the body */ }
+  for await (const _ of ctx.req) {
+    /* drain the body */
+  }
   ctx.type = 'application/vnd.stash.v1+binary';
   ctx.body = answer;
 });

@@ -32,8 +32,12 @@ export function run(argv, opts = {}) {
     const child = spawn(argv[0], argv.slice(1), { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], ...opts });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('error', reject);
     child.on('close', (code, signal) => {
       if (code === 0) resolve(out);
@@ -62,7 +66,8 @@ export function report(title, headers, rows, notes) {
 }
 
 export function conditions() {
-  const load = spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
+  const load =
+    spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
   return `${availableParallelism()} CPUs, load average ${load}, node ${process.version}${quick ? ', BENCH_QUICK=1 (tiny run)' : ''}`;
 }
 
@@ -75,6 +80,10 @@ export function conditions() {
 export function recordTarget({ figure, value, baseline, target, met, command }) {
   const file = process.env.BENCH_SUMMARY;
   if (!file) return;
-  const load = spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
-  appendFileSync(file, `${JSON.stringify({ figure, value, baseline, target, met, command, load, at: new Date().toISOString() })}\n`);
+  const load =
+    spawnSync('cat', ['/proc/loadavg'], { encoding: 'utf8' }).stdout?.split(' ').slice(0, 3).join(' ') ?? 'n/a';
+  appendFileSync(
+    file,
+    `${JSON.stringify({ figure, value, baseline, target, met, command, load, at: new Date().toISOString() })}\n`,
+  );
 }

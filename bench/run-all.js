@@ -10,13 +10,24 @@ import { join } from 'node:path';
 import { conditions, root, table } from './lib.js';
 
 export const SCRIPTS = [
-  'keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-flow.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js',
-  'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js', 'keyserver-rss-process.js',
+  'keyserver-fetch.js',
+  'keyserver-publish.js',
+  'keyserver-flow.js',
+  'keyserver-fetch-scaling.js',
+  'agent-get.js',
+  'cli-get.js',
+  'suspend-wipe.js',
+  'store-memory.js',
+  'keyserver-rss.js',
+  'keyserver-rss-process.js',
 ];
 
 /** Issue 30's targets table, in its order: the figure each script records (lib.js recordTarget). */
 const TARGETS = [
-  ['flows', 'flows/s (publish, confirm, fetch) x 3 against bare node:http req/s, server on one core, load on the other'],
+  [
+    'flows',
+    'flows/s (publish, confirm, fetch) x 3 against bare node:http req/s, server on one core, load on the other',
+  ],
   ['publishes', 'publishes/s against bare node:http req/s on the same core'],
   ['rss', 'RSS of the installed service, all its processes, 100,000 live shares, under fetch and publish load'],
   ['cpu-scaling', 'CPU per fetch, 2 processes against 1 (scaling projection)'],
@@ -34,7 +45,11 @@ try {
   for (const script of chosen) {
     process.stdout.write(`\n`);
     const code = await new Promise((resolve) => {
-      const child = spawn(process.execPath, [join(root, 'bench', script)], { cwd: root, stdio: 'inherit', env: { ...process.env, BENCH_SUMMARY: summary } });
+      const child = spawn(process.execPath, [join(root, 'bench', script)], {
+        cwd: root,
+        stdio: 'inherit',
+        env: { ...process.env, BENCH_SUMMARY: summary },
+      });
       child.on('error', () => resolve(-1));
       child.on('close', (c, signal) => resolve(signal ?? c));
     });
@@ -45,16 +60,34 @@ try {
   }
   let recorded = [];
   try {
-    recorded = readFileSync(summary, 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  } catch { /* nothing recorded */ }
+    recorded = readFileSync(summary, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  } catch {
+    /* nothing recorded */
+  }
   const rows = TARGETS.map(([id, name]) => {
     const r = recorded.filter((x) => x.figure === id).pop();
     return r
-      ? [name, r.value, r.baseline, r.target, r.met === undefined ? 'reported' : r.met ? 'met' : 'not met', `\`${r.command}\``, `${r.at.slice(11, 16)} UTC, load ${r.load}`]
+      ? [
+          name,
+          r.value,
+          r.baseline,
+          r.target,
+          r.met === undefined ? 'reported' : r.met ? 'met' : 'not met',
+          `\`${r.command}\``,
+          `${r.at.slice(11, 16)} UTC, load ${r.load}`,
+        ]
       : [name, 'not measured', '-', '-', '-', '-', '-'];
   });
-  process.stdout.write(`\n### Targets of issue 30\n\n${table(['figure', 'measured', 'baseline in the same run', 'target', 'status', 'command', 'when'], rows)}\n\n`);
-  process.stdout.write(`- command: \`node bench/run-all.js\` (\`npm run bench\`), ${Math.round((Date.now() - started) / 1000)} s; ${failed.length ? `failed: ${failed.join(', ')}` : 'every script completed'}\n- conditions at the end: ${conditions()}\n`);
+  process.stdout.write(
+    `\n### Targets of issue 30\n\n${table(['figure', 'measured', 'baseline in the same run', 'target', 'status', 'command', 'when'], rows)}\n\n`,
+  );
+  process.stdout.write(
+    `- command: \`node bench/run-all.js\` (\`npm run bench\`), ${Math.round((Date.now() - started) / 1000)} s; ${failed.length ? `failed: ${failed.join(', ')}` : 'every script completed'}\n- conditions at the end: ${conditions()}\n`,
+  );
 } finally {
   rmSync(work, { recursive: true, force: true });
 }

@@ -26,10 +26,25 @@ const settled = async () => {
   const m = process.memoryUsage();
   return { heap: m.heapUsed, buffers: m.arrayBuffers, rss: m.rss };
 };
-const open = () => ShareStore.open({ dir, serverId: 0, originEpoch: 1, compactMinBytes: 1 << 26, clock: { now: () => Date.now() }, logger: quietLogger(), sweepIntervalMs: 0 });
+const open = () =>
+  ShareStore.open({
+    dir,
+    serverId: 0,
+    originEpoch: 1,
+    compactMinBytes: 1 << 26,
+    clock: { now: () => Date.now() },
+    logger: quietLogger(),
+    sweepIntervalMs: 0,
+  });
 const perShare = (m, base) => fmt.int((m.heap + m.buffers - base.heap - base.buffers) / SHARES);
 // '-': no array buffer left (the slabs of a closed store are freed).
-const row = (state, m, base) => [state, fmt.mb(m.heap), m.buffers < 52429 ? '-' : fmt.mb(m.buffers), fmt.mb(m.rss), base ? perShare(m, base) : '-'];
+const row = (state, m, base) => [
+  state,
+  fmt.mb(m.heap),
+  m.buffers < 52429 ? '-' : fmt.mb(m.buffers),
+  fmt.mb(m.rss),
+  base ? perShare(m, base) : '-',
+];
 try {
   let store = await open();
   const empty = await settled();
@@ -42,15 +57,20 @@ try {
   store = await open();
   const reopened = await settled();
   await store.close();
-  report(`Share index memory, ${fmt.int(SHARES)} shares`, ['state', 'heap in use MB', 'array buffers MB', 'RSS MB', 'bytes per share (heap + array buffers)'], [
-    row('empty store', empty),
-    row(`${fmt.int(SHARES)} verified shares, written`, full, empty),
-    row('store closed', closed),
-    row(`${fmt.int(SHARES)} verified shares, reopened from the log`, reopened, closed),
-  ], [
-    `command: \`node bench/store-memory.js\` (the store alone, shares written through ShareStore.put + verify, two full GCs a turn apart before each reading; bytes per share include the spare slab capacity)`,
-    `conditions: ${conditions()}`,
-  ]);
+  report(
+    `Share index memory, ${fmt.int(SHARES)} shares`,
+    ['state', 'heap in use MB', 'array buffers MB', 'RSS MB', 'bytes per share (heap + array buffers)'],
+    [
+      row('empty store', empty),
+      row(`${fmt.int(SHARES)} verified shares, written`, full, empty),
+      row('store closed', closed),
+      row(`${fmt.int(SHARES)} verified shares, reopened from the log`, reopened, closed),
+    ],
+    [
+      `command: \`node bench/store-memory.js\` (the store alone, shares written through ShareStore.put + verify, two full GCs a turn apart before each reading; bytes per share include the spare slab capacity)`,
+      `conditions: ${conditions()}`,
+    ],
+  );
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -17,9 +17,15 @@ export const haveWrk = hasCommand('wrk');
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A loopback port free at this moment (the kernel picks it). */
-export const freePort = () => new Promise((resolve, reject) => {
-  const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
+export const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = s.address();
+        s.close(() => resolve(port));
+      });
+  });
 
 /** A Lua string literal of arbitrary bytes (decimal escapes: wrk's LuaJIT reads them). */
 function luaBytes(buf) {
@@ -47,7 +53,19 @@ function toMs(text) {
  * `cpu` pins it (undefined: unpinned).
  */
 export async function runWrk({ url, script, seconds, connections = 64, threads = 1, cpu }) {
-  const argv = pinned(cpu, ['wrk', '-t', String(threads), '-c', String(connections), '-d', `${seconds}s`, '--latency', '-s', script, url]);
+  const argv = pinned(cpu, [
+    'wrk',
+    '-t',
+    String(threads),
+    '-c',
+    String(connections),
+    '-d',
+    `${seconds}s`,
+    '--latency',
+    '-s',
+    script,
+    url,
+  ]);
   const r = spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`wrk failed (${r.status}): ${r.stderr}`);
   const out = r.stdout;
@@ -72,8 +90,19 @@ export async function preloadedStore(count) {
   const { defaultConfig } = await import(dist('keyserver/cli/options.js'));
   const work = mkdtempSync(join(tmpdir(), 'stash-bench-wrk-'));
   const dir = join(work, 'state');
-  const quiet = { info() {}, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) };
-  const store = await ShareStore.open({ dir, serverId: 0, originEpoch: Date.now(), compactMinBytes: 1 << 30, clock: { now: () => Date.now() }, logger: quiet });
+  const quiet = {
+    info() {},
+    warn: (m) => process.stderr.write(`${m}\n`),
+    error: (m) => process.stderr.write(`${m}\n`),
+  };
+  const store = await ShareStore.open({
+    dir,
+    serverId: 0,
+    originEpoch: Date.now(),
+    compactMinBytes: 1 << 30,
+    clock: { now: () => Date.now() },
+    logger: quiet,
+  });
   const keys = Array.from({ length: 16 }, benchPublicKey);
   const codes = await preloadShares(store, { ...defaultConfig(), shareTtlSeconds: TTL }, count, keys);
   await store.close();
@@ -89,15 +118,38 @@ export const TTL = 30 * 24 * 3600;
  */
 export async function startKeyServer({ dir, cpu, extra = [], nodeFlags = [], env = {} }) {
   const port = await freePort();
-  const argv = pinned(cpu, [process.execPath, ...nodeFlags, bin('stash_key_server.js'), 'run', '--state-dir', dir, '--bind', `127.0.0.1:${port}`,
-    '--rate-limit-per-minute', '0', '--share-ttl', String(TTL), ...extra]);
-  const child = spawn(argv[0], argv.slice(1), { cwd: root, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  const argv = pinned(cpu, [
+    process.execPath,
+    ...nodeFlags,
+    bin('stash_key_server.js'),
+    'run',
+    '--state-dir',
+    dir,
+    '--bind',
+    `127.0.0.1:${port}`,
+    '--rate-limit-per-minute',
+    '0',
+    '--share-ttl',
+    String(TTL),
+    ...extra,
+  ]);
+  const child = spawn(argv[0], argv.slice(1), {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let log = '';
-  child.stderr.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => {
+    log += d;
+  });
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 300; i++) {
     if (child.exitCode !== null) throw new Error(`server exited: ${log.slice(-2000)}`);
-    try { if ((await fetch(`${url}/v1/status`)).ok) return { child, url, log: () => log, stop: () => stop(child) }; } catch { /* not listening yet */ }
+    try {
+      if ((await fetch(`${url}/v1/status`)).ok) return { child, url, log: () => log, stop: () => stop(child) };
+    } catch {
+      /* not listening yet */
+    }
     await sleep(100);
   }
   child.kill('SIGKILL');
@@ -114,10 +166,18 @@ export function stop(child) {
 /** One raw HTTP/1.1 exchange: resolves with the answer's bytes (status line, headers, body). */
 export function rawExchange(url, { path, body, headers }) {
   const { hostname, port } = new URL(url);
-  const head = [`POST ${path} HTTP/1.1`, `Host: ${hostname}:${port}`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), `Content-Length: ${body.length}`, 'Connection: close', '', ''].join('\r\n');
+  const head = [
+    `POST ${path} HTTP/1.1`,
+    `Host: ${hostname}:${port}`,
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    `Content-Length: ${body.length}`,
+    'Connection: close',
+    '',
+    '',
+  ].join('\r\n');
   return new Promise((resolve, reject) => {
     const chunks = [];
-    const s = connect(Number(port), hostname, () => s.write(Buffer.concat([Buffer.from(head, "latin1"), body])));
+    const s = connect(Number(port), hostname, () => s.write(Buffer.concat([Buffer.from(head, 'latin1'), body])));
     s.on('data', (d) => chunks.push(d));
     s.on('error', reject);
     s.on('close', () => resolve(Buffer.concat(chunks)));
@@ -172,7 +232,9 @@ export const haveNginx = hasCommand('nginx');
 export async function startNginx({ bodyBytes, contentType, cpu }) {
   const dir = mkdtempSync(join(tmpdir(), 'stash-bench-nginx-'));
   const port = await freePort();
-  writeFileSync(join(dir, 'nginx.conf'), `master_process off;
+  writeFileSync(
+    join(dir, 'nginx.conf'),
+    `master_process off;
 daemon off;
 worker_processes 1;
 pid ${join(dir, 'nginx.pid')};
@@ -193,11 +255,14 @@ http {
     location / { return 200 "${'a'.repeat(bodyBytes)}"; }
   }
 }
-`);
+`,
+  );
   const argv = pinned(cpu, ['nginx', '-p', dir, '-c', join(dir, 'nginx.conf')]);
   const child = spawn(argv[0], argv.slice(1), { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
-  child.stderr.on('data', (d) => { log += d; });
+  child.stderr.on('data', (d) => {
+    log += d;
+  });
   const url = `http://127.0.0.1:${port}`;
   const remove = () => rmSync(dir, { recursive: true, force: true });
   for (let i = 0; i < 100; i++) {
@@ -205,7 +270,19 @@ http {
       remove();
       throw new Error(`nginx exited: ${log.slice(-2000)}`);
     }
-    try { if ((await fetch(url, { method: 'POST', body: 'x' })).ok) return { child, url, stop: async () => { await stop(child); remove(); } }; } catch { /* not listening yet */ }
+    try {
+      if ((await fetch(url, { method: 'POST', body: 'x' })).ok)
+        return {
+          child,
+          url,
+          stop: async () => {
+            await stop(child);
+            remove();
+          },
+        };
+    } catch {
+      /* not listening yet */
+    }
     await sleep(50);
   }
   child.kill('SIGKILL');

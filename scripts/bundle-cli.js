@@ -44,9 +44,16 @@ const metaUrl = {
       if (rel.startsWith('..')) return undefined;
       let text = await readFile(args.path, 'utf8');
       // src/native/sodium.ts: in the bundle, require() the copy of sodium-native bundled below.
-      if (rel === join('native', 'sodium.js')) text = 'export function loadSodium() {\n  return require("sodium-native");\n}\n';
-      const contents = text.replaceAll('import.meta.url', `__stashFileUrl(${JSON.stringify(rel.split(sep).join('/'))})`);
-      if (contents.includes('import.meta')) throw new Error(`${rel} uses import.meta beyond import.meta.url; teach scripts/bundle-cli.js what it means in a bundle`);
+      if (rel === join('native', 'sodium.js'))
+        text = 'export function loadSodium() {\n  return require("sodium-native");\n}\n';
+      const contents = text.replaceAll(
+        'import.meta.url',
+        `__stashFileUrl(${JSON.stringify(rel.split(sep).join('/'))})`,
+      );
+      if (contents.includes('import.meta'))
+        throw new Error(
+          `${rel} uses import.meta beyond import.meta.url; teach scripts/bundle-cli.js what it means in a bundle`,
+        );
       return { contents, loader: 'js' };
     });
   },
@@ -72,10 +79,13 @@ const sodium = {
       if (args.path === './binding') return { path: 'sodium-native/binding.js', external: true };
       if (args.path === 'assert') return { path: 'assert', namespace: 'sodium-assert' };
       if (args.path === 'which-runtime') return { path: join(root, 'node_modules', 'which-runtime', 'index.js') };
-      throw new Error(`sodium-native's index.js requires ${args.path}: check what it is before bundling it (scripts/bundle-cli.js)`);
+      throw new Error(
+        `sodium-native's index.js requires ${args.path}: check what it is before bundling it (scripts/bundle-cli.js)`,
+      );
     });
     b.onLoad({ filter: /.*/, namespace: 'sodium-assert' }, () => ({
-      contents: 'module.exports = function assert(value, message) {\n  if (!value) require("node:assert")(value, message);\n};\n',
+      contents:
+        'module.exports = function assert(value, message) {\n  if (!value) require("node:assert")(value, message);\n};\n',
       loader: 'js',
     }));
   },
@@ -83,9 +93,13 @@ const sodium = {
 
 async function checkSodiumIndex() {
   const text = await readFile(sodiumIndex, 'utf8');
-  if (/\bassert\s*\./.test(text)) throw new Error("sodium-native's index.js uses assert.<method>: the stand-in in scripts/bundle-cli.js only covers assert(value, message)");
+  if (/\bassert\s*\./.test(text))
+    throw new Error(
+      "sodium-native's index.js uses assert.<method>: the stand-in in scripts/bundle-cli.js only covers assert(value, message)",
+    );
   const missing = SODIUM_REQUIRES.filter((r) => !sodiumSeen.has(r));
-  if (missing.length > 0) throw new Error(`sodium-native's index.js no longer requires ${missing.join(', ')}: check scripts/bundle-cli.js`);
+  if (missing.length > 0)
+    throw new Error(`sodium-native's index.js no longer requires ${missing.join(', ')}: check scripts/bundle-cli.js`);
 }
 
 async function bundle(entry, out, { lazyImports, idLine }) {
@@ -109,8 +123,12 @@ async function bundle(entry, out, { lazyImports, idLine }) {
   for (const imp of output.imports) {
     if (!imp.external || imp.path.startsWith('node:')) continue;
     const pkg = imp.path.startsWith('@') ? imp.path.split('/').slice(0, 2).join('/') : imp.path.split('/')[0];
-    if (imp.kind === 'dynamic-import' && lazyImports) throw new Error(`${out}: import(${imp.path}) was left in the bundle`);
-    if (!EXTERNAL.has(pkg)) throw new Error(`${out} requires the package ${imp.path}: add it to EXTERNAL in scripts/bundle-cli.js once it is known to load with require() on Node 20`);
+    if (imp.kind === 'dynamic-import' && lazyImports)
+      throw new Error(`${out}: import(${imp.path}) was left in the bundle`);
+    if (!EXTERNAL.has(pkg))
+      throw new Error(
+        `${out} requires the package ${imp.path}: add it to EXTERNAL in scripts/bundle-cli.js once it is known to load with require() on Node 20`,
+      );
   }
   return output.bytes;
 }
@@ -120,10 +138,12 @@ await checkSodiumIndex();
 // The launcher reads the bundle as latin1 (a copy, no UTF-8 decoding): esbuild escapes non-ASCII by default.
 const bundlePath = join(dist, 'cli', 'stash.cjs');
 const text = await readFile(bundlePath, 'latin1');
-if (/[^\x00-\x7f]/.test(text)) throw new Error('dist/cli/stash.cjs is not pure ASCII; src/cli/code-cache.ts reads it as latin1');
+if (/[^\x00-\x7f]/.test(text))
+  throw new Error('dist/cli/stash.cjs is not pure ASCII; src/cli/code-cache.ts reads it as latin1');
 const at = text.indexOf(ID_PLACEHOLDER);
 if (at < 0 || at > 400) throw new Error('the bundle id placeholder is missing from the top of dist/cli/stash.cjs');
 const id = createHash('sha256').update(text).digest('hex').slice(0, ID_PLACEHOLDER.length);
 await writeFile(bundlePath, text.slice(0, at) + id + text.slice(at + id.length), 'latin1');
 await bundle('cli/launch.js', 'cli/launch.cjs', { lazyImports: false, idLine: false });
-if (process.env.npm_lifecycle_event !== 'prepare') console.log(`bundle-cli: dist/cli/stash.cjs (${Math.round(size / 1024)} KiB), dist/cli/launch.cjs`);
+if (process.env.npm_lifecycle_event !== 'prepare')
+  console.log(`bundle-cli: dist/cli/stash.cjs (${Math.round(size / 1024)} KiB), dist/cli/launch.cjs`);

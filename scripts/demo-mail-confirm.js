@@ -23,17 +23,25 @@ if (url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(ur
   process.stderr.write('demo mail: only http:// loopback links are confirmed automatically\n');
   process.exit(65);
 }
-const req = request(url, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '0' }, timeout: 5000 }, (res) => {
-  res.resume();
-  res.on('end', () => {
-    if (res.statusCode === 200) {
-      process.stdout.write(`demo mail: confirmed the verification link for ${email}\n`);
-      process.exit(0);
-    }
-    process.stderr.write(`demo mail: the server answered ${res.statusCode}\n`);
-    process.exit(1);
-  });
-});
+const req = request(
+  url,
+  {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '0' },
+    timeout: 5000,
+  },
+  (res) => {
+    res.resume();
+    res.on('end', () => {
+      if (res.statusCode === 200) {
+        process.stdout.write(`demo mail: confirmed the verification link for ${email}\n`);
+        process.exit(0);
+      }
+      process.stderr.write(`demo mail: the server answered ${res.statusCode}\n`);
+      process.exit(1);
+    });
+  },
+);
 req.on('timeout', () => req.destroy(new Error('timed out')));
 req.on('error', (err) => {
   process.stderr.write(`demo mail: ${err.message}\n`);

@@ -28,7 +28,13 @@ class DemoError extends Error {}
 
 let stepNo = 0;
 const say = (line = '') => process.stdout.write(`${line}\n`);
-const indent = (text) => text.replace(/\s+$/, '').split('\n').filter((l, _i, a) => a.length > 1 || l !== '').map((l) => `    ${l}`).join('\n');
+const indent = (text) =>
+  text
+    .replace(/\s+$/, '')
+    .split('\n')
+    .filter((l, _i, a) => a.length > 1 || l !== '')
+    .map((l) => `    ${l}`)
+    .join('\n');
 function step(title) {
   stepNo += 1;
   say('');
@@ -87,14 +93,22 @@ const never = new Promise(() => {});
 function stash(who, args, { cleanup = false, input = null } = {}) {
   if (interrupted && !cleanup) return never;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [stashBin, ...args], { env: who.env, stdio: [input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [stashBin, ...args], {
+      env: who.env,
+      stdio: [input === null ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
     if (input !== null) child.stdin.end(input);
     state.child = child;
     child.closed = new Promise((done) => child.on('close', done));
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => killGroup(child, 'SIGKILL'), COMMAND_TIMEOUT_MS);
     child.on('error', (err) => {
       clearTimeout(timer);
@@ -126,7 +140,9 @@ async function narrate(who, args, { shown, expect = 0, input = null } = {}) {
   if (interrupted) await never; // the signal handler cleans up and exits
   showRun(`${who.name} `, shown ?? `stash ${args.join(' ')}`, result);
   if (result.code !== expect) {
-    throw new DemoError(`\`stash ${args.join(' ')}\` (as ${who.name}) exited with ${result.signal ?? result.code}, expected ${expect}`);
+    throw new DemoError(
+      `\`stash ${args.join(' ')}\` (as ${who.name}) exited with ${result.signal ?? result.code}, expected ${expect}`,
+    );
   }
   return result;
 }
@@ -138,7 +154,11 @@ function startServer() {
   const args = ['run', '--developer', '--bind', '127.0.0.1:0', '--verification-email-command', mailCommand];
   say(`$ stash_key_server ${args.join(' ').replace(mailCommand, 'scripts/demo-mail-confirm.js')}`);
   // TMPDIR inside the demo folder: the server's developer state folder goes there too.
-  const child = spawn(process.execPath, [serverBin, ...args], { env: { ...process.env, TMPDIR: serverTmp }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [serverBin, ...args], {
+    env: { ...process.env, TMPDIR: serverTmp },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const server = { child, url: null, log: [], shown: 0, exited: null };
   state.server = server;
   let pending = '';
@@ -154,7 +174,10 @@ function startServer() {
   child.stderr.on('data', feed);
   server.exited = new Promise((done) => child.on('close', (code, signal) => done(code ?? signal)));
   return new Promise((resolve, reject) => {
-    const deadline = setTimeout(() => reject(new DemoError(`the key server did not start within 15 seconds:\n${server.log.join('\n')}`)), 15_000);
+    const deadline = setTimeout(
+      () => reject(new DemoError(`the key server did not start within 15 seconds:\n${server.log.join('\n')}`)),
+      15_000,
+    );
     const check = () => {
       if (server.url) return;
       const line = server.log.find((l) => l.includes('listening on '));
@@ -207,7 +230,11 @@ function cleanup(narrated) {
       clearTimeout(timer);
     }
     for (const p of state.people) {
-      const result = await stash(p, ['vault', 'sessions', 'stop'], { cleanup: true }).catch((err) => ({ code: 1, stdout: '', stderr: String(err) }));
+      const result = await stash(p, ['vault', 'sessions', 'stop'], { cleanup: true }).catch((err) => ({
+        code: 1,
+        stdout: '',
+        stderr: String(err),
+      }));
       if (narrated) showRun(`${p.name} `, 'stash vault sessions stop', result);
     }
     await stopServer();
@@ -221,7 +248,11 @@ function cleanup(narrated) {
 }
 
 let interrupted = false;
-for (const [signal, status] of [['SIGINT', 130], ['SIGTERM', 143], ['SIGHUP', 129]]) {
+for (const [signal, status] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+  ['SIGHUP', 129],
+]) {
   process.on(signal, () => {
     if (interrupted) return;
     interrupted = true;
@@ -267,22 +298,59 @@ async function demo() {
   say(`(the demo plays the phone call: it takes ${fingerprint} from \`stash vault identity show --json\`)`);
 
   step('Alice publishes her public key; the server mails her a verification link');
-  const published = await narrate(alice, ['vault', 'identity', 'publish', '--email', 'alice@example.test', '--server', url]);
+  const published = await narrate(alice, [
+    'vault',
+    'identity',
+    'publish',
+    '--email',
+    'alice@example.test',
+    '--server',
+    url,
+  ]);
   await waitForLog(/verify: /, 5000);
   showServerLog();
   const code = /Share code:\s+(\S+)/.exec(published.stdout)?.[1];
   if (!code) throw new DemoError('no share code in the output of publish');
-  say(`(the demo mail command confirmed the link with a POST, like the button on the page; Alice gives Bob the code ${code})`);
+  say(
+    `(the demo mail command confirmed the link with a POST, like the button on the page; Alice gives Bob the code ${code})`,
+  );
 
   step('Bob creates his vault');
   await narrate(bob, ['vault', 'init', '--kdf', 'interactive']);
 
   step('Bob receives the key with a wrong fingerprint: refused, nothing added');
-  await narrate(bob, ['vault', 'contact', 'receive', code, '--fingerprint', wrongFingerprint(fingerprint), '--name', 'alice', '--server', url], { expect: 65 });
+  await narrate(
+    bob,
+    [
+      'vault',
+      'contact',
+      'receive',
+      code,
+      '--fingerprint',
+      wrongFingerprint(fingerprint),
+      '--name',
+      'alice',
+      '--server',
+      url,
+    ],
+    { expect: 65 },
+  );
 
-  step("Bob receives the key with the fingerprint Alice read him");
-  const received = await narrate(bob, ['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, '--name', 'alice', '--server', url]);
-  if (!received.stdout.includes(`Fingerprint matches: ${fingerprint}`)) throw new DemoError('receive did not report the fingerprint match');
+  step('Bob receives the key with the fingerprint Alice read him');
+  const received = await narrate(bob, [
+    'vault',
+    'contact',
+    'receive',
+    code,
+    '--fingerprint',
+    fingerprint,
+    '--name',
+    'alice',
+    '--server',
+    url,
+  ]);
+  if (!received.stdout.includes(`Fingerprint matches: ${fingerprint}`))
+    throw new DemoError('receive did not report the fingerprint match');
 
   step("Bob's contacts");
   const list = await narrate(bob, ['vault', 'contact', 'list']);
@@ -290,21 +358,39 @@ async function demo() {
 
   step('Bob keeps a secret: a container, a value piped in, read back, and handed to a command');
   await narrate(bob, ['container', 'create', 'deploy']);
-  await narrate(bob, ['set', 'deploy', 'API_TOKEN'], { input: 'demo-token-123\n', shown: "echo demo-token-123 | stash set deploy API_TOKEN" });
+  await narrate(bob, ['set', 'deploy', 'API_TOKEN'], {
+    input: 'demo-token-123\n',
+    shown: 'echo demo-token-123 | stash set deploy API_TOKEN',
+  });
   const got = await narrate(bob, ['get', 'deploy', 'API_TOKEN']);
   if (got.stdout !== 'demo-token-123') throw new DemoError('get did not return the stored value');
   await narrate(bob, ['ls', 'deploy']);
-  const env = await narrate(bob, ['env', 'deploy', '--', process.execPath, '-e', 'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)'],
-    { shown: "stash env deploy -- node -e 'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)'" });
-  if (!env.stdout.includes('the command sees API_TOKEN=demo-token-123')) throw new DemoError('env did not hand the value to the command');
+  const env = await narrate(
+    bob,
+    [
+      'env',
+      'deploy',
+      '--',
+      process.execPath,
+      '-e',
+      'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)',
+    ],
+    { shown: "stash env deploy -- node -e 'console.log(`the command sees API_TOKEN=${process.env.API_TOKEN}`)'" },
+  );
+  if (!env.stdout.includes('the command sees API_TOKEN=demo-token-123'))
+    throw new DemoError('env did not hand the value to the command');
 
-  step("What Bob's session agent caches: his vault key and the deploy container's key, unlocked once, so later commands need no password");
+  step(
+    "What Bob's session agent caches: his vault key and the deploy container's key, unlocked once, so later commands need no password",
+  );
   await narrate(bob, ['vault', 'sessions']);
 
   step('Clean up: stop both agents (their keys are wiped) and the server, remove the folder');
   await cleanup(true);
   say('');
-  say('Demo complete: Alice published, the link was confirmed, Bob checked the fingerprint and saved the contact, then kept a secret and used it.');
+  say(
+    'Demo complete: Alice published, the link was confirmed, Bob checked the fingerprint and saved the contact, then kept a secret and used it.',
+  );
 }
 
 async function waitForLog(pattern, ms) {
@@ -319,7 +405,7 @@ try {
   process.exitCode = 0;
 } catch (err) {
   if (interrupted) await never; // the signal handler exits
-  process.stderr.write(`\ndemo: FAILED: ${err instanceof DemoError ? err.message : err?.stack ?? err}\n`);
+  process.stderr.write(`\ndemo: FAILED: ${err instanceof DemoError ? err.message : (err?.stack ?? err)}\n`);
   showServerLog();
   await cleanup(false).catch((e) => process.stderr.write(`demo: cleanup: ${e.message}\n`));
   process.stderr.write(state.tmp ? `demo: stopped the agents and the key server, removed ${state.tmp}\n` : '');

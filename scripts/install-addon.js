@@ -51,7 +51,8 @@ function nodeGyp() {
 
 /** Uses a loading prebuild, or builds the addon; exits non-zero when the build fails. */
 function main() {
-  const fromSource = process.argv.includes('--build-from-source') || process.env.npm_config_build_from_source === 'true';
+  const fromSource =
+    process.argv.includes('--build-from-source') || process.env.npm_config_build_from_source === 'true';
   if (!fromSource && addonLoads()) return;
 
   const env = { ...process.env };
@@ -62,14 +63,27 @@ function main() {
     else delete env.npm_config_nodedir;
   }
   const [cmd, ...args] = nodeGyp();
-  const why = fromSource ? 'building the native addon from source' : `no prebuilt addon loads for ${process.platform}-${process.arch}; building it`;
-  console.error(`stash: ${why} with node-gyp` +
-    (env.npm_config_nodedir ? ` (Node headers from ${env.npm_config_nodedir})` : ' (Node headers will be downloaded)'));
-  const r = spawnSync(cmd, [...args, 'rebuild'], { cwd: root, env, stdio: 'inherit', shell: process.platform === 'win32' && args.length === 0 });
+  const why = fromSource
+    ? 'building the native addon from source'
+    : `no prebuilt addon loads for ${process.platform}-${process.arch}; building it`;
+  console.error(
+    `stash: ${why} with node-gyp` +
+      (env.npm_config_nodedir
+        ? ` (Node headers from ${env.npm_config_nodedir})`
+        : ' (Node headers will be downloaded)'),
+  );
+  const r = spawnSync(cmd, [...args, 'rebuild'], {
+    cwd: root,
+    env,
+    stdio: 'inherit',
+    shell: process.platform === 'win32' && args.length === 0,
+  });
   if (r.status !== 0) {
-    console.error('stash: building the native addon failed. A build needs python3, make and a C++17 compiler ' +
-      '(Windows: Visual Studio Build Tools); prebuilt addons exist for linux-x64, linux-arm64 and win32-x64. ' +
-      'See docs/platforms.md.');
+    console.error(
+      'stash: building the native addon failed. A build needs python3, make and a C++17 compiler ' +
+        '(Windows: Visual Studio Build Tools); prebuilt addons exist for linux-x64, linux-arm64 and win32-x64. ' +
+        'See docs/platforms.md.',
+    );
     process.exit(r.status ?? 1);
   }
 }

@@ -49,7 +49,8 @@ const have = (cmd) => spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ign
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { cwd: root, encoding: 'utf8', maxBuffer: 64 << 20, ...opts });
   if (r.error) throw new ReleaseError(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new ReleaseError(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
+  if (r.status !== 0)
+    throw new ReleaseError(`${cmd} ${args.join(' ')} failed (${r.status}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
   return r.stdout ?? '';
 }
 
@@ -63,11 +64,15 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const all = releaseTargets(root);
   const targets = opts.only ? all.filter((t) => opts.only.includes(t.name)) : all;
-  for (const name of opts.only ?? []) if (!all.some((t) => t.name === name)) throw new ReleaseError(`no release target ${name} (${all.map((t) => t.name).join(', ')})`);
+  for (const name of opts.only ?? [])
+    if (!all.some((t) => t.name === name))
+      throw new ReleaseError(`no release target ${name} (${all.map((t) => t.name).join(', ')})`);
 
   const missing = [...new Set(targets.flatMap((t) => t.tools))].filter((t) => !have(t));
   if (missing.length > 0) {
-    throw new ReleaseError(`missing tools: ${missing.join(', ')} (apt-get install ${[...new Set(missing.map((t) => aptPackageOf[t] ?? t))].join(' ')})`);
+    throw new ReleaseError(
+      `missing tools: ${missing.join(', ')} (apt-get install ${[...new Set(missing.map((t) => aptPackageOf[t] ?? t))].join(' ')})`,
+    );
   }
 
   console.log('release: compiling TypeScript (dist/)');
@@ -83,14 +88,26 @@ async function main() {
     console.log(`release: built ${target.name} with cmake-js (${statSync(dest).size} bytes)`);
     const report = await verifyPrebuild(root, target, dest, node);
     const identity = report.peer ? 'peerCredentials named this process' : 'processInfo answered';
-    console.log(`release: checked ${target.name}: ${target.how} on node ${report.node}: addon loaded from ${report.addon}, ${identity}, agent put/get round trip ok`);
+    console.log(
+      `release: checked ${target.name}: ${target.how} on node ${report.node}: addon loaded from ${report.addon}, ${identity}, agent put/get round trip ok`,
+    );
   }
   const seaTargets = SEA_TARGETS.filter((t) => targets.some((x) => x.name === t.name)).map((t) => t.name);
-  const executables = seaTargets.length > 0 ? await buildSingleExecutables(root, { outDir: opts.out, targets: seaTargets, log: (line) => console.log(`release: ${line}`) }) : [];
+  const executables =
+    seaTargets.length > 0
+      ? await buildSingleExecutables(root, {
+          outDir: opts.out,
+          targets: seaTargets,
+          log: (line) => console.log(`release: ${line}`),
+        })
+      : [];
   for (const skip of notBuiltHere) console.log(`release: not built here: ${skip.name}: ${skip.why}`);
   // Prebuilds made elsewhere (a maintainer's Mac) are packed as they are, and said so.
-  const others = existsSync(join(root, 'prebuilds')) ? readdirSync(join(root, 'prebuilds')).filter((d) => !targets.some((t) => t.name === d)) : [];
-  for (const name of others) console.log(`release: packing prebuilds/${name} as found: made elsewhere, not built or checked by this release`);
+  const others = existsSync(join(root, 'prebuilds'))
+    ? readdirSync(join(root, 'prebuilds')).filter((d) => !targets.some((t) => t.name === d))
+    : [];
+  for (const name of others)
+    console.log(`release: packing prebuilds/${name} as found: made elsewhere, not built or checked by this release`);
 
   mkdirSync(opts.out, { recursive: true });
   // The tarball carries the lock file as npm-shrinkwrap.json, so a user's install gets
@@ -106,7 +123,8 @@ async function main() {
   const files = packed[0].files.map((f) => f.path);
   if (!files.includes('npm-shrinkwrap.json')) throw new ReleaseError('the tarball lacks npm-shrinkwrap.json');
   for (const target of targets) {
-    if (!files.includes(`prebuilds/${target.name}/node.napi.node`)) throw new ReleaseError(`the tarball lacks prebuilds/${target.name}/node.napi.node`);
+    if (!files.includes(`prebuilds/${target.name}/node.napi.node`))
+      throw new ReleaseError(`the tarball lacks prebuilds/${target.name}/node.napi.node`);
   }
   const tarball = join(opts.out, packed[0].filename);
   if (!existsSync(tarball)) throw new ReleaseError(`npm pack reported ${tarball}, which does not exist`);

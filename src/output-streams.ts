@@ -73,7 +73,10 @@ export function outputStreamFailed(which: Which, err: NodeJS.ErrnoException): vo
   stdoutFailed = true;
   const closed = err.code !== undefined && CLOSED.has(err.code);
   if (keepRunning) {
-    keepRunning(which, closed ? 'standard output was closed' : `cannot write to standard output: ${describeWriteError(err)}`);
+    keepRunning(
+      which,
+      closed ? 'standard output was closed' : `cannot write to standard output: ${describeWriteError(err)}`,
+    );
     return;
   }
   if (closed) process.exit(0);

@@ -28,7 +28,10 @@ function runDemo(opts: { env?: NodeJS.ProcessEnv; interruptAt?: RegExp } = {}): 
   const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: tmp, ...opts.env };
   for (const k of Object.keys(env)) if (k.startsWith('STASH_')) delete env[k];
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(process.cwd(), 'scripts', 'demo.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(process.cwd(), 'scripts', 'demo.js')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     let interrupted = false;
@@ -39,7 +42,9 @@ function runDemo(opts: { env?: NodeJS.ProcessEnv; interruptAt?: RegExp } = {}): 
         child.kill('SIGINT');
       }
     });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
@@ -91,19 +96,43 @@ test('the demo runs end to end: exit 0, the fingerprint matches, the contact is 
     assert.ok(fp && /^[0-9A-Z]{4}(-[0-9A-Z]{4}){5}$/.test(fp), "Alice's fingerprint is shown");
     const code = /Share code: {2}(\S+)/.exec(r.stdout)?.[1];
     assert.ok(code, 'the share code is shown');
-    assert.match(r.stdout, new RegExp(`Bob \\$ stash vault contact receive ${code} --fingerprint ${fp} --name alice --server http://127\\.0\\.0\\.1:\\d+\\n`));
-    assert.ok(r.stdout.includes(`    Fingerprint matches: ${fp}\n    Added contact alice <alice@example.test>\n`), r.stdout);
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `Bob \\$ stash vault contact receive ${code} --fingerprint ${fp} --name alice --server http://127\\.0\\.0\\.1:\\d+\\n`,
+      ),
+    );
+    assert.ok(
+      r.stdout.includes(`    Fingerprint matches: ${fp}\n    Added contact alice <alice@example.test>\n`),
+      r.stdout,
+    );
     assert.match(r.stdout, new RegExp(`\\n {4}alice {2}alice@example\\.test {2}${fp} {2}\\d{4}-\\d\\d-\\d\\d\\n`));
-    assert.match(r.stdout, /stash: fingerprint mismatch: [^\n]*no contact was added[^\n]*\n {4}\(exit status 65\)/, 'the wrong fingerprint is refused first');
+    assert.match(
+      r.stdout,
+      /stash: fingerprint mismatch: [^\n]*no contact was added[^\n]*\n {4}\(exit status 65\)/,
+      'the wrong fingerprint is refused first',
+    );
     assert.match(r.stdout, /key server \| info verify: share [0-9A-V]{2}… confirmed by a\*\*\*@example\.test/);
-    assert.match(r.stdout, /Bob \$ stash vault sessions\n {4}NAME {5}PATH +EXPIRES IN\n {4}\(vault\) {2}\S+\/bob\/vault +1[45]m \d\ds\n {4}deploy /);
+    assert.match(
+      r.stdout,
+      /Bob \$ stash vault sessions\n {4}NAME {5}PATH +EXPIRES IN\n {4}\(vault\) {2}\S+\/bob\/vault +1[45]m \d\ds\n {4}deploy /,
+    );
     // The tour's everyday half: create, set, get, ls, env.
     assert.match(r.stdout, /Bob \$ stash container create deploy\n/);
-    assert.match(r.stdout, /Bob \$ echo demo-token-123 \| stash set deploy API_TOKEN\n {4}Stored API_TOKEN in deploy\.\n/);
+    assert.match(
+      r.stdout,
+      /Bob \$ echo demo-token-123 \| stash set deploy API_TOKEN\n {4}Stored API_TOKEN in deploy\.\n/,
+    );
     assert.match(r.stdout, /Bob \$ stash get deploy API_TOKEN\n {4}demo-token-123\n/);
     assert.match(r.stdout, /the command sees API_TOKEN=demo-token-123/);
-    assert.match(r.stdout, /Alice \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./);
-    assert.match(r.stdout, /Bob \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./);
+    assert.match(
+      r.stdout,
+      /Alice \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./,
+    );
+    assert.match(
+      r.stdout,
+      /Bob \$ stash vault sessions stop\n {4}Stopped the agent \(pid \d+\); its keys were wiped\./,
+    );
     assert.match(r.stdout, /\nkey server stopped\nremoved \S+stash-demo-\w+\n/);
     assert.match(r.stdout, /\nDemo complete: /);
   } finally {
@@ -116,8 +145,14 @@ test('a failing step: exit 1 with a clear message, and everything is still clean
   const r = await runDemo({ env: { PATH: '/nonexistent' } });
   try {
     assert.is(r.code, 1, r.stdout);
-    assert.match(r.stdout, /stash: the key was stored but cannot be received: the verification email could not be sent [^\n]*\n {4}\(exit status 69\)/);
-    assert.match(r.stderr, /^\ndemo: FAILED: `stash vault identity publish --email alice@example\.test --server http:\/\/127\.0\.0\.1:\d+` \(as Alice\) exited with 69, expected 0\n/);
+    assert.match(
+      r.stdout,
+      /stash: the key was stored but cannot be received: the verification email could not be sent [^\n]*\n {4}\(exit status 69\)/,
+    );
+    assert.match(
+      r.stderr,
+      /^\ndemo: FAILED: `stash vault identity publish --email alice@example\.test --server http:\/\/127\.0\.0\.1:\d+` \(as Alice\) exited with 69, expected 0\n/,
+    );
     assert.match(r.stderr, /demo: stopped the agents and the key server, removed \S+stash-demo-\w+\n$/);
   } finally {
     await assertNothingLeft(r);

@@ -29,13 +29,16 @@ function usage(message) {
 }
 
 function parseJobs(value, from) {
-  if (!/^[1-9][0-9]{0,2}$/.test(value ?? '')) usage(`${from} needs a whole number of suites from 1 to 999, not ${JSON.stringify(value ?? '')}`);
+  if (!/^[1-9][0-9]{0,2}$/.test(value ?? ''))
+    usage(`${from} needs a whole number of suites from 1 to 999, not ${JSON.stringify(value ?? '')}`);
   return Number(value);
 }
 
 const filters = [];
 const skips = [];
-let jobs = process.env.STASH_TEST_JOBS ? parseJobs(process.env.STASH_TEST_JOBS, 'STASH_TEST_JOBS') : Math.min(6, 3 * availableParallelism());
+let jobs = process.env.STASH_TEST_JOBS
+  ? parseJobs(process.env.STASH_TEST_JOBS, 'STASH_TEST_JOBS')
+  : Math.min(6, 3 * availableParallelism());
 let recordTimes = false;
 for (let i = 2; i < process.argv.length; i++) {
   const arg = process.argv[i];
@@ -97,8 +100,12 @@ function runSuite(file) {
     });
     running.add(child);
     let output = '';
-    child.stdout.on('data', (d) => { output += d; });
-    child.stderr.on('data', (d) => { output += d; });
+    child.stdout.on('data', (d) => {
+      output += d;
+    });
+    child.stderr.on('data', (d) => {
+      output += d;
+    });
     const timer = setTimeout(() => {
       output += `\n(suite killed after ${suiteTimeoutMs} ms)\n`;
       killGroup(child, 'SIGKILL');
@@ -129,7 +136,9 @@ function runSuite(file) {
       const { code, signal } = exit;
       let cpu = null;
       if (cpuDir) {
-        const m = /^([\d.]+) ([\d.]+)\s*$/m.exec(existsSync(join(cpuDir, 'cpu')) ? readFileSync(join(cpuDir, 'cpu'), 'utf8') : '');
+        const m = /^([\d.]+) ([\d.]+)\s*$/m.exec(
+          existsSync(join(cpuDir, 'cpu')) ? readFileSync(join(cpuDir, 'cpu'), 'utf8') : '',
+        );
         if (m) cpu = Number(m[1]) + Number(m[2]);
         rmSync(cpuDir, { recursive: true, force: true });
       }
@@ -195,7 +204,12 @@ function report(r) {
     failed += lost;
     failures.push(name);
     console.log(`FAIL  ${name}  (exit ${r.code ?? r.signal}, ${r.ms} ms${cpu})`);
-    console.log(r.output.split('\n').map((l) => `      ${l}`).join('\n'));
+    console.log(
+      r.output
+        .split('\n')
+        .map((l) => `      ${l}`)
+        .join('\n'),
+    );
   }
 }
 
@@ -212,10 +226,17 @@ for (const [file, reason] of alone) {
 
 if (recordTimes) {
   const merged = { ...times, ...measured };
-  const sorted = Object.fromEntries(Object.keys(merged).sort().filter((k) => existsSync(join(root, k))).map((k) => [k, merged[k]]));
+  const sorted = Object.fromEntries(
+    Object.keys(merged)
+      .sort()
+      .filter((k) => existsSync(join(root, k)))
+      .map((k) => [k, merged[k]]),
+  );
   writeFileSync(timesFile, `${JSON.stringify(sorted, null, 2)}\n`);
 }
-console.log(`\n${files.length} suite${files.length === 1 ? '' : 's'} in ${Math.round((Date.now() - runStarted) / 1000)} s, ${Math.min(jobs, files.length)} at a time`);
+console.log(
+  `\n${files.length} suite${files.length === 1 ? '' : 's'} in ${Math.round((Date.now() - runStarted) / 1000)} s, ${Math.min(jobs, files.length)} at a time`,
+);
 if (failures.length) console.log(`\nfailed suites: ${failures.join(', ')}`);
 console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed === 0 ? 0 : 1);

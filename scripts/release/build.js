@@ -37,7 +37,10 @@ export function buildTarget(root, target) {
   delete env.npm_config_nodedir;
   const args = [cmakeJs, 'build', '--out', out, '--parallel', String(Math.max(1, cpus().length)), ...target.cmakeArgs];
   const r = spawnSync(process.execPath, args, { cwd: root, env, encoding: 'utf8', maxBuffer: 64 << 20 });
-  if (r.status !== 0) throw new Error(`cmake-js build of ${target.name} failed (${r.status ?? r.error?.message}):\n${r.stdout}${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(
+      `cmake-js build of ${target.name} failed (${r.status ?? r.error?.message}):\n${r.stdout}${r.stderr}`,
+    );
   const file = findNodeFile(out);
   if (!file) throw new Error(`${target.name}: cmake-js finished but wrote no stash_native.node under ${out}`);
   return file;
@@ -48,7 +51,11 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [name, copyTo] = process.argv.slice(2);
   const target = releaseTargets(root).find((t) => t.name === name);
   if (!target) {
-    console.error(`usage: node scripts/release/build.js TARGET [COPY_TO.node]   (TARGET: ${releaseTargets(root).map((t) => t.name).join(', ')})`);
+    console.error(
+      `usage: node scripts/release/build.js TARGET [COPY_TO.node]   (TARGET: ${releaseTargets(root)
+        .map((t) => t.name)
+        .join(', ')})`,
+    );
     process.exit(64);
   }
   try {

@@ -23,7 +23,8 @@ import { join, relative, sep } from 'node:path';
 
 /** The addons the bundle loads through loadEmbeddedAddon: name -> file in a package, per target. */
 export const EMBEDDED_ADDONS = {
-  'sodium-native': (root, target) => join(root, 'node_modules', 'sodium-native', 'prebuilds', target, 'sodium-native.node'),
+  'sodium-native': (root, target) =>
+    join(root, 'node_modules', 'sodium-native', 'prebuilds', target, 'sodium-native.node'),
 };
 
 /** What sodium-native's index.js may require (checked, as in scripts/bundle-cli.js). */
@@ -67,12 +68,17 @@ export async function bundleKeyServer(root, outfile, { version }) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.importer !== sodiumIndex) return undefined;
         sodiumSeen.add(args.path);
-        if (!SODIUM_REQUIRES.has(args.path)) throw new Error(`sodium-native's index.js requires ${args.path}: check what it is before bundling it (scripts/release/bundle-keyserver.js)`);
+        if (!SODIUM_REQUIRES.has(args.path))
+          throw new Error(
+            `sodium-native's index.js requires ${args.path}: check what it is before bundling it (scripts/release/bundle-keyserver.js)`,
+          );
         if (args.path === './binding') return { path: 'sodium-native', namespace: 'sea-addon' };
         if (args.path === 'assert') return { path: 'node:assert', external: true };
         return undefined;
       });
-      b.onResolve({ filter: /.*/ }, (args) => (OPTIONAL.has(args.path) ? { path: args.path, namespace: 'sea-absent' } : undefined));
+      b.onResolve({ filter: /.*/ }, (args) =>
+        OPTIONAL.has(args.path) ? { path: args.path, namespace: 'sea-absent' } : undefined,
+      );
       b.onLoad({ filter: /.*/, namespace: 'sea-absent' }, (args) => ({
         contents: `const err = new Error(${JSON.stringify(`Cannot find module '${args.path}' (not in the single executable)`)});\nerr.code = "MODULE_NOT_FOUND";\nthrow err;\n`,
         loader: 'js',
@@ -88,18 +94,37 @@ export async function bundleKeyServer(root, outfile, { version }) {
       b.onLoad({ filter: /\.js$/ }, async (args) => {
         const rel = relative(dist, args.path).split(sep).join('/');
         if (rel.startsWith('..')) return undefined;
-        if (rel === 'native/binding.js') throw new Error('the key server now reaches dist/native/binding.js (the stash addon): embed that addon too (EMBEDDED_ADDONS) and teach scripts/release/bundle-keyserver.js to load it');
-        if (rel === 'cli/version.js') return { contents: `export function readVersion() {\n  return ${JSON.stringify(version)};\n}\n`, loader: 'js' };
-        if (rel === 'native/sodium.js') return { contents: 'export function loadSodium() {\n  return require("sodium-native");\n}\n', loader: 'js' };
-        const text = (await readFile(args.path, 'utf8')).replaceAll('import.meta.url', `__seaNoFile(${JSON.stringify(rel)})`);
-        if (text.includes('import.meta')) throw new Error(`dist/${rel} uses import.meta beyond import.meta.url: teach scripts/release/bundle-keyserver.js what it means in the single executable`);
+        if (rel === 'native/binding.js')
+          throw new Error(
+            'the key server now reaches dist/native/binding.js (the stash addon): embed that addon too (EMBEDDED_ADDONS) and teach scripts/release/bundle-keyserver.js to load it',
+          );
+        if (rel === 'cli/version.js')
+          return {
+            contents: `export function readVersion() {\n  return ${JSON.stringify(version)};\n}\n`,
+            loader: 'js',
+          };
+        if (rel === 'native/sodium.js')
+          return { contents: 'export function loadSodium() {\n  return require("sodium-native");\n}\n', loader: 'js' };
+        const text = (await readFile(args.path, 'utf8')).replaceAll(
+          'import.meta.url',
+          `__seaNoFile(${JSON.stringify(rel)})`,
+        );
+        if (text.includes('import.meta'))
+          throw new Error(
+            `dist/${rel} uses import.meta beyond import.meta.url: teach scripts/release/bundle-keyserver.js what it means in the single executable`,
+          );
         return { contents: text, loader: 'js' };
       });
     },
   };
 
   const result = await build({
-    stdin: { contents: 'import { main } from "./keyserver/main.js";\nvoid main(process.argv.slice(2));\n', resolveDir: dist, sourcefile: 'sea-main.js', loader: 'js' },
+    stdin: {
+      contents: 'import { main } from "./keyserver/main.js";\nvoid main(process.argv.slice(2));\n',
+      resolveDir: dist,
+      sourcefile: 'sea-main.js',
+      loader: 'js',
+    },
     outfile,
     bundle: true,
     platform: 'node',
@@ -115,10 +140,19 @@ export async function bundleKeyServer(root, outfile, { version }) {
   const [output] = Object.values(result.metafile.outputs);
   if (!output) throw new Error('esbuild wrote no key server bundle');
   const outside = output.imports.filter((i) => i.external && !isBuiltin(i.path)).map((i) => i.path);
-  if (outside.length > 0) throw new Error(`the key server bundle requires ${[...new Set(outside)].join(', ')} at run time: a single executable can only require Node's built-in modules`);
+  if (outside.length > 0)
+    throw new Error(
+      `the key server bundle requires ${[...new Set(outside)].join(', ')} at run time: a single executable can only require Node's built-in modules`,
+    );
   const nodeFiles = Object.keys(result.metafile.inputs).filter((p) => p.endsWith('.node'));
-  if (nodeFiles.length > 0) throw new Error(`the key server bundle includes ${nodeFiles.join(', ')}: a native addon must be embedded as an asset (EMBEDDED_ADDONS)`);
+  if (nodeFiles.length > 0)
+    throw new Error(
+      `the key server bundle includes ${nodeFiles.join(', ')}: a native addon must be embedded as an asset (EMBEDDED_ADDONS)`,
+    );
   const missing = [...SODIUM_REQUIRES].filter((r) => !sodiumSeen.has(r));
-  if (addonsUsed.has('sodium-native') && missing.length > 0) throw new Error(`sodium-native's index.js no longer requires ${missing.join(', ')}: check scripts/release/bundle-keyserver.js`);
+  if (addonsUsed.has('sodium-native') && missing.length > 0)
+    throw new Error(
+      `sodium-native's index.js no longer requires ${missing.join(', ')}: check scripts/release/bundle-keyserver.js`,
+    );
   return { bytes: output.bytes, addons: [...addonsUsed].sort() };
 }

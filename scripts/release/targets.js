@@ -44,7 +44,10 @@ export function releaseTargets(root) {
 
 /** Targets this machine cannot build, with the reason printed by the release. */
 export const notBuiltHere = [
-  { name: 'darwin-x64, darwin-arm64', why: 'needs macOS with Xcode (no Apple SDK on Linux); see docs/platforms.md, "Adding the macOS prebuilds"' },
+  {
+    name: 'darwin-x64, darwin-arm64',
+    why: 'needs macOS with Xcode (no Apple SDK on Linux); see docs/platforms.md, "Adding the macOS prebuilds"',
+  },
 ];
 
 /** Debian packages that provide each tool, for the error message when one is missing. */

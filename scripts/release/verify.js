@@ -3,7 +3,18 @@
 // node_modules linked) with no build/ folder, and scripts/release/probe.mjs run
 // there by that platform's Node: natively, under qemu-user, or under Wine.
 import { spawn, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import {
+  closeSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { AARCH64_SYSROOT } from './targets.js';
@@ -57,12 +68,22 @@ async function waitForSocket(path, ms) {
 async function runQemu(dir, nodeBin, timeoutMs) {
   const qemu = ['qemu-aarch64', '-L', AARCH64_SYSROOT, nodeBin];
   const agentDir = mkdtempSync(join(tmpdir(), 'stash-release-agent-'));
-  const env = { ...process.env, STASH_SESSION_AGENT_DIR: agentDir, STASH_SESSION_AGENT_LOG: join(agentDir, 'agent.log'), STASH_PROBE_AUTOSTART: '0' };
+  const env = {
+    ...process.env,
+    STASH_SESSION_AGENT_DIR: agentDir,
+    STASH_SESSION_AGENT_LOG: join(agentDir, 'agent.log'),
+    STASH_PROBE_AUTOSTART: '0',
+  };
   // Started by us through qemu: the probe's autostart would exec the arm64 node by its own path.
   const agent = spawn(qemu[0], [...qemu.slice(1), 'bin/stash.js', '__agent'], { cwd: dir, env, stdio: 'ignore' });
   try {
     await waitForSocket(join(agentDir, 'agent.sock'), timeoutMs);
-    const r = spawnSync(qemu[0], [...qemu.slice(1), 'probe.mjs'], { cwd: dir, env, encoding: 'utf8', timeout: timeoutMs });
+    const r = spawnSync(qemu[0], [...qemu.slice(1), 'probe.mjs'], {
+      cwd: dir,
+      env,
+      encoding: 'utf8',
+      timeout: timeoutMs,
+    });
     return { status: r.status, stdout: r.stdout ?? '', detail: `${r.stdout}\n${r.stderr}\n${r.error?.message ?? ''}` };
   } finally {
     agent.kill('SIGKILL');
@@ -74,18 +95,34 @@ function runWine(dir, nodeExe, timeoutMs) {
   // Wine's console pipes are not streams Node can open: stdout and stderr go to files.
   const outFd = openSync(join(dir, 'out.txt'), 'w');
   const errFd = openSync(join(dir, 'err.txt'), 'w');
-  const env = wineEnv({ STASH_SESSION_AGENT_DIR: `C:\\stash-release-${process.pid}`, STASH_SESSION_AGENT_LOG: `Z:${join(dir, 'agent.log').replace(/\//g, '\\')}` });
-  const r = spawnSync('wine', [nodeExe, 'probe.mjs'], { cwd: dir, env, stdio: ['ignore', outFd, errFd], timeout: timeoutMs });
+  const env = wineEnv({
+    STASH_SESSION_AGENT_DIR: `C:\\stash-release-${process.pid}`,
+    STASH_SESSION_AGENT_LOG: `Z:${join(dir, 'agent.log').replace(/\//g, '\\')}`,
+  });
+  const r = spawnSync('wine', [nodeExe, 'probe.mjs'], {
+    cwd: dir,
+    env,
+    stdio: ['ignore', outFd, errFd],
+    timeout: timeoutMs,
+  });
   closeSync(outFd);
   closeSync(errFd);
   const stdout = readFileSync(join(dir, 'out.txt'), 'utf8');
-  return { status: r.status, stdout, detail: `${stdout}\n${readFileSync(join(dir, 'err.txt'), 'utf8')}\n${r.error?.message ?? ''}` };
+  return {
+    status: r.status,
+    stdout,
+    detail: `${stdout}\n${readFileSync(join(dir, 'err.txt'), 'utf8')}\n${r.error?.message ?? ''}`,
+  };
 }
 
 function runNative(dir, timeoutMs) {
   const agentDir = mkdtempSync(join(tmpdir(), 'stash-release-agent-'));
   try {
-    const env = { ...process.env, STASH_SESSION_AGENT_DIR: agentDir, STASH_SESSION_AGENT_LOG: join(agentDir, 'agent.log') };
+    const env = {
+      ...process.env,
+      STASH_SESSION_AGENT_DIR: agentDir,
+      STASH_SESSION_AGENT_LOG: join(agentDir, 'agent.log'),
+    };
     const r = spawnSync(process.execPath, ['probe.mjs'], { cwd: dir, env, encoding: 'utf8', timeout: timeoutMs });
     return { status: r.status, stdout: r.stdout ?? '', detail: `${r.stdout}\n${r.stderr}\n${r.error?.message ?? ''}` };
   } finally {
@@ -102,8 +139,10 @@ export async function verifyPrebuild(root, target, prebuild, node, timeoutMs = 1
   const dir = stage(root, target, prebuild);
   try {
     const run =
-      target.runner === 'qemu' ? await runQemu(dir, node, timeoutMs)
-        : target.runner === 'wine' ? runWine(dir, node, timeoutMs)
+      target.runner === 'qemu'
+        ? await runQemu(dir, node, timeoutMs)
+        : target.runner === 'wine'
+          ? runWine(dir, node, timeoutMs)
           : runNative(dir, timeoutMs);
     const report = parseProbe(run.stdout, run.detail);
     const [platform, arch] = target.name.split('-');
@@ -112,7 +151,11 @@ export async function verifyPrebuild(root, target, prebuild, node, timeoutMs = 1
     if (report.error) problems.push(report.error);
     if (report.platform !== platform || report.arch !== arch) problems.push(`ran as ${report.platform}-${report.arch}`);
     if (report.addon !== `prebuilds/${target.name}/node.napi.node`) problems.push(`addon came from ${report.addon}`);
-    if (platform === 'win32' ? !(report.processInfo?.ppid && report.processInfo?.startTime) : !(report.peer?.pid && report.peer?.uid)) {
+    if (
+      platform === 'win32'
+        ? !(report.processInfo?.ppid && report.processInfo?.startTime)
+        : !(report.peer?.pid && report.peer?.uid)
+    ) {
       problems.push(`identity check failed: ${JSON.stringify(report.peer ?? report.processInfo)}`);
     }
     if (report.roundTrip !== true) problems.push('agent put/get round trip failed');

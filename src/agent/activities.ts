@@ -14,7 +14,14 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { StashError } from '../errors.js';
-import { isSameProcess, isSelfOrDescendant, readProcInfo, signalIfSame, type ProcInfo, type SignalResult } from './proc-info.js';
+import {
+  isSameProcess,
+  isSelfOrDescendant,
+  readProcInfo,
+  signalIfSame,
+  type ProcInfo,
+  type SignalResult,
+} from './proc-info.js';
 
 export const ACTIVITY_KINDS = ['unlock', 'open', 'env', 'form', 'recovery', 'vault'] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];
@@ -97,10 +104,15 @@ export class ActivityRegistry {
    */
   register(peerPid: number, pid: number, kind: string): string {
     if (!kindSet.has(kind)) {
-      throw new ActivityError('ACTIVITY_UNKNOWN_KIND', `unknown activity kind ${JSON.stringify(kind.slice(0, 32))}; expected one of ${ACTIVITY_KINDS.join(', ')}`);
+      throw new ActivityError(
+        'ACTIVITY_UNKNOWN_KIND',
+        `unknown activity kind ${JSON.stringify(kind.slice(0, 32))}; expected one of ${ACTIVITY_KINDS.join(', ')}`,
+      );
     }
-    if (!Number.isInteger(pid) || pid <= 0) throw new ActivityError('ACTIVITY_NO_PROCESS', `not a process id: ${String(pid)}`);
-    if (!Number.isInteger(peerPid) || peerPid <= 0) throw new ActivityError('ACTIVITY_NOT_DESCENDANT', 'the caller has no process id');
+    if (!Number.isInteger(pid) || pid <= 0)
+      throw new ActivityError('ACTIVITY_NO_PROCESS', `not a process id: ${String(pid)}`);
+    if (!Number.isInteger(peerPid) || peerPid <= 0)
+      throw new ActivityError('ACTIVITY_NOT_DESCENDANT', 'the caller has no process id');
     if (this.entries.length >= this.maxEntries) this.prune();
     if (this.entries.length >= this.maxEntries) {
       throw new ActivityError('ACTIVITY_LIMIT', `too many running activities (${this.maxEntries})`);
@@ -108,13 +120,23 @@ export class ActivityRegistry {
     const before = this.read(pid);
     if (before === null || before.zombie) throw new ActivityError('ACTIVITY_NO_PROCESS', `no running process ${pid}`);
     if (pid !== peerPid && !isSelfOrDescendant(pid, peerPid, this.read)) {
-      throw new ActivityError('ACTIVITY_NOT_DESCENDANT', `process ${pid} is neither the caller (${peerPid}) nor one of its descendants`);
+      throw new ActivityError(
+        'ACTIVITY_NOT_DESCENDANT',
+        `process ${pid} is neither the caller (${peerPid}) nor one of its descendants`,
+      );
     }
     // The ancestry walk took time: make sure it was about the same process.
-    if (!isSameProcess(pid, before.startTime, this.read)) throw new ActivityError('ACTIVITY_NO_PROCESS', `process ${pid} exited`);
+    if (!isSameProcess(pid, before.startTime, this.read))
+      throw new ActivityError('ACTIVITY_NO_PROCESS', `process ${pid} exited`);
     const token = randomBytes(16);
     const text = token.toString('hex');
-    this.entries.push({ pid, kind: kind as ActivityKind, startTime: before.startTime, tokenHash: hashToken(token), registeredAt: this.now() });
+    this.entries.push({
+      pid,
+      kind: kind as ActivityKind,
+      startTime: before.startTime,
+      tokenHash: hashToken(token),
+      registeredAt: this.now(),
+    });
     token.fill(0);
     this.changed();
     return text;
@@ -125,7 +147,8 @@ export class ActivityRegistry {
    * @throws ActivityError ACTIVITY_BAD_TOKEN (malformed, unknown, or for another pid)
    */
   unregister(pid: number, token: string): void {
-    if (typeof token !== 'string' || !tokenPattern.test(token)) throw new ActivityError('ACTIVITY_BAD_TOKEN', 'malformed activity token');
+    if (typeof token !== 'string' || !tokenPattern.test(token))
+      throw new ActivityError('ACTIVITY_BAD_TOKEN', 'malformed activity token');
     const raw = Buffer.from(token, 'hex');
     const hash = hashToken(raw);
     raw.fill(0); // the token's bytes do not linger in node's shared Buffer pool
@@ -164,7 +187,10 @@ export class ActivityRegistry {
    * the others from being signalled. With `only`, just the activities whose
    * kind it accepts are signalled and forgotten; the others stay registered.
    */
-  async terminateAll(graceMs: number, only?: (kind: ActivityKind) => boolean): Promise<{ terminated: number; killed: number; skipped: number; failed: number }> {
+  async terminateAll(
+    graceMs: number,
+    only?: (kind: ActivityKind) => boolean,
+  ): Promise<{ terminated: number; killed: number; skipped: number; failed: number }> {
     const grace = Number.isFinite(graceMs) ? Math.min(Math.max(0, graceMs), MAX_GRACE_MS) : 0;
     const seen = new Set<string>();
     const targets: Entry[] = [];

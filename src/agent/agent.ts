@@ -16,7 +16,10 @@ export interface Activities {
   unregister(pid: number, token: string): void;
   list(): Array<{ pid: number; kind: string; ageMs: number }>;
   prune(): number;
-  terminateAll(graceMs: number, only?: (kind: string) => boolean): Promise<{ terminated: number; killed: number; skipped: number; failed: number }>;
+  terminateAll(
+    graceMs: number,
+    only?: (kind: string) => boolean,
+  ): Promise<{ terminated: number; killed: number; skipped: number; failed: number }>;
   readonly size: number;
   clear(): void;
 }
@@ -83,7 +86,8 @@ export class Agent implements RequestHandler {
    */
   activitiesChanged(kinds: string[]): void {
     this.lastActivityKinds = kinds;
-    if (this.opts.power && this.opts.preventSleep) this.opts.power.setActivityInhibit(kinds.filter((k) => !SUSPEND_CLEARED_KINDS.has(k)));
+    if (this.opts.power && this.opts.preventSleep)
+      this.opts.power.setActivityInhibit(kinds.filter((k) => !SUSPEND_CLEARED_KINDS.has(k)));
   }
 
   onStop(handler: () => void): void {
@@ -118,7 +122,10 @@ export class Agent implements RequestHandler {
     const wiped = this.opts.cache.forgetAll();
     const grace = this.opts.terminateGraceMs ?? defaultTerminateGraceMs();
     // Without terminate-on-suspend, only the clipboard clears are ended: a clipboard holding a secret must not outlive the suspend.
-    const r = await this.opts.activities.terminateAll(grace, this.opts.terminateOnSuspend ? undefined : (kind) => SUSPEND_CLEARED_KINDS.has(kind));
+    const r = await this.opts.activities.terminateAll(
+      grace,
+      this.opts.terminateOnSuspend ? undefined : (kind) => SUSPEND_CLEARED_KINDS.has(kind),
+    );
     const counts = `${r.terminated} terminated, ${r.killed} killed, ${r.skipped} skipped${r.failed > 0 ? `, ${r.failed} could not be signalled (another user's process?)` : ''}`;
     const level = r.failed > 0 ? 'warning' : 'info';
     if (this.opts.terminateOnSuspend) {
@@ -126,7 +133,10 @@ export class Agent implements RequestHandler {
     } else {
       this.opts.power?.setActivityInhibit([]);
       const ended = r.terminated + r.killed + r.skipped + r.failed > 0 ? `clipboard clears: ${counts}; ` : '';
-      this.log(level, `suspend: wiped ${wiped} key(s); ${ended}${this.opts.activities.size} activit(ies) left running without a sleep inhibitor`);
+      this.log(
+        level,
+        `suspend: wiped ${wiped} key(s); ${ended}${this.opts.activities.size} activit(ies) left running without a sleep inhibitor`,
+      );
     }
   }
 
@@ -163,9 +173,11 @@ export class Agent implements RequestHandler {
       }
       case 'put':
         // Between the suspend wipe and resume, a new key would sleep in memory.
-        if (this.opts.power?.suspending) throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; keys are not cached until it resumes');
+        if (this.opts.power?.suspending)
+          throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; keys are not cached until it resumes');
         // While the screen is locked, a key typed just before the lock must not outlive it.
-        if (this.opts.sessionLock?.locked) throw new ProtocolError('SESSION_LOCKED', 'the session is locked; no key is cached until it is unlocked');
+        if (this.opts.sessionLock?.locked)
+          throw new ProtocolError('SESSION_LOCKED', 'the session is locked; no key is cached until it is unlocked');
         this.opts.cache.put(req.id, req.key, req.path, req.ttl);
         return { type: 'ack', count: 1 };
       case 'forget':
@@ -185,9 +197,14 @@ export class Agent implements RequestHandler {
       case 'status':
         return { type: 'status', status: this.status() };
       case 'register': {
-        if (peerPid === null) throw new ProtocolError('ACTIVITY_REFUSED', 'cannot verify the caller\'s process on this platform');
+        if (peerPid === null)
+          throw new ProtocolError('ACTIVITY_REFUSED', "cannot verify the caller's process on this platform");
         // Like put: an activity started while the machine goes to sleep could be neither protected nor terminated.
-        if (this.opts.power?.suspending) throw new ProtocolError('SUSPENDING', 'the machine is going to sleep; secret activities can be registered again after it resumes');
+        if (this.opts.power?.suspending)
+          throw new ProtocolError(
+            'SUSPENDING',
+            'the machine is going to sleep; secret activities can be registered again after it resumes',
+          );
         this.opts.activities.prune();
         const token = this.opts.activities.register(peerPid, req.pid, req.kind);
         this.log('info', `activity ${req.kind} registered for pid ${req.pid}`);
@@ -214,8 +231,12 @@ export class Agent implements RequestHandler {
       activityKinds: this.lastActivityKinds,
       preventSleep: this.opts.preventSleep,
       terminateOnSuspend: this.opts.terminateOnSuspend,
-      power: this.opts.power ? this.opts.power.status() : { backend: 'none', available: false, reason: 'power integration not started' },
-      sessionLock: this.opts.sessionLock ? this.opts.sessionLock.status() : { enabled: false, reason: 'session lock integration not started', locked: false, sources: [] },
+      power: this.opts.power
+        ? this.opts.power.status()
+        : { backend: 'none', available: false, reason: 'power integration not started' },
+      sessionLock: this.opts.sessionLock
+        ? this.opts.sessionLock.status()
+        : { enabled: false, reason: 'session lock integration not started', locked: false, sources: [] },
       ...this.opts.describe(),
     };
   }

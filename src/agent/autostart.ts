@@ -64,7 +64,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * Connects to the agent, starting one if none answers and `autostart` is set.
  * Throws AgentError AGENT_UNAVAILABLE with the reason otherwise.
  */
-export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpoint; waitMs?: number } & ConnectOptions = {}): Promise<AgentClient> {
+export async function connectAgent(
+  opts: { autostart?: boolean; endpoint?: Endpoint; waitMs?: number } & ConnectOptions = {},
+): Promise<AgentClient> {
   const endpoint = opts.endpoint ?? agentEndpoint();
   const connectOpts: ConnectOptions = { transport: opts.transport, replyTimeoutMs: opts.replyTimeoutMs };
   if (endpoint.dir) {
@@ -83,7 +85,10 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
     if (err instanceof AgentError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (!NOT_RUNNING.has(code) || !opts.autostart) {
-      throw new AgentError('AGENT_UNAVAILABLE', `no agent answers at ${endpoint.path} (${code || (err as Error).message})`);
+      throw new AgentError(
+        'AGENT_UNAVAILABLE',
+        `no agent answers at ${endpoint.path} (${code || (err as Error).message})`,
+      );
     }
   }
   await checkSettings();
@@ -100,11 +105,16 @@ export async function connectAgent(opts: { autostart?: boolean; endpoint?: Endpo
       last = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
     }
     // An agent that died at start will never answer: say so now, not after the whole wait.
-    if (started.spawnError !== null) throw new AgentError('AGENT_UNAVAILABLE', `could not start the agent (${started.spawnError})`);
+    if (started.spawnError !== null)
+      throw new AgentError('AGENT_UNAVAILABLE', `could not start the agent (${started.spawnError})`);
     if (started.signal !== null || (started.exitCode !== null && started.exitCode !== 0)) {
-      const how = started.signal !== null ? `was killed by ${started.signal}` : `exited with status ${started.exitCode}`;
+      const how =
+        started.signal !== null ? `was killed by ${started.signal}` : `exited with status ${started.exitCode}`;
       throw new AgentError('AGENT_UNAVAILABLE', `the agent ${how} as it started; ${await logHint()}`);
     }
   }
-  throw new AgentError('AGENT_UNAVAILABLE', `started an agent but it did not answer at ${endpoint.path} within ${opts.waitMs ?? 5000} ms (${last}); ${await logHint()}`);
+  throw new AgentError(
+    'AGENT_UNAVAILABLE',
+    `started an agent but it did not answer at ${endpoint.path} within ${opts.waitMs ?? 5000} ms (${last}); ${await logHint()}`,
+  );
 }

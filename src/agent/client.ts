@@ -4,8 +4,18 @@
  * sodium secure memory; callers wipe them (protocol `wipe`) when done.
  */
 import {
-  decodeReply, encodeFrame, encodeRequest, ephemeralKeys, MsgType, PROTOCOL_VERSION,
-  protocolErrorName, SecureChannel, wipe, type ListEntry, type Reply, type Request,
+  decodeReply,
+  encodeFrame,
+  encodeRequest,
+  ephemeralKeys,
+  MsgType,
+  PROTOCOL_VERSION,
+  protocolErrorName,
+  SecureChannel,
+  wipe,
+  type ListEntry,
+  type Reply,
+  type Request,
 } from '../protocol/index.js';
 import { keySlots } from '../native/key-slots.js';
 import { loadSodium } from '../native/sodium.js';
@@ -37,7 +47,11 @@ export class AgentClient {
 
   private reopening: Promise<void> | null = null;
 
-  private constructor(private transport: Transport, readonly endpoint: Endpoint, private readonly opts: ConnectOptions & { timeoutMs: number }) {}
+  private constructor(
+    private transport: Transport,
+    readonly endpoint: Endpoint,
+    private readonly opts: ConnectOptions & { timeoutMs: number },
+  ) {}
 
   /** Which transport this connection uses (`auto` resolved). */
   get transportUsed(): TransportKind {
@@ -60,9 +74,11 @@ export class AgentClient {
   }
 
   private async reopen(): Promise<void> {
-    const transport = await openTransport(this.endpoint, { ...this.opts, transport: this.transport.kind }).catch((err: Error) => {
-      throw new AgentError('AGENT_UNAVAILABLE', `cannot reconnect to the agent: ${err.message}`);
-    });
+    const transport = await openTransport(this.endpoint, { ...this.opts, transport: this.transport.kind }).catch(
+      (err: Error) => {
+        throw new AgentError('AGENT_UNAVAILABLE', `cannot reconnect to the agent: ${err.message}`);
+      },
+    );
     this.transport.close();
     this.channel?.destroy();
     this.channel = null;
@@ -70,7 +86,11 @@ export class AgentClient {
   }
 
   /** Connects to a running agent (no autostart). Rejects with the system error (its `code`) when none answers. */
-  static async connect(endpoint: Endpoint = agentEndpoint(), timeoutMs = 2000, opts: ConnectOptions = {}): Promise<AgentClient> {
+  static async connect(
+    endpoint: Endpoint = agentEndpoint(),
+    timeoutMs = 2000,
+    opts: ConnectOptions = {},
+  ): Promise<AgentClient> {
     const all = { ...opts, timeoutMs };
     return new AgentClient(await openTransport(endpoint, all), endpoint, all);
   }
@@ -109,7 +129,8 @@ export class AgentClient {
       reply = await this.plain({ type: 'hello', version: PROTOCOL_VERSION, publicKey: ours.publicKey });
     } catch (err) {
       wipe(ours.secretKey);
-      if (err instanceof AgentError && err.code === 'AGENT_VERSION_MISMATCH') throw new AgentError('AGENT_VERSION', err.message);
+      if (err instanceof AgentError && err.code === 'AGENT_VERSION_MISMATCH')
+        throw new AgentError('AGENT_VERSION', err.message);
       throw err;
     }
     if (reply.type !== 'hello-ok') {
@@ -157,14 +178,22 @@ export class AgentClient {
    */
   getInto(id: Buffer, out: Buffer): Promise<{ length: number; ttl: number } | null> {
     if (!(out as Buffer & { secure?: boolean }).secure) {
-      return Promise.reject(new AgentError('AGENT_INSECURE_BUFFER', 'getInto needs a sodium secure buffer (sodium_malloc) to copy the key into'));
+      return Promise.reject(
+        new AgentError(
+          'AGENT_INSECURE_BUFFER',
+          'getInto needs a sodium secure buffer (sodium_malloc) to copy the key into',
+        ),
+      );
     }
     return this.sealed({ type: 'get', id }, (r) => {
       sodium.sodium_memzero(out);
       if (r.type === 'cache-miss') return null;
       if (r.type !== 'cache-key') throw new AgentError('AGENT_PROTOCOL', `unexpected ${r.type} reply to get`);
       if (r.key.length > out.length) {
-        throw new AgentError('AGENT_BUFFER_TOO_SMALL', `the cached key has ${r.key.length} bytes; the buffer given to getInto has ${out.length}`);
+        throw new AgentError(
+          'AGENT_BUFFER_TOO_SMALL',
+          `the cached key has ${r.key.length} bytes; the buffer given to getInto has ${out.length}`,
+        );
       }
       r.key.copy(out);
       return { length: r.key.length, ttl: r.ttl };

@@ -46,11 +46,15 @@ export const DEFAULT_CLIP_SECONDS = 45;
 export const MAX_CLIP_SECONDS = 86_400;
 
 /** The config file path and which rule chose it. */
-export function configPath(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): { path: string; source: StashConfig['pathSource'] } {
+export function configPath(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): { path: string; source: StashConfig['pathSource'] } {
   if (env.STASH_AGENT_CONFIG) return { path: env.STASH_AGENT_CONFIG, source: 'STASH_AGENT_CONFIG' };
   if (env.STASH_CONFIG) return { path: env.STASH_CONFIG, source: 'STASH_CONFIG' };
   const home = env.HOME || homedir();
-  if (platform === 'darwin') return { path: join(home, 'Library', 'Application Support', 'stash', 'config.toml'), source: 'default' };
+  if (platform === 'darwin')
+    return { path: join(home, 'Library', 'Application Support', 'stash', 'config.toml'), source: 'default' };
   if (platform === 'win32') {
     const base = env.APPDATA || env.LOCALAPPDATA || join(home, 'AppData', 'Roaming');
     return { path: join(base, 'stash', 'config.toml'), source: 'default' };
@@ -79,12 +83,19 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
     // smol-toml's TomlError has the position; its message adds a code excerpt we leave out.
     const line = (err as { line?: unknown }).line;
     const where = typeof line === 'number' ? `${path}:${line}` : path;
-    const why = errorMessage(err).split('\n')[0]!.replace(/^Invalid TOML document: /, '');
-    const assignment = typeof line === 'number' ? /^\s*([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$/.exec(text.split(/\r?\n/)[line - 1] ?? '') : null;
+    const why = errorMessage(err)
+      .split('\n')[0]!
+      .replace(/^Invalid TOML document: /, '');
+    const assignment =
+      typeof line === 'number'
+        ? /^\s*([A-Za-z0-9_.-]+)\s*=\s*(.*?)\s*$/.exec(text.split(/\r?\n/)[line - 1] ?? '')
+        : null;
     if (assignment && /invalid value|unexpected|expected/i.test(why)) {
       const key = assignment[1]!.split('.').pop()!;
       const value = assignment[2]!.slice(0, 60);
-      throw new ConfigError(`${where}: ${assignment[1]}: ${JSON.stringify(value)} is not a TOML value; ${expectedValue(key)}`);
+      throw new ConfigError(
+        `${where}: ${assignment[1]}: ${JSON.stringify(value)} is not a TOML value; ${expectedValue(key)}`,
+      );
     }
     throw new ConfigError(`${where}: not valid TOML: ${why}`);
   }
@@ -93,7 +104,8 @@ async function parseToml(path: string, text: string): Promise<Record<string, unk
 /** What a key of the config file takes, said the way a TOML file must write it. */
 function expectedValue(key: string): string {
   if ((AGENT_KEYS as readonly string[]).includes(key)) return `${key} takes a boolean: true or false, unquoted`;
-  if (key === 'clip_seconds') return `clip_seconds takes a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, unquoted`;
+  if (key === 'clip_seconds')
+    return `clip_seconds takes a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, unquoted`;
   if (key === 'history_keep') return `history_keep takes a whole number from 0 to ${MAX_HISTORY_KEEP}, unquoted`;
   if (key === 'key_server_url') return 'key_server_url takes a string in quotes, e.g. "https://keys.example.org"';
   return 'a boolean is true or false (unquoted), a string is written in quotes';
@@ -130,7 +142,8 @@ export function keyLine(text: string, table: string | null, key: string): number
 }
 
 function fileBoolean(where: string, key: string, value: unknown): boolean {
-  if (typeof value !== 'boolean') throw new ConfigError(`${where}: ${key} must be a boolean (true or false), got ${JSON.stringify(value)}`);
+  if (typeof value !== 'boolean')
+    throw new ConfigError(`${where}: ${key} must be a boolean (true or false), got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -142,7 +155,9 @@ function wholeNumber(what: string, value: unknown, fromText: boolean, min: numbe
   // The variable is text; the file has a number type, and "45" in quotes is a string there.
   const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
-    throw new ConfigError(`${what} must be a whole number ${range}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`);
+    throw new ConfigError(
+      `${what} must be a whole number ${range}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`,
+    );
   }
   return n;
 }
@@ -153,16 +168,32 @@ const clipSecondsValue = (what: string, value: unknown, fromText: boolean): numb
 
 /** Previous values kept per entry: a whole number from 0 to MAX_HISTORY_KEEP. */
 const historyKeepValue = (what: string, value: unknown, fromText: boolean): number =>
-  wholeNumber(what, value, fromText, 0, MAX_HISTORY_KEEP, `of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}`);
+  wholeNumber(
+    what,
+    value,
+    fromText,
+    0,
+    MAX_HISTORY_KEEP,
+    `of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}`,
+  );
 
 /** `doc[name]`, a table whose keys are all `known` (undefined when absent); else a ConfigError at its line. */
-function knownTable(doc: Record<string, unknown>, name: string, known: readonly string[], at: (table: string | null, key: string) => string): Record<string, unknown> | undefined {
+function knownTable(
+  doc: Record<string, unknown>,
+  name: string,
+  known: readonly string[],
+  at: (table: string | null, key: string) => string,
+): Record<string, unknown> | undefined {
   const value = doc[name];
   if (value === undefined) return undefined;
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ConfigError(`${at(null, name)}: ${name} must be a table ([${name}])`);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new ConfigError(`${at(null, name)}: ${name} must be a table ([${name}])`);
   const table = value as Record<string, unknown>;
   for (const key of Object.keys(table)) {
-    if (!known.includes(key)) throw new ConfigError(`${at(name, key)}: unknown key "${name}.${key}"; known keys: ${known.map((k) => `${name}.${k}`).join(', ')}`);
+    if (!known.includes(key))
+      throw new ConfigError(
+        `${at(name, key)}: unknown key "${name}.${key}"; known keys: ${known.map((k) => `${name}.${k}`).join(', ')}`,
+      );
   }
   return table;
 }
@@ -172,7 +203,8 @@ function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, defaultMs: number)
   const raw = env[name];
   if (raw === undefined || raw === '') return defaultMs;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name} must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 100))}`);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new ConfigError(`${name} must be a positive number of seconds, got ${JSON.stringify(raw.slice(0, 100))}`);
   return n * 1000;
 }
 
@@ -216,7 +248,8 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // A missing default file is normal; a missing file someone named explicitly is an error.
-    if (code !== 'ENOENT' || source !== 'default') throw new ConfigError(`cannot read config file ${path} (from ${source}): ${errorMessage(err)}`);
+    if (code !== 'ENOENT' || source !== 'default')
+      throw new ConfigError(`cannot read config file ${path} (from ${source}): ${errorMessage(err)}`);
   }
   const def = <T>(value: T): Setting<T> => ({ value, source: 'default', from: null });
   const config: StashConfig = {
@@ -238,53 +271,117 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
       return line === null ? path : `${path}:${line}`;
     };
     for (const key of Object.keys(doc)) {
-      if (!(TOP_KEYS as readonly string[]).includes(key)) throw new ConfigError(`${at(null, key)}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`);
+      if (!(TOP_KEYS as readonly string[]).includes(key))
+        throw new ConfigError(
+          `${at(null, key)}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`,
+        );
     }
     if (doc.key_server_url !== undefined) {
       const url = doc.key_server_url;
       const what = `${at(null, 'key_server_url')}: key_server_url`;
-      if (typeof url !== 'string') throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
-      config.keyServerUrl = { value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)), source: 'file', from: 'key_server_url' };
+      if (typeof url !== 'string')
+        throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
+      config.keyServerUrl = {
+        value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)),
+        source: 'file',
+        from: 'key_server_url',
+      };
     }
     const cli = knownTable(doc, 'cli', CLI_KEYS, at);
     if (cli?.clip_seconds !== undefined) {
-      config.clipSeconds = { value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, cli.clip_seconds, false), source: 'file', from: 'cli.clip_seconds' };
+      config.clipSeconds = {
+        value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, cli.clip_seconds, false),
+        source: 'file',
+        from: 'cli.clip_seconds',
+      };
     }
     const vault = knownTable(doc, 'vault', VAULT_KEYS, at);
     if (vault?.history_keep !== undefined) {
-      config.historyKeep = { value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, vault.history_keep, false), source: 'file', from: 'vault.history_keep' };
+      config.historyKeep = {
+        value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, vault.history_keep, false),
+        source: 'file',
+        from: 'vault.history_keep',
+      };
     }
     const agent = knownTable(doc, 'agent', AGENT_KEYS, at);
     if (agent !== undefined) {
       const prevent = agent.prevent_sleep;
       const alias = agent.suspend_inhibit;
       if (prevent !== undefined && alias !== undefined && prevent !== alias) {
-        throw new ConfigError(`${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`);
+        throw new ConfigError(
+          `${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`,
+        );
       }
-      if (prevent !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'prevent_sleep'), 'agent.prevent_sleep', prevent), source: 'file', from: 'agent.prevent_sleep' };
-      else if (alias !== undefined) config.preventSleep = { value: fileBoolean(at('agent', 'suspend_inhibit'), 'agent.suspend_inhibit', alias), source: 'file', from: 'agent.suspend_inhibit' };
+      if (prevent !== undefined)
+        config.preventSleep = {
+          value: fileBoolean(at('agent', 'prevent_sleep'), 'agent.prevent_sleep', prevent),
+          source: 'file',
+          from: 'agent.prevent_sleep',
+        };
+      else if (alias !== undefined)
+        config.preventSleep = {
+          value: fileBoolean(at('agent', 'suspend_inhibit'), 'agent.suspend_inhibit', alias),
+          source: 'file',
+          from: 'agent.suspend_inhibit',
+        };
       if (agent.terminate_on_suspend !== undefined) {
-        config.terminateOnSuspend = { value: fileBoolean(at('agent', 'terminate_on_suspend'), 'agent.terminate_on_suspend', agent.terminate_on_suspend), source: 'file', from: 'agent.terminate_on_suspend' };
+        config.terminateOnSuspend = {
+          value: fileBoolean(
+            at('agent', 'terminate_on_suspend'),
+            'agent.terminate_on_suspend',
+            agent.terminate_on_suspend,
+          ),
+          source: 'file',
+          from: 'agent.terminate_on_suspend',
+        };
       }
       if (agent.lock_on_screen_lock !== undefined) {
-        config.lockOnScreenLock = { value: fileBoolean(at('agent', 'lock_on_screen_lock'), 'agent.lock_on_screen_lock', agent.lock_on_screen_lock), source: 'file', from: 'agent.lock_on_screen_lock' };
+        config.lockOnScreenLock = {
+          value: fileBoolean(
+            at('agent', 'lock_on_screen_lock'),
+            'agent.lock_on_screen_lock',
+            agent.lock_on_screen_lock,
+          ),
+          source: 'file',
+          from: 'agent.lock_on_screen_lock',
+        };
       }
     }
   }
   if (env.STASH_AGENT_PREVENT_SLEEP !== undefined && env.STASH_AGENT_PREVENT_SLEEP !== '') {
-    config.preventSleep = { value: envBoolean('STASH_AGENT_PREVENT_SLEEP', env.STASH_AGENT_PREVENT_SLEEP), source: 'environment', from: 'STASH_AGENT_PREVENT_SLEEP' };
+    config.preventSleep = {
+      value: envBoolean('STASH_AGENT_PREVENT_SLEEP', env.STASH_AGENT_PREVENT_SLEEP),
+      source: 'environment',
+      from: 'STASH_AGENT_PREVENT_SLEEP',
+    };
   }
   if (env.STASH_AGENT_TERMINATE_ON_SUSPEND !== undefined && env.STASH_AGENT_TERMINATE_ON_SUSPEND !== '') {
-    config.terminateOnSuspend = { value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND), source: 'environment', from: 'STASH_AGENT_TERMINATE_ON_SUSPEND' };
+    config.terminateOnSuspend = {
+      value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND),
+      source: 'environment',
+      from: 'STASH_AGENT_TERMINATE_ON_SUSPEND',
+    };
   }
   if (env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== undefined && env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== '') {
-    config.lockOnScreenLock = { value: envBoolean('STASH_AGENT_LOCK_ON_SCREEN_LOCK', env.STASH_AGENT_LOCK_ON_SCREEN_LOCK), source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' };
+    config.lockOnScreenLock = {
+      value: envBoolean('STASH_AGENT_LOCK_ON_SCREEN_LOCK', env.STASH_AGENT_LOCK_ON_SCREEN_LOCK),
+      source: 'environment',
+      from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK',
+    };
   }
   if (env.STASH_CLIP_SECONDS !== undefined && env.STASH_CLIP_SECONDS !== '') {
-    config.clipSeconds = { value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true), source: 'environment', from: 'STASH_CLIP_SECONDS' };
+    config.clipSeconds = {
+      value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true),
+      source: 'environment',
+      from: 'STASH_CLIP_SECONDS',
+    };
   }
   if (env.STASH_HISTORY_KEEP !== undefined && env.STASH_HISTORY_KEEP !== '') {
-    config.historyKeep = { value: historyKeepValue('STASH_HISTORY_KEEP', env.STASH_HISTORY_KEEP, true), source: 'environment', from: 'STASH_HISTORY_KEEP' };
+    config.historyKeep = {
+      value: historyKeepValue('STASH_HISTORY_KEEP', env.STASH_HISTORY_KEEP, true),
+      source: 'environment',
+      from: 'STASH_HISTORY_KEEP',
+    };
   }
   if (env.STASH_KEY_SERVER_URL) {
     const url = checkKeyServerUrl(env.STASH_KEY_SERVER_URL, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));

@@ -5,12 +5,33 @@
  */
 import type { Socket } from 'node:net';
 import {
-  decodeRequest, encodeFrame, encodeReply, ephemeralKeys, FrameDecoder, MAX_FRAME_BYTES, MsgType, PROTOCOL_VERSION, ProtocolError,
-  MAX_KEY_BYTES, SEALED_ONLY, SecureChannel, SecureScratch, typeName, type Frame, type OpenedFrame, type Reply, type Request,
+  decodeRequest,
+  encodeFrame,
+  encodeReply,
+  ephemeralKeys,
+  FrameDecoder,
+  MAX_FRAME_BYTES,
+  MsgType,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  MAX_KEY_BYTES,
+  SEALED_ONLY,
+  SecureChannel,
+  SecureScratch,
+  typeName,
+  type Frame,
+  type OpenedFrame,
+  type Reply,
+  type Request,
 } from '../protocol/index.js';
 import { StashError } from '../errors.js';
 import {
-  FRAME_DEADLINE_MS, MAX_HELLOS, MAX_SMALL_PIECES, OUTPUT_BOUND_BYTES, OUTPUT_STALL_MS, SMALL_PIECE_BYTES,
+  FRAME_DEADLINE_MS,
+  MAX_HELLOS,
+  MAX_SMALL_PIECES,
+  OUTPUT_BOUND_BYTES,
+  OUTPUT_STALL_MS,
+  SMALL_PIECE_BYTES,
 } from './limits.js';
 
 /** The connection's time and size limits; the defaults are limits.ts's. */
@@ -38,7 +59,12 @@ export interface RequestHandler {
    * Handles one decoded request. `peerPid` is the kernel-reported client pid (null on Windows).
    * A CACHE_KEY reply's key goes in `keyMemory(length)` (secure memory the connection zeroes after sealing).
    */
-  handle(req: Request, peerPid: number | null, sealed: boolean, keyMemory?: (length: number) => Buffer): Reply | Promise<Reply>;
+  handle(
+    req: Request,
+    peerPid: number | null,
+    sealed: boolean,
+    keyMemory?: (length: number) => Buffer,
+  ): Reply | Promise<Reply>;
   /** Called after a stop request's ack was written. */
   stopRequested(): void;
   log(level: 'info' | 'warning' | 'error', message: string): void;
@@ -106,8 +132,19 @@ export class AgentConnection {
     }
     this.drain();
     // Still incomplete after a small read: a frame trickled in pieces costs the agent a wake-up per piece.
-    if (!this.closed && this.frameDeadline && data.length < SMALL_PIECE_BYTES && ++this.smallPieces > this.limits.maxSmallPieces) {
-      this.fail(new ProtocolError('SLOW_FRAME', `a frame arrived in more than ${this.limits.maxSmallPieces} small pieces; send each frame in one write`, true));
+    if (
+      !this.closed &&
+      this.frameDeadline &&
+      data.length < SMALL_PIECE_BYTES &&
+      ++this.smallPieces > this.limits.maxSmallPieces
+    ) {
+      this.fail(
+        new ProtocolError(
+          'SLOW_FRAME',
+          `a frame arrived in more than ${this.limits.maxSmallPieces} small pieces; send each frame in one write`,
+          true,
+        ),
+      );
     }
   }
 
@@ -170,7 +207,10 @@ export class AgentConnection {
     this.frameDeadline = null;
     this.stalled = setTimeout(() => {
       if (this.closed) return;
-      this.handler.log('warning', `dropped a connection from pid ${this.peerPid ?? '?'}: ${this.socket.writableLength} bytes of replies unread for ${this.limits.outputStallMs / 1000} s`);
+      this.handler.log(
+        'warning',
+        `dropped a connection from pid ${this.peerPid ?? '?'}: ${this.socket.writableLength} bytes of replies unread for ${this.limits.outputStallMs / 1000} s`,
+      );
       this.socket.destroy();
       this.dispose();
     }, this.limits.outputStallMs);
@@ -204,11 +244,18 @@ export class AgentConnection {
     let reply: Reply;
     try {
       if (SEALED_ONLY.has(frame.type)) {
-        throw new ProtocolError('UNSUPPORTED_TYPE', `${typeName(frame.type)} is a cache request and is accepted only inside a sealed frame`);
+        throw new ProtocolError(
+          'UNSUPPORTED_TYPE',
+          `${typeName(frame.type)} is a cache request and is accepted only inside a sealed frame`,
+        );
       }
       // Every HELLO frame counts, refused ones too: a client sends one, or two after UNKNOWN_FLAGS.
       if (frame.type === MsgType.HELLO && ++this.hellos > this.limits.maxHellos) {
-        throw new ProtocolError('HANDSHAKE_LIMIT', `more than ${this.limits.maxHellos} HELLO frames on one connection; a client sends one`, true);
+        throw new ProtocolError(
+          'HANDSHAKE_LIMIT',
+          `more than ${this.limits.maxHellos} HELLO frames on one connection; a client sends one`,
+          true,
+        );
       }
       const req = decodeRequest(frame);
       if (req.type === 'hello') reply = this.hello(req.version, req.publicKey);
@@ -226,7 +273,13 @@ export class AgentConnection {
 
   private processSealed(frame: Frame): void | Promise<void> {
     if (!this.channel) {
-      this.write(encodeFrame(...frameParts(encodeReply(this.replyFor(new ProtocolError('NO_SESSION', 'sealed frame before the HELLO handshake'))))));
+      this.write(
+        encodeFrame(
+          ...frameParts(
+            encodeReply(this.replyFor(new ProtocolError('NO_SESSION', 'sealed frame before the HELLO handshake'))),
+          ),
+        ),
+      );
       return;
     }
     let opened: OpenedFrame;
@@ -248,7 +301,10 @@ export class AgentConnection {
       reply = this.replyFor(err);
     }
     if (!(reply instanceof Promise)) return this.answerSealed(opened, reply);
-    return reply.then((r) => this.answerSealed(opened, r), (err: unknown) => this.answerSealed(opened, this.replyFor(err)));
+    return reply.then(
+      (r) => this.answerSealed(opened, r),
+      (err: unknown) => this.answerSealed(opened, this.replyFor(err)),
+    );
   }
 
   /** Zeroes the request's plaintext, then seals the reply, encoded straight into the channel's secure scratch. */
@@ -263,7 +319,10 @@ export class AgentConnection {
 
   private hello(version: number, clientKey: Buffer): Reply {
     if (version !== PROTOCOL_VERSION) {
-      throw new ProtocolError('VERSION_MISMATCH', `client speaks protocol version ${version}; this agent speaks ${PROTOCOL_VERSION}`);
+      throw new ProtocolError(
+        'VERSION_MISMATCH',
+        `client speaks protocol version ${version}; this agent speaks ${PROTOCOL_VERSION}`,
+      );
     }
     const ours = ephemeralKeys();
     // The new session first: a refused HELLO must leave the one in use intact.

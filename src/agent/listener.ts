@@ -62,7 +62,8 @@ export async function claimEndpoint(
   onConnection: (s: Socket, peerPid?: number) => void,
   onRefused?: (pid: number, reason: string) => void,
 ): Promise<{ server: Listening; inode: number | null }> {
-  if (process.platform === 'win32') return { server: await claimWindowsPipe(path, onConnection, onRefused), inode: null };
+  if (process.platform === 'win32')
+    return { server: await claimWindowsPipe(path, onConnection, onRefused), inode: null };
   const server = createServer({ pauseOnConnect: false }, onConnection);
   for (let attempt = 0; attempt < 20; attempt++) {
     try {

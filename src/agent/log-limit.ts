@@ -27,9 +27,7 @@ interface Count {
 
 /** The grouping key of a line: numbers, hex words and quoted parts masked. */
 export function lineShape(level: Level, message: string): string {
-  const masked = message
-    .replace(/"[^"]*"/g, '"…"')
-    .replace(/\b[0-9a-f]*[0-9][0-9a-f]*\b/gi, '#');
+  const masked = message.replace(/"[^"]*"/g, '"…"').replace(/\b[0-9a-f]*[0-9][0-9a-f]*\b/gi, '#');
   return `${level} ${masked}`;
 }
 
@@ -75,7 +73,10 @@ export class RateLimitedLogger implements Logger {
     for (const c of this.counts.values()) {
       if (c.suppressed === 0) continue;
       const n = c.suppressed.toLocaleString('en-US');
-      this.inner.log(c.level, `"${c.sample}" ... repeated ${n} times in ${seconds} s (lines like it, not logged one by one)`);
+      this.inner.log(
+        c.level,
+        `"${c.sample}" ... repeated ${n} times in ${seconds} s (lines like it, not logged one by one)`,
+      );
     }
     this.counts.clear();
     this.windowStart = this.now();

@@ -26,7 +26,8 @@ export const MAX_LOG_BYTES = 1024 * 1024;
 
 /** The fallback log file: $XDG_STATE_HOME/stash/agent.log, else ~/.local/state/stash/agent.log (%LOCALAPPDATA% on Windows). */
 export function fallbackLogPath(env: NodeJS.ProcessEnv = process.env): string {
-  if (process.platform === 'win32') return join(env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local'), 'stash', 'agent.log');
+  if (process.platform === 'win32')
+    return join(env.LOCALAPPDATA ?? join(homedir(), 'AppData', 'Local'), 'stash', 'agent.log');
   if (process.platform === 'darwin') return join(homedir(), 'Library', 'Logs', 'stash', 'agent.log');
   return join(env.XDG_STATE_HOME || join(homedir(), '.local', 'state'), 'stash', 'agent.log');
 }
@@ -35,7 +36,10 @@ class FileLogger implements Logger {
   readonly target: string;
   private size: number;
 
-  constructor(private readonly path: string, private readonly maxBytes = MAX_LOG_BYTES) {
+  constructor(
+    private readonly path: string,
+    private readonly maxBytes = MAX_LOG_BYTES,
+  ) {
     this.target = `file ${path}`;
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
     const fd = openSync(path, 'a', 0o600);
@@ -103,7 +107,10 @@ export function describeLogTarget(env: NodeJS.ProcessEnv = process.env): string 
 }
 
 /** Picks the log target for this environment; rate limited (log-limit.ts). */
-export async function createLogger(env: NodeJS.ProcessEnv = process.env, opts: { maxBytes?: number } = {}): Promise<Logger> {
+export async function createLogger(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: { maxBytes?: number } = {},
+): Promise<Logger> {
   const explicit = env.STASH_SESSION_AGENT_LOG;
   if (explicit) return new RateLimitedLogger(new FileLogger(explicit, opts.maxBytes));
   if (systemLogPresent()) {

@@ -68,7 +68,9 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
   const cache = new KeyCache(MAX_ENTRIES);
   let agent: Agent | null = null;
   const { ActivityRegistry } = await import('./activities.js');
-  const activities: Activities = new ActivityRegistry({ onChange: (kinds: string[]) => agent?.activitiesChanged(kinds) });
+  const activities: Activities = new ActivityRegistry({
+    onChange: (kinds: string[]) => agent?.activitiesChanged(kinds),
+  });
 
   // Never throws: without the addon, a bus or logind it is a no-op whose status says why.
   const { createPowerIntegration } = await import('./power/index.js');
@@ -123,7 +125,10 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
       try {
         const cred = native.peerCredentials(socket);
         if (cred.uid !== uid) {
-          log('warning', `refused a connection from uid ${cred.uid} (pid ${cred.pid}); only uid ${uid} may use this agent`);
+          log(
+            'warning',
+            `refused a connection from uid ${cred.uid} (pid ${cred.pid}); only uid ${uid} may use this agent`,
+          );
           socket.destroy();
           return;
         }

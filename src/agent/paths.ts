@@ -27,7 +27,10 @@ export interface Endpoint {
 const uid = (): number => (typeof process.getuid === 'function' ? process.getuid() : -1);
 
 /** The agent endpoint for this user and environment. */
-export function agentEndpoint(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): Endpoint {
+export function agentEndpoint(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): Endpoint {
   const override = env.STASH_SESSION_AGENT_DIR;
   if (platform === 'win32') {
     return { dir: null, path: windowsPipeName(env.USERNAME ?? userInfo().username, override), source: 'pipe' };
@@ -76,9 +79,17 @@ export function checkAgentDir(dir: string): DirCheck {
   }
   const mode = st.mode & 0o777;
   const base = { exists: true, mode, owner: st.uid, repairable: false };
-  if (uid() >= 0 && st.uid !== uid()) return { ...base, ok: false, problem: `${dir} is owned by uid ${st.uid}, not by you (uid ${uid()})` };
-  if (!st.isDirectory()) return { ...base, ok: false, problem: `${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}` };
-  if ((mode & 0o077) !== 0) return { ...base, ok: false, repairable: true, problem: `${dir} has mode ${mode.toString(8).padStart(4, '0')}; it must be 0700` };
+  if (uid() >= 0 && st.uid !== uid())
+    return { ...base, ok: false, problem: `${dir} is owned by uid ${st.uid}, not by you (uid ${uid()})` };
+  if (!st.isDirectory())
+    return { ...base, ok: false, problem: `${dir} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}` };
+  if ((mode & 0o077) !== 0)
+    return {
+      ...base,
+      ok: false,
+      repairable: true,
+      problem: `${dir} has mode ${mode.toString(8).padStart(4, '0')}; it must be 0700`,
+    };
   return { ...base, ok: true, problem: null };
 }
 
@@ -92,16 +103,20 @@ export function checkAgentDir(dir: string): DirCheck {
 export function agentDirFix(endpoint: Pick<Endpoint, 'dir' | 'source'>, check: DirCheck): string {
   const dir = endpoint.dir ?? '';
   if (check.repairable) return `check the contents of ${dir}, then: chmod 700 ${dir}`;
-  if (check.owner !== null && uid() >= 0 && check.owner === uid()) return `look at what ${dir} is, remove it, and try again`;
-  const elsewhere = endpoint.source === 'STASH_SESSION_AGENT_DIR'
-    ? 'set STASH_SESSION_AGENT_DIR to a folder only you can enter'
-    : `set XDG_RUNTIME_DIR (your login session's private folder, usually /run/user/${uid()}) or STASH_SESSION_AGENT_DIR to a folder only you can enter`;
+  if (check.owner !== null && uid() >= 0 && check.owner === uid())
+    return `look at what ${dir} is, remove it, and try again`;
+  const elsewhere =
+    endpoint.source === 'STASH_SESSION_AGENT_DIR'
+      ? 'set STASH_SESSION_AGENT_DIR to a folder only you can enter'
+      : `set XDG_RUNTIME_DIR (your login session's private folder, usually /run/user/${uid()}) or STASH_SESSION_AGENT_DIR to a folder only you can enter`;
   return `you cannot repair a folder another user controls (it may have been put there to catch your agent's socket): ${elsewhere}, and tell the machine's administrator`;
 }
 
 /** The whole refusal, as ensureAgentDir and connectAgent throw it. */
 export function unsafeAgentDirError(endpoint: Pick<Endpoint, 'dir' | 'source'>, check: DirCheck): AgentPathError {
-  const fix = check.repairable ? `Check its contents, then fix it with: chmod 700 ${endpoint.dir ?? ''}` : capitalise(agentDirFix(endpoint, check));
+  const fix = check.repairable
+    ? `Check its contents, then fix it with: chmod 700 ${endpoint.dir ?? ''}`
+    : capitalise(agentDirFix(endpoint, check));
   return new AgentPathError(`unsafe agent socket folder: ${check.problem}. ${fix}`);
 }
 

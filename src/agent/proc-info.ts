@@ -44,11 +44,21 @@ export function parseProcStat(pid: number, text: string): ProcInfo {
     throw new ProcInfoError('PROC_BAD_STAT', `/proc/${pid}/stat has no "(comm)" field`);
   }
   // After ") " come fields 3 (state), 4 (ppid), ... 22 (starttime).
-  const rest = text.slice(close + 1).trim().split(/\s+/);
+  const rest = text
+    .slice(close + 1)
+    .trim()
+    .split(/\s+/);
   const state = rest[0];
   const ppid = rest[1];
   const start = rest[19];
-  if (state === undefined || !/^[A-Za-z]$/.test(state) || ppid === undefined || !digits.test(ppid) || start === undefined || !digits.test(start)) {
+  if (
+    state === undefined ||
+    !/^[A-Za-z]$/.test(state) ||
+    ppid === undefined ||
+    !digits.test(ppid) ||
+    start === undefined ||
+    !digits.test(start)
+  ) {
     throw new ProcInfoError('PROC_BAD_STAT', `/proc/${pid}/stat has unexpected fields`);
   }
   return { pid, ppid: Number(ppid), startTime: start, zombie: state === 'Z' || state === 'X' || state === 'x' };
@@ -76,7 +86,11 @@ export function readProcInfo(pid: number): ProcInfo | null {
 }
 
 /** True when `pid` is running and still the process that had `startTime`. */
-export function isSameProcess(pid: number, startTime: string, read: (pid: number) => ProcInfo | null = readProcInfo): boolean {
+export function isSameProcess(
+  pid: number,
+  startTime: string,
+  read: (pid: number) => ProcInfo | null = readProcInfo,
+): boolean {
   const info = read(pid);
   return info !== null && !info.zombie && info.startTime === startTime;
 }
@@ -85,7 +99,12 @@ export function isSameProcess(pid: number, startTime: string, read: (pid: number
  * True when `ancestor` is `pid` itself or one of its ancestors, walking parent
  * pids (bounded: a loop or a very deep tree answers false).
  */
-export function isSelfOrDescendant(pid: number, ancestor: number, read: (pid: number) => ProcInfo | null = readProcInfo, maxDepth = 512): boolean {
+export function isSelfOrDescendant(
+  pid: number,
+  ancestor: number,
+  read: (pid: number) => ProcInfo | null = readProcInfo,
+  maxDepth = 512,
+): boolean {
   let current = pid;
   let child: ProcInfo | null = null;
   for (let depth = 0; depth < maxDepth; depth++) {
@@ -94,7 +113,8 @@ export function isSelfOrDescendant(pid: number, ancestor: number, read: (pid: nu
     if (info === null) return false;
     // Windows does not re-parent orphans: a recorded parent pid may have been
     // reused by a process that started after the child; such a link is broken.
-    if (process.platform === 'win32' && child !== null && BigInt(info.startTime) > BigInt(child.startTime)) return false;
+    if (process.platform === 'win32' && child !== null && BigInt(info.startTime) > BigInt(child.startTime))
+      return false;
     if (info.ppid <= 0 || info.ppid === current) return false;
     child = info;
     current = info.ppid;

@@ -37,7 +37,13 @@ async function peerCredentialCheck(): Promise<Check> {
     client.destroy();
     socket.destroy();
     const ok = cred.pid === process.pid && cred.uid === process.getuid?.();
-    return { name: 'peer credentials', ok, detail: ok ? 'SO_PEERCRED/getpeereid works' : `kernel reported pid ${cred.pid} uid ${cred.uid}, expected ${process.pid}` };
+    return {
+      name: 'peer credentials',
+      ok,
+      detail: ok
+        ? 'SO_PEERCRED/getpeereid works'
+        : `kernel reported pid ${cred.pid} uid ${cred.uid}, expected ${process.pid}`,
+    };
   } catch (err) {
     return { name: 'peer credentials', ok: false, detail: errorMessage(err) };
   } finally {
@@ -51,7 +57,13 @@ async function hardeningChecks(): Promise<Check[]> {
     const { hardenProcess } = await import('../native/index.js');
     const report = hardenProcess();
     const checks: Check[] = [
-      { name: 'dumpable', ok: !report.dumpable, detail: report.dumpable ? 'process is still dumpable after hardening' : `not dumpable (${report.actions.join(', ')})` },
+      {
+        name: 'dumpable',
+        ok: !report.dumpable,
+        detail: report.dumpable
+          ? 'process is still dumpable after hardening'
+          : `not dumpable (${report.actions.join(', ')})`,
+      },
       {
         name: 'core dumps',
         ok: report.coreLimit === null || report.coreLimit.soft === 0,
@@ -62,7 +74,11 @@ async function hardeningChecks(): Promise<Check[]> {
     if (lock) {
       const ok = lock.soft === -1 || lock.soft >= LOCKED_BYTES_NEEDED;
       const kib = (n: number): string => (n === -1 ? 'unlimited' : `${Math.floor(n / 1024)} KiB`);
-      checks.push({ name: 'mlock limit', ok, detail: `${kib(lock.soft)} (a full cache needs ${kib(LOCKED_BYTES_NEEDED)})${ok ? '' : '; raise it with `ulimit -l` or limits.conf'}` });
+      checks.push({
+        name: 'mlock limit',
+        ok,
+        detail: `${kib(lock.soft)} (a full cache needs ${kib(LOCKED_BYTES_NEEDED)})${ok ? '' : '; raise it with `ulimit -l` or limits.conf'}`,
+      });
     }
     return checks;
   } catch (err) {
@@ -78,7 +94,9 @@ export async function securityChecks(): Promise<Check[]> {
     const dir = checkAgentDir(endpoint.dir);
     const mode = dir.mode === null ? 'not created yet (will be 0700)' : `mode ${dir.mode.toString(8).padStart(4, '0')}`;
     checks.push({
-      name: 'socket folder', ok: dir.ok, detail: `${endpoint.dir} (${endpoint.source}): ${dir.problem ?? mode}`,
+      name: 'socket folder',
+      ok: dir.ok,
+      detail: `${endpoint.dir} (${endpoint.source}): ${dir.problem ?? mode}`,
       ...(dir.ok ? {} : { fix: agentDirFix(endpoint, dir) }),
     });
   } else {
@@ -93,7 +111,9 @@ export async function runSecurityCheck(argv: string[]): Promise<number> {
   const json = argv.includes('--json');
   const unknown = argv.filter((a) => a !== '--json');
   if (unknown.length > 0) {
-    process.stderr.write(`stash: __agent_security_check: unknown argument ${unknown[0]}\nusage: stash __agent_security_check [--json]\n`);
+    process.stderr.write(
+      `stash: __agent_security_check: unknown argument ${unknown[0]}\nusage: stash __agent_security_check [--json]\n`,
+    );
     return 64;
   }
   const checks = await securityChecks();

@@ -11,7 +11,9 @@ import { errorCode, errorMessage } from '../errors.js';
 import { AgentError, unreadableReply, type Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
 
-export type SyncSocket = Required<Pick<NativeBinding, 'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd'>>;
+export type SyncSocket = Required<
+  Pick<NativeBinding, 'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd'>
+>;
 
 /** The addon's blocking socket calls; null when the addon does not load or lacks them (Windows, an older addon). */
 export function syncSocket(): SyncSocket | null {
@@ -35,7 +37,12 @@ class BlockingTransport implements Transport {
   private fd: number;
   private failure: AgentError | null = null;
 
-  constructor(private readonly io: SyncSocket, fd: number, private readonly endpoint: Endpoint, private readonly replyTimeoutMs: number) {
+  constructor(
+    private readonly io: SyncSocket,
+    fd: number,
+    private readonly endpoint: Endpoint,
+    private readonly replyTimeoutMs: number,
+  ) {
     this.fd = fd;
   }
 

@@ -18,9 +18,14 @@ class NetTransport implements Transport {
   private idleClose = false;
   private closing = false;
 
-  constructor(private readonly socket: Socket, private readonly endpoint: Endpoint) {
+  constructor(
+    private readonly socket: Socket,
+    private readonly endpoint: Endpoint,
+  ) {
     socket.on('data', (d: Buffer) => this.onData(d));
-    socket.on('error', (e) => this.failAll(new AgentError('AGENT_UNAVAILABLE', `agent connection failed: ${e.message}`)));
+    socket.on('error', (e) =>
+      this.failAll(new AgentError('AGENT_UNAVAILABLE', `agent connection failed: ${e.message}`)),
+    );
     socket.on('close', () => {
       if (this.failure === null && this.pending.length === 0 && !this.closing) this.idleClose = true;
       this.failAll(new AgentError('AGENT_UNAVAILABLE', 'the agent closed the connection'));

@@ -21,7 +21,11 @@ import type { Endpoint } from './paths.js';
 
 /** An ERROR reply from the agent, or a failure to talk to it. code: AGENT_<NAME>. */
 export class AgentError extends StashError {
-  constructor(code: string, message: string, readonly protocolCode: number | null = null) {
+  constructor(
+    code: string,
+    message: string,
+    readonly protocolCode: number | null = null,
+  ) {
     super(code, message);
   }
 }
@@ -59,7 +63,10 @@ export function transportChoice(env: NodeJS.ProcessEnv = process.env): Transport
 /** The AgentError for a reply the decoder refused. */
 export function unreadableReply(endpoint: Endpoint, err: unknown): AgentError {
   return err instanceof ProtocolError && err.code === 'AGENT_BAD_MAGIC'
-    ? new AgentError('AGENT_VERSION', `the agent at ${endpoint.path} speaks another protocol version (${err.message}); stop it and run the matching stash, or remove the socket`)
+    ? new AgentError(
+        'AGENT_VERSION',
+        `the agent at ${endpoint.path} speaks another protocol version (${err.message}); stop it and run the matching stash, or remove the socket`,
+      )
     : new AgentError('AGENT_PROTOCOL', `unreadable reply from the agent: ${errorMessage(err)}`);
 }
 
@@ -75,7 +82,10 @@ export async function openTransport(endpoint: Endpoint, opts: TransportOptions =
     if (io) return openBlockingTransport(io, endpoint, opts.replyTimeoutMs ?? DEFAULT_REPLY_TIMEOUT_MS);
   }
   if (choice === 'blocking') {
-    throw new AgentError('AGENT_UNAVAILABLE', 'the blocking agent transport needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=net');
+    throw new AgentError(
+      'AGENT_UNAVAILABLE',
+      'the blocking agent transport needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=net',
+    );
   }
   const { openNetTransport } = await import('./transport-net.js');
   return openNetTransport(endpoint, opts.timeoutMs ?? 2000);

@@ -59,7 +59,10 @@ export class WindowsPipeListener extends EventEmitter {
       return;
     }
     if (event.type === 'error') {
-      this.emit('error', Object.assign(new Error(`the agent pipe stopped accepting: ${event.message}`), { code: event.code }));
+      this.emit(
+        'error',
+        Object.assign(new Error(`the agent pipe stopped accepting: ${event.message}`), { code: event.code }),
+      );
       return;
     }
     let socket: Socket;

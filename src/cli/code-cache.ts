@@ -25,7 +25,19 @@
  *   functions and its own), so after a few different commands nothing is
  *   written any more.
  */
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { Script, type ScriptOptions } from 'node:vm';
@@ -158,7 +170,10 @@ function readCache(path: string, want: Identity): CacheFile | 'missing' | 'inval
   const at = HEADER_BYTES + labelsLength;
   const data = file.subarray(at, at + dataLength);
   if (!data.equals(file.subarray(at + dataLength))) return 'invalid';
-  const labels = file.toString('latin1', HEADER_BYTES, at).split(',').filter((l) => LABEL.test(l));
+  const labels = file
+    .toString('latin1', HEADER_BYTES, at)
+    .split(',')
+    .filter((l) => LABEL.test(l));
   return { data, labels };
 }
 
@@ -199,7 +214,8 @@ export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
   const trace = opts.trace ?? ((): void => {});
   const source = readFileSync(file);
   const id = bundleId(source);
-  const identity: Identity | null = id !== null && opts.file ? { id, size: opts.file.size, mtimeMs: opts.file.mtimeMs } : null;
+  const identity: Identity | null =
+    id !== null && opts.file ? { id, size: opts.file.size, mtimeMs: opts.file.mtimeMs } : null;
   const path = opts.dir === null || identity === null ? null : codeCacheFile(opts.dir);
   let status: CodeCacheStatus = 'off';
   let cached: CacheFile | null = null;
@@ -218,7 +234,9 @@ export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
   const script = new Script(wrap(source.toString('latin1')), options);
   // Set only when cachedData was given.
   if (cached !== null && script.cachedDataRejected === true) status = 'rejected';
-  trace(`code cache ${path ?? '(none)'}: ${status}${status === 'accepted' && cached ? ` (made by: ${cached.labels.join(', ')})` : ''}`);
+  trace(
+    `code cache ${path ?? '(none)'}: ${status}${status === 'accepted' && cached ? ` (made by: ${cached.labels.join(', ')})` : ''}`,
+  );
   const require = createRequire(file);
   const mod = new Module(file);
   mod.filename = file;
@@ -231,7 +249,8 @@ export function loadBundle(file: string, opts: BundleOptions): LoadedBundle {
     exports: mod.exports as Record<string, unknown>,
     status,
     saveOnExit(label: string): void {
-      if (saving || path === null || opts.dir === null || identity === null || status === 'off' || status === 'unsafe') return;
+      if (saving || path === null || opts.dir === null || identity === null || status === 'off' || status === 'unsafe')
+        return;
       const name = LABEL.test(label) ? label : 'other';
       const before = status === 'accepted' && cached ? cached.labels : [];
       if (before.includes(name)) return;

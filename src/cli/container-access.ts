@@ -8,7 +8,14 @@
  * Ed25519 key, so it needs the vault key (from the agent, else the password)
  * besides the content key.
  */
-import { entryNotFound, readEntries, readEntry, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
+import {
+  entryNotFound,
+  readEntries,
+  readEntry,
+  updateEntries,
+  type ContainerInfo,
+  type Entries,
+} from '../vault/containers.js';
 import type { HistoryPolicy } from '../vault/entry-history.js';
 import { wipe } from '../vault/secure.js';
 import type { Session } from './session.js';
@@ -24,7 +31,10 @@ export async function readEntriesOf(dir: string, info: ContainerInfo, key: Buffe
 /** One entry as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
 export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer, entryName: string): Promise<Buffer> {
   if (!info.shared) return readEntry(dir, info.name, key, entryName);
-  const [{ secureCopy }, { wipeEntries }] = await Promise.all([import('../vault/secure.js'), import('../vault/container-body.js')]);
+  const [{ secureCopy }, { wipeEntries }] = await Promise.all([
+    import('../vault/secure.js'),
+    import('../vault/container-body.js'),
+  ]);
   const entries = await readEntriesOf(dir, info, key);
   try {
     const value = entries.get(entryName);
@@ -50,7 +60,11 @@ export async function historyPolicy(extra: Omit<HistoryPolicy, 'keep'> = {}): Pr
  * goes too (purge) or moves to another name (moves). Returns the names that changed.
  */
 export async function updateEntriesOf(
-  session: Session, info: ContainerInfo, key: Buffer, changes: ReadonlyMap<string, Buffer | null>, extra: Omit<HistoryPolicy, 'keep'> = {},
+  session: Session,
+  info: ContainerInfo,
+  key: Buffer,
+  changes: ReadonlyMap<string, Buffer | null>,
+  extra: Omit<HistoryPolicy, 'keep'> = {},
 ): Promise<string[]> {
   const policy = await historyPolicy(extra);
   if (!info.shared) return updateEntries(session.dir, info.name, key, changes, policy);

@@ -54,32 +54,63 @@ export async function agentStatus(): Promise<{ status: Doc | null; error: unknow
 }
 
 /** Agent running: pid, uptime, cached keys, activities. */
-export function agentChecks(status: Doc | null, error: unknown, started: boolean, socketDir: string | null): DoctorCheck[] {
+export function agentChecks(
+  status: Doc | null,
+  error: unknown,
+  started: boolean,
+  socketDir: string | null,
+): DoctorCheck[] {
   if (!status) {
     // One cause, one failing line: the Configuration section shows the bad value and its fix.
     if (errorCode(error) === 'CONFIG') {
-      return [{ section: 'agent', name: 'agent running', status: 'info', detail: `skipped: the agent cannot start with an invalid configuration (${errorMessage(error)}); see Configuration below` }];
+      return [
+        {
+          section: 'agent',
+          name: 'agent running',
+          status: 'info',
+          detail: `skipped: the agent cannot start with an invalid configuration (${errorMessage(error)}); see Configuration below`,
+        },
+      ];
     }
     const unsafe = errorCode(error) === 'AGENT_UNSAFE_DIR';
-    return [{
-      section: 'agent', name: 'agent running', status: 'fail',
-      detail: `the agent cannot be reached or started: ${errorMessage(error)}`,
-      fix: unsafe && socketDir ? socketDirFix(socketDir) : `see the agent log: ${describeLogTarget()}`,
-    }];
+    return [
+      {
+        section: 'agent',
+        name: 'agent running',
+        status: 'fail',
+        detail: `the agent cannot be reached or started: ${errorMessage(error)}`,
+        fix: unsafe && socketDir ? socketDirFix(socketDir) : `see the agent log: ${describeLogTarget()}`,
+      },
+    ];
   }
   const acts = Array.isArray(status.activities) ? (status.activities as Array<{ pid: number; kind: string }>) : [];
-  const actText = acts.length === 0 ? 'no activities' : `activities: ${acts.map((a) => `${a.kind} (pid ${a.pid})`).join(', ')}`;
-  const checks: DoctorCheck[] = [{
-    section: 'agent', name: 'agent running', status: 'ok',
-    detail: `pid ${String(status.pid)}, up ${formatDuration(Number(status.uptimeSeconds ?? 0) * 1000)}${started ? ' (started by doctor)' : ''}, ${String(status.entries)} cached key(s), ${actText}; socket ${String(status.socket)}`,
-  }];
+  const actText =
+    acts.length === 0 ? 'no activities' : `activities: ${acts.map((a) => `${a.kind} (pid ${a.pid})`).join(', ')}`;
+  const checks: DoctorCheck[] = [
+    {
+      section: 'agent',
+      name: 'agent running',
+      status: 'ok',
+      detail: `pid ${String(status.pid)}, up ${formatDuration(Number(status.uptimeSeconds ?? 0) * 1000)}${started ? ' (started by doctor)' : ''}, ${String(status.entries)} cached key(s), ${actText}; socket ${String(status.socket)}`,
+    },
+  ];
   const posture = obj(status.posture);
   if (posture.hardened === true && posture.dumpable === false) {
-    checks.push({ section: 'agent', name: 'agent hardening', status: 'ok', detail: `not dumpable, no core dumps (${(posture.actions as string[] | undefined)?.join(', ') ?? ''})` });
+    checks.push({
+      section: 'agent',
+      name: 'agent hardening',
+      status: 'ok',
+      detail: `not dumpable, no core dumps (${(posture.actions as string[] | undefined)?.join(', ') ?? ''})`,
+    });
   } else {
     checks.push({
-      section: 'agent', name: 'agent hardening', status: 'fail',
-      detail: posture.hardened === true ? 'the agent process is still dumpable' : `the agent could not harden itself: ${String(posture.error ?? 'unknown')}`,
+      section: 'agent',
+      name: 'agent hardening',
+      status: 'fail',
+      detail:
+        posture.hardened === true
+          ? 'the agent process is still dumpable'
+          : `the agent could not harden itself: ${String(posture.error ?? 'unknown')}`,
       fix: 'rebuild the native addon (npm rebuild) and restart the agent: stash vault sessions stop',
     });
   }
@@ -92,7 +123,8 @@ function socketDirFix(dir: string): string {
 }
 
 const SECURITY_FIXES: Record<string, (socketDir: string) => string> = {
-  'peer credentials': () => 'the native addon is needed to check who connects: rebuild it (npm rebuild); see docs/platforms.md',
+  'peer credentials': () =>
+    'the native addon is needed to check who connects: rebuild it (npm rebuild); see docs/platforms.md',
   dumpable: () => 'the kernel refused PR_SET_DUMPABLE; check the security modules and container runtime',
   'core dumps': () => 'disable core dumps: ulimit -c 0 (or a core limit of 0 in limits.conf)',
   'mlock limit': () => 'raise the locked-memory limit: ulimit -l, or memlock in /etc/security/limits.conf',
@@ -126,7 +158,10 @@ export interface SuspendCapability {
  * (tests: this very machine has an empty one). Other platforms are taken to
  * suspend.
  */
-export function suspendCapability(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): SuspendCapability {
+export function suspendCapability(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): SuspendCapability {
   if (platform !== 'linux') return { canSuspend: true, why: `${platform} can suspend` };
   const path = env.STASH_SYS_POWER_STATE || '/sys/power/state';
   let text: string;
@@ -139,7 +174,9 @@ export function suspendCapability(env: NodeJS.ProcessEnv = process.env, platform
     return { canSuspend: true, why: `${path} cannot be read (${code ?? 'error'})` };
   }
   const states = text.trim();
-  return states === '' ? { canSuspend: false, why: `${path} lists no sleep state` } : { canSuspend: true, why: `${path}: ${states}` };
+  return states === ''
+    ? { canSuspend: false, why: `${path} lists no sleep state` }
+    : { canSuspend: true, why: `${path}: ${states}` };
 }
 
 /**
@@ -153,30 +190,46 @@ export function suspendCapability(env: NodeJS.ProcessEnv = process.env, platform
 export function suspendChecks(status: Doc | null, capability: SuspendCapability = suspendCapability()): DoctorCheck[] {
   const section = 'suspend' as const;
   if (!status) {
-    return [{ section, name: 'suspend protection', status: 'info', detail: 'skipped: the agent is not running (see Session agent above)' }];
+    return [
+      {
+        section,
+        name: 'suspend protection',
+        status: 'info',
+        detail: 'skipped: the agent is not running (see Session agent above)',
+      },
+    ];
   }
   const power = obj(status.power);
   const backend = String(power.backend ?? 'none');
   const library = power.library ? ` via ${String(power.library)}` : '';
   const reason = power.reason ? String(power.reason) : null;
-  const fixBackend = backend === 'logind'
-    ? 'suspend protection needs systemd-logind (or elogind) on the system bus: start it, or check DBUS_SYSTEM_BUS_ADDRESS'
-    : 'this platform has no supported suspend notification; keys are only cleared by TTL';
+  const fixBackend =
+    backend === 'logind'
+      ? 'suspend protection needs systemd-logind (or elogind) on the system bus: start it, or check DBUS_SYSTEM_BUS_ADDRESS'
+      : 'this platform has no supported suspend notification; keys are only cleared by TTL';
   const checks: DoctorCheck[] = [];
   if (power.available !== true) {
     if (!capability.canSuspend) {
-      return [{
-        section, name: 'suspend protection', status: 'info',
-        detail: `not needed: this machine cannot suspend (${capability.why}), so no key has to be wiped before a suspend`,
-      }];
+      return [
+        {
+          section,
+          name: 'suspend protection',
+          status: 'info',
+          detail: `not needed: this machine cannot suspend (${capability.why}), so no key has to be wiped before a suspend`,
+        },
+      ];
     }
     // Everything below depends on the backend: one failing line, the rest skipped.
     const optional = status.preventSleep === false;
     checks.push({
-      section, name: 'inhibitor backend', status: optional ? 'warn' : 'fail',
+      section,
+      name: 'inhibitor backend',
+      status: optional ? 'warn' : 'fail',
       detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}${optional ? ' (agent.prevent_sleep is off: keys are wiped only by their TTL)' : ''}`,
       // Without a backend the other way out is to run unprotected on purpose: say how, and what it costs.
-      fix: optional ? fixBackend : `${fixBackend}; or, to run without suspend protection (keys then wiped only by their TTL), set agent.prevent_sleep = false in the config file, which makes this a warning`,
+      fix: optional
+        ? fixBackend
+        : `${fixBackend}; or, to run without suspend protection (keys then wiped only by their TTL), set agent.prevent_sleep = false in the config file, which makes this a warning`,
     });
     const skipped = `skipped: ${backend} is unavailable (see inhibitor backend)`;
     checks.push({ section, name: 'delay lock', status: 'info', detail: skipped });
@@ -186,9 +239,17 @@ export function suspendChecks(status: Doc | null, capability: SuspendCapability 
   }
   checks.push({ section, name: 'inhibitor backend', status: 'ok', detail: `${backend}${library}` });
   const delay = obj(power.delayLock);
-  checks.push(delay.held === true
-    ? { section, name: 'delay lock', status: 'ok', detail: 'held: suspend waits until the keys are wiped' }
-    : { section, name: 'delay lock', status: 'fail', detail: `not held: ${String(delay.reason ?? reason ?? 'unknown')}`, fix: fixBackend });
+  checks.push(
+    delay.held === true
+      ? { section, name: 'delay lock', status: 'ok', detail: 'held: suspend waits until the keys are wiped' }
+      : {
+          section,
+          name: 'delay lock',
+          status: 'fail',
+          detail: `not held: ${String(delay.reason ?? reason ?? 'unknown')}`,
+          fix: fixBackend,
+        },
+  );
   const block = obj(power.blockLock);
   const kinds = Array.isArray(block.kinds) ? (block.kinds as string[]) : [];
   if (status.preventSleep === false) {
@@ -196,14 +257,33 @@ export function suspendChecks(status: Doc | null, capability: SuspendCapability 
   } else if (block.held === true) {
     checks.push({ section, name: 'block lock', status: 'ok', detail: `held for: ${kinds.join(', ')}` });
   } else if (block.reason) {
-    checks.push({ section, name: 'block lock', status: 'fail', detail: `cannot be taken: ${String(block.reason)}`, fix: fixBackend });
+    checks.push({
+      section,
+      name: 'block lock',
+      status: 'fail',
+      detail: `cannot be taken: ${String(block.reason)}`,
+      fix: fixBackend,
+    });
   } else {
-    checks.push({ section, name: 'block lock', status: 'ok', detail: 'not needed now (no activity; a pending clipboard clear takes none); taken while one runs' });
+    checks.push({
+      section,
+      name: 'block lock',
+      status: 'ok',
+      detail: 'not needed now (no activity; a pending clipboard clear takes none); taken while one runs',
+    });
   }
   const listener = String(power.listener ?? 'stopped');
-  checks.push(listener === 'running'
-    ? { section, name: 'suspend listener', status: 'ok', detail: 'running: keys are wiped when the machine suspends' }
-    : { section, name: 'suspend listener', status: 'fail', detail: `${listener}${reason ? `: ${reason}` : ''}`, fix: fixBackend });
+  checks.push(
+    listener === 'running'
+      ? { section, name: 'suspend listener', status: 'ok', detail: 'running: keys are wiped when the machine suspends' }
+      : {
+          section,
+          name: 'suspend listener',
+          status: 'fail',
+          detail: `${listener}${reason ? `: ${reason}` : ''}`,
+          fix: fixBackend,
+        },
+  );
   return checks;
 }
 
@@ -218,13 +298,19 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
   } catch (err) {
     const message = errorMessage(err);
     const variable = /^(STASH_[A-Z_]+) /.exec(message)?.[1];
-    const fix = variable ? `set ${variable} to a valid value or unset it (see docs/configuration.md)` : `correct ${configPath().path} (see docs/configuration.md)`;
+    const fix = variable
+      ? `set ${variable} to a valid value or unset it (see docs/configuration.md)`
+      : `correct ${configPath().path} (see docs/configuration.md)`;
     return { checks: [{ section, name: 'config file', status: 'fail', detail: message, fix }], config: null };
   }
-  const checks: DoctorCheck[] = [{
-    section, name: 'config file', status: 'ok',
-    detail: `${config.path} (${config.pathSource === 'default' ? 'default location' : `from ${config.pathSource}`}; ${config.fileFound ? 'found' : 'not present, defaults apply'})`,
-  }];
+  const checks: DoctorCheck[] = [
+    {
+      section,
+      name: 'config file',
+      status: 'ok',
+      detail: `${config.path} (${config.pathSource === 'default' ? 'default location' : `from ${config.pathSource}`}; ${config.fileFound ? 'found' : 'not present, defaults apply'})`,
+    },
+  ];
   const settings = [
     ['agent.prevent_sleep', config.preventSleep],
     ['agent.terminate_on_suspend', config.terminateOnSuspend],
@@ -239,17 +325,24 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
   }
   const running = obj(obj(agentStatusDoc?.config));
   const lockOn = obj(agentStatusDoc?.sessionLock).enabled;
-  const differs = agentStatusDoc !== null && (agentStatusDoc.preventSleep !== config.preventSleep.value || agentStatusDoc.terminateOnSuspend !== config.terminateOnSuspend.value
-    || (typeof lockOn === 'boolean' && lockOn !== config.lockOnScreenLock.value));
+  const differs =
+    agentStatusDoc !== null &&
+    (agentStatusDoc.preventSleep !== config.preventSleep.value ||
+      agentStatusDoc.terminateOnSuspend !== config.terminateOnSuspend.value ||
+      (typeof lockOn === 'boolean' && lockOn !== config.lockOnScreenLock.value));
   if (differs) {
     checks.push({
-      section, name: 'running agent', status: 'warn',
+      section,
+      name: 'running agent',
+      status: 'warn',
       detail: `the running agent uses other settings (its config: ${String(running.path ?? '?')})`,
       fix: 'restart it to apply the current ones: stash vault sessions stop',
     });
   }
   const json = {
-    path: config.path, pathSource: config.pathSource, fileFound: config.fileFound,
+    path: config.path,
+    pathSource: config.pathSource,
+    fileFound: config.fileFound,
     settings: Object.fromEntries(settings.map(([k, s]) => [k, { value: s.value, source: s.source, from: s.from }])),
   };
   return { checks, config: json };

@@ -26,14 +26,22 @@ export async function keyServerChecks(): Promise<{ checks: DoctorCheck[]; keySer
     found = await findKeyServerUrl({});
   } catch (err) {
     const detail = `unknown: ${errorMessage(err)}`;
-    return { checks: [{ section, name: 'key server', status: 'info', detail }], keyServer: { url: null, from: null, reachable: null, error: errorMessage(err) } };
+    return {
+      checks: [{ section, name: 'key server', status: 'info', detail }],
+      keyServer: { url: null, from: null, reachable: null, error: errorMessage(err) },
+    };
   }
   if (!found) {
     return {
-      checks: [{
-        section, name: 'key server', status: 'info',
-        detail: 'not configured (needed only to publish or receive keys: --server, STASH_KEY_SERVER_URL or key_server_url)',
-      }],
+      checks: [
+        {
+          section,
+          name: 'key server',
+          status: 'info',
+          detail:
+            'not configured (needed only to publish or receive keys: --server, STASH_KEY_SERVER_URL or key_server_url)',
+        },
+      ],
       keyServer: { url: null, from: null, reachable: null },
     };
   }
@@ -44,22 +52,37 @@ export async function keyServerChecks(): Promise<{ checks: DoctorCheck[]; keySer
     const { saveTopology } = await import('./topology-cache.js');
     saveTopology(t, found.url, [found.url]);
     return {
-      checks: [{
-        section, name: 'key server', status: 'ok',
-        detail: `${found.url} (from ${found.from}) answers: cluster ${t.clusterId}, topology version ${t.topologyVersion}, ${t.servers.length} server(s)`,
-      }],
-      keyServer: { url: found.url, from: found.from, reachable: true, clusterId: t.clusterId, topologyVersion: t.topologyVersion, servers: t.servers.length },
+      checks: [
+        {
+          section,
+          name: 'key server',
+          status: 'ok',
+          detail: `${found.url} (from ${found.from}) answers: cluster ${t.clusterId}, topology version ${t.topologyVersion}, ${t.servers.length} server(s)`,
+        },
+      ],
+      keyServer: {
+        url: found.url,
+        from: found.from,
+        reachable: true,
+        clusterId: t.clusterId,
+        topologyVersion: t.topologyVersion,
+        servers: t.servers.length,
+      },
     };
   } catch (err) {
     const untrusted = errorCode(err) === 'SERVER_UNTRUSTED';
     return {
-      checks: [{
-        section, name: 'key server', status: 'fail',
-        detail: `${found.url} (from ${found.from}): ${errorMessage(err)}`,
-        fix: untrusted
-          ? 'for a private CA, point NODE_EXTRA_CA_CERTS at its certificate (PEM); never turn verification off'
-          : `check the URL and that the server runs (curl ${found.url}/v1/topology -H 'Accept: application/json')`,
-      }],
+      checks: [
+        {
+          section,
+          name: 'key server',
+          status: 'fail',
+          detail: `${found.url} (from ${found.from}): ${errorMessage(err)}`,
+          fix: untrusted
+            ? 'for a private CA, point NODE_EXTRA_CA_CERTS at its certificate (PEM); never turn verification off'
+            : `check the URL and that the server runs (curl ${found.url}/v1/topology -H 'Accept: application/json')`,
+        },
+      ],
       keyServer: { url: found.url, from: found.from, reachable: false, error: errorMessage(err) },
     };
   }

@@ -7,7 +7,14 @@ import { lstatSync, readdirSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { errorMessage } from '../errors.js';
 import {
-  CONTAINER_EXT, defaultVaultDir, identityPublic, kdfPreset, listContainers, readVaultInfo, vaultExists, vaultPaths,
+  CONTAINER_EXT,
+  defaultVaultDir,
+  identityPublic,
+  kdfPreset,
+  listContainers,
+  readVaultInfo,
+  vaultExists,
+  vaultPaths,
 } from '../vault/index.js';
 import type { DoctorCheck } from './doctor-checks.js';
 import { formatBytes, octal } from './output.js';
@@ -72,13 +79,22 @@ function weakKdf(kdf: { opslimit: number; memlimit: number }): string | null {
   return null;
 }
 
-export function vaultChecks(env: NodeJS.ProcessEnv = process.env): { checks: DoctorCheck[]; vault: Record<string, unknown> } {
+export function vaultChecks(env: NodeJS.ProcessEnv = process.env): {
+  checks: DoctorCheck[];
+  vault: Record<string, unknown>;
+} {
   const dir = defaultVaultDir(env);
   const from = env.STASH_VAULT_DIR ? 'STASH_VAULT_DIR' : 'default location';
   const vault: Record<string, unknown> = { dir, source: from, exists: false };
   const checks: DoctorCheck[] = [];
   if (!vaultExists(dir)) {
-    checks.push({ section, name: 'vault', status: 'warn', detail: `no vault at ${dir} (${from})`, fix: 'create one: stash vault init' });
+    checks.push({
+      section,
+      name: 'vault',
+      status: 'warn',
+      detail: `no vault at ${dir} (${from})`,
+      fix: 'create one: stash vault init',
+    });
     return { checks, vault };
   }
   vault.exists = true;
@@ -87,36 +103,80 @@ export function vaultChecks(env: NodeJS.ProcessEnv = process.env): { checks: Doc
     vault.info = info;
     const detail = `${dir} (${from}); format ${info.formatVersion}, Argon2id ${info.kdf.opslimit} pass(es) / ${formatBytes(info.kdf.memlimit)}, created ${info.createdAt}`;
     const weak = weakKdf(info.kdf);
-    checks.push(weak === null
-      ? { section, name: 'vault', status: 'ok', detail }
-      : { section, name: 'vault', status: 'warn', detail: `${detail}; ${weak}`, fix: 'raise the cost when you next change the password: stash vault passwd --kdf moderate' });
+    checks.push(
+      weak === null
+        ? { section, name: 'vault', status: 'ok', detail }
+        : {
+            section,
+            name: 'vault',
+            status: 'warn',
+            detail: `${detail}; ${weak}`,
+            fix: 'raise the cost when you next change the password: stash vault passwd --kdf moderate',
+          },
+    );
   } catch (err) {
-    checks.push({ section, name: 'vault', status: 'fail', detail: errorMessage(err), fix: `restore ${vaultPaths(dir).meta} from a backup` });
+    checks.push({
+      section,
+      name: 'vault',
+      status: 'fail',
+      detail: errorMessage(err),
+      fix: `restore ${vaultPaths(dir).meta} from a backup`,
+    });
     return { checks, vault };
   }
   const p = vaultPaths(dir);
   const missing = [p.identity, p.contacts, p.containers].filter((f) => stat(f) === null);
-  checks.push(missing.length === 0
-    ? { section, name: 'vault files', status: 'ok', detail: 'vault.json, identity.json, contacts.stash, containers/' }
-    : { section, name: 'vault files', status: 'fail', detail: `missing: ${missing.join(', ')}`, fix: 'restore the missing files from a backup of this vault' });
+  checks.push(
+    missing.length === 0
+      ? { section, name: 'vault files', status: 'ok', detail: 'vault.json, identity.json, contacts.stash, containers/' }
+      : {
+          section,
+          name: 'vault files',
+          status: 'fail',
+          detail: `missing: ${missing.join(', ')}`,
+          fix: 'restore the missing files from a backup of this vault',
+        },
+  );
   const open = openModes(dir);
-  checks.push(open.length === 0
-    ? { section, name: 'vault permissions', status: 'ok', detail: 'folders 0700, files 0600' }
-    : { section, name: 'vault permissions', status: 'fail', detail: open.join('; '), fix: `chmod -R go-rwx ${dir}` });
+  checks.push(
+    open.length === 0
+      ? { section, name: 'vault permissions', status: 'ok', detail: 'folders 0700, files 0600' }
+      : { section, name: 'vault permissions', status: 'fail', detail: open.join('; '), fix: `chmod -R go-rwx ${dir}` },
+  );
   try {
     checks.push({ section, name: 'identity', status: 'ok', detail: `fingerprint ${identityPublic(dir).fingerprint}` });
   } catch (err) {
-    checks.push({ section, name: 'identity', status: 'fail', detail: errorMessage(err), fix: `restore ${p.identity} from a backup` });
+    checks.push({
+      section,
+      name: 'identity',
+      status: 'fail',
+      detail: errorMessage(err),
+      fix: `restore ${p.identity} from a backup`,
+    });
   }
   try {
     const containers = listContainers(dir);
     vault.containers = containers.map((c) => ({ name: c.name, path: c.path, problem: c.problem }));
     const bad = containers.filter((c) => c.problem !== null);
-    checks.push(bad.length === 0
-      ? { section, name: 'containers', status: 'ok', detail: `${containers.length} container(s), headers sound` }
-      : { section, name: 'containers', status: 'fail', detail: bad.map((c) => c.problem).join('; '), fix: 'restore the damaged container files from a backup, or delete them: stash container rm NAME --force' });
+    checks.push(
+      bad.length === 0
+        ? { section, name: 'containers', status: 'ok', detail: `${containers.length} container(s), headers sound` }
+        : {
+            section,
+            name: 'containers',
+            status: 'fail',
+            detail: bad.map((c) => c.problem).join('; '),
+            fix: 'restore the damaged container files from a backup, or delete them: stash container rm NAME --force',
+          },
+    );
   } catch (err) {
-    checks.push({ section, name: 'containers', status: 'fail', detail: errorMessage(err), fix: `check ${p.containers}` });
+    checks.push({
+      section,
+      name: 'containers',
+      status: 'fail',
+      detail: errorMessage(err),
+      fix: `check ${p.containers}`,
+    });
   }
   return { checks, vault };
 }

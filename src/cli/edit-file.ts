@@ -5,7 +5,17 @@
  * file in that folder (the editor's swap and backup files too) is overwritten
  * with zeros and removed, and the folder with them.
  */
-import { closeSync, fstatSync, fsyncSync, lstatSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { StashError } from '../errors.js';
@@ -26,18 +36,24 @@ function parentFolder(insecureTmp: boolean): string {
       const st = lstatSync(runtime);
       if (!st.isDirectory()) problem = `XDG_RUNTIME_DIR (${runtime}) is not a folder`;
       else if (uid() >= 0 && st.uid !== uid()) problem = `XDG_RUNTIME_DIR (${runtime}) belongs to another user`;
-      else if (inMemory(runtime) === false) problem = `XDG_RUNTIME_DIR (${runtime}) is not a tmpfs, so the file could reach a disk`;
+      else if (inMemory(runtime) === false)
+        problem = `XDG_RUNTIME_DIR (${runtime}) is not a tmpfs, so the file could reach a disk`;
     } catch {
       problem = `XDG_RUNTIME_DIR (${runtime}) does not exist`;
     }
   }
   if (problem === null) return runtime!;
   if (!insecureTmp) {
-    throw new StashError('NO_RUNTIME_DIR', `${problem}; nothing was written. Log in through a session that provides one (systemd-logind `
-      + 'makes /run/user/UID), or add --insecure-tmp to use the temporary folder, which may be on disk');
+    throw new StashError(
+      'NO_RUNTIME_DIR',
+      `${problem}; nothing was written. Log in through a session that provides one (systemd-logind ` +
+        'makes /run/user/UID), or add --insecure-tmp to use the temporary folder, which may be on disk',
+    );
   }
   const parent = runtime && problem.endsWith('could reach a disk') ? runtime : tmpdir();
-  warn(`${problem}: the value is written to a file in ${parent} (--insecure-tmp); it is overwritten and removed afterwards, but may have reached the disk`);
+  warn(
+    `${problem}: the value is written to a file in ${parent} (--insecure-tmp); it is overwritten and removed afterwards, but may have reached the disk`,
+  );
   return parent;
 }
 
@@ -48,7 +64,7 @@ function shred(path: string): void {
     try {
       const size = fstatSync(fd).size;
       const zeros = Buffer.alloc(Math.min(Math.max(size, 1), 1 << 16));
-      for (let off = 0; off < size;) off += writeSync(fd, zeros, 0, Math.min(zeros.length, size - off), off);
+      for (let off = 0; off < size; ) off += writeSync(fd, zeros, 0, Math.min(zeros.length, size - off), off);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -62,7 +78,10 @@ function shred(path: string): void {
 export class EditFile {
   private removed = false;
 
-  private constructor(readonly dir: string, readonly path: string) {}
+  private constructor(
+    readonly dir: string,
+    readonly path: string,
+  ) {}
 
   /**
    * A new private folder for the file of `name` (mode 0700), made before
@@ -77,7 +96,7 @@ export class EditFile {
   write(value: Buffer): void {
     const fd = openSync(this.path, 'wx', 0o600);
     try {
-      for (let off = 0; off < value.length;) off += writeSync(fd, value, off, value.length - off);
+      for (let off = 0; off < value.length; ) off += writeSync(fd, value, off, value.length - off);
     } finally {
       closeSync(fd);
     }

@@ -16,9 +16,14 @@ import { warn } from './output.js';
 type Values = ReadonlyMap<string, { value: Buffer }>;
 
 function dotenvLine(name: string, value: string): string {
-  const quote = value.includes('\r') ? undefined : ["'", '`', '"'].find((q) => !value.includes(q) && (q !== '"' || !value.includes('\\n')));
+  const quote = value.includes('\r')
+    ? undefined
+    : ["'", '`', '"'].find((q) => !value.includes(q) && (q !== '"' || !value.includes('\\n')));
   if (quote === undefined) {
-    throw new StashError('DOTENV_UNREPRESENTABLE', `${name} holds a carriage return or every quote character, which a dotenv file cannot carry exactly; nothing was printed (use --format json)`);
+    throw new StashError(
+      'DOTENV_UNREPRESENTABLE',
+      `${name} holds a carriage return or every quote character, which a dotenv file cannot carry exactly; nothing was printed (use --format json)`,
+    );
   }
   return `${name}=${quote}${value}${quote}\n`;
 }
@@ -28,7 +33,8 @@ function shellLine(name: string, value: string): string {
 }
 
 export async function printEntries(values: Values, format: 'dotenv' | 'json' | 'shell'): Promise<void> {
-  if (process.stdout.isTTY) warn('printing secret values to the terminal; redirect to a file (chmod 600) or pipe them instead');
+  if (process.stdout.isTTY)
+    warn('printing secret values to the terminal; redirect to a file (chmod 600) or pipe them instead');
   const names = [...values.keys()].sort();
   if (format === 'json') {
     const obj: Record<string, string> = {};

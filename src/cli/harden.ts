@@ -20,6 +20,8 @@ export async function hardenCli(): Promise<void> {
     const { loadBinding } = await import('../native/binding.js');
     loadBinding().hardenProcess();
   } catch (err) {
-    warn(`could not turn off core dumps of this process (${errorMessage(err)}); a crash could write decrypted secrets to a core file`);
+    warn(
+      `could not turn off core dumps of this process (${errorMessage(err)}); a crash could write decrypted secrets to a core file`,
+    );
   }
 }

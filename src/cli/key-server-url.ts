@@ -21,8 +21,12 @@ export interface KeyServerUrl {
  * config file is read only when --server is absent, so a broken file does not
  * stand in the way of an explicit URL.
  */
-export async function findKeyServerUrl(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl | null> {
-  if (typeof values.server === 'string') return { url: checkKeyServerUrl(values.server, '--server', (m) => new UsageError(m)), from: '--server' };
+export async function findKeyServerUrl(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<KeyServerUrl | null> {
+  if (typeof values.server === 'string')
+    return { url: checkKeyServerUrl(values.server, '--server', (m) => new UsageError(m)), from: '--server' };
   const { loadConfig } = await import('../agent/config.js');
   const config = await loadConfig(env);
   const s = config.keyServerUrl;
@@ -39,19 +43,24 @@ const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
  * fingerprint check still protects the key, but the address and the code
  * travel in the clear.
  */
-export async function requireKeyServerUrl(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): Promise<KeyServerUrl> {
+export async function requireKeyServerUrl(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<KeyServerUrl> {
   const found = await findKeyServerUrl(values, env);
   if (found) {
     const url = new URL(found.url);
     if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) {
-      warn(`${found.url} (from ${found.from}) is plain http: your address and the share code travel unencrypted; use https://`);
+      warn(
+        `${found.url} (from ${found.from}) is plain http: your address and the share code travel unencrypted; use https://`,
+      );
     }
     return found;
   }
   const { configPath } = await import('../agent/config.js');
   throw new StashError(
     'NO_KEY_SERVER',
-    'no key server configured: give --server URL, set STASH_KEY_SERVER_URL, '
-      + `or add key_server_url = "https://..." to ${configPath(env).path}`,
+    'no key server configured: give --server URL, set STASH_KEY_SERVER_URL, ' +
+      `or add key_server_url = "https://..." to ${configPath(env).path}`,
   );
 }

@@ -30,7 +30,8 @@ export function backendName(platform: NodeJS.Platform = process.platform): strin
 export function statePath(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
   const home = env.HOME || homedir();
   if (platform === 'darwin') return join(home, 'Library', 'Application Support', 'stash', 'auto-unlock.json');
-  if (platform === 'win32') return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), 'stash', 'auto-unlock.json');
+  if (platform === 'win32')
+    return join(env.LOCALAPPDATA || join(home, 'AppData', 'Local'), 'stash', 'auto-unlock.json');
   const state = env.XDG_STATE_HOME?.startsWith('/') ? env.XDG_STATE_HOME : join(home, '.local', 'state');
   return join(state, 'stash', 'auto-unlock.json');
 }
@@ -53,7 +54,10 @@ function readState(): StateFile {
   } catch {
     /* fall through */
   }
-  throw new StashError('CONFIG', `${path} is damaged (not the auto-unlock state stash writes); delete it and enable auto-unlock again`);
+  throw new StashError(
+    'CONFIG',
+    `${path} is damaged (not the auto-unlock state stash writes); delete it and enable auto-unlock again`,
+  );
 }
 
 /** Whether auto-unlock is enabled for the vault `vaultId` (hex). */
@@ -112,12 +116,16 @@ export function keyringProblem(raw: string): string {
   }
   if (/prompt dismissed/i.test(raw)) return 'the keyring is locked and its unlock prompt was dismissed';
   if (/locked/i.test(raw)) return 'the keyring is locked; unlock it (log in to the desktop session) and try again';
-  if (/Couldn't access platform secure storage|NoStorageAccess/i.test(raw)) return 'the keyring refused access to its storage';
+  if (/Couldn't access platform secure storage|NoStorageAccess/i.test(raw))
+    return 'the keyring refused access to its storage';
   return `the keyring library failed (${raw.replace(/^Platform failure: /, '').slice(0, 200)})`;
 }
 
 function keyringFailure(action: string, err: unknown): KeyringError {
-  return new KeyringError('KEYRING_UNAVAILABLE', `cannot ${action} the ${backendName()}: ${keyringProblem(errorMessage(err))}`);
+  return new KeyringError(
+    'KEYRING_UNAVAILABLE',
+    `cannot ${action} the ${backendName()}: ${keyringProblem(errorMessage(err))}`,
+  );
 }
 
 /** The stored password in secure memory, or null when none is stored. */

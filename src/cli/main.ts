@@ -12,7 +12,17 @@ import { hardenCli } from './harden.js';
 import { preloadSodium } from './sodium-preload.js';
 import { didYouMean } from './suggest.js';
 import {
-  argNames, commandHelp, commands, commandsUnder, findCommand, groupHelp, suggestCommand, topLevelHelp, usageOf, type Command, type Invocation,
+  argNames,
+  commandHelp,
+  commands,
+  commandsUnder,
+  findCommand,
+  groupHelp,
+  suggestCommand,
+  topLevelHelp,
+  usageOf,
+  type Command,
+  type Invocation,
 } from './registry.js';
 
 /** Runs the CLI with argv (without node and script); sets process.exitCode. */
@@ -69,14 +79,17 @@ async function dispatch(argv: string[]): Promise<number> {
     return first === undefined ? ExitCode.usage : ExitCode.ok;
   }
   if (first === '--version' || first === '-V') {
-    if (argv[1] !== undefined) throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
+    if (argv[1] !== undefined)
+      throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
     const { readVersion } = await import('./version.js');
     process.stdout.write(`stash ${readVersion()}\n`);
     return ExitCode.ok;
   }
   if (first.startsWith('-')) {
     // Only --help and --version come before a command; name the option, not an empty command.
-    throw new UsageError(`unknown option '${first}'${didYouMean(first, TOP_LEVEL_OPTIONS, (o) => `'${o}'`)} (see stash --help)`);
+    throw new UsageError(
+      `unknown option '${first}'${didYouMean(first, TOP_LEVEL_OPTIONS, (o) => `'${o}'`)} (see stash --help)`,
+    );
   }
   const found = findCommand(argv);
   if (!found || isUnknownSubcommand(found.command, found.rest)) return groupOrUnknown(argv);
@@ -101,7 +114,12 @@ async function dispatch(argv: string[]): Promise<number> {
  */
 function isUnknownSubcommand(command: Command, rest: string[]): boolean {
   const [next] = rest;
-  return next !== undefined && !next.startsWith('-') && command.positionals[1] === 0 && commandsUnder(command.path).length > 0;
+  return (
+    next !== undefined &&
+    !next.startsWith('-') &&
+    command.positionals[1] === 0 &&
+    commandsUnder(command.path).length > 0
+  );
 }
 
 /** `stash vault` (a group without its subcommand) or a word that is no command. */
@@ -122,7 +140,9 @@ function groupOrUnknown(argv: string[]): number {
     const group = `stash ${prefix.join(' ')}`;
     const option = argv[words.length];
     if (option !== undefined) {
-      throw new UsageError(`unknown option '${option}': '${group}' needs one of its commands first (see ${group} --help)`);
+      throw new UsageError(
+        `unknown option '${option}': '${group}' needs one of its commands first (see ${group} --help)`,
+      );
     }
     throw new UsageError(`missing command: '${group}' needs one of these\n${groupHelp(prefix)}`);
   }
@@ -144,7 +164,11 @@ function parseInvocation(command: Command, args: string[]): Invocation | 'help' 
     // `stash get -- -x NAME` style: positionals after `--` are still positionals.
     own.push(...rest.splice(0));
   }
-  const parsed = parseOptions(own, toParseSpec(command.options), `${usage}\n(see stash ${command.path.join(' ')} --help)`);
+  const parsed = parseOptions(
+    own,
+    toParseSpec(command.options),
+    `${usage}\n(see stash ${command.path.join(' ')} --help)`,
+  );
   const [min, max] = command.positionals;
   const n = parsed.positionals.length;
   if (n < min) {
@@ -155,7 +179,8 @@ function parseInvocation(command: Command, args: string[]): Invocation | 'help' 
     const hint = command.passthrough ? ' (put -- before the command to run)' : '';
     throw new UsageError(`unexpected argument '${parsed.positionals[max]}'${hint}\n${usage}`);
   }
-  if (command.passthrough && !command.commandOptional && (dash < 0 || rest.length === 0)) throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
+  if (command.passthrough && !command.commandOptional && (dash < 0 || rest.length === 0))
+    throw new UsageError(`missing -- CMD: the command to run\n${usage}`);
   const values: Invocation['values'] = {};
   for (const [k, v] of Object.entries(parsed.values)) {
     if (typeof v === 'string' || typeof v === 'boolean') values[k] = v;

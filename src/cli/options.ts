@@ -18,16 +18,22 @@ export interface OptionDef {
 export const SHARED = {
   json: { type: 'boolean', help: 'print JSON (for scripts)' },
   passwordFile: {
-    type: 'string', value: 'FILE',
+    type: 'string',
+    value: 'FILE',
     help: 'read the vault password from FILE (its first line; also STASH_PASSWORD_FILE); not read, nor checked, while the agent holds the key',
   },
-  passwordStdin: { type: 'boolean', help: 'read the vault password from standard input; not read, nor checked, while the agent holds the key' },
+  passwordStdin: {
+    type: 'boolean',
+    help: 'read the vault password from standard input; not read, nor checked, while the agent holds the key',
+  },
   ttl: {
-    type: 'string', value: 'SECONDS',
+    type: 'string',
+    value: 'SECONDS',
     help: 'keep keys this command caches in the agent for SECONDS (default 900; sliding)',
   },
   kdf: {
-    type: 'string', value: 'PRESET',
+    type: 'string',
+    value: 'PRESET',
     help: 'Argon2id cost: moderate (default) or interactive',
   },
   allowWeak: {

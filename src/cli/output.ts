@@ -83,7 +83,12 @@ export function formatDuration(ms: number): string {
 export function formatTable(header: string[], rows: string[][]): string[] {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
-  return all.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd());
+  return all.map((r) =>
+    r
+      .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd(),
+  );
 }
 
 /** An octal file mode, "0700". */

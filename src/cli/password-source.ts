@@ -15,12 +15,17 @@ export interface PasswordSource {
 }
 
 /** The password source chosen by a command's options and the environment. */
-export function passwordSource(values: Record<string, string | boolean | string[] | undefined>, env: NodeJS.ProcessEnv = process.env): PasswordSource {
+export function passwordSource(
+  values: Record<string, string | boolean | string[] | undefined>,
+  env: NodeJS.ProcessEnv = process.env,
+): PasswordSource {
   const stdin = values['password-stdin'] === true;
   const flag = typeof values['password-file'] === 'string' ? values['password-file'] : undefined;
-  if (stdin && flag !== undefined) throw new UsageError('--password-stdin and --password-file cannot be combined; choose one');
+  if (stdin && flag !== undefined)
+    throw new UsageError('--password-stdin and --password-file cannot be combined; choose one');
   if (flag === '') throw new UsageError('--password-file needs a file name');
-  if (stdin || flag !== undefined) return { stdin, file: flag ?? null, fileFrom: flag !== undefined ? '--password-file' : null };
+  if (stdin || flag !== undefined)
+    return { stdin, file: flag ?? null, fileFrom: flag !== undefined ? '--password-file' : null };
   const fromEnv = env.STASH_PASSWORD_FILE;
   if (fromEnv) return { stdin: false, file: fromEnv, fileFrom: 'STASH_PASSWORD_FILE' };
   return { stdin: false, file: null, fileFrom: null };

@@ -35,6 +35,7 @@ export function newPasswordProblem(pw: Buffer, allowWeak: boolean): string | nul
       `the new password has ${n} character${n === 1 ? '' : 's'}; at least ${MIN_PASSWORD_CHARS} are needed (a passphrase of several words is best). Nothing was written`,
     );
   }
-  if (n < GOOD_PASSWORD_CHARS) return `this password has only ${n} characters; ${GOOD_PASSWORD_CHARS} or more (a passphrase of several words) is much harder to guess`;
+  if (n < GOOD_PASSWORD_CHARS)
+    return `this password has only ${n} characters; ${GOOD_PASSWORD_CHARS} or more (a passphrase of several words) is much harder to guess`;
   return null;
 }

@@ -19,11 +19,22 @@ export const MAX_PASSWORD_BYTES = 4096;
 /** Reads the password from stdin or the file; null when neither was given. */
 export function readExplicitPassword(src: PasswordSource): Buffer | null {
   if (src.stdin) {
-    if (process.stdin.isTTY) throw new UsageError('--password-stdin: standard input is a terminal; leave the option out to be asked');
-    return nonEmpty(readFdSecure(0, { maxBytes: MAX_PASSWORD_BYTES, what: 'the password on standard input', stripNewline: true }), 'standard input');
+    if (process.stdin.isTTY)
+      throw new UsageError('--password-stdin: standard input is a terminal; leave the option out to be asked');
+    return nonEmpty(
+      readFdSecure(0, { maxBytes: MAX_PASSWORD_BYTES, what: 'the password on standard input', stripNewline: true }),
+      'standard input',
+    );
   }
   if (src.file !== null) {
-    return nonEmpty(readFileSecure(src.file, { maxBytes: MAX_PASSWORD_BYTES, what: `password file (${src.fileFrom})`, stripNewline: true }), src.file);
+    return nonEmpty(
+      readFileSecure(src.file, {
+        maxBytes: MAX_PASSWORD_BYTES,
+        what: `password file (${src.fileFrom})`,
+        stripNewline: true,
+      }),
+      src.file,
+    );
   }
   return null;
 }
@@ -68,7 +79,12 @@ async function promptNonEmpty(question: string): Promise<Buffer> {
  * explicit source, else asked twice on the terminal (three tries to type the
  * same thing twice).
  */
-export async function readNewPassword(src: PasswordSource, file: string | null, what = 'new vault password', allowWeak = false): Promise<Buffer> {
+export async function readNewPassword(
+  src: PasswordSource,
+  file: string | null,
+  what = 'new vault password',
+  allowWeak = false,
+): Promise<Buffer> {
   // Checked as soon as the password is known, before the caller writes anything.
   const checked = (pw: Buffer): Buffer => {
     try {
@@ -81,7 +97,12 @@ export async function readNewPassword(src: PasswordSource, file: string | null, 
     }
   };
   if (file !== null) {
-    return checked(nonEmpty(readFileSecure(file, { maxBytes: MAX_PASSWORD_BYTES, what: 'new password file', stripNewline: true }), file));
+    return checked(
+      nonEmpty(
+        readFileSecure(file, { maxBytes: MAX_PASSWORD_BYTES, what: 'new password file', stripNewline: true }),
+        file,
+      ),
+    );
   }
   const explicit = readExplicitPassword(src);
   if (explicit) return checked(explicit);

@@ -13,7 +13,8 @@ import { consoleReadLine, hasConsole } from '../native/console.js';
 import { secureAlloc, wipe } from '../vault/secure.js';
 
 /** Written before the question when keys typed earlier were dropped (the same words as on Unix). */
-export const DISCARDED_NOTICE = '(what was typed before this prompt was shown on the screen and has been discarded)\r\n';
+export const DISCARDED_NOTICE =
+  '(what was typed before this prompt was shown on the screen and has been discarded)\r\n';
 
 /** Ctrl-Z: what the console hands over for end of input, as Ctrl-D on a Unix terminal. */
 const CTRL_Z = 0x1a;
@@ -64,7 +65,13 @@ export function endOfInput(line: Buffer, length: number): number {
 async function readInto(buf: Buffer, question: string, echo: boolean): Promise<number> {
   let length: number;
   try {
-    ({ length } = await consoleReadLine({ prompt: question, into: buf, echo, discardTypeAhead: !echo, discardedNotice: DISCARDED_NOTICE }));
+    ({ length } = await consoleReadLine({
+      prompt: question,
+      into: buf,
+      echo,
+      discardTypeAhead: !echo,
+      discardedNotice: DISCARDED_NOTICE,
+    }));
   } catch (err) {
     throw translate(err, buf.length);
   }

@@ -96,7 +96,8 @@ export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer>
   // Echo goes off before the question appears: an answer typed (or sent by a
   // script) the moment the question shows must never be echoed.
   input.setRawMode(true);
-  if (discardTypeAhead() > 0) writeSync(fd, '(what was typed before this prompt was shown on the screen and has been discarded)\n');
+  if (discardTypeAhead() > 0)
+    writeSync(fd, '(what was typed before this prompt was shown on the screen and has been discarded)\n');
   writeSync(fd, question);
 
   return new Promise<Buffer>((resolve, reject) => {
@@ -141,7 +142,8 @@ export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer>
           else if (byte === 0x15) {
             buf.fill(0, 0, len); // Ctrl-U: start over
             len = 0;
-          } else if (len >= maxBytes) finish(new StashError('INPUT_TOO_LARGE', `the input is longer than ${maxBytes} bytes`));
+          } else if (len >= maxBytes)
+            finish(new StashError('INPUT_TOO_LARGE', `the input is longer than ${maxBytes} bytes`));
           else buf[len++] = byte;
         }
       } finally {

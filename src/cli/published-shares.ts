@@ -37,15 +37,26 @@ const path = (vaultDir: string) => join(vaultDir, PUBLISHED_FILE);
 
 function valid(e: unknown): e is PublishedShare {
   const s = e as Record<string, unknown>;
-  return typeof s === 'object' && s !== null && typeof s.code === 'string' && typeof s.server === 'string'
-    && typeof s.email === 'string' && typeof s.expiresAt === 'string' && Number.isFinite(Date.parse(s.expiresAt));
+  return (
+    typeof s === 'object' &&
+    s !== null &&
+    typeof s.code === 'string' &&
+    typeof s.server === 'string' &&
+    typeof s.email === 'string' &&
+    typeof s.expiresAt === 'string' &&
+    Number.isFinite(Date.parse(s.expiresAt))
+  );
 }
 
 /** Every recorded share not expired at `now`, oldest first. */
 export function readPublished(vaultDir: string, now = Date.now()): PublishedShare[] {
   let bytes: Buffer | null;
   try {
-    bytes = readBounded(path(vaultDir), MAX_BYTES, () => new VaultError('VAULT_CORRUPT', `${path(vaultDir)} is too large`));
+    bytes = readBounded(
+      path(vaultDir),
+      MAX_BYTES,
+      () => new VaultError('VAULT_CORRUPT', `${path(vaultDir)} is too large`),
+    );
   } catch {
     return [];
   }

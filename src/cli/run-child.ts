@@ -39,7 +39,13 @@ function spawnChild(cmd: string, args: string[], env: NodeJS.ProcessEnv, masked:
  * caller drops its own reference to `env` once this resolves the spawn; the
  * session's agent connection is closed while the child runs.
  */
-export async function runChild(session: Session, cmd: string, args: string[], envIn: NodeJS.ProcessEnv, opts: ChildOptions = { mask: null }): Promise<number> {
+export async function runChild(
+  session: Session,
+  cmd: string,
+  args: string[],
+  envIn: NodeJS.ProcessEnv,
+  opts: ChildOptions = { mask: null },
+): Promise<number> {
   let env: NodeJS.ProcessEnv | null = envIn;
   // Handlers go in before the spawn: a signal in between must not kill us and orphan the child.
   const pending: NodeJS.Signals[] = [];
@@ -79,16 +85,17 @@ export async function runChild(session: Session, cmd: string, args: string[], en
  * drops) the output of a child that exits while nobody reads its pipes.
  */
 function pipeMasked(child: ChildProcess, secrets: readonly Buffer[]): Promise<void> {
-  const copy = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream): Promise<void> => new Promise((resolve) => {
-    if (!from) return resolve();
-    const concealer = new Concealer(secrets);
-    from.on('data', (chunk: Buffer) => to.write(concealer.push(chunk)));
-    from.on('end', () => {
-      to.write(concealer.end());
-      resolve();
+  const copy = (from: NodeJS.ReadableStream | null, to: NodeJS.WritableStream): Promise<void> =>
+    new Promise((resolve) => {
+      if (!from) return resolve();
+      const concealer = new Concealer(secrets);
+      from.on('data', (chunk: Buffer) => to.write(concealer.push(chunk)));
+      from.on('end', () => {
+        to.write(concealer.end());
+        resolve();
+      });
+      from.on('error', () => resolve());
     });
-    from.on('error', () => resolve());
-  });
   return Promise.all([copy(child.stdout, process.stdout), copy(child.stderr, process.stderr)]).then(() => undefined);
 }
 
@@ -137,6 +144,7 @@ async function unregisterChild(pid: number, token: string): Promise<void> {
     }
   } catch (err) {
     // The agent forgets the activities of exited processes by itself.
-    if (errorCode(err) !== 'AGENT_UNAVAILABLE' && process.env.STASH_DEBUG === '1') warn(`unregister env activity: ${errorMessage(err)}`);
+    if (errorCode(err) !== 'AGENT_UNAVAILABLE' && process.env.STASH_DEBUG === '1')
+      warn(`unregister env activity: ${errorMessage(err)}`);
   }
 }

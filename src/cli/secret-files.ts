@@ -12,14 +12,20 @@ import { join } from 'node:path';
 import { StashError } from '../errors.js';
 
 export class SecretFiles {
-  private constructor(readonly dir: string, private readonly files: string[] = []) {}
+  private constructor(
+    readonly dir: string,
+    private readonly files: string[] = [],
+  ) {}
 
   /** A private folder on tmpfs; without XDG_RUNTIME_DIR, refused unless `insecureTmp` allows the temp folder. */
   static create(insecureTmp: boolean): SecretFiles {
     const runtime = process.env.XDG_RUNTIME_DIR;
     if (!runtime || !existsSync(runtime)) {
       if (!insecureTmp) {
-        throw new StashError('NO_RUNTIME_DIR', 'XDG_RUNTIME_DIR is not set, so there is no private tmpfs for a secret file; log in through a session that sets it, or add --insecure-tmp to use the temporary folder (it may be on disk)');
+        throw new StashError(
+          'NO_RUNTIME_DIR',
+          'XDG_RUNTIME_DIR is not set, so there is no private tmpfs for a secret file; log in through a session that sets it, or add --insecure-tmp to use the temporary folder (it may be on disk)',
+        );
       }
     }
     const parent = runtime && existsSync(runtime) ? runtime : tmpdir();

@@ -43,7 +43,8 @@ export function readFdSecure(fd: number, opts: { maxBytes: number; what: string;
   try {
     for (;;) {
       if (len === buf.length) {
-        if (buf.length > maxRead) throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
+        if (buf.length > maxRead)
+          throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
         const bigger = secureAlloc(Math.min(buf.length * 2, maxRead + 1));
         buf.copy(bigger, 0, 0, len);
         wipe(buf);
@@ -65,7 +66,8 @@ export function readFdSecure(fd: number, opts: { maxBytes: number; what: string;
       len += n;
     }
     if (opts.stripNewline) len = withoutNewline(buf, len);
-    if (len > opts.maxBytes) throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
+    if (len > opts.maxBytes)
+      throw new InputError('INPUT_TOO_LARGE', `${opts.what} is larger than ${opts.maxBytes} bytes`);
   } catch (err) {
     wipe(buf);
     throw err;
@@ -84,7 +86,8 @@ export function readFileSecure(path: string, opts: { maxBytes: number; what: str
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new InputError('FILE_NOT_FOUND', `cannot read ${opts.what} ${path}: no such file`);
-    if (code === 'EACCES' || code === 'EPERM') throw new InputError('PERMISSION', `cannot read ${opts.what} ${path}: permission denied`);
+    if (code === 'EACCES' || code === 'EPERM')
+      throw new InputError('PERMISSION', `cannot read ${opts.what} ${path}: permission denied`);
     throw new InputError('INPUT_ERROR', `cannot read ${opts.what} ${path}: ${(err as Error).message}`);
   }
   try {

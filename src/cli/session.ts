@@ -36,7 +36,9 @@ export function ttlOption(values: Values): number | null {
   const raw = values.ttl;
   if (typeof raw !== 'string') return null;
   if (!/^[0-9]+$/.test(raw) || Number(raw) <= 0 || Number(raw) > MAX_TTL_SECONDS) {
-    throw new UsageError(`--ttl must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (30 days), got ${JSON.stringify(raw)}`);
+    throw new UsageError(
+      `--ttl must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS} (30 days), got ${JSON.stringify(raw)}`,
+    );
   }
   return Number(raw);
 }
@@ -69,7 +71,10 @@ export class Session {
   async agent(): Promise<AgentClient | null> {
     if (this.client !== undefined) return this.client;
     try {
-      const [{ connectAgent }, { transportChoice }] = await Promise.all([import('../agent/autostart.js'), import('../agent/transport.js')]);
+      const [{ connectAgent }, { transportChoice }] = await Promise.all([
+        import('../agent/autostart.js'),
+        import('../agent/transport.js'),
+      ]);
       this.client = await connectAgent({ autostart: true, transport: transportChoice(process.env) });
     } catch (err) {
       // A bad config value is the user's to fix now (exit 78), not a reason to carry on uncached.
@@ -137,7 +142,10 @@ export class Session {
       // The agent is there but caches nothing now (the screen is locked, the machine going to sleep): say why once, go on.
       const code = errorCode(err);
       if (code === 'AGENT_SESSION_LOCKED' || code === 'AGENT_SUSPENDING') {
-        const why = code === 'AGENT_SESSION_LOCKED' ? 'the session is locked, and the agent caches no key until it is unlocked' : 'the machine is going to sleep, and the agent caches no key until it resumes';
+        const why =
+          code === 'AGENT_SESSION_LOCKED'
+            ? 'the session is locked, and the agent caches no key until it is unlocked'
+            : 'the machine is going to sleep, and the agent caches no key until it resumes';
         if (!this.warned) warn(`${why}; continuing without caching`);
         this.warned = true;
       } else {
@@ -189,7 +197,10 @@ export class Session {
    * three tries at the terminal prompt.
    */
   private async unlockWithPassword(vaultId: string, useKeyring: boolean): Promise<Buffer> {
-    const [{ unlockVault }, { promptPassword, readExplicitPassword }] = await Promise.all([vaultLib(), import('./password.js')]);
+    const [{ unlockVault }, { promptPassword, readExplicitPassword }] = await Promise.all([
+      vaultLib(),
+      import('./password.js'),
+    ]);
     const explicit = readExplicitPassword(this.source);
     if (explicit) {
       try {
@@ -223,7 +234,10 @@ export class Session {
 
   /** The vault key from the keyring's password, or null (with a warning when something is wrong). */
   private async keyringUnlock(vaultId: string): Promise<Buffer | null> {
-    const [{ unlockVault }, { autoUnlockEnabled, keyringGet }] = await Promise.all([vaultLib(), import('./keyring.js')]);
+    const [{ unlockVault }, { autoUnlockEnabled, keyringGet }] = await Promise.all([
+      vaultLib(),
+      import('./keyring.js'),
+    ]);
     let enabled: boolean;
     try {
       enabled = autoUnlockEnabled(vaultId);
@@ -240,14 +254,18 @@ export class Session {
       return null;
     }
     if (!pw) {
-      warn('auto-unlock is enabled but the keyring holds no password for this vault; run `stash vault sessions auto-unlock enable` again');
+      warn(
+        'auto-unlock is enabled but the keyring holds no password for this vault; run `stash vault sessions auto-unlock enable` again',
+      );
       return null;
     }
     try {
       return await unlockVault(this.dir, pw);
     } catch (err) {
       if (errorCode(err) !== 'WRONG_PASSWORD') throw err;
-      warn('auto-unlock: the password in the keyring no longer opens this vault; run `stash vault sessions auto-unlock enable` again');
+      warn(
+        'auto-unlock: the password in the keyring no longer opens this vault; run `stash vault sessions auto-unlock enable` again',
+      );
       return null;
     } finally {
       wipe(pw);
@@ -280,7 +298,9 @@ export class Session {
   async unwrapContentKey(name: string, vaultKey: Buffer): Promise<{ key: Buffer; info: ContainerInfo }> {
     const info = containerInfo(this.dir, name);
     // A shared container's key is sealed to this vault's identity, not wrapped by the vault key.
-    const key = info.shared ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name) : unwrapContentKey(this.dir, vaultKey, name);
+    const key = info.shared
+      ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name)
+      : unwrapContentKey(this.dir, vaultKey, name);
     await this.cache(Buffer.from(info.id, 'hex'), key, info.path);
     return { key, info };
   }

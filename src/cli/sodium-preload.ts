@@ -18,7 +18,8 @@ const VERIFIED_VERSION = '5.1.0';
 
 /** Seeds the require cache with sodium-native's addon; true when it did. Never throws. */
 export function preloadSodium(): boolean {
-  if (process.platform === 'darwin' || (process.platform === 'linux' && existsSync('/etc/alpine-release'))) return false;
+  if (process.platform === 'darwin' || (process.platform === 'linux' && existsSync('/etc/alpine-release')))
+    return false;
   try {
     const require = createRequire(import.meta.url);
     const pkgPath = require.resolve('sodium-native/package.json');
@@ -29,7 +30,9 @@ export function preloadSodium(): boolean {
     if (version !== VERIFIED_VERSION) return false;
     const host = join(dir, 'prebuilds', `${process.platform}-${process.arch}`);
     // The order bare-addon-resolve tries: the versioned name, then the plain one.
-    const addon = [`sodium-native@${version}.node`, 'sodium-native.node'].map((n) => join(host, n)).find((f) => existsSync(f));
+    const addon = [`sodium-native@${version}.node`, 'sodium-native.node']
+      .map((n) => join(host, n))
+      .find((f) => existsSync(f));
     if (!addon) return false;
     const mod = new Module(binding);
     mod.filename = binding;

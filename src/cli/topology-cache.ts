@@ -73,14 +73,20 @@ function parse(text: string): CacheFile | null {
     return null;
   }
   const d = doc as Partial<CacheFile> | null;
-  if (!d || d.format !== FORMAT || typeof d.clusterId !== 'string' || !Number.isSafeInteger(d.topologyVersion)) return null;
+  if (!d || d.format !== FORMAT || typeof d.clusterId !== 'string' || !Number.isSafeInteger(d.topologyVersion))
+    return null;
   if (typeof d.learnedFrom !== 'string' || typeof d.savedAt !== 'string' || !Array.isArray(d.askedAt)) return null;
   if (!d.askedAt.every((u) => typeof u === 'string' && keyServerUrlProblem(u) === null)) return null;
   const t = d.topology as Partial<TopologyResponse> | undefined;
   if (!t || t.clusterId !== d.clusterId || t.topologyVersion !== d.topologyVersion || !isId(t.serverId)) return null;
   if (!Array.isArray(t.servers) || !Array.isArray(t.routes) || !Array.isArray(t.promotedOwners)) return null;
-  const serversOk = t.servers.every((s) => isId(s?.id) && typeof s.url === 'string' && keyServerUrlProblem(s.url) === null && STATUSES.includes(s.status));
-  const routesOk = t.routes.every((r) => isId(r?.owner) && isId(r.primary) && Array.isArray(r.failovers) && r.failovers.every(isId));
+  const serversOk = t.servers.every(
+    (s) =>
+      isId(s?.id) && typeof s.url === 'string' && keyServerUrlProblem(s.url) === null && STATUSES.includes(s.status),
+  );
+  const routesOk = t.routes.every(
+    (r) => isId(r?.owner) && isId(r.primary) && Array.isArray(r.failovers) && r.failovers.every(isId),
+  );
   if (!serversOk || !routesOk || !t.promotedOwners.every(isId)) return null;
   return d as CacheFile;
 }
@@ -88,7 +94,10 @@ function parse(text: string): CacheFile | null {
 function readAll(dir: string): CacheFile[] {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((n) => n.startsWith('topology-') && n.endsWith('.json')).sort().slice(0, MAX_FILES);
+    names = readdirSync(dir)
+      .filter((n) => n.startsWith('topology-') && n.endsWith('.json'))
+      .sort()
+      .slice(0, MAX_FILES);
   } catch {
     return [];
   }
@@ -109,9 +118,14 @@ function readAll(dir: string): CacheFile[] {
  * for before, or whose topology lists it; the most recently saved one when
  * several match. Null when nothing usable is cached.
  */
-export function cachedTopologyFor(configured: readonly string[], env: NodeJS.ProcessEnv = process.env): CachedTopology | null {
+export function cachedTopologyFor(
+  configured: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): CachedTopology | null {
   const wanted = new Set(configured.map(base));
-  const matches = readAll(cacheDir(env)).filter((f) => f.askedAt.some((u) => wanted.has(base(u))) || f.topology.servers.some((s) => wanted.has(base(s.url))));
+  const matches = readAll(cacheDir(env)).filter(
+    (f) => f.askedAt.some((u) => wanted.has(base(u))) || f.topology.servers.some((s) => wanted.has(base(s.url))),
+  );
   if (matches.length === 0) return null;
   const best = matches.reduce((a, b) => (Date.parse(b.savedAt) > Date.parse(a.savedAt) ? b : a));
   return { topology: best.topology, learnedFrom: best.learnedFrom, savedAt: best.savedAt };
@@ -122,11 +136,18 @@ export function cachedTopologyFor(configured: readonly string[], env: NodeJS.Pro
  * unless the cache already holds a newer version; `askedAt` are the
  * configured URLs that led to it. Never throws.
  */
-export function saveTopology(topology: TopologyResponse, learnedFrom: string, askedAt: readonly string[], env: NodeJS.ProcessEnv = process.env): void {
+export function saveTopology(
+  topology: TopologyResponse,
+  learnedFrom: string,
+  askedAt: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): void {
   try {
     if (keyServerUrlProblem(learnedFrom) !== null) return;
     // Entries a client would pass over anyway are left out, so the file always parses.
-    const servers = topology.servers.filter((s) => keyServerUrlProblem(s.url) === null).map((s) => ({ ...s, url: base(s.url) }));
+    const servers = topology.servers
+      .filter((s) => keyServerUrlProblem(s.url) === null)
+      .map((s) => ({ ...s, url: base(s.url) }));
     const dir = cacheDir(env);
     const path = fileOf(dir, topology.clusterId);
     let old: CacheFile | null = null;

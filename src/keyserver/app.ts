@@ -98,11 +98,19 @@ export function createApp(deps: AppDeps): KeyServerApp {
 
   const router = new Router<State>();
 
-  router.post('/v1/share', sharePost({ backend, limiters, config, clock, logger, forwarder, bodyLimit, bodyTimeoutMs }));
+  router.post(
+    '/v1/share',
+    sharePost({ backend, limiters, config, clock, logger, forwarder, bodyLimit, bodyTimeoutMs }),
+  );
 
   router.get('/v1/topology', (ctx) => {
     const t = backend.topology();
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeTopology(t), () => topologyJson(t));
+    sendMessage(
+      ctx,
+      responseEncoding(ctx.req.headers, 'GET'),
+      () => encodeTopology(t),
+      () => topologyJson(t),
+    );
   });
 
   router.get('/v1/status', async (ctx) => {
@@ -111,17 +119,30 @@ export function createApp(deps: AppDeps): KeyServerApp {
     const s = r.status;
     if (!full) {
       const p = publicStatus(s);
-      sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(p), () => p);
+      sendMessage(
+        ctx,
+        responseEncoding(ctx.req.headers, 'GET'),
+        () => encodeStatus(p),
+        () => p,
+      );
       return;
     }
-    sendMessage(ctx, responseEncoding(ctx.req.headers, 'GET'), () => encodeStatus(s), () => ({ ...statusJson(s), ...r.details, replication_peers: r.peers }));
+    sendMessage(
+      ctx,
+      responseEncoding(ctx.req.headers, 'GET'),
+      () => encodeStatus(s),
+      () => ({ ...statusJson(s), ...r.details, replication_peers: r.peers }),
+    );
   });
 
   // Loopback only on this address (as the full /v1/status): counts and sizes tell when shares come and go.
   // --metrics-bind serves it elsewhere (metrics/metrics-server.ts).
   router.get('/metrics', async (ctx) => {
     if (!isLoopback(ctx.state.client.ip)) {
-      throw new KeyServerError('METRICS_FORBIDDEN', 'GET /metrics is served only to callers on loopback here; the operator can serve it on another address with --metrics-bind');
+      throw new KeyServerError(
+        'METRICS_FORBIDDEN',
+        'GET /metrics is served only to callers on loopback here; the operator can serve it on another address with --metrics-bind',
+      );
     }
     const text = await backend.metricsText();
     ctx.set('Content-Type', EXPOSITION_CONTENT_TYPE);
@@ -130,14 +151,23 @@ export function createApp(deps: AppDeps): KeyServerApp {
 
   router.post('/v1/replicate', async (ctx) => {
     const refused = (retryAfter: number) =>
-      new RateLimitedError(`too many refused replication requests from your address; try again in ${retryAfter} seconds`, retryAfter, 'requests-per-ip');
+      new RateLimitedError(
+        `too many refused replication requests from your address; try again in ${retryAfter} seconds`,
+        retryAfter,
+        'requests-per-ip',
+      );
     // An address whose refused attempts used up its tokens is turned away before its body (up to 1 MiB) is read and checked.
     const early = limiters.requests.check(ctx.state.client.key);
     if (!early.ok) throw refused(early.retryAfter);
     try {
       const body = await readBody(ctx.req, MAX_REPLICATE_BODY, bodyTimeoutMs);
       const ack = await backend.replicate(ctx.req.headers, body, clock.now());
-      sendMessage(ctx, responseEncoding(ctx.req.headers, 'POST'), () => encodeAck(ack), () => ({ server_id: ack.serverId, applied: ack.applied, unchanged: ack.unchanged }));
+      sendMessage(
+        ctx,
+        responseEncoding(ctx.req.headers, 'POST'),
+        () => encodeAck(ack),
+        () => ({ server_id: ack.serverId, applied: ack.applied, unchanged: ack.unchanged }),
+      );
     } catch (err) {
       // Only refused attempts count against the caller's address: a guesser is slowed down, a peer is not.
       const decision = limiters.requests.take(ctx.state.client.key);
@@ -163,7 +193,8 @@ export function createApp(deps: AppDeps): KeyServerApp {
 
   // A browser pointed at the server gets a page saying what it is; API clients keep their 404.
   router.get('/', (ctx) => {
-    if (!wantsHtml(ctx.req.headers)) throw new KeyServerError('ROUTE_NOT_FOUND', 'no such endpoint: GET /; the API is under /v1/');
+    if (!wantsHtml(ctx.req.headers))
+      throw new KeyServerError('ROUTE_NOT_FOUND', 'no such endpoint: GET /; the API is under /v1/');
     sendPage(ctx, 200, homePage());
   });
 
@@ -171,13 +202,20 @@ export function createApp(deps: AppDeps): KeyServerApp {
   // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
   app.use(router.allowedMethods());
   const koa = app.callback();
-  const handler = deps.fastFetch === false
-    ? koa
-    : withFastFetch(koa, {
-      backend, limiter: limiters.requests, config, logger, bodyLimit, bodyTimeoutMs,
-      forwards: (code) => forwarder.forwardsFetch(code), ...(observe ? { onFailure: observe } : {}),
-      writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
-    });
+  const handler =
+    deps.fastFetch === false
+      ? koa
+      : withFastFetch(koa, {
+          backend,
+          limiter: limiters.requests,
+          config,
+          logger,
+          bodyLimit,
+          bodyTimeoutMs,
+          forwards: (code) => forwarder.forwardsFetch(code),
+          ...(observe ? { onFailure: observe } : {}),
+          writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
+        });
   const callback = metrics ? metrics.countRequests(handler) : handler;
   return { app, callback, limiters };
 }

@@ -15,7 +15,13 @@ import type { ReplicateAck } from './replication/batch.js';
 import type { ReplicationReceiver } from './replication/inbound.js';
 import type { PeerStatus } from './replication/outbound.js';
 import type { ServiceConfig, ShareService, VerificationView } from './service.js';
-import type { CreatedResponse, StatusResponse, TopologyResponse, UnpublishRequest, UnpublishedResponse } from './wire/messages.js';
+import type {
+  CreatedResponse,
+  StatusResponse,
+  TopologyResponse,
+  UnpublishRequest,
+  UnpublishedResponse,
+} from './wire/messages.js';
 import type { ManageView } from './withdraw.js';
 import { KeyServerError } from './errors.js';
 
@@ -56,14 +62,23 @@ export interface Limiters {
 export function createLimiters(config: ServiceConfig, clock: Clock): Limiters {
   return {
     // A miss is let in on one token and charged the rest after: the bucket may owe that much.
-    requests: new RequestLimiter({ perMinute: config.rateLimitPerMinute, burst: config.rateLimitBurst, clock, maxDebt: MISS_TOKENS - 1 }),
+    requests: new RequestLimiter({
+      perMinute: config.rateLimitPerMinute,
+      burst: config.rateLimitBurst,
+      clock,
+      maxDebt: MISS_TOKENS - 1,
+    }),
     emails: new WindowLimiter({ limit: config.verificationEmailRateLimitPerHour, clock }),
     emailIps: new WindowLimiter({ limit: config.verificationEmailIpRateLimitPerHour, clock }),
   };
 }
 
 /** The backend of the store's process: its own service and replication receiver, and what renders /metrics. */
-export function localBackend(service: ShareService, receiver: ReplicationReceiver | undefined, metricsText: () => Promise<string>): KeyServerBackend {
+export function localBackend(
+  service: ShareService,
+  receiver: ReplicationReceiver | undefined,
+  metricsText: () => Promise<string>,
+): KeyServerBackend {
   return {
     metricsText,
     fetchBody: (code, encoding, client) => chargingMisses(() => service.fetchBody(code, encoding), client),
@@ -73,7 +88,11 @@ export function localBackend(service: ShareService, receiver: ReplicationReceive
     topology: () => service.topology(),
     statusReport: () => ({ status: service.status(), details: service.statusDetails(), peers: service.peerStatus() }),
     replicate: async (headers, body, nowMs) => {
-      if (!receiver) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server');
+      if (!receiver)
+        throw new KeyServerError(
+          'REPLICATION_UNAUTHORIZED',
+          'ReplicationUnauthorized: replication is not enabled on this server',
+        );
       return receiver.receive(headers, body, nowMs);
     },
     unpublish: (req, clientKey) => service.withdrawals.unpublish(req, clientKey),

@@ -67,7 +67,12 @@ export interface FetchedShare {
 }
 
 const MAX_RESPONSE = 64 * 1024;
-const limitNames: readonly string[] = ['requests-per-ip', 'emails-per-address', 'emails-per-ip', 'unpublishes-per-ip'] satisfies LimitName[];
+const limitNames: readonly string[] = [
+  'requests-per-ip',
+  'emails-per-address',
+  'emails-per-ip',
+  'unpublishes-per-ip',
+] satisfies LimitName[];
 const protocolFail = (message: string) => new ServerProtocolError(`unexpected answer from the key server: ${message}`);
 
 const untrustedCodes = UNTRUSTED_CERTIFICATE_CODES;
@@ -79,7 +84,10 @@ const untrustedCodes = UNTRUSTED_CERTIFICATE_CODES;
  * EPROTO.
  */
 function notTls(err: NodeJS.ErrnoException): boolean {
-  return err.code === 'EPROTO' || /wrong version number|packet length too long|unknown protocol|http request/i.test(err.message);
+  return (
+    err.code === 'EPROTO' ||
+    /wrong version number|packet length too long|unknown protocol|http request/i.test(err.message)
+  );
 }
 
 /** `path` under the server's base URL; `serverUrl` may be the base or its /v1/share endpoint (checkKeyServerUrl). */
@@ -116,16 +124,26 @@ function send(url: URL, method: 'GET' | 'POST', body: Buffer | undefined, opts: 
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
       res.on('error', (err) => reject(err));
     });
-    const deadline = setTimeout(() => req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)), timeoutMs);
-    req.on('timeout', () => req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)));
+    const deadline = setTimeout(
+      () => req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)),
+      timeoutMs,
+    );
+    req.on('timeout', () =>
+      req.destroy(new ServerUnreachableError(`no answer from ${where} within ${timeoutMs / 1000} seconds`)),
+    );
     req.on('error', (err: NodeJS.ErrnoException) => {
       clearTimeout(deadline);
       if (err instanceof KeyServerError) reject(err);
-      else if (err.code && untrustedCodes.has(err.code)) reject(new ServerUntrustedError(`the certificate of ${where} is not trusted (${err.code})`, err));
+      else if (err.code && untrustedCodes.has(err.code))
+        reject(new ServerUntrustedError(`the certificate of ${where} is not trusted (${err.code})`, err));
       else if (url.protocol === 'https:' && notTls(err)) {
-        reject(new ServerProtocolError(`the server at ${where} does not speak TLS (is it a plain http:// server? then use http://${url.host})`));
-      }
-      else reject(new ServerUnreachableError(`cannot reach the key server at ${where} (${err.code ?? err.message})`, err));
+        reject(
+          new ServerProtocolError(
+            `the server at ${where} does not speak TLS (is it a plain http:// server? then use http://${url.host})`,
+          ),
+        );
+      } else
+        reject(new ServerUnreachableError(`cannot reach the key server at ${where} (${err.code ?? err.message})`, err));
     });
     req.on('close', () => clearTimeout(deadline));
     req.end(body);
@@ -147,7 +165,13 @@ function failure(res: RawResponse): Error {
   return new KeyServerError(e.code, e.message);
 }
 
-async function call(serverUrl: string, method: 'GET' | 'POST', path: string, body: Buffer | undefined, opts: ClientOptions): Promise<Buffer> {
+async function call(
+  serverUrl: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body: Buffer | undefined,
+  opts: ClientOptions,
+): Promise<Buffer> {
   const res = await send(endpoint(serverUrl, path), method, body, opts);
   if (res.status < 200 || res.status >= 300) throw failure(res);
   if (!isBinary(res)) throw protocolFail(`content type ${String(res.headers['content-type']).slice(0, 60)}`);
@@ -156,14 +180,22 @@ async function call(serverUrl: string, method: 'GET' | 'POST', path: string, bod
 
 /** One POST /v1/share: `req` in the binary encoding, the answer decoded (a server forwarding a request uses it as it is). */
 export async function exchange(serverUrl: string, req: ShareRequest, opts: ClientOptions = {}): Promise<ShareResponse> {
-  const res = decodeShareResponse(await call(serverUrl, 'POST', '/v1/share', encodeShareRequest(req), opts), protocolFail);
+  const res = decodeShareResponse(
+    await call(serverUrl, 'POST', '/v1/share', encodeShareRequest(req), opts),
+    protocolFail,
+  );
   const expected = req.op === 'create' ? 'created' : req.op === 'fetch' ? 'fetched' : 'unpublished';
   if (res.type !== expected) throw protocolFail(`a ${res.type} answer to a ${req.op} request`);
   return res;
 }
 
 /** Publishes a 65-byte identity public key for `email`. */
-export async function publish(serverUrl: string, publicKey: Uint8Array, email: string, opts: ClientOptions = {}): Promise<Published> {
+export async function publish(
+  serverUrl: string,
+  publicKey: Uint8Array,
+  email: string,
+  opts: ClientOptions = {},
+): Promise<Published> {
   const res = await exchange(serverUrl, { op: 'create', publicKey, email }, opts);
   if (res.type !== 'created') throw protocolFail('a fetch answer to a publish');
   return { code: res.code, expiresAt: new Date(res.expiresAt), verification: res.verification, message: res.message };
@@ -192,7 +224,10 @@ export async function fetchShare(serverUrl: string, code: string, opts: ClientOp
  * (CodeTypoError); a fresh timestamp and nonce go with every call.
  */
 export async function unpublish(
-  serverUrl: string, code: string, sign: (signed: Buffer) => Uint8Array, opts: ClientOptions & { nowMs?: number } = {},
+  serverUrl: string,
+  code: string,
+  sign: (signed: Buffer) => Uint8Array,
+  opts: ClientOptions & { nowMs?: number } = {},
 ): Promise<{ code: string; deletedAt: Date }> {
   const parsed = parseShareCode(code);
   const timestamp = opts.nowMs ?? Date.now();
@@ -215,9 +250,17 @@ export async function topology(serverUrl: string, opts: ClientOptions = {}): Pro
  * (the cluster's replication token and id) gets the rest from anywhere. The
  * fields a server leaves out read as 0.
  */
-export async function status(serverUrl: string, opts: ClientOptions & { sign?: { token: string; clusterId: string } } = {}): Promise<StatusResponse> {
+export async function status(
+  serverUrl: string,
+  opts: ClientOptions & { sign?: { token: string; clusterId: string } } = {},
+): Promise<StatusResponse> {
   const { sign, ...rest } = opts;
-  const signed = sign ? { ...rest, headers: { ...rest.headers, ...statusSignatureHeaders(sign.token, sign.clusterId, Date.now()) } } : rest;
-  const { unknown: _unknown, ...fields } = decodeStatus(await call(serverUrl, 'GET', '/v1/status', undefined, signed), protocolFail);
+  const signed = sign
+    ? { ...rest, headers: { ...rest.headers, ...statusSignatureHeaders(sign.token, sign.clusterId, Date.now()) } }
+    : rest;
+  const { unknown: _unknown, ...fields } = decodeStatus(
+    await call(serverUrl, 'GET', '/v1/status', undefined, signed),
+    protocolFail,
+  );
   return fields;
 }

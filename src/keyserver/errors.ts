@@ -81,7 +81,10 @@ export class StoreUnavailableError extends KeyServerError {
 export class StoreFullError extends KeyServerError {
   /** `detail` says which limit, in bytes (no share, address or token). */
   constructor(detail: string) {
-    super('STORE_FULL', `this server's store is full (${detail}); nothing was stored; try again later, once shares have expired`);
+    super(
+      'STORE_FULL',
+      `this server's store is full (${detail}); nothing was stored; try again later, once shares have expired`,
+    );
   }
 }
 

@@ -34,7 +34,13 @@ import { exchange } from './client.js';
 import { KeyServerError } from './errors.js';
 import type { Logger } from './logger.js';
 import { MAX_CLOCK_SKEW_MS } from './replication/inbound.js';
-import { CLUSTER_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signatureHeaders, verifyMac } from './replication/signature.js';
+import {
+  CLUSTER_HEADER,
+  SIGNATURE_HEADER,
+  TIMESTAMP_HEADER,
+  signatureHeaders,
+  verifyMac,
+} from './replication/signature.js';
 import { isServerFailure } from './routed-fetch.js';
 import { keyServerBase } from './server-url.js';
 import { ownerServers, servesOwner, type ServiceConfig } from './service.js';
@@ -89,7 +95,10 @@ export class Forwarder {
   private readonly failing = new Map<string, string>();
 
   /** `config` is the live configuration object (a reload changes routes in it). */
-  constructor(private readonly config: ServiceConfig, private readonly logger: Logger) {}
+  constructor(
+    private readonly config: ServiceConfig,
+    private readonly logger: Logger,
+  ) {}
 
   /**
    * The servers a request about `owner`'s shares goes to, in route order;
@@ -122,9 +131,13 @@ export class Forwarder {
     const c = this.config;
     const by = String(c.serverId);
     const token = c.replicationToken;
-    const signBody = token === undefined
-      ? undefined
-      : (body: Buffer) => ({ ...signatureHeaders(token, c.clusterId, payload(by, clientKey, body), Date.now(), DOMAIN), [FORWARDED_FOR_HEADER]: clientKey });
+    const signBody =
+      token === undefined
+        ? undefined
+        : (body: Buffer) => ({
+            ...signatureHeaders(token, c.clusterId, payload(by, clientKey, body), Date.now(), DOMAIN),
+            [FORWARDED_FOR_HEADER]: clientKey,
+          });
     const deadline = Date.now() + TOTAL_MS[req.op];
     const tried: string[] = [];
     for (const t of targets) {
@@ -147,14 +160,19 @@ export class Forwarder {
         tried.push(`server ${t.id} (${t.url}): ${errorMessage(err)}`);
       }
     }
-    throw new KeyServerError('OWNER_UNREACHABLE', `server ${c.serverId} passed this request on, but no server of the share's owner answered it: ${tried.join('; ')}`);
+    throw new KeyServerError(
+      'OWNER_UNREACHABLE',
+      `server ${c.serverId} passed this request on, but no server of the share's owner answered it: ${tried.join('; ')}`,
+    );
   }
 
   private failed(t: Target, err: unknown): void {
     const why = errorCode(err) ?? 'error';
     if (this.failing.get(t.url) === why) return;
     this.failing.set(t.url, why);
-    this.logger.warn(`forward: server ${t.id} (${t.url}) did not take a forwarded request: ${errorMessage(err)}; trying the next server of the route`);
+    this.logger.warn(
+      `forward: server ${t.id} (${t.url}) did not take a forwarded request: ${errorMessage(err)}; trying the next server of the route`,
+    );
   }
 
   private recovered(t: Target): void {
@@ -169,24 +187,38 @@ export class Forwarder {
  * unsigned one (treated as from the forwarding server's address); a
  * signature that does not hold is refused (401), as a replication one is.
  */
-export function forwardedFrom(headers: IncomingHttpHeaders, body: Uint8Array, config: Pick<ServiceConfig, 'replicationToken' | 'clusterId'>, nowMs: number): Forwarded | undefined {
+export function forwardedFrom(
+  headers: IncomingHttpHeaders,
+  body: Uint8Array,
+  config: Pick<ServiceConfig, 'replicationToken' | 'clusterId'>,
+  nowMs: number,
+): Forwarded | undefined {
   const one = (v: string | string[] | undefined) => (Array.isArray(v) ? undefined : v);
   const by = one(headers[FORWARDED_BY_HEADER]);
   if (by === undefined) return undefined;
   const signature = one(headers[SIGNATURE_HEADER]);
   if (signature === undefined) return { signed: false };
   const token = config.replicationToken;
-  const unauthorized = (why: string) => new KeyServerError('REPLICATION_UNAUTHORIZED', `ReplicationUnauthorized: a forwarded request ${why}`);
+  const unauthorized = (why: string) =>
+    new KeyServerError('REPLICATION_UNAUTHORIZED', `ReplicationUnauthorized: a forwarded request ${why}`);
   if (token === undefined) throw unauthorized('is signed, but this server has no replication token to check it with');
   const timestamp = one(headers[TIMESTAMP_HEADER]) ?? '';
   const clusterId = one(headers[CLUSTER_HEADER]) ?? '';
   const clientKey = one(headers[FORWARDED_FOR_HEADER]) ?? '';
-  if (!/^[0-9]{1,16}$/.test(timestamp) || clusterId !== config.clusterId || !CLIENT_KEY.test(clientKey) || !/^[0-9]{1,3}$/.test(by)
-    || !verifyMac(token, signature, timestamp, clusterId, payload(by, clientKey, body), DOMAIN)) {
-    throw unauthorized('does not verify with this server\'s replication token and cluster id');
+  if (
+    !/^[0-9]{1,16}$/.test(timestamp) ||
+    clusterId !== config.clusterId ||
+    !CLIENT_KEY.test(clientKey) ||
+    !/^[0-9]{1,3}$/.test(by) ||
+    !verifyMac(token, signature, timestamp, clusterId, payload(by, clientKey, body), DOMAIN)
+  ) {
+    throw unauthorized("does not verify with this server's replication token and cluster id");
   }
   if (Math.abs(nowMs - Number(timestamp)) > MAX_CLOCK_SKEW_MS) {
-    throw new KeyServerError('REPLICATION_STALE', `ReplicationUnauthorized: a forwarded request's timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock`);
+    throw new KeyServerError(
+      'REPLICATION_STALE',
+      `ReplicationUnauthorized: a forwarded request's timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock`,
+    );
   }
   return { signed: true, clientKey };
 }

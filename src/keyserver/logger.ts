@@ -10,7 +10,10 @@ export interface Logger {
 }
 
 /** A logger writing to `stream` (stderr by default; --log-file: disk/rotating-log.ts). */
-export function streamLogger(stream: { write(text: string): unknown } = process.stderr, clock: () => Date = () => new Date()): Logger {
+export function streamLogger(
+  stream: { write(text: string): unknown } = process.stderr,
+  clock: () => Date = () => new Date(),
+): Logger {
   const line = (level: string, message: string) => {
     stream.write(`${clock().toISOString()} ${level} ${message.replace(/[\r\n]+/g, ' ')}\n`);
   };

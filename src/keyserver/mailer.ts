@@ -50,16 +50,42 @@ export function commandMailer(command: string, logger: Logger, timeoutMs = 15_00
           },
           (err, stdout, stderr) => {
             if (!err) {
-              resolve({ verification: 'sent', message: `a ${what} link was sent to ${maskEmail(email)}${kind === 'verify' ? '; open it and confirm' : ''}` });
+              resolve({
+                verification: 'sent',
+                message: `a ${what} link was sent to ${maskEmail(email)}${kind === 'verify' ? '; open it and confirm' : ''}`,
+              });
               return;
             }
-            const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null; code?: number | string | null };
-            const why = e.killed ? `timed out after ${timeoutMs} ms` : e.signal ? `killed by ${e.signal}` : typeof e.code === 'number' ? `exit status ${e.code}` : `${e.code ?? 'error'}`;
+            const e = err as NodeJS.ErrnoException & {
+              killed?: boolean;
+              signal?: string | null;
+              code?: number | string | null;
+            };
+            const why = e.killed
+              ? `timed out after ${timeoutMs} ms`
+              : e.signal
+                ? `killed by ${e.signal}`
+                : typeof e.code === 'number'
+                  ? `exit status ${e.code}`
+                  : `${e.code ?? 'error'}`;
             // Mail programs print the recipient in their errors: the log gets the masked address, as everywhere else.
-            const output = `${stderr}${stdout}`.split(token).join('[token]').replace(new RegExp(escapeRegExp(email), 'gi'), maskEmail(email))
-              .replace(/\s+/g, ' ').trim().slice(0, 300);
-            logger.error(`mail: ${what} command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`);
-            resolve(failed(why.startsWith('exit') || why.startsWith('timed') || why.startsWith('killed') ? why : 'the mail command could not be run'));
+            const output = `${stderr}${stdout}`
+              .split(token)
+              .join('[token]')
+              .replace(new RegExp(escapeRegExp(email), 'gi'), maskEmail(email))
+              .replace(/\s+/g, ' ')
+              .trim()
+              .slice(0, 300);
+            logger.error(
+              `mail: ${what} command for ${maskEmail(email)} failed: ${why}${output ? `; output: ${output}` : ''}`,
+            );
+            resolve(
+              failed(
+                why.startsWith('exit') || why.startsWith('timed') || why.startsWith('killed')
+                  ? why
+                  : 'the mail command could not be run',
+              ),
+            );
           },
         );
       });
@@ -82,7 +108,9 @@ export function consoleMailer(out: NodeJS.WritableStream = process.stdout): Mail
 export function noMailer(logger: Logger): Mailer {
   return {
     async send(email, _url, _token, kind = 'verify') {
-      logger.warn(`mail: no --verification-email-command configured; ${maskEmail(email)} gets no ${kind === 'manage' ? 'manage' : 'verification'} link`);
+      logger.warn(
+        `mail: no --verification-email-command configured; ${maskEmail(email)} gets no ${kind === 'manage' ? 'manage' : 'verification'} link`,
+      );
       return failed('this server has no verification email command configured');
     },
   };

@@ -70,7 +70,12 @@ export async function main(argv: string[]): Promise<void> {
       await runBench(inv.command, inv.config);
       return;
     }
-    if (inv.command === 'resync-peer' || inv.command === 'install' || inv.command === 'uninstall' || inv.command === 'status') {
+    if (
+      inv.command === 'resync-peer' ||
+      inv.command === 'install' ||
+      inv.command === 'uninstall' ||
+      inv.command === 'status'
+    ) {
       const { runOpsCommand } = await import('./ops-commands.js');
       process.exitCode = await runOpsCommand(inv.command, inv.config, inv.configFiles);
       return;

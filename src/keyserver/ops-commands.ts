@@ -7,7 +7,11 @@ import type { ServerConfig } from './cli/options.js';
 import { systemClock } from './clock.js';
 import { streamLogger } from './logger.js';
 
-export async function runOpsCommand(command: 'resync-peer' | 'install' | 'uninstall' | 'status', config: ServerConfig, configFiles: string[]): Promise<number> {
+export async function runOpsCommand(
+  command: 'resync-peer' | 'install' | 'uninstall' | 'status',
+  config: ServerConfig,
+  configFiles: string[],
+): Promise<number> {
   const out = (line: string) => process.stdout.write(`${line}\n`);
   if (command === 'resync-peer') {
     const { resyncPeer } = await import('./replication/resync.js');

@@ -122,7 +122,13 @@ export async function applyReload(r: Reloadable, next: ServerConfig): Promise<Re
   r.store?.setCompactMinBytes(c.compactMinBytes);
 
   // Certificates are read again on every reload (a renewed certificate keeps its file names).
-  if (c.tlsCert !== undefined && c.tlsKey !== undefined && 'setSecureContext' in r.server && !needRestart.includes('tls_cert') && !needRestart.includes('tls_key')) {
+  if (
+    c.tlsCert !== undefined &&
+    c.tlsKey !== undefined &&
+    'setSecureContext' in r.server &&
+    !needRestart.includes('tls_cert') &&
+    !needRestart.includes('tls_key')
+  ) {
     try {
       // The same checks as at start: a renewed file that is not PEM, or a key of another certificate, is named.
       const { cert, key } = await readTls(c.tlsCert, c.tlsKey);
@@ -130,11 +136,16 @@ export async function applyReload(r: Reloadable, next: ServerConfig): Promise<Re
       (r.server as unknown as HttpsServer).setSecureContext(profileOptions({ cert, key }));
       applied.push('tls_cert');
       changes.push('TLS certificate and key read again');
-      for (const p of certificateProblems(cert, `--tls-cert ${c.tlsCert}`, c.publicUrl, Date.now())) r.logger.warn(`reload: ${p}`);
+      for (const p of certificateProblems(cert, `--tls-cert ${c.tlsCert}`, c.publicUrl, Date.now()))
+        r.logger.warn(`reload: ${p}`);
     } catch (err) {
-      r.logger.error(`reload: the TLS certificate or key cannot be used (${errorMessage(err)}); keeping the one in use`);
+      r.logger.error(
+        `reload: the TLS certificate or key cannot be used (${errorMessage(err)}); keeping the one in use`,
+      );
     }
   }
-  r.logger.info(`reload: configuration loaded; ${changes.length > 0 ? `applied ${changes.join(', ')}` : 'nothing to change'}`);
+  r.logger.info(
+    `reload: configuration loaded; ${changes.length > 0 ? `applied ${changes.join(', ')}` : 'nothing to change'}`,
+  );
   return { applied, needRestart };
 }

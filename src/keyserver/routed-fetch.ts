@@ -64,7 +64,13 @@ const ATTEMPT_TIMEOUT_MS = 8000;
 
 /** Codes that mean "this server could not answer", not "this is the answer". */
 const SERVER_FAILURES = new Set([
-  'SERVER_UNREACHABLE', 'SERVER_UNTRUSTED', 'SERVER_PROTOCOL', 'STORE_UNAVAILABLE', 'INTERNAL', 'ROUTE_NOT_FOUND', 'METHOD_NOT_ALLOWED',
+  'SERVER_UNREACHABLE',
+  'SERVER_UNTRUSTED',
+  'SERVER_PROTOCOL',
+  'STORE_UNAVAILABLE',
+  'INTERNAL',
+  'ROUTE_NOT_FOUND',
+  'METHOD_NOT_ALLOWED',
   // 421: a live server that knows no route to this owner (a stale topology).
   'SHARE_NOT_SERVED_HERE',
   // 502: a live server that forwarded the request, but none of the owner's servers answered it (forward.ts).
@@ -85,7 +91,11 @@ export function isServerFailure(err: unknown): boolean {
  * this client cannot reach, and a server that does not serve the owner says
  * so (421) and is passed over.
  */
-export function candidateServers(topology: TopologyResponse, code: ShareCode, configured: string | readonly string[]): Candidate[] {
+export function candidateServers(
+  topology: TopologyResponse,
+  code: ShareCode,
+  configured: string | readonly string[],
+): Candidate[] {
   const route = topology.routes.find((r) => r.owner === code.primary);
   const ids = route ? [route.primary, ...route.failovers] : [code.primary, code.secondary];
   const out: Candidate[] = [];
@@ -105,7 +115,10 @@ export function candidateServers(topology: TopologyResponse, code: ShareCode, co
 }
 
 /** The topology from the first of `urls` that answers, and its URL; the last server failure when none does. */
-async function firstTopology(urls: readonly string[], opts: ClientOptions): Promise<{ topology: TopologyResponse; url: string }> {
+async function firstTopology(
+  urls: readonly string[],
+  opts: ClientOptions,
+): Promise<{ topology: TopologyResponse; url: string }> {
   let last: unknown = new ServerUnreachableError('no key server URL given');
   for (const url of urls) {
     try {
@@ -159,7 +172,11 @@ async function routingTopology(configured: readonly string[], opts: RouteOptions
  * naming every server tried when none could answer. The code is checked
  * locally first (CODE_TYPO).
  */
-export async function fetchAlongRoute(serverUrls: string | readonly string[], rawCode: string, opts: RouteOptions = {}): Promise<RoutedShare> {
+export async function fetchAlongRoute(
+  serverUrls: string | readonly string[],
+  rawCode: string,
+  opts: RouteOptions = {},
+): Promise<RoutedShare> {
   const code = parseShareCode(rawCode);
   // Server URLs, configured or from a topology, are compared and shown as their base (either spelling: server-url.ts).
   const configured = (typeof serverUrls === 'string' ? [serverUrls] : serverUrls).map(keyServerBase);

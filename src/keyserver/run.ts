@@ -32,11 +32,16 @@ export const AUTO_PROCESSES = 1;
 export async function runForeground(input: ServerConfig, reread?: () => ServerConfig): Promise<void> {
   // --log-file: the server writes and rotates server.log itself, within its share of the disk cap.
   const budget = diskBudget(input.diskCapBytes);
-  const logFile = input.logFile === undefined ? undefined : RotatingLogFile.open(input.logFile, budget.logFileBytes, budget.logFilesKept);
+  const logFile =
+    input.logFile === undefined
+      ? undefined
+      : RotatingLogFile.open(input.logFile, budget.logFileBytes, budget.logFilesKept);
   const logger = streamLogger(logFile ?? process.stderr);
   // A server outlives its readers: `run --developer | tee`, then Ctrl-C on tee,
   // must still shut down cleanly and remove the developer state folder.
-  keepRunningWhenOutputFails((reason) => logger.warn(`${reason}: verification links and notices printed there are lost`));
+  keepRunningWhenOutputFails((reason) =>
+    logger.warn(`${reason}: verification links and notices printed there are lost`),
+  );
   const config = { ...input };
   let devDir: string | undefined;
   if (config.developer) {
@@ -70,7 +75,11 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
     });
   };
   const onHangup = () => {
-    logger.info(running ? 'SIGHUP: reading the configuration again' : 'SIGHUP: the configuration is read again once the server is up');
+    logger.info(
+      running
+        ? 'SIGHUP: reading the configuration again'
+        : 'SIGHUP: the configuration is read again once the server is up',
+    );
     hangup = true;
     if (running) startReload();
   };
@@ -85,7 +94,9 @@ export async function runForeground(input: ServerConfig, reread?: () => ServerCo
       process.once('SIGINT', done);
       process.once('SIGTERM', done);
     });
-    process.stdout.write(`stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`);
+    process.stdout.write(
+      `stash_key_server: listening on ${running.url} (public URL ${running.config.publicUrl}, state ${config.stateDir})\n`,
+    );
     const signal = await stopped;
     logger.info(`${signal}: shutting down`);
     await reloading;

@@ -40,7 +40,13 @@ export interface Timeouts {
   checkIntervalMs: number;
 }
 
-export const defaultTimeouts: Timeouts = { headersMs: 10_000, requestMs: 20_000, bodyMs: 10_000, keepAliveMs: 5_000, checkIntervalMs: 1_000 };
+export const defaultTimeouts: Timeouts = {
+  headersMs: 10_000,
+  requestMs: 20_000,
+  bodyMs: 10_000,
+  keepAliveMs: 5_000,
+  checkIntervalMs: 1_000,
+};
 
 export interface StartOptions {
   config: ServerConfig;
@@ -110,10 +116,14 @@ async function openStore(options: Parameters<typeof ShareStore.open>[0]): Promis
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code !== 'EACCES' && code !== 'EPERM') throw err;
-    const hint = options.dir === realPaths.state
-      ? 'it is the installed service\'s folder; give --state-dir PATH for a folder of your own, or --developer for a throwaway one'
-      : 'choose a folder you can write to with --state-dir PATH, or use --developer for a throwaway one';
-    throw new StashError('EACCES', `cannot use the state folder ${options.dir}: permission denied (${(err as Error).message}); ${hint}`);
+    const hint =
+      options.dir === realPaths.state
+        ? "it is the installed service's folder; give --state-dir PATH for a folder of your own, or --developer for a throwaway one"
+        : 'choose a folder you can write to with --state-dir PATH, or use --developer for a throwaway one';
+    throw new StashError(
+      'EACCES',
+      `cannot use the state folder ${options.dir}: permission denied (${(err as Error).message}); ${hint}`,
+    );
   }
 }
 
@@ -127,7 +137,9 @@ function hostForUrl(host: string): string {
  * is bound by the headers deadline (tls/https-server.ts).
  */
 export function createHttpServer(
-  timeouts: Timeouts, tls: TlsMaterial | undefined, handler: (req: IncomingMessage, res: ServerResponse) => void,
+  timeouts: Timeouts,
+  tls: TlsMaterial | undefined,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
   https: { acme?: boolean; challenges?: AlpnChallengeResponder } = {},
 ): Server {
   const serverOptions = {
@@ -137,9 +149,18 @@ export function createHttpServer(
     connectionsCheckingInterval: timeouts.checkIntervalMs,
     maxHeaderSize: 8192,
   };
-  const server: Server = tls || https.acme
-    ? createHttpsServer(serverOptions, { material: tls, deadlineMs: timeouts.headersMs, ...(https.challenges ? { challenges: https.challenges } : {}) }, handler)
-    : createPlainServer(serverOptions, handler);
+  const server: Server =
+    tls || https.acme
+      ? createHttpsServer(
+          serverOptions,
+          {
+            material: tls,
+            deadlineMs: timeouts.headersMs,
+            ...(https.challenges ? { challenges: https.challenges } : {}),
+          },
+          handler,
+        )
+      : createPlainServer(serverOptions, handler);
   server.maxHeadersCount = 64;
   return server;
 }
@@ -168,7 +189,9 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     } else if (config.developer) {
       mailer = consoleMailer(opts.console);
     } else {
-      logger.warn('no --verification-email-command: publishers will get no verification link (use --developer to print links)');
+      logger.warn(
+        'no --verification-email-command: publishers will get no verification link (use --developer to print links)',
+      );
       mailer = noMailer(logger);
     }
   }
@@ -272,21 +295,43 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   if (tls) metrics.certificate.set(tls.cert);
   const limiters = createLimiters(serviceConfig, clock);
   const service = new ShareService({
-    store, clock, mailer, config: serviceConfig, logger, emailLimiter: limiters.emails, emailIpLimiter: limiters.emailIps, ...(replicator ? { replicator } : {}),
+    store,
+    clock,
+    mailer,
+    config: serviceConfig,
+    logger,
+    emailLimiter: limiters.emails,
+    emailIpLimiter: limiters.emailIps,
+    ...(replicator ? { replicator } : {}),
     metrics: metrics.process,
   });
   const backend = localBackend(service, receiver, metrics.render);
   const keyServer = createApp({
-    backend, limiters, clock, config: serviceConfig, logger, bodyTimeoutMs: timeouts.bodyMs, metrics: metrics.process,
+    backend,
+    limiters,
+    clock,
+    config: serviceConfig,
+    logger,
+    bodyTimeoutMs: timeouts.bodyMs,
+    metrics: metrics.process,
     ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
   });
   handler = keyServer.callback;
   let fetchProcesses: FetchProcesses | undefined;
   if ((opts.processes ?? 1) > 1) {
     fetchProcesses = new FetchProcesses({
-      count: opts.processes! - 1, config: serviceConfig, timeouts, service, backend, limiter: limiters.requests, store, logger,
-      tls: () => certs.material, keepConnections: () => certs.challengePending(),
-      metricsText: metrics.render, ...(opts.logSink ? { logSink: opts.logSink } : {}),
+      count: opts.processes! - 1,
+      config: serviceConfig,
+      timeouts,
+      service,
+      backend,
+      limiter: limiters.requests,
+      store,
+      logger,
+      tls: () => certs.material,
+      keepConnections: () => certs.challengePending(),
+      metricsText: metrics.render,
+      ...(opts.logSink ? { logSink: opts.logSink } : {}),
     });
     metrics.fetchProcesses = fetchProcesses;
     fetchProcesses.takeConnections(server);
@@ -326,7 +371,8 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
   const state = service.configState;
   const reload = async (next: ServerConfig) => {
     const result = await applyReload({ config: serviceConfig, limiters, store, server, logger }, next);
-    if (result.applied.includes('tls_cert') && serviceConfig.tlsCert !== undefined) await metrics.certificateReloaded(serviceConfig.tlsCert).catch(() => undefined);
+    if (result.applied.includes('tls_cert') && serviceConfig.tlsCert !== undefined)
+      await metrics.certificateReloaded(serviceConfig.tlsCert).catch(() => undefined);
     fetchProcesses?.reloaded(next);
     state.loadedAt = clock.now();
     state.reloadError = undefined;
@@ -336,5 +382,18 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     state.reloadError = message;
     logger.error(`reload: the configuration was not applied: ${message}; the running configuration stays`);
   };
-  return { url, config: serviceConfig, server, store, service, keyServer, replicator, fetchProcesses, metrics, reload, reloadFailed, close };
+  return {
+    url,
+    config: serviceConfig,
+    server,
+    store,
+    service,
+    keyServer,
+    replicator,
+    fetchProcesses,
+    metrics,
+    reload,
+    reloadFailed,
+    close,
+  };
 }

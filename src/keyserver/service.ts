@@ -64,8 +64,17 @@ export function publishedFingerprint(publicKey: Uint8Array): string {
   return formatFingerprint(hash.subarray(0, FINGERPRINT_BYTES));
 }
 
-function view(state: VerificationView['state'], share: { email: string; expiresAt: number; verifiedAt: number; publicKey: Uint8Array }): VerificationView {
-  return { state, maskedEmail: maskEmail(share.email), expiresAt: share.expiresAt, verifiedAt: share.verifiedAt, fingerprint: publishedFingerprint(share.publicKey) };
+function view(
+  state: VerificationView['state'],
+  share: { email: string; expiresAt: number; verifiedAt: number; publicKey: Uint8Array },
+): VerificationView {
+  return {
+    state,
+    maskedEmail: maskEmail(share.email),
+    expiresAt: share.expiresAt,
+    verifiedAt: share.verifiedAt,
+    fingerprint: publishedFingerprint(share.publicKey),
+  };
 }
 
 const TOKEN_BYTES = 32;
@@ -81,7 +90,9 @@ function minutes(seconds: number): string {
 
 /** The ring successor of `id` among the enabled topology entries (itself if alone). */
 export function ringSuccessor(config: ServerConfig): number {
-  const ids = [...new Set([config.serverId, ...config.topologyServers.filter((s) => s.status !== 'disabled').map((s) => s.id)])].sort((a, b) => a - b);
+  const ids = [
+    ...new Set([config.serverId, ...config.topologyServers.filter((s) => s.status !== 'disabled').map((s) => s.id)]),
+  ].sort((a, b) => a - b);
   const at = ids.indexOf(config.serverId);
   return ids[(at + 1) % ids.length]!;
 }
@@ -100,15 +111,30 @@ export function servesOwner(config: ServerConfig, owner: number): boolean {
  */
 export function checkServed(c: ServerConfig, owner: number): void {
   if (servesOwner(c, owner)) return;
-  const where = ownerServers(c, owner).filter((s) => s.id !== c.serverId).map((s) => `server ${s.id} (${s.url})`);
+  const where = ownerServers(c, owner)
+    .filter((s) => s.id !== c.serverId)
+    .map((s) => `server ${s.id} (${s.url})`);
   const hint = where.length > 0 ? `ask ${where.join(', then ')}` : 'this server knows no server for it';
-  throw new KeyServerError('SHARE_NOT_SERVED_HERE', `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`);
+  throw new KeyServerError(
+    'SHARE_NOT_SERVED_HERE',
+    `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`,
+  );
 }
 
 /** GET /v1/topology. Statuses are the operator's (failover step 2); promoted owners are listed separately. */
 export function topologyOf(c: ServiceConfig): TopologyResponse {
-  const servers = c.topologyServers.length > 0 ? c.topologyServers : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
-  return { clusterId: c.clusterId, topologyVersion: c.topologyVersion, serverId: c.serverId, servers, routes: c.routes, promotedOwners: c.promotedOwners };
+  const servers =
+    c.topologyServers.length > 0
+      ? c.topologyServers
+      : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
+  return {
+    clusterId: c.clusterId,
+    topologyVersion: c.topologyVersion,
+    serverId: c.serverId,
+    servers,
+    routes: c.routes,
+    promotedOwners: c.promotedOwners,
+  };
 }
 
 /** The servers a client should try for `owner`, in route order (disabled ones left out). */
@@ -130,12 +156,21 @@ const PARSED_KEPT = 4096;
 export function fetchRefused(state: 'missing' | 'expired' | 'pending'): KeyServerError {
   switch (state) {
     case 'missing':
-      return new KeyServerError('SHARE_NOT_FOUND', 'no share with this code is known here (it may have expired); ask the publisher for a new code');
+      return new KeyServerError(
+        'SHARE_NOT_FOUND',
+        'no share with this code is known here (it may have expired); ask the publisher for a new code',
+      );
     case 'expired':
       // A look-up does not tell an expired share from an unpublished one: both are tombstones (withdraw.ts).
-      return new KeyServerError('SHARE_EXPIRED', 'this share has expired or was unpublished; ask the publisher to publish again');
+      return new KeyServerError(
+        'SHARE_EXPIRED',
+        'this share has expired or was unpublished; ask the publisher to publish again',
+      );
     case 'pending':
-      return new KeyServerError('SHARE_PENDING', 'this share is pending verification: the publisher has not confirmed the email link yet');
+      return new KeyServerError(
+        'SHARE_PENDING',
+        'this share is pending verification: the publisher has not confirmed the email link yet',
+      );
   }
 }
 
@@ -214,7 +249,9 @@ export class ShareService {
     if (metrics) metrics.publishes.n++;
     const mail = await this.deps.mailer.send(email, `${config.publicUrl}/verify/${token}`, token);
     metrics?.mail(mail.verification);
-    this.deps.logger.info(`publish: share ${code.canonical.slice(0, 2)}… for ${maskEmail(email)}, verification ${mail.verification}`);
+    this.deps.logger.info(
+      `publish: share ${code.canonical.slice(0, 2)}… for ${maskEmail(email)}, verification ${mail.verification}`,
+    );
     return { type: 'created', code: code.display, expiresAt, verification: mail.verification, message: mail.message };
   }
 
@@ -227,7 +264,15 @@ export class ShareService {
     this.counted('found');
     const s = found.share;
     const fetchCount = this.deps.store.recordFetch(s);
-    return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, fetchCount, expiresAt: s.expiresAt };
+    return {
+      type: 'fetched',
+      code: code.display,
+      publicKey: s.publicKey,
+      email: s.email,
+      verifiedAt: s.verifiedAt,
+      fetchCount,
+      expiresAt: s.expiresAt,
+    };
   }
 
   /**
@@ -263,7 +308,14 @@ export class ShareService {
     const found = this.deps.store.lookup(code.canonical);
     if (found.state !== 'live') throw fetchRefused(found.state);
     const s = found.share;
-    return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, expiresAt: s.expiresAt };
+    return {
+      type: 'fetched',
+      code: code.display,
+      publicKey: s.publicKey,
+      email: s.email,
+      verifiedAt: s.verifiedAt,
+      expiresAt: s.expiresAt,
+    };
   }
 
   /** parseShareCode, remembered for the codes fetched lately (bounded): a hot share's code is parsed once. */
@@ -359,7 +411,11 @@ export class ShareService {
   }
 
   /** JSON-only status details: what the store's start-up check skipped (the counts are in status()), the last failed reload. */
-  statusDetails(): { store_skipped: Array<{ from: number; to: number; reason: string }>; store_damaged_copy: string | null; config_reload_error: string | null } {
+  statusDetails(): {
+    store_skipped: Array<{ from: number; to: number; reason: string }>;
+    store_damaged_copy: string | null;
+    config_reload_error: string | null;
+  } {
     const r = this.deps.store.recovery;
     return {
       store_skipped: r.skipped.map((x) => ({ from: x.from, to: x.to, reason: x.reason })),

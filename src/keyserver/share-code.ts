@@ -79,9 +79,16 @@ export function locatorChar(index: number): string {
  * A fresh code for a share taken by `primary` whose ring successor is
  * `secondary`. `random` (12 bytes, tests only) replaces the CSPRNG.
  */
-export function generateShareCode(primary: number, secondary: number, random: Uint8Array = randomBytes(RANDOM_SYMBOLS)): ShareCode {
+export function generateShareCode(
+  primary: number,
+  secondary: number,
+  random: Uint8Array = randomBytes(RANDOM_SYMBOLS),
+): ShareCode {
   if (random.length < RANDOM_SYMBOLS) throw new RangeError('need 12 random bytes');
-  const values = [LOCATOR_ALPHABET.indexOf(locatorChar(primary).toLowerCase()), LOCATOR_ALPHABET.indexOf(locatorChar(secondary).toLowerCase())];
+  const values = [
+    LOCATOR_ALPHABET.indexOf(locatorChar(primary).toLowerCase()),
+    LOCATOR_ALPHABET.indexOf(locatorChar(secondary).toLowerCase()),
+  ];
   // 256 is a multiple of 32, so the low five bits of a uniform byte are uniform.
   for (let i = 0; i < RANDOM_SYMBOLS; i++) values.push(random[i]! & 31);
   values.push(checkValue(values));
@@ -122,7 +129,8 @@ const displayAt = (i: number): number => (i < 2 ? i : i < 6 ? i + 1 : i < 10 ? i
  */
 export function parseShareCode(input: string): ShareCode {
   if (typeof input !== 'string') throw new CodeTypoError('a share code must be text');
-  if (input.length > MAX_INPUT) throw new CodeTypoError(`this is too long for a share code (a code looks like ${example})`);
+  if (input.length > MAX_INPUT)
+    throw new CodeTypoError(`this is too long for a share code (a code looks like ${example})`);
   const compact = input.replace(/[\s-]+/g, '');
   if (compact.length !== CODE_LENGTH) {
     throw new CodeTypoError(
@@ -135,7 +143,9 @@ export function parseShareCode(input: string): ShareCode {
     const v = c < 128 ? (i < 2 ? LOCATOR_VALUE : CROCKFORD_VALUE)[c]! : -1;
     if (v < 0) {
       const allowed = i < 2 ? '0-9 and A-V' : 'digits and letters except U';
-      throw new CodeTypoError(`this share code has a typo: character ${i + 1} (${JSON.stringify(compact[i])}) is not used there (${allowed})`);
+      throw new CodeTypoError(
+        `this share code has a typo: character ${i + 1} (${JSON.stringify(compact[i])}) is not used there (${allowed})`,
+      );
     }
     interim = gfMul(2, interim) ^ v;
     const out = (i < 2 ? LOCATOR_UPPER : CROCKFORD_ALPHABET).charCodeAt(v);
@@ -145,7 +155,12 @@ export function parseShareCode(input: string): ShareCode {
   if (interim !== 0) throw new CodeTypoError();
   const primary = LOCATOR_VALUE[canonicalChars[0]!]!;
   const secondary = LOCATOR_VALUE[canonicalChars[1]!]!;
-  return { canonical: String.fromCharCode(...canonicalChars), display: String.fromCharCode(...displayChars), primary, secondary };
+  return {
+    canonical: String.fromCharCode(...canonicalChars),
+    display: String.fromCharCode(...displayChars),
+    primary,
+    secondary,
+  };
 }
 
 const example = '0A-7K3M-9QXD-W2HF-Z';

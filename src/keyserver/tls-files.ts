@@ -36,18 +36,21 @@ export async function readTls(certPath: string, keyPath: string): Promise<{ cert
     if (!cert.includes(CERT_BEGIN)) throw new Error('no "BEGIN CERTIFICATE" block');
     x509 = new X509Certificate(cert);
   } catch (err) {
-    throw new ConfigError(`--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with ${CERT_BEGIN}`);
+    throw new ConfigError(
+      `--tls-cert ${certPath}: not a PEM certificate (${errorMessage(err)}); give the certificate chain in PEM, starting with ${CERT_BEGIN}`,
+    );
   }
   let privateKey;
   try {
     if (!ANY_KEY_BEGIN.test(key.toString('latin1'))) throw new Error('no "BEGIN ... PRIVATE KEY" block');
     privateKey = createPrivateKey(key);
   } catch (err) {
-    throw new ConfigError(`--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with ${KEY_BEGIN}`);
+    throw new ConfigError(
+      `--tls-key ${keyPath}: not an unencrypted PEM private key (${errorMessage(err)}); give the key in PEM, starting with ${KEY_BEGIN}`,
+    );
   }
   if (!x509.checkPrivateKey(privateKey)) {
     throw new ConfigError(`--tls-key ${keyPath} is not the private key of the certificate in --tls-cert ${certPath}`);
   }
   return { cert, key };
 }
-

@@ -81,7 +81,8 @@ export function validatePublicKey(key: Uint8Array): Buffer {
   if (key.length !== PUBLIC_KEY_LENGTH) {
     throw badKey(`the public key must be ${PUBLIC_KEY_LENGTH} bytes (type 0x01, X25519, Ed25519), got ${key.length}`);
   }
-  if (key[0] !== PUBLIC_KEY_TYPE) throw badKey(`unsupported public key type 0x${key[0]!.toString(16).padStart(2, '0')} (expected 0x01)`);
+  if (key[0] !== PUBLIC_KEY_TYPE)
+    throw badKey(`unsupported public key type 0x${key[0]!.toString(16).padStart(2, '0')} (expected 0x01)`);
   const buf = Buffer.from(key);
   const x25519 = buf.subarray(1, 33);
   const ed25519 = buf.subarray(33, 65);
@@ -107,19 +108,26 @@ export function validateEmail(input: string): string {
   if (typeof input !== 'string' || input.length === 0) throw badEmail('the email address is empty');
   if (input.length > 254) throw badEmail('the email address is longer than 254 characters');
   // eslint-disable-next-line no-control-regex
-  if (/[\u0000-\u0020\u007f]/.test(input)) throw badEmail('the email address contains whitespace or control characters');
-  if (/[^\u0021-\u007e]/.test(input)) throw badEmail('the email address must be ASCII (write an international domain in its xn-- form)');
+  if (/[\u0000-\u0020\u007f]/.test(input))
+    throw badEmail('the email address contains whitespace or control characters');
+  if (/[^\u0021-\u007e]/.test(input))
+    throw badEmail('the email address must be ASCII (write an international domain in its xn-- form)');
   if (input.startsWith('-')) throw badEmail('the email address must not start with "-"');
   const at = input.lastIndexOf('@');
   if (at <= 0 || input.indexOf('@') !== at) throw badEmail('the email address must have the form local@domain');
   const local = input.slice(0, at);
   const domain = input.slice(at + 1);
   if (local.length > 64) throw badEmail('the part before @ is longer than 64 characters');
-  if (!localPart.test(local)) throw badEmail('the part before @ may hold letters, digits and . _ % + = - (no leading, trailing or double dots)');
+  if (!localPart.test(local))
+    throw badEmail('the part before @ may hold letters, digits and . _ % + = - (no leading, trailing or double dots)');
   const labels = domain.split('.');
-  if (domain.length === 0 || labels.length < 2) throw badEmail('the domain must have at least two labels, like example.org');
+  if (domain.length === 0 || labels.length < 2)
+    throw badEmail('the domain must have at least two labels, like example.org');
   for (const l of labels) {
-    if (!label.test(l)) throw badEmail('a domain label is empty, too long, or holds characters other than letters, digits and inner hyphens');
+    if (!label.test(l))
+      throw badEmail(
+        'a domain label is empty, too long, or holds characters other than letters, digits and inner hyphens',
+      );
   }
   if (/^[0-9]+$/.test(labels[labels.length - 1]!)) throw badEmail('the domain must be a host name, not an IP address');
   return `${local}@${domain.toLowerCase()}`;

@@ -29,7 +29,12 @@ import { WindowLimiter } from './limits/window-limiter.js';
 import { checkServed, fetchRefused, publishedFingerprint, type ServiceDeps } from './service.js';
 import { parseShareCode } from './share-code.js';
 import { maskEmail, mailboxKey, validateEmail } from './validate.js';
-import { UNPUBLISH_NONCE_BYTES, UNPUBLISH_SIGNATURE_BYTES, type UnpublishRequest, type UnpublishedResponse } from './wire/messages.js';
+import {
+  UNPUBLISH_NONCE_BYTES,
+  UNPUBLISH_SIGNATURE_BYTES,
+  type UnpublishRequest,
+  type UnpublishedResponse,
+} from './wire/messages.js';
 import { UNPUBLISH_WINDOW_MS, unpublishSignedBytes } from './wire/unpublish-signature.js';
 
 /** How long a manage link works, and how many are remembered at most (least recently used out). */
@@ -39,7 +44,10 @@ const TOKEN_BYTES = 32;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
 /** What a withdrawal needs of the service: the same store, clock, mailer, config and mail limits. */
-export type WithdrawDeps = Pick<ServiceDeps, 'store' | 'clock' | 'mailer' | 'config' | 'logger' | 'emailLimiter' | 'emailIpLimiter'>;
+export type WithdrawDeps = Pick<
+  ServiceDeps,
+  'store' | 'clock' | 'mailer' | 'config' | 'logger' | 'emailLimiter' | 'emailIpLimiter'
+>;
 
 /** One share as a manage page shows it. */
 export interface ManagedShare {
@@ -82,17 +90,26 @@ export class Withdrawals {
     this.countUnpublish(clientKey);
     const now = clock.now();
     if (Math.abs(now - req.timestamp) > UNPUBLISH_WINDOW_MS) {
-      throw new KeyServerError('UNPUBLISH_STALE', `the unpublish request was signed at ${new Date(req.timestamp).toISOString()}, more than ${UNPUBLISH_WINDOW_MS / 60_000} minutes from this server's clock; check the clock of the computer that sent it and try again`);
+      throw new KeyServerError(
+        'UNPUBLISH_STALE',
+        `the unpublish request was signed at ${new Date(req.timestamp).toISOString()}, more than ${UNPUBLISH_WINDOW_MS / 60_000} minutes from this server's clock; check the clock of the computer that sent it and try again`,
+      );
     }
     if (req.nonce.length !== UNPUBLISH_NONCE_BYTES || req.signature.length !== UNPUBLISH_SIGNATURE_BYTES) {
-      throw new KeyServerError('MALFORMED_REQUEST', `an unpublish request carries a ${UNPUBLISH_NONCE_BYTES}-byte nonce and a ${UNPUBLISH_SIGNATURE_BYTES}-byte signature`);
+      throw new KeyServerError(
+        'MALFORMED_REQUEST',
+        `an unpublish request carries a ${UNPUBLISH_NONCE_BYTES}-byte nonce and a ${UNPUBLISH_SIGNATURE_BYTES}-byte signature`,
+      );
     }
     const found = store.lookup(code.canonical);
     if (found.state !== 'live' && found.state !== 'pending') throw fetchRefused(found.state);
     const signed = unpublishSignedBytes(code.canonical, req.timestamp, req.nonce);
     const ed25519 = found.share.publicKey.subarray(33, 65);
     if (!sodium.crypto_sign_verify_detached(Buffer.from(req.signature), signed, ed25519)) {
-      throw new KeyServerError('UNPUBLISH_FORBIDDEN', 'the unpublish request is not signed by the identity whose key this share holds; only its publisher can unpublish it (or the owner of its address, through a manage link)');
+      throw new KeyServerError(
+        'UNPUBLISH_FORBIDDEN',
+        'the unpublish request is not signed by the identity whose key this share holds; only its publisher can unpublish it (or the owner of its address, through a manage link)',
+      );
     }
     const deletedAt = await store.withdraw(code.canonical);
     if (deletedAt === undefined) throw fetchRefused('expired');
@@ -111,11 +128,19 @@ export class Withdrawals {
     const email = validateEmail(rawEmail);
     const perAddress = this.d.emailLimiter.check(mailboxKey(email));
     if (!perAddress.ok) {
-      throw new RateLimitedError(`too many emails for this address (limit: ${config.verificationEmailRateLimitPerHour} per hour); try again in ${minutes(perAddress.retryAfter)}`, perAddress.retryAfter, 'emails-per-address');
+      throw new RateLimitedError(
+        `too many emails for this address (limit: ${config.verificationEmailRateLimitPerHour} per hour); try again in ${minutes(perAddress.retryAfter)}`,
+        perAddress.retryAfter,
+        'emails-per-address',
+      );
     }
     const perIp = this.d.emailIpLimiter.check(clientKey);
     if (!perIp.ok) {
-      throw new RateLimitedError(`too many emails from your address (limit: ${config.verificationEmailIpRateLimitPerHour} per hour per source IP); try again in ${minutes(perIp.retryAfter)}`, perIp.retryAfter, 'emails-per-ip');
+      throw new RateLimitedError(
+        `too many emails from your address (limit: ${config.verificationEmailIpRateLimitPerHour} per hour per source IP); try again in ${minutes(perIp.retryAfter)}`,
+        perIp.retryAfter,
+        'emails-per-ip',
+      );
     }
     this.d.emailLimiter.record(mailboxKey(email));
     this.d.emailIpLimiter.record(clientKey);
@@ -133,7 +158,12 @@ export class Withdrawals {
   manageView(token: string): ManageView | undefined {
     const link = this.link(token);
     if (!link) return undefined;
-    return { maskedEmail: maskEmail(link.email), linkExpiresAt: link.expiresAt, shares: this.sharesOf(link.email), deleted: [] };
+    return {
+      maskedEmail: maskEmail(link.email),
+      linkExpiresAt: link.expiresAt,
+      shares: this.sharesOf(link.email),
+      deleted: [],
+    };
   }
 
   /**
@@ -152,8 +182,16 @@ export class Withdrawals {
       const canonical = parseShareCode(s.code).canonical;
       if ((await this.d.store.withdraw(canonical)) !== undefined) deleted.push(s.code);
     }
-    if (deleted.length > 0) this.d.logger.info(`manage: ${deleted.length} share(s) of ${maskEmail(link.email)} deleted through a manage link`);
-    return { maskedEmail: maskEmail(link.email), linkExpiresAt: link.expiresAt, shares: this.sharesOf(link.email), deleted };
+    if (deleted.length > 0)
+      this.d.logger.info(
+        `manage: ${deleted.length} share(s) of ${maskEmail(link.email)} deleted through a manage link`,
+      );
+    return {
+      maskedEmail: maskEmail(link.email),
+      linkExpiresAt: link.expiresAt,
+      shares: this.sharesOf(link.email),
+      deleted,
+    };
   }
 
   private link(token: string): { email: string; expiresAt: number } | undefined {
@@ -179,7 +217,12 @@ export class Withdrawals {
     try {
       for (const s of snapshot) {
         if (s.expiresAt <= now || s.email.toLowerCase() !== email) continue;
-        out.push({ code: parseShareCode(s.code).display, fingerprint: publishedFingerprint(s.publicKey), state: s.verifiedAt === 0 ? 'pending' : 'confirmed', expiresAt: s.expiresAt });
+        out.push({
+          code: parseShareCode(s.code).display,
+          fingerprint: publishedFingerprint(s.publicKey),
+          state: s.verifiedAt === 0 ? 'pending' : 'confirmed',
+          expiresAt: s.expiresAt,
+        });
       }
     } finally {
       snapshot.close();
@@ -193,7 +236,11 @@ export class Withdrawals {
     this.unpublishes.configure(limit);
     const decision = this.unpublishes.check(clientKey);
     if (!decision.ok) {
-      throw new RateLimitedError(`too many unpublish requests from your address (limit: ${limit} per hour per source IP); try again in ${minutes(decision.retryAfter)}`, decision.retryAfter, 'unpublishes-per-ip');
+      throw new RateLimitedError(
+        `too many unpublish requests from your address (limit: ${limit} per hour per source IP); try again in ${minutes(decision.retryAfter)}`,
+        decision.retryAfter,
+        'unpublishes-per-ip',
+      );
     }
     this.unpublishes.record(clientKey);
   }

@@ -163,7 +163,10 @@ export interface NativeBinding {
   powerRelease(handle: number): void;
   PowerWatcher: new (callback: (event: NativePowerEvent) => void) => NativePowerWatcher;
   /** Throws EINVAL for a source this platform has not, ELIBACC without sd-bus (Linux). */
-  LockWatcher?: new (options: { source: string; sessionId: string | null }, callback: (event: NativeLockEvent) => void) => NativeLockWatcher;
+  LockWatcher?: new (
+    options: { source: string; sessionId: string | null },
+    callback: (event: NativeLockEvent) => void,
+  ) => NativeLockWatcher;
   /** macOS and Windows only. */
   processInfo?(pid: number): NativeProcessInfo | null;
   /** Linux only: pidfd_open(pid, 0). */
@@ -175,7 +178,10 @@ export interface NativeBinding {
    * PIPE_REJECT_REMOTE_CLIENTS) and accepts clients whose token user is ours.
    * Throws EADDRINUSE when the name already exists.
    */
-  PipeServer?: new (name: string, callback: (event: NativePipeEvent) => void) => NativePipeServer;
+  PipeServer?: new (
+    name: string,
+    callback: (event: NativePipeEvent) => void,
+  ) => NativePipeServer;
   /**
    * Windows only: opens the client end (SECURITY_IDENTIFICATION) and resolves only if the
    * serving process runs as our user. Rejects ENOENT (no such pipe), EACCES (its DACL shuts

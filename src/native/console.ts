@@ -33,7 +33,8 @@ function checkText(value: unknown, what: string): void {
  * EILSEQ, EBUSY or WIN32_<n>. ENOTSUP on other platforms.
  */
 export function consoleReadLine(options: NativeConsoleReadOptions): Promise<NativeConsoleRead> {
-  if (typeof options !== 'object' || options === null) throw new NativeError('EINVAL', 'consoleReadLine needs an options object');
+  if (typeof options !== 'object' || options === null)
+    throw new NativeError('EINVAL', 'consoleReadLine needs an options object');
   checkText(options.prompt, 'prompt');
   checkText(options.discardedNotice, 'discardedNotice');
   if (!Buffer.isBuffer(options.into) || options.into.length === 0 || options.into.length > MAX_CONSOLE_LINE_BYTES) {
@@ -43,6 +44,10 @@ export function consoleReadLine(options: NativeConsoleReadOptions): Promise<Nati
     throw new NativeError('EINVAL', 'echo and discardTypeAhead must be booleans');
   }
   const read = loadBinding().consoleReadLine;
-  if (typeof read !== 'function') throw new NativeError('ENOTSUP', 'the console prompt is native on Windows only (elsewhere the prompt reads /dev/tty)');
+  if (typeof read !== 'function')
+    throw new NativeError(
+      'ENOTSUP',
+      'the console prompt is native on Windows only (elsewhere the prompt reads /dev/tty)',
+    );
   return read(options);
 }

@@ -5,12 +5,23 @@
 import type { Socket } from 'node:net';
 import { NativeError } from '../errors.js';
 import {
-  loadBinding, type HardenReport, type NativePipeConnection, type NativePipeEvent, type NativePipeServer, type PeerCredentials,
+  loadBinding,
+  type HardenReport,
+  type NativePipeConnection,
+  type NativePipeEvent,
+  type NativePipeServer,
+  type PeerCredentials,
   type ProcessPosture,
 } from './binding.js';
 
 export type {
-  HardenReport, NativePipeConnection, NativePipeEvent, NativePipeServer, PeerCredentials, ProcessPosture, ResourceLimit,
+  HardenReport,
+  NativePipeConnection,
+  NativePipeEvent,
+  NativePipeServer,
+  PeerCredentials,
+  ProcessPosture,
+  ResourceLimit,
 } from './binding.js';
 
 /** syslog(3) priorities, shared with the Windows Event Log mapping. */
@@ -68,7 +79,8 @@ export function closeSystemLog(): void {
 const PIPE_NAME = /^\\\\\.\\pipe\\[^\\]{1,240}$/;
 
 function checkPipeName(name: string): void {
-  if (typeof name !== 'string' || !PIPE_NAME.test(name)) throw new NativeError('EINVAL', `not a local pipe name: ${JSON.stringify(name)}`);
+  if (typeof name !== 'string' || !PIPE_NAME.test(name))
+    throw new NativeError('EINVAL', `not a local pipe name: ${JSON.stringify(name)}`);
 }
 
 function pipeBinding(): Required<Pick<ReturnType<typeof loadBinding>, 'PipeServer' | 'pipeConnect'>> {

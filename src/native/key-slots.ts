@@ -92,7 +92,8 @@ export class KeySlots {
     let freeSlotsZero = true;
     for (const { slab, index } of this.free) {
       free++;
-      if (!sodium().sodium_is_zero(slab.mem.subarray(index * SLOT_BYTES, (index + 1) * SLOT_BYTES))) freeSlotsZero = false;
+      if (!sodium().sodium_is_zero(slab.mem.subarray(index * SLOT_BYTES, (index + 1) * SLOT_BYTES)))
+        freeSlotsZero = false;
     }
     return { slabs: this.slabs.length, inUse: this.slabs.length * SLOTS_PER_SLAB - free, freeSlotsZero };
   }

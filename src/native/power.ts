@@ -18,7 +18,15 @@ export type { NativePowerEvent, NativePowerProbe, NativePowerWatcher, NativeProc
 export type InhibitMode = 'block' | 'delay';
 
 /** logind's inhibitor lock types (man org.freedesktop.login1, "Inhibit"). */
-const inhibitWhat = new Set(['shutdown', 'sleep', 'idle', 'handle-power-key', 'handle-suspend-key', 'handle-hibernate-key', 'handle-lid-switch']);
+const inhibitWhat = new Set([
+  'shutdown',
+  'sleep',
+  'idle',
+  'handle-power-key',
+  'handle-suspend-key',
+  'handle-hibernate-key',
+  'handle-lid-switch',
+]);
 
 function checkText(name: string, value: string): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > 256 || value.includes('\0')) {
@@ -27,7 +35,8 @@ function checkText(name: string, value: string): void {
 }
 
 function checkInt(name: string, value: number, min: number): void {
-  if (!Number.isInteger(value) || value < min || value > 0x7fffffff) throw new NativeError('EINVAL', `${name} must be an integer >= ${min}: ${value}`);
+  if (!Number.isInteger(value) || value < min || value > 0x7fffffff)
+    throw new NativeError('EINVAL', `${name} must be an integer >= ${min}: ${value}`);
 }
 
 /** Whether the platform's power backend can be used right now, and if not, why. Never rejects for "absent". */
@@ -44,7 +53,8 @@ export function powerInhibit(opts: { what: string; who: string; why: string; mod
   for (const part of opts.what.split(':')) {
     if (!inhibitWhat.has(part)) return Promise.reject(new NativeError('EINVAL', `unknown inhibitor type: ${part}`));
   }
-  if (opts.mode !== 'block' && opts.mode !== 'delay') return Promise.reject(new NativeError('EINVAL', `unknown inhibitor mode: ${String(opts.mode)}`));
+  if (opts.mode !== 'block' && opts.mode !== 'delay')
+    return Promise.reject(new NativeError('EINVAL', `unknown inhibitor mode: ${String(opts.mode)}`));
   try {
     checkText('who', opts.who);
     checkText('why', opts.why);
@@ -76,7 +86,8 @@ export function watchPower(callback: (event: NativePowerEvent) => void): NativeP
 export function nativeProcessInfo(pid: number): NativeProcessInfo | null {
   checkInt('pid', pid, 1);
   const binding = loadBinding();
-  if (!binding.processInfo) throw new NativeError('ENOTSUP', 'processInfo is provided on macOS and Windows; Linux reads /proc');
+  if (!binding.processInfo)
+    throw new NativeError('ENOTSUP', 'processInfo is provided on macOS and Windows; Linux reads /proc');
   return binding.processInfo(pid);
 }
 

@@ -118,7 +118,10 @@ export class SecurePool {
 
   private allocate(cls: number): Block {
     if (this.allocated >= this.maxBuffers) {
-      throw new StashError('SECURE_MEMORY_EXHAUSTED', `secure memory: ${this.allocated} buffers are in use, the most this process may hold`);
+      throw new StashError(
+        'SECURE_MEMORY_EXHAUSTED',
+        `secure memory: ${this.allocated} buffers are in use, the most this process may hold`,
+      );
     }
     const mem = sodium().sodium_malloc(SIZE_CLASSES[cls]!);
     sodium().sodium_memzero(mem); // sodium_malloc fills new memory with 0xdb

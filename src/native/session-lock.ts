@@ -25,11 +25,19 @@ export type LockSourceName = (typeof lockSources)[keyof typeof lockSources][numb
  * logind): the XDG_SESSION_ID to fall back on when logind knows no session
  * for the agent's pid.
  */
-export function watchSessionLock(source: LockSourceName, sessionId: string | null, callback: (event: NativeLockEvent) => void): NativeLockWatcher {
+export function watchSessionLock(
+  source: LockSourceName,
+  sessionId: string | null,
+  callback: (event: NativeLockEvent) => void,
+): NativeLockWatcher {
   if (typeof callback !== 'function') throw new NativeError('EINVAL', 'watchSessionLock needs a callback');
-  const known: readonly string[] = (lockSources as Partial<Record<NodeJS.Platform, readonly string[]>>)[process.platform] ?? [];
+  const known: readonly string[] =
+    (lockSources as Partial<Record<NodeJS.Platform, readonly string[]>>)[process.platform] ?? [];
   if (!known.includes(source)) throw new NativeError('EINVAL', `no lock source ${source} on ${process.platform}`);
-  if (sessionId !== null && (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > 64 || sessionId.includes('\0'))) {
+  if (
+    sessionId !== null &&
+    (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > 64 || sessionId.includes('\0'))
+  ) {
     throw new NativeError('EINVAL', 'sessionId must be 1..64 characters without NUL');
   }
   const Watcher = loadBinding().LockWatcher;

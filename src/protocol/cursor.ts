@@ -7,7 +7,10 @@ import { ProtocolError } from './errors.js';
 export class Reader {
   private offset = 0;
 
-  constructor(private readonly buf: Buffer, private readonly what: string) {}
+  constructor(
+    private readonly buf: Buffer,
+    private readonly what: string,
+  ) {}
 
   private need(n: number, field: string): void {
     if (this.offset + n > this.buf.length) {
@@ -74,7 +77,10 @@ export class Reader {
 
   end(): void {
     if (this.offset !== this.buf.length) {
-      throw new ProtocolError('MALFORMED_PAYLOAD', `${this.what}: ${this.buf.length - this.offset} unexpected trailing bytes`);
+      throw new ProtocolError(
+        'MALFORMED_PAYLOAD',
+        `${this.what}: ${this.buf.length - this.offset} unexpected trailing bytes`,
+      );
     }
   }
 }

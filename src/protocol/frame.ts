@@ -17,9 +17,13 @@ export interface Frame {
 
 /** The 9-byte header of a frame with this type and payload length. */
 export function encodeHeader(type: number, payloadLength: number): Buffer {
-  if (!Number.isInteger(type) || type < 0 || type > 255) throw new ProtocolError('MALFORMED_FRAME', `message type ${type} is not a byte`);
+  if (!Number.isInteger(type) || type < 0 || type > 255)
+    throw new ProtocolError('MALFORMED_FRAME', `message type ${type} is not a byte`);
   if (payloadLength > MAX_PAYLOAD_BYTES) {
-    throw new ProtocolError('INVALID_SIZE', `payload of ${payloadLength} bytes exceeds the ${MAX_PAYLOAD_BYTES}-byte limit`);
+    throw new ProtocolError(
+      'INVALID_SIZE',
+      `payload of ${payloadLength} bytes exceeds the ${MAX_PAYLOAD_BYTES}-byte limit`,
+    );
   }
   const header = Buffer.allocUnsafe(HEADER_BYTES);
   MAGIC.copy(header, 0);
@@ -35,16 +39,23 @@ export function encodeFrame(type: number, payload: Buffer = Buffer.alloc(0)): Bu
 
 /** Checks a 9-byte header; returns the type and payload length. */
 export function decodeHeader(header: Buffer): { type: number; length: number } {
-  if (header.length < HEADER_BYTES) throw new ProtocolError('MALFORMED_FRAME', 'frame header is shorter than 9 bytes', true);
+  if (header.length < HEADER_BYTES)
+    throw new ProtocolError('MALFORMED_FRAME', 'frame header is shorter than 9 bytes', true);
   if (!header.subarray(0, 4).equals(MAGIC)) {
     const seen = header.subarray(0, 4);
-    const printable = /^[\x20-\x7e]{4}$/.test(seen.toString('latin1')) ? `"${seen.toString('latin1')}"` : seen.toString('hex');
+    const printable = /^[\x20-\x7e]{4}$/.test(seen.toString('latin1'))
+      ? `"${seen.toString('latin1')}"`
+      : seen.toString('hex');
     throw new ProtocolError('BAD_MAGIC', `bad frame magic ${printable}, expected "SBX2"`, true);
   }
   const type = header.readUInt8(4);
   const length = header.readUInt32LE(5);
   if (length > MAX_PAYLOAD_BYTES) {
-    throw new ProtocolError('INVALID_SIZE', `frame of ${length + HEADER_BYTES} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`, true);
+    throw new ProtocolError(
+      'INVALID_SIZE',
+      `frame of ${length + HEADER_BYTES} bytes exceeds the ${MAX_FRAME_BYTES}-byte limit`,
+      true,
+    );
   }
   return { type, length };
 }

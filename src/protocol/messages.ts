@@ -45,9 +45,17 @@ export const MsgType = {
 } as const;
 
 /** Types that are accepted only inside a SEALED frame. */
-export const SEALED_ONLY: ReadonlySet<number> = new Set([MsgType.GET, MsgType.PUT, MsgType.FORGET, MsgType.FORGET_ALL, MsgType.LIST]);
+export const SEALED_ONLY: ReadonlySet<number> = new Set([
+  MsgType.GET,
+  MsgType.PUT,
+  MsgType.FORGET,
+  MsgType.FORGET_ALL,
+  MsgType.LIST,
+]);
 
-const typeNames = new Map<number, string>(Object.entries(MsgType).map(([k, v]) => [v, k.toLowerCase().replace(/_/g, '-')]));
+const typeNames = new Map<number, string>(
+  Object.entries(MsgType).map(([k, v]) => [v, k.toLowerCase().replace(/_/g, '-')]),
+);
 
 /** "get", "put", ... or "0x42" for an unknown type. */
 export function typeName(type: number): string {
@@ -88,7 +96,10 @@ type Alloc = (n: number) => Buffer;
 
 function checkId(id: Buffer, what: string): void {
   if (id.length < 1 || id.length > MAX_ID_BYTES) {
-    throw new ProtocolError('MALFORMED_PAYLOAD', `${what}: container id must be 1..${MAX_ID_BYTES} bytes, got ${id.length}`);
+    throw new ProtocolError(
+      'MALFORMED_PAYLOAD',
+      `${what}: container id must be 1..${MAX_ID_BYTES} bytes, got ${id.length}`,
+    );
   }
 }
 
@@ -100,15 +111,18 @@ function readId(r: Reader, what: string): Buffer {
 
 function readPath(r: Reader, what: string): string | null {
   const n = r.u16('path length');
-  if (n > MAX_PATH_BYTES) throw new ProtocolError('MALFORMED_PAYLOAD', `${what}: path of ${n} bytes exceeds ${MAX_PATH_BYTES}`);
+  if (n > MAX_PATH_BYTES)
+    throw new ProtocolError('MALFORMED_PAYLOAD', `${what}: path of ${n} bytes exceeds ${MAX_PATH_BYTES}`);
   return n === 0 ? null : r.utf8(n, 'path');
 }
 
 /** Checks a TTL the way the agent does; null means "use the default". */
 export function checkTtl(ttl: number | null): void {
   if (ttl === null) return;
-  if (!Number.isInteger(ttl) || ttl <= 0) throw new ProtocolError('NON_POSITIVE_TTL', `TTL must be a positive whole number of seconds, got ${ttl}`);
-  if (ttl > MAX_TTL_SECONDS) throw new ProtocolError('MALFORMED_PAYLOAD', `TTL of ${ttl} s exceeds the ${MAX_TTL_SECONDS} s limit`);
+  if (!Number.isInteger(ttl) || ttl <= 0)
+    throw new ProtocolError('NON_POSITIVE_TTL', `TTL must be a positive whole number of seconds, got ${ttl}`);
+  if (ttl > MAX_TTL_SECONDS)
+    throw new ProtocolError('MALFORMED_PAYLOAD', `TTL of ${ttl} s exceeds the ${MAX_TTL_SECONDS} s limit`);
 }
 
 /** Encodes a request. `alloc` receives the payload size (use sodium_malloc for put). */
@@ -149,7 +163,8 @@ export function encodeRequest(req: Request, alloc?: Alloc): Frame {
       }
       checkTtl(req.ttl);
       const path = req.path === null ? Buffer.alloc(0) : Buffer.from(req.path, 'utf8');
-      if (path.length > MAX_PATH_BYTES) throw new ProtocolError('MALFORMED_PAYLOAD', `put: path exceeds ${MAX_PATH_BYTES} bytes`);
+      if (path.length > MAX_PATH_BYTES)
+        throw new ProtocolError('MALFORMED_PAYLOAD', `put: path exceeds ${MAX_PATH_BYTES} bytes`);
       type = MsgType.PUT;
       w.u8(req.id.length).bytes(req.id).u16(req.key.length).bytes(req.key).u16(path.length).bytes(path);
       w.u8(req.ttl === null ? 0 : 1).i32(req.ttl ?? 0);
@@ -180,7 +195,10 @@ export function decodeRequest(frame: Frame): Request {
       // ignoring them) lets a newer client probe for a feature and fall back. Another
       // version's flags are its own: the connection answers VERSION_MISMATCH.
       if (version === PROTOCOL_VERSION && flags !== 0) {
-        throw new ProtocolError('UNKNOWN_FLAGS', `HELLO flags 0x${flags.toString(16).padStart(2, '0')} are not known to this agent (protocol ${PROTOCOL_VERSION} defines none)`);
+        throw new ProtocolError(
+          'UNKNOWN_FLAGS',
+          `HELLO flags 0x${flags.toString(16).padStart(2, '0')} are not known to this agent (protocol ${PROTOCOL_VERSION} defines none)`,
+        );
       }
       req = { type: 'hello', version, publicKey };
       break;
@@ -198,7 +216,10 @@ export function decodeRequest(frame: Frame): Request {
       if (!(ACTIVITY_KINDS as readonly string[]).includes(kind)) {
         r.end();
         const shown = /^[\x20-\x7e]{1,32}$/.test(kind) ? JSON.stringify(kind) : `(${kindLen} bytes)`;
-        throw new ProtocolError('UNKNOWN_KIND', `unknown activity kind ${shown}; expected one of ${ACTIVITY_KINDS.join(', ')}`);
+        throw new ProtocolError(
+          'UNKNOWN_KIND',
+          `unknown activity kind ${shown}; expected one of ${ACTIVITY_KINDS.join(', ')}`,
+        );
       }
       if (pid === 0) throw new ProtocolError('MALFORMED_PAYLOAD', 'register-activity: pid 0 is not a process');
       req = { type: 'register', pid, kind: kind as ActivityKindName };
@@ -218,13 +239,15 @@ export function decodeRequest(frame: Frame): Request {
     case MsgType.PUT: {
       const id = readId(r, what);
       const keyLen = r.u16('key length');
-      if (keyLen < 1 || keyLen > MAX_KEY_BYTES) throw new ProtocolError('MALFORMED_PAYLOAD', `put: key length ${keyLen} is outside 1..${MAX_KEY_BYTES}`);
+      if (keyLen < 1 || keyLen > MAX_KEY_BYTES)
+        throw new ProtocolError('MALFORMED_PAYLOAD', `put: key length ${keyLen} is outside 1..${MAX_KEY_BYTES}`);
       const key = r.bytes(keyLen, 'key bytes');
       const path = readPath(r, what);
       const hasTtl = r.u8('TTL flag');
       const ttlValue = r.i32('TTL');
       if (hasTtl > 1) throw new ProtocolError('MALFORMED_PAYLOAD', `put: TTL flag must be 0 or 1, got ${hasTtl}`);
-      if (hasTtl === 0 && ttlValue !== 0) throw new ProtocolError('MALFORMED_PAYLOAD', 'put: TTL value given with the "absent" flag');
+      if (hasTtl === 0 && ttlValue !== 0)
+        throw new ProtocolError('MALFORMED_PAYLOAD', 'put: TTL value given with the "absent" flag');
       const ttl = hasTtl === 1 ? ttlValue : null;
       r.end();
       checkTtl(ttl);
@@ -279,7 +302,13 @@ export function encodeReply(reply: Reply, alloc?: Alloc): Frame {
       w.u16(reply.total).u16(reply.offset).u16(reply.entries.length);
       for (const e of reply.entries) {
         const path = e.path === null ? Buffer.alloc(0) : Buffer.from(e.path, 'utf8');
-        w.u8(e.id.length).bytes(e.id).u16(path.length).bytes(path).u32(e.ttl).u32(clampU32(e.expiresInMs)).u32(clampU32(e.ageMs));
+        w.u8(e.id.length)
+          .bytes(e.id)
+          .u16(path.length)
+          .bytes(path)
+          .u32(e.ttl)
+          .u32(clampU32(e.expiresInMs))
+          .u32(clampU32(e.ageMs));
       }
       break;
     case 'error': {
@@ -289,7 +318,8 @@ export function encodeReply(reply: Reply, alloc?: Alloc): Frame {
       break;
     }
   }
-  if (w.length > MAX_PAYLOAD_BYTES - 64) throw new ProtocolError('INVALID_SIZE', `${reply.type} reply of ${w.length} bytes is too large`);
+  if (w.length > MAX_PAYLOAD_BYTES - 64)
+    throw new ProtocolError('INVALID_SIZE', `${reply.type} reply of ${w.length} bytes is too large`);
   return { type, payload: w.finish(alloc) };
 }
 
@@ -328,7 +358,8 @@ export function decodeReply(frame: Frame): Reply {
         if (err instanceof ProtocolError) throw err;
         throw new ProtocolError('MALFORMED_PAYLOAD', 'status: not a JSON document');
       }
-      if (typeof status !== 'object' || status === null || Array.isArray(status)) throw new ProtocolError('MALFORMED_PAYLOAD', 'status: not a JSON object');
+      if (typeof status !== 'object' || status === null || Array.isArray(status))
+        throw new ProtocolError('MALFORMED_PAYLOAD', 'status: not a JSON object');
       reply = { type: 'status', status: status as Record<string, unknown> };
       break;
     }
@@ -337,7 +368,8 @@ export function decodeReply(frame: Frame): Reply {
       break;
     case MsgType.CACHE_KEY: {
       const n = r.u16('key length');
-      if (n < 1 || n > MAX_KEY_BYTES) throw new ProtocolError('MALFORMED_PAYLOAD', `cache-key: key length ${n} is outside 1..${MAX_KEY_BYTES}`);
+      if (n < 1 || n > MAX_KEY_BYTES)
+        throw new ProtocolError('MALFORMED_PAYLOAD', `cache-key: key length ${n} is outside 1..${MAX_KEY_BYTES}`);
       reply = { type: 'cache-key', key: r.bytes(n, 'key bytes'), ttl: r.u32('TTL') };
       break;
     }

@@ -49,7 +49,8 @@ export function ephemeralKeys(): EphemeralKeys {
 }
 
 function checkPeerKey(pk: Buffer): void {
-  if (pk.length !== sodium.crypto_kx_PUBLICKEYBYTES) throw new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key has the wrong length');
+  if (pk.length !== sodium.crypto_kx_PUBLICKEYBYTES)
+    throw new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key has the wrong length');
   if (pk.every((b) => b === 0)) throw new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key is all zero');
 }
 
@@ -138,7 +139,10 @@ export class SecureChannel {
   private readonly nonce = Buffer.alloc(NPUBBYTES);
   private readonly ad = Buffer.alloc(AD_BYTES);
 
-  private constructor(private readonly rx: Buffer, private readonly tx: Buffer) {}
+  private constructor(
+    private readonly rx: Buffer,
+    private readonly tx: Buffer,
+  ) {}
 
   /** Agent side: derive keys from our ephemeral pair and the client's public key. Wipes our secret key. */
   static forServer(ours: EphemeralKeys, clientPublicKey: Buffer): SecureChannel {
@@ -151,7 +155,9 @@ export class SecureChannel {
     } catch (err) {
       wipe(rx);
       wipe(tx);
-      throw err instanceof ProtocolError ? err : new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key was rejected');
+      throw err instanceof ProtocolError
+        ? err
+        : new ProtocolError('MALFORMED_PAYLOAD', 'handshake public key was rejected');
     } finally {
       wipe(ours.secretKey);
     }
@@ -169,7 +175,9 @@ export class SecureChannel {
     } catch (err) {
       wipe(rx);
       wipe(tx);
-      throw err instanceof ProtocolError ? err : new ProtocolError('MALFORMED_PAYLOAD', 'agent handshake public key was rejected');
+      throw err instanceof ProtocolError
+        ? err
+        : new ProtocolError('MALFORMED_PAYLOAD', 'agent handshake public key was rejected');
     } finally {
       wipe(ours.secretKey);
     }
@@ -202,7 +210,10 @@ export class SecureChannel {
       if (plain !== null) throw new ProtocolError('MALFORMED_PAYLOAD', 'sealEncoded: the payload was allocated twice');
       const sealedLength = COUNTER_BYTES + 1 + size + ABYTES;
       if (sealedLength > MAX_PAYLOAD_BYTES) {
-        throw new ProtocolError('INVALID_SIZE', `payload of ${sealedLength} bytes exceeds the ${MAX_PAYLOAD_BYTES}-byte limit`);
+        throw new ProtocolError(
+          'INVALID_SIZE',
+          `payload of ${sealedLength} bytes exceeds the ${MAX_PAYLOAD_BYTES}-byte limit`,
+        );
       }
       plain = this.sealScratch.take(1 + size);
       return plain.subarray(1);
@@ -210,7 +221,11 @@ export class SecureChannel {
     try {
       const inner = encode(alloc);
       const p: Buffer = plain ?? alloc(0);
-      if (inner.payload.buffer !== p.buffer || inner.payload.byteOffset !== p.byteOffset + 1 || inner.payload.length !== p.length - 1) {
+      if (
+        inner.payload.buffer !== p.buffer ||
+        inner.payload.byteOffset !== p.byteOffset + 1 ||
+        inner.payload.length !== p.length - 1
+      ) {
         throw new ProtocolError('MALFORMED_PAYLOAD', 'sealEncoded: the payload was not built in the allocated buffer');
       }
       p[0] = inner.type;
@@ -219,7 +234,14 @@ export class SecureChannel {
       writeHeader(out, payloadLength);
       const counter = this.sendCounter;
       out.writeBigUInt64LE(counter, HEADER_BYTES);
-      sodium.crypto_aead_chacha20poly1305_ietf_encrypt(out.subarray(AD_BYTES), p, out.subarray(0, AD_BYTES), null, this.nonceFor(counter), this.tx);
+      sodium.crypto_aead_chacha20poly1305_ietf_encrypt(
+        out.subarray(AD_BYTES),
+        p,
+        out.subarray(0, AD_BYTES),
+        null,
+        this.nonceFor(counter),
+        this.tx,
+      );
       this.sendCounter = counter + 1n;
       return out;
     } finally {
@@ -236,7 +258,8 @@ export class SecureChannel {
   open(frame: Frame): OpenedFrame {
     this.alive();
     if (frame.type !== MsgType.SEALED) throw new ProtocolError('MALFORMED_FRAME', 'expected a sealed frame');
-    if (frame.payload.length < COUNTER_BYTES + 1 + ABYTES) throw new ProtocolError('MALFORMED_PAYLOAD', 'sealed frame is too short');
+    if (frame.payload.length < COUNTER_BYTES + 1 + ABYTES)
+      throw new ProtocolError('MALFORMED_PAYLOAD', 'sealed frame is too short');
     const counter = frame.payload.readBigUInt64LE(0);
     if (counter !== this.recvCounter) {
       const why = counter < this.recvCounter ? 'replayed' : 'out of order';
@@ -251,7 +274,10 @@ export class SecureChannel {
       sodium.crypto_aead_chacha20poly1305_ietf_decrypt(plain, null, cipher, this.ad, this.nonceFor(counter), this.rx);
     } catch {
       this.openScratch.give(plain);
-      throw new ProtocolError('DECRYPT_FAILED', 'sealed frame failed authentication (tampered, or sealed with another key)');
+      throw new ProtocolError(
+        'DECRYPT_FAILED',
+        'sealed frame failed authentication (tampered, or sealed with another key)',
+      );
     }
     this.recvCounter = counter + 1n;
     let released = false;

@@ -20,20 +20,60 @@ declare module 'sodium-native' {
   export const crypto_kx_SESSIONKEYBYTES: number;
   export function crypto_kx_keypair(pk: Buf, sk: Buf): void;
   export function crypto_kx_seed_keypair(pk: Buf, sk: Buf, seed: Buf): void;
-  export function crypto_kx_client_session_keys(rx: Buf | null, tx: Buf | null, clientPk: Buf, clientSk: Buf, serverPk: Buf): void;
-  export function crypto_kx_server_session_keys(rx: Buf | null, tx: Buf | null, serverPk: Buf, serverSk: Buf, clientPk: Buf): void;
+  export function crypto_kx_client_session_keys(
+    rx: Buf | null,
+    tx: Buf | null,
+    clientPk: Buf,
+    clientSk: Buf,
+    serverPk: Buf,
+  ): void;
+  export function crypto_kx_server_session_keys(
+    rx: Buf | null,
+    tx: Buf | null,
+    serverPk: Buf,
+    serverSk: Buf,
+    clientPk: Buf,
+  ): void;
 
   export const crypto_aead_chacha20poly1305_ietf_ABYTES: number;
   export const crypto_aead_chacha20poly1305_ietf_KEYBYTES: number;
   export const crypto_aead_chacha20poly1305_ietf_NPUBBYTES: number;
-  export function crypto_aead_chacha20poly1305_ietf_encrypt(c: Buf, m: Buf, ad: Buf | null, nsec: null, npub: Buf, k: Buf): number;
-  export function crypto_aead_chacha20poly1305_ietf_decrypt(m: Buf, nsec: null, c: Buf, ad: Buf | null, npub: Buf, k: Buf): number;
+  export function crypto_aead_chacha20poly1305_ietf_encrypt(
+    c: Buf,
+    m: Buf,
+    ad: Buf | null,
+    nsec: null,
+    npub: Buf,
+    k: Buf,
+  ): number;
+  export function crypto_aead_chacha20poly1305_ietf_decrypt(
+    m: Buf,
+    nsec: null,
+    c: Buf,
+    ad: Buf | null,
+    npub: Buf,
+    k: Buf,
+  ): number;
 
   export const crypto_aead_xchacha20poly1305_ietf_ABYTES: number;
   export const crypto_aead_xchacha20poly1305_ietf_KEYBYTES: number;
   export const crypto_aead_xchacha20poly1305_ietf_NPUBBYTES: number;
-  export function crypto_aead_xchacha20poly1305_ietf_encrypt(c: Buf, m: Buf, ad: Buf | null, nsec: null, npub: Buf, k: Buf): number;
-  export function crypto_aead_xchacha20poly1305_ietf_decrypt(m: Buf, nsec: null, c: Buf, ad: Buf | null, npub: Buf, k: Buf): number;
+  export function crypto_aead_xchacha20poly1305_ietf_encrypt(
+    c: Buf,
+    m: Buf,
+    ad: Buf | null,
+    nsec: null,
+    npub: Buf,
+    k: Buf,
+  ): number;
+  export function crypto_aead_xchacha20poly1305_ietf_decrypt(
+    m: Buf,
+    nsec: null,
+    c: Buf,
+    ad: Buf | null,
+    npub: Buf,
+    k: Buf,
+  ): number;
 
   export const crypto_pwhash_SALTBYTES: number;
   export const crypto_pwhash_ALG_ARGON2ID13: number;
@@ -46,8 +86,22 @@ declare module 'sodium-native' {
   export const crypto_pwhash_OPSLIMIT_MIN: number;
   export const crypto_pwhash_MEMLIMIT_MIN: number;
   export const crypto_pwhash_BYTES_MIN: number;
-  export function crypto_pwhash(out: Buf, passwd: Buf, salt: Buf, opslimit: number, memlimit: number, alg: number): void;
-  export function crypto_pwhash_async(out: Buf, passwd: Buf, salt: Buf, opslimit: number, memlimit: number, alg: number): Promise<void>;
+  export function crypto_pwhash(
+    out: Buf,
+    passwd: Buf,
+    salt: Buf,
+    opslimit: number,
+    memlimit: number,
+    alg: number,
+  ): void;
+  export function crypto_pwhash_async(
+    out: Buf,
+    passwd: Buf,
+    salt: Buf,
+    opslimit: number,
+    memlimit: number,
+    alg: number,
+  ): Promise<void>;
 
   export const crypto_box_PUBLICKEYBYTES: number;
   export const crypto_box_SECRETKEYBYTES: number;

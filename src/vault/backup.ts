@@ -79,11 +79,16 @@ export function buildBackup(dir: string, vaultId: string, vaultKey: Buffer, now 
     try {
       links.push({ name: r.name, path: r.record.link, bytes: readFileSync(r.record.link) });
     } catch (err) {
-      throw new VaultError('VAULT_IO', `cannot back up the linked file of ${r.name}, ${r.record.link}: ${(err as Error).message}; nothing was written (pull it, or unlink it first)`);
+      throw new VaultError(
+        'VAULT_IO',
+        `cannot back up the linked file of ${r.name}, ${r.record.link}: ${(err as Error).message}; nothing was written (pull it, or unlink it first)`,
+      );
     }
   }
   const manifest: BackupManifest = {
-    version: 1, vaultId, createdAt: now.toISOString(),
+    version: 1,
+    vaultId,
+    createdAt: now.toISOString(),
     files: files.map((f) => ({ path: f.path, size: f.bytes.length })),
     links: links.map((l) => ({ name: l.name, path: l.path, size: l.bytes.length })),
   };
@@ -100,9 +105,11 @@ function corrupt(why: string): VaultError {
 
 /** A path from a manifest: relative, `/`-separated, no `..`, no empty or hidden parts. */
 function safePath(path: unknown): string {
-  if (typeof path !== 'string' || path.length === 0 || path.length > 512) throw corrupt('a file path is missing or too long');
+  if (typeof path !== 'string' || path.length === 0 || path.length > 512)
+    throw corrupt('a file path is missing or too long');
   for (const part of path.split('/')) {
-    if (part === '' || part === '.' || part === '..' || part.startsWith('.') || /[\\\0]/.test(part)) throw corrupt(`the file path ${JSON.stringify(path)} is not allowed`);
+    if (part === '' || part === '.' || part === '..' || part.startsWith('.') || /[\\\0]/.test(part))
+      throw corrupt(`the file path ${JSON.stringify(path)} is not allowed`);
   }
   return path;
 }
@@ -113,20 +120,31 @@ function safePath(path: unknown): string {
  * verifyBackup once the vault key is known.
  */
 export function parseBackup(bytes: Buffer): BackupContents {
-  if (bytes.length < MAGIC.length + 4 + MAC_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC)) throw corrupt('it does not start with STASHBK1');
+  if (bytes.length < MAGIC.length + 4 + MAC_BYTES || !bytes.subarray(0, MAGIC.length).equals(MAGIC))
+    throw corrupt('it does not start with STASHBK1');
   const headLen = bytes.readUInt32BE(MAGIC.length);
-  if (headLen > MAX_MANIFEST_BYTES || MAGIC.length + 4 + headLen + MAC_BYTES > bytes.length) throw corrupt('the manifest length is out of range');
+  if (headLen > MAX_MANIFEST_BYTES || MAGIC.length + 4 + headLen + MAC_BYTES > bytes.length)
+    throw corrupt('the manifest length is out of range');
   let manifest: BackupManifest;
   try {
-    manifest = JSON.parse(bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headLen).toString('utf8')) as BackupManifest;
+    manifest = JSON.parse(
+      bytes.subarray(MAGIC.length + 4, MAGIC.length + 4 + headLen).toString('utf8'),
+    ) as BackupManifest;
   } catch {
     throw corrupt('the manifest is not JSON');
   }
-  if (manifest?.version !== 1 || typeof manifest.vaultId !== 'string' || !Array.isArray(manifest.files) || !Array.isArray(manifest.links)) throw corrupt('the manifest has the wrong shape');
+  if (
+    manifest?.version !== 1 ||
+    typeof manifest.vaultId !== 'string' ||
+    !Array.isArray(manifest.files) ||
+    !Array.isArray(manifest.links)
+  )
+    throw corrupt('the manifest has the wrong shape');
   let at = MAGIC.length + 4 + headLen;
   const end = bytes.length - MAC_BYTES;
   const take = (size: unknown): Buffer => {
-    if (!Number.isSafeInteger(size) || (size as number) < 0 || at + (size as number) > end) throw corrupt('a file size is out of range');
+    if (!Number.isSafeInteger(size) || (size as number) < 0 || at + (size as number) > end)
+      throw corrupt('a file size is out of range');
     const out = bytes.subarray(at, at + (size as number));
     at += size as number;
     return out;
@@ -139,7 +157,8 @@ export function parseBackup(bytes: Buffer): BackupContents {
   }
   const links = new Map<string, Buffer>();
   for (const l of manifest.links) {
-    if (typeof l?.name !== 'string' || typeof l.path !== 'string') throw corrupt('a linked file entry has the wrong shape');
+    if (typeof l?.name !== 'string' || typeof l.path !== 'string')
+      throw corrupt('a linked file entry has the wrong shape');
     links.set(l.name, take(l.size));
   }
   if (at !== end) throw corrupt('there are bytes the manifest does not account for');
@@ -151,6 +170,9 @@ export function parseBackup(bytes: Buffer): BackupContents {
 export function verifyBackup(bytes: Buffer, vaultKey: Buffer): void {
   const body = bytes.subarray(0, bytes.length - MAC_BYTES);
   if (!constantTimeEqual(mac(vaultKey, body), bytes.subarray(bytes.length - MAC_BYTES))) {
-    throw new VaultError('VAULT_CORRUPT', 'the backup was modified or damaged after it was made (its MAC does not match); nothing was restored');
+    throw new VaultError(
+      'VAULT_CORRUPT',
+      'the backup was modified or damaged after it was made (its MAC does not match); nothing was restored',
+    );
   }
 }

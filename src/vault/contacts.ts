@@ -68,8 +68,13 @@ const UNSAFE_TEXT = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
 export function normalizeContactName(name: unknown): string {
   if (typeof name !== 'string') throw new VaultError('INVALID_CONTACT', 'a contact name must be text');
   const n = name.normalize('NFC').trim();
-  if (n.length === 0 || n.length > 64) throw new VaultError('INVALID_CONTACT', 'a contact name must be 1-64 characters');
-  if (UNSAFE_TEXT.test(n)) throw new VaultError('INVALID_CONTACT', 'a contact name must not contain control or invisible formatting characters');
+  if (n.length === 0 || n.length > 64)
+    throw new VaultError('INVALID_CONTACT', 'a contact name must be 1-64 characters');
+  if (UNSAFE_TEXT.test(n))
+    throw new VaultError(
+      'INVALID_CONTACT',
+      'a contact name must not contain control or invisible formatting characters',
+    );
   return n;
 }
 
@@ -95,10 +100,20 @@ function header(vaultId: Buffer, nonce: Buffer): Buffer {
 }
 
 function toStored(c: Contact) {
-  const base = { name: c.name, email: c.email, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), fingerprint: c.fingerprint, addedAt: c.addedAt };
+  const base = {
+    name: c.name,
+    email: c.email,
+    x25519: c.x25519.toString('hex'),
+    ed25519: c.ed25519.toString('hex'),
+    fingerprint: c.fingerprint,
+    addedAt: c.addedAt,
+  };
   if (c.rotatedFrom.length === 0) return base;
   const rotatedFrom = c.rotatedFrom.map((r) => ({
-    x25519: r.x25519.toString('hex'), ed25519: r.ed25519.toString('hex'), statementHash: r.statementHash, acceptedAt: r.acceptedAt,
+    x25519: r.x25519.toString('hex'),
+    ed25519: r.ed25519.toString('hex'),
+    statementHash: r.statementHash,
+    acceptedAt: r.acceptedAt,
   }));
   return { ...base, rotatedFrom };
 }
@@ -107,14 +122,26 @@ const hex32 = (h: unknown) => (typeof h === 'string' && /^[0-9a-f]{64}$/.test(h)
 
 function rotatedFromStored(v: unknown, bad: (why: string) => VaultError): RotatedKey[] {
   if (v === undefined) return [];
-  if (!Array.isArray(v)) throw bad('a contact\'s rotatedFrom is not a list');
+  if (!Array.isArray(v)) throw bad("a contact's rotatedFrom is not a list");
   return v.map((r: Record<string, unknown>) => {
     const x25519 = hex32(r?.x25519);
     const ed25519 = hex32(r?.ed25519);
-    if (!x25519 || !ed25519 || typeof r.statementHash !== 'string' || !/^[0-9a-f]{64}$/.test(r.statementHash) || typeof r.acceptedAt !== 'string') {
+    if (
+      !x25519 ||
+      !ed25519 ||
+      typeof r.statementHash !== 'string' ||
+      !/^[0-9a-f]{64}$/.test(r.statementHash) ||
+      typeof r.acceptedAt !== 'string'
+    ) {
       throw bad('a former key of a contact has missing or malformed fields');
     }
-    return { x25519, ed25519, fingerprint: formatFingerprint(fingerprintOf(x25519, ed25519)), statementHash: r.statementHash, acceptedAt: r.acceptedAt };
+    return {
+      x25519,
+      ed25519,
+      fingerprint: formatFingerprint(fingerprintOf(x25519, ed25519)),
+      statementHash: r.statementHash,
+      acceptedAt: r.acceptedAt,
+    };
   });
 }
 
@@ -123,13 +150,29 @@ function fromStored(v: unknown, bad: (why: string) => VaultError): Contact {
   if (typeof o !== 'object' || o === null) throw bad('a contact record is not an object');
   const x25519 = hex32(o.x25519);
   const ed25519 = hex32(o.ed25519);
-  if (!x25519 || !ed25519 || typeof o.name !== 'string' || typeof o.email !== 'string' || typeof o.addedAt !== 'string') {
+  if (
+    !x25519 ||
+    !ed25519 ||
+    typeof o.name !== 'string' ||
+    typeof o.email !== 'string' ||
+    typeof o.addedAt !== 'string'
+  ) {
     throw bad('a contact record has missing or malformed fields');
   }
   const fingerprintBytes = fingerprintOf(x25519, ed25519);
   const fingerprint = formatFingerprint(fingerprintBytes);
-  if (o.fingerprint !== fingerprint) throw bad(`the stored fingerprint of ${JSON.stringify(o.name)} does not match its keys`);
-  return { name: o.name, email: o.email, x25519, ed25519, fingerprint, fingerprintBytes, addedAt: o.addedAt, rotatedFrom: rotatedFromStored(o.rotatedFrom, bad) };
+  if (o.fingerprint !== fingerprint)
+    throw bad(`the stored fingerprint of ${JSON.stringify(o.name)} does not match its keys`);
+  return {
+    name: o.name,
+    email: o.email,
+    x25519,
+    ed25519,
+    fingerprint,
+    fingerprintBytes,
+    addedAt: o.addedAt,
+    rotatedFrom: rotatedFromStored(o.rotatedFrom, bad),
+  };
 }
 
 /** Writes the contact list (under the vault lock, by the caller or initVault). */
@@ -146,7 +189,8 @@ function readContacts(dir: string, vaultId: Buffer, vaultKey: Buffer): Contact[]
   const path = vaultPaths(dir).contacts;
   const bad = (why: string) => new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: ${why}`);
   const bytes = readBounded(path, MAX_FILE_BYTES, () => bad('not a regular file of a plausible size'));
-  if (bytes === null) throw new VaultError('VAULT_CORRUPT', `${path} is missing (every vault has one, even with no contacts)`);
+  if (bytes === null)
+    throw new VaultError('VAULT_CORRUPT', `${path} is missing (every vault has one, even with no contacts)`);
   if (bytes.length < HEADER_BYTES + TAG_BYTES) throw bad('the file is truncated');
   if (!bytes.subarray(0, 8).equals(MAGIC)) throw bad('not a stash contacts file');
   if (bytes.readUInt16LE(8) !== VERSION) throw bad(`unsupported format version ${bytes.readUInt16LE(8)}`);
@@ -195,17 +239,25 @@ export function addContact(dir: string, vaultKey: Buffer, c: NewContact): Contac
   const meta = requireVaultKey(dir, vaultKey);
   return withVaultLock(dir, () => {
     const contacts = readContacts(dir, meta.vaultId, vaultKey);
-    if (contacts.length >= MAX_CONTACTS) throw new VaultError('INVALID_CONTACT', `the vault already holds ${MAX_CONTACTS} contacts`);
+    if (contacts.length >= MAX_CONTACTS)
+      throw new VaultError('INVALID_CONTACT', `the vault already holds ${MAX_CONTACTS} contacts`);
     const fingerprintBytes = fingerprintOf(Buffer.from(c.x25519), Buffer.from(c.ed25519));
     for (const old of contacts) {
-      if (nameKey(old.name) === nameKey(name)) throw new VaultError('CONTACT_EXISTS', `a contact named ${JSON.stringify(old.name)} already exists`);
+      if (nameKey(old.name) === nameKey(name))
+        throw new VaultError('CONTACT_EXISTS', `a contact named ${JSON.stringify(old.name)} already exists`);
       if (old.fingerprintBytes.equals(fingerprintBytes)) {
         throw new VaultError('CONTACT_EXISTS', `this key is already saved as contact ${JSON.stringify(old.name)}`);
       }
     }
     const added: Contact = {
-      name, email, x25519: Buffer.from(c.x25519), ed25519: Buffer.from(c.ed25519),
-      fingerprint: formatFingerprint(fingerprintBytes), fingerprintBytes, addedAt: new Date().toISOString(), rotatedFrom: [],
+      name,
+      email,
+      x25519: Buffer.from(c.x25519),
+      ed25519: Buffer.from(c.ed25519),
+      fingerprint: formatFingerprint(fingerprintBytes),
+      fingerprintBytes,
+      addedAt: new Date().toISOString(),
+      rotatedFrom: [],
     };
     writeContacts(dir, meta.vaultId, vaultKey, [...contacts, added]);
     return added;
@@ -230,7 +282,11 @@ export function removeContact(dir: string, vaultKey: Buffer, name: string): bool
  * returns (null: nothing to write). For changes that must see the list and
  * write it in one step, such as accepting a rotation statement.
  */
-export function updateContacts<T>(dir: string, vaultKey: Buffer, change: (contacts: Contact[]) => { contacts: Contact[] | null; result: T }): T {
+export function updateContacts<T>(
+  dir: string,
+  vaultKey: Buffer,
+  change: (contacts: Contact[]) => { contacts: Contact[] | null; result: T },
+): T {
   const meta = requireVaultKey(dir, vaultKey);
   return withVaultLock(dir, () => {
     const { contacts, result } = change(readContacts(dir, meta.vaultId, vaultKey));

@@ -16,7 +16,14 @@
  * secure buffer; decoded values are views into it, so one wipe clears them all.
  */
 import { VaultError } from './errors.js';
-import { fitHistory, HISTORY_TAG, historyBlockSize, readHistoryBlock, writeHistoryBlock, type History } from './history-block.js';
+import {
+  fitHistory,
+  HISTORY_TAG,
+  historyBlockSize,
+  readHistoryBlock,
+  writeHistoryBlock,
+  type History,
+} from './history-block.js';
 import { ENTRY_NAME_RE, MAX_BODY_BYTES, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
 import { secureAlloc, wipe } from './secure.js';
 
@@ -65,7 +72,10 @@ export function changeTime(entries: ReadonlyMap<string, Uint8Array>, name: strin
  * times travel with the map into encodeBody.
  */
 export function withChangeTimes<T extends ReadonlyMap<string, Uint8Array>>(
-  next: T, previous: ReadonlyMap<string, Uint8Array>, changed: Iterable<string>, now = Date.now(),
+  next: T,
+  previous: ReadonlyMap<string, Uint8Array>,
+  changed: Iterable<string>,
+  now = Date.now(),
 ): T {
   const times = new Map<string, number>();
   for (const name of next.keys()) times.set(name, changeTime(previous, name));
@@ -78,7 +88,10 @@ export function withChangeTimes<T extends ReadonlyMap<string, Uint8Array>>(
  * `next` marked with the change time each entry has in the map that `from`
  * names for it (a merge takes each entry, and its time, from one of two sides).
  */
-export function withChangeTimesFrom<T extends ReadonlyMap<string, Uint8Array>>(next: T, from: (name: string) => ReadonlyMap<string, Uint8Array>): T {
+export function withChangeTimesFrom<T extends ReadonlyMap<string, Uint8Array>>(
+  next: T,
+  from: (name: string) => ReadonlyMap<string, Uint8Array>,
+): T {
   const times = new Map<string, number>();
   for (const name of next.keys()) times.set(name, changeTime(from(name), name));
   (next as Timed)[TIMES] = times;
@@ -111,7 +124,10 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   }
   const size = bodySize(entries);
   if (size > MAX_BODY_BYTES) {
-    throw new VaultError('CONTAINER_FULL', `the container would hold ${size} bytes; the limit is ${MAX_BODY_BYTES} bytes (1 MiB)`);
+    throw new VaultError(
+      'CONTAINER_FULL',
+      `the container would hold ${size} bytes; the limit is ${MAX_BODY_BYTES} bytes (1 MiB)`,
+    );
   }
   const times = (entries as Timed)[TIMES];
   const withTimes = times !== undefined && entries.size > 0 && size + timesBlockSize(entries.size) <= MAX_BODY_BYTES;
@@ -146,7 +162,8 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
  * map keeps `plain` alive; release both with wipeEntries().
  */
 export function decodeBody(plain: Buffer, path: string): Entries {
-  const bad = (why: string) => new VaultError('CONTAINER_CORRUPT', `${path} is damaged: the decrypted body is malformed (${why})`);
+  const bad = (why: string) =>
+    new VaultError('CONTAINER_CORRUPT', `${path} is damaged: the decrypted body is malformed (${why})`);
   if (plain.length < 4 || plain.length % PAD_BLOCK !== 0) throw bad('bad length');
   const count = plain.readUInt32LE(0);
   if (count > MAX_ENTRIES) throw bad('too many entries');
@@ -182,7 +199,8 @@ export function decodeBody(plain: Buffer, path: string): Entries {
   }
   let history: History = new Map();
   if (o < plain.length && plain[o] === HISTORY_TAG) ({ history, end: o } = readHistoryBlock(plain, o, bad));
-  if (o < plain.length && plain[o] !== 0) throw bad(`an unknown block (tag ${plain[o]}) after the entries: written by a newer stash?`);
+  if (o < plain.length && plain[o] !== 0)
+    throw bad(`an unknown block (tag ${plain[o]}) after the entries: written by a newer stash?`);
   if (plain.length - o > PAD_BLOCK || plain.length - o < 1) throw bad('bad padding length');
   for (let i = o; i < plain.length; i++) if (plain[i] !== 0) throw bad('non-zero padding');
   entries[BACKING] = plain;

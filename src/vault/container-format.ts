@@ -26,7 +26,17 @@ import { blake2b } from './secure.js';
 
 export const CONTAINER_MAGIC = Buffer.from('STASHCT\0', 'latin1');
 export const CONTAINER_VERSION = 1;
-const OFF = { version: 8, vaultId: 10, containerId: 26, wrapNonce: 42, wrapped: 66, commit: 114, bodyNonce: 146, nameLen: 170, name: 171 } as const;
+const OFF = {
+  version: 8,
+  vaultId: 10,
+  containerId: 26,
+  wrapNonce: 42,
+  wrapped: 66,
+  commit: 114,
+  bodyNonce: 146,
+  nameLen: 170,
+  name: 171,
+} as const;
 const CHECKSUM_BYTES = 16;
 /** The largest possible header: fixed part, a 64-byte name, checksum. */
 export const MAX_HEADER_BYTES = OFF.name + 64 + CHECKSUM_BYTES;
@@ -95,7 +105,9 @@ export function decodeHeader(bytes: Buffer, path: string): { header: ContainerHe
   if (bytes.length < OFF.name) throw bad('the file is truncated inside the header');
   const version = bytes.readUInt16LE(OFF.version);
   if (version !== CONTAINER_VERSION) {
-    throw bad(`format version ${version} is not supported (this stash reads version ${CONTAINER_VERSION}; a newer stash may have written it)`);
+    throw bad(
+      `format version ${version} is not supported (this stash reads version ${CONTAINER_VERSION}; a newer stash may have written it)`,
+    );
   }
   const nameLen = bytes.readUInt8(OFF.nameLen);
   if (nameLen < 1 || nameLen > 64) throw bad(`the name length ${nameLen} is out of range`);
@@ -130,7 +142,10 @@ export function parseContainer(bytes: Buffer, path: string): ParsedContainer {
   const { header, length } = decodeHeader(bytes, path);
   const body = bytes.subarray(length);
   if (body.length < TAG_BYTES) {
-    throw new VaultError('CONTAINER_CORRUPT', `${path} is damaged or was modified: the file is truncated (no encrypted body)`);
+    throw new VaultError(
+      'CONTAINER_CORRUPT',
+      `${path} is damaged or was modified: the file is truncated (no encrypted body)`,
+    );
   }
   return { header, headerBytes: bytes.subarray(0, length), body };
 }

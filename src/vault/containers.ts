@@ -9,8 +9,15 @@ import { NONCE_BYTES, open, sealWithNonce, TAG_BYTES } from './aead.js';
 import { decodeBody, encodeBody, wipeEntries, type Entries } from './container-body.js';
 import { applyChanges, checkPolicy, DEFAULT_POLICY, type HistoryPolicy } from './entry-history.js';
 import {
-  CONTAINER_VERSION, decodeHeader, encodeHeader, keyCommitment, MAX_HEADER_BYTES, parseContainer, wrapAd,
-  type ContainerHeader, type ParsedContainer,
+  CONTAINER_VERSION,
+  decodeHeader,
+  encodeHeader,
+  keyCommitment,
+  MAX_HEADER_BYTES,
+  parseContainer,
+  wrapAd,
+  type ContainerHeader,
+  type ParsedContainer,
 } from './container-format.js';
 import { VaultError } from './errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
@@ -64,11 +71,22 @@ const HEADER_PREFIX_BYTES = Math.max(MAX_HEADER_BYTES, headerLength(MAX_RECIPIEN
  * Id and recipient count from a header prefix, either version; null id for a
  * file that names another container or vault. Throws CONTAINER_CORRUPT.
  */
-function headerFacts(prefix: Buffer, name: string, vaultId: Buffer, path: string, expectedId: Buffer | null): { id: string; members: number | null; recipients: Buffer[] } {
+function headerFacts(
+  prefix: Buffer,
+  name: string,
+  vaultId: Buffer,
+  path: string,
+  expectedId: Buffer | null,
+): { id: string; members: number | null; recipients: Buffer[] } {
   if (containerVersion(prefix) === 2) {
     const { membership } = decodeMembership(prefix, path);
-    if (expectedId && !membership.containerId.equals(expectedId)) throw corrupt(path, `it holds another container than ${name}; was the file swapped?`);
-    return { id: membership.containerId.toString('hex'), members: membership.stanzas.length, recipients: membership.stanzas.map((st) => st.x25519) };
+    if (expectedId && !membership.containerId.equals(expectedId))
+      throw corrupt(path, `it holds another container than ${name}; was the file swapped?`);
+    return {
+      id: membership.containerId.toString('hex'),
+      members: membership.stanzas.length,
+      recipients: membership.stanzas.map((st) => st.x25519),
+    };
   }
   const { header } = decodeHeader(prefix, path);
   checkHeader(header, name, vaultId, path);
@@ -80,7 +98,10 @@ function corrupt(path: string, why: string): VaultError {
 }
 
 function notFound(dir: string, name: string): VaultError {
-  const err = new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+  const err = new VaultError(
+    'CONTAINER_NOT_FOUND',
+    `no container named ${JSON.stringify(name)} in the vault at ${dir}`,
+  );
   try {
     // Names are read from the files and records alone: no password is needed to suggest one.
     err.misspelt = { word: name, candidates: listContainers(dir).map((c) => c.name) };
@@ -92,7 +113,8 @@ function notFound(dir: string, name: string): VaultError {
 
 /** Header checks shared by every reader: the name inside matches the file name, the vault id matches. */
 function checkHeader(h: ContainerHeader, name: string, vaultId: Buffer, path: string): void {
-  if (h.name !== name) throw corrupt(path, `it holds container ${JSON.stringify(h.name)}; was the file renamed or swapped?`);
+  if (h.name !== name)
+    throw corrupt(path, `it holds container ${JSON.stringify(h.name)}; was the file renamed or swapped?`);
   if (!h.vaultId.equals(vaultId)) throw corrupt(path, 'it belongs to a different vault');
 }
 
@@ -101,7 +123,9 @@ function loadContainer(dir: string, name: string): { parsed: ParsedContainer; pa
   validateContainerName(name);
   const meta = loadMeta(dir);
   const path = vaultPaths(dir).container(name);
-  const bytes = readBounded(path, MAX_FILE_BYTES, (size) => corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`));
+  const bytes = readBounded(path, MAX_FILE_BYTES, (size) =>
+    corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`),
+  );
   if (bytes === null) throw notFound(dir, name);
   const parsed = parseContainer(bytes, path);
   checkHeader(parsed.header, name, meta.vaultId, path);
@@ -112,7 +136,10 @@ function loadContainer(dir: string, name: string): { parsed: ParsedContainer; pa
 function openBody(parsed: ParsedContainer, contentKey: Buffer, path: string): Entries {
   assertKey(contentKey, 'the content key');
   if (!constantTimeEqual(keyCommitment(contentKey, parsed.header.containerId), parsed.header.commitment)) {
-    throw new VaultError('CONTENT_KEY_MISMATCH', `the content key does not belong to ${path} (a stale cached key?); unwrap it again with the vault key`);
+    throw new VaultError(
+      'CONTENT_KEY_MISMATCH',
+      `the content key does not belong to ${path} (a stale cached key?); unwrap it again with the vault key`,
+    );
   }
   const plain = open(parsed.body, parsed.headerBytes, parsed.header.bodyNonce, contentKey);
   if (plain === null) throw corrupt(path, 'the encrypted body failed authentication');
@@ -125,7 +152,12 @@ function openBody(parsed: ParsedContainer, contentKey: Buffer, path: string): En
 }
 
 /** Encrypts `entries` under `contentKey` with a fresh body nonce and writes the file atomically. */
-function writeContainer(path: string, header: ContainerHeader, contentKey: Buffer, entries: ReadonlyMap<string, Uint8Array>): void {
+function writeContainer(
+  path: string,
+  header: ContainerHeader,
+  contentKey: Buffer,
+  entries: ReadonlyMap<string, Uint8Array>,
+): void {
   const h = { ...header, bodyNonce: randomBytes(NONCE_BYTES) };
   const headerBytes = encodeHeader(h);
   const plain = encodeBody(entries);
@@ -148,7 +180,8 @@ export function createContainer(dir: string, vaultKey: Buffer, name: string): Co
   const path = paths.container(name);
   ensureDir(paths.containers);
   return withVaultLock(dir, () => {
-    if (existsSync(path) || existsSync(recordPath(dir, name))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists`);
+    if (existsSync(path) || existsSync(recordPath(dir, name)))
+      throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists`);
     const contentKey = secureRandom(KEY_BYTES);
     try {
       const partial = { version: CONTAINER_VERSION, vaultId: meta.vaultId, containerId: randomBytes(16), name };
@@ -197,14 +230,29 @@ export function listContainers(dir: string): ContainerListing[] {
       return;
     }
     if (prefix === null && link !== null) {
-      out.push({ ...base, missing: true, size: 0, modified: new Date(0), id: expectedId?.toString('hex') ?? '', problem: missingLinkMessage(link), members: null });
+      out.push({
+        ...base,
+        missing: true,
+        size: 0,
+        modified: new Date(0),
+        id: expectedId?.toString('hex') ?? '',
+        problem: missingLinkMessage(link),
+        members: null,
+      });
       return;
     }
     if (prefix === null) return; // removed while we listed
     const entry = { ...base, size: prefix.size, modified: prefix.mtime };
     try {
       const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, expectedId);
-      out.push({ ...entry, id: facts.id, shared: facts.members !== null, problem: null, members: facts.members, recipients: facts.members === null ? null : facts.recipients });
+      out.push({
+        ...entry,
+        id: facts.id,
+        shared: facts.members !== null,
+        problem: null,
+        members: facts.members,
+        recipients: facts.members === null ? null : facts.recipients,
+      });
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;
       out.push({ ...entry, id: '', problem: err.message, members: null });
@@ -222,7 +270,20 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   for (const [name, r] of records) {
     if (r.record?.link) add(name, r.record.link, r.record.link, r.record.containerId);
-    else if (r.problem) out.push({ name, path: recordPath(dir, name), link: null, shared: true, missing: false, recipients: null, size: 0, modified: new Date(0), id: '', problem: r.problem, members: null });
+    else if (r.problem)
+      out.push({
+        name,
+        path: recordPath(dir, name),
+        link: null,
+        shared: true,
+        missing: false,
+        recipients: null,
+        size: 0,
+        modified: new Date(0),
+        id: '',
+        problem: r.problem,
+        members: null,
+      });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
@@ -235,11 +296,20 @@ export function containerInfo(dir: string, name: string): ContainerInfo & { size
   const path = record?.link ?? vaultPaths(dir).container(name);
   const prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
   if (prefix === null) {
-    if (record?.link) throw new VaultError('CONTAINER_NOT_FOUND', `container ${name} is ${missingLinkMessage(record.link)}`);
+    if (record?.link)
+      throw new VaultError('CONTAINER_NOT_FOUND', `container ${name} is ${missingLinkMessage(record.link)}`);
     throw notFound(dir, name);
   }
   const facts = headerFacts(prefix.bytes, name, meta.vaultId, path, record?.containerId ?? null);
-  return { name, id: facts.id, path, shared: facts.members !== null, link: record?.link ?? null, size: prefix.size, modified: prefix.mtime };
+  return {
+    name,
+    id: facts.id,
+    path,
+    shared: facts.members !== null,
+    link: record?.link ?? null,
+    size: prefix.size,
+    modified: prefix.mtime,
+  };
 }
 
 /**
@@ -319,7 +389,13 @@ export function entryNotFound(container: string, entryName: string, names: Itera
  * Nothing is written when nothing changes, or when any change is invalid or
  * over a limit.
  */
-export function updateEntries(dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>, policy: HistoryPolicy = DEFAULT_POLICY): string[] {
+export function updateEntries(
+  dir: string,
+  name: string,
+  contentKey: Buffer,
+  changes: ReadonlyMap<string, Buffer | null>,
+  policy: HistoryPolicy = DEFAULT_POLICY,
+): string[] {
   checkPolicy(policy);
   for (const [entryName, value] of changes) {
     validateEntryName(entryName);
@@ -365,14 +441,20 @@ export function renameContainer(dir: string, vaultKey: Buffer, from: string, to:
   try {
     return withVaultLock(dir, () => {
       const newPath = vaultPaths(dir).container(to);
-      if (existsSync(newPath) || existsSync(recordPath(dir, to))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists`);
+      if (existsSync(newPath) || existsSync(recordPath(dir, to)))
+        throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists`);
       const { parsed, path } = loadContainer(dir, from);
       const entries = openBody(parsed, contentKey, path);
       try {
         const h = parsed.header;
         const partial = { version: h.version, vaultId: h.vaultId, containerId: h.containerId, name: to };
         const wrapNonce = randomBytes(NONCE_BYTES);
-        const header: ContainerHeader = { ...h, name: to, wrapNonce, wrappedKey: sealWithNonce(contentKey, wrapAd(partial), wrapNonce, vaultKey) };
+        const header: ContainerHeader = {
+          ...h,
+          name: to,
+          wrapNonce,
+          wrappedKey: sealWithNonce(contentKey, wrapAd(partial), wrapNonce, vaultKey),
+        };
         writeContainer(newPath, header, contentKey, entries);
       } finally {
         wipeEntries(entries);

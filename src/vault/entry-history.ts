@@ -32,14 +32,17 @@ export const DEFAULT_POLICY: HistoryPolicy = { keep: DEFAULT_HISTORY_KEEP };
 /** INVALID_ARGUMENT unless `keep` is a whole number from 0 to MAX_HISTORY_KEEP. */
 export function checkKeep(keep: number): void {
   if (!Number.isInteger(keep) || keep < 0 || keep > MAX_HISTORY_KEEP) {
-    throw new VaultError('INVALID_ARGUMENT', `the history length must be a whole number from 0 to ${MAX_HISTORY_KEEP}, got ${keep}`);
+    throw new VaultError(
+      'INVALID_ARGUMENT',
+      `the history length must be a whole number from 0 to ${MAX_HISTORY_KEEP}, got ${keep}`,
+    );
   }
 }
 
 /** INVALID_ARGUMENT / INVALID_NAME unless `policy` is usable. */
 export function checkPolicy(policy: HistoryPolicy): void {
   checkKeep(policy.keep);
-  for (const name of [...policy.purge ?? [], ...(policy.moves ?? []).flat()]) validateEntryName(name);
+  for (const name of [...(policy.purge ?? []), ...(policy.moves ?? []).flat()]) validateEntryName(name);
 }
 
 /** Every list cut to `keep` versions; names left with none are dropped. */
@@ -56,7 +59,10 @@ function capped(history: Map<string, PastValue[]>, keep: number): Map<string, Pa
  * has changes nothing.
  */
 export function applyChanges(
-  entries: Entries, changes: ReadonlyMap<string, Buffer | null>, policy: HistoryPolicy = DEFAULT_POLICY, now = Date.now(),
+  entries: Entries,
+  changes: ReadonlyMap<string, Buffer | null>,
+  policy: HistoryPolicy = DEFAULT_POLICY,
+  now = Date.now(),
 ): { next: Map<string, Uint8Array>; changed: string[] } {
   checkPolicy(policy);
   const next = new Map<string, Uint8Array>(entries);
@@ -75,13 +81,20 @@ export function applyChanges(
   for (const entryName of changed) {
     const old = entries.get(entryName);
     if (old !== undefined && !movedFrom.has(entryName)) {
-      history.set(entryName, [{ value: old, changedAt: changeTime(entries, entryName), replacedAt: now }, ...(history.get(entryName) ?? [])]);
+      history.set(entryName, [
+        { value: old, changedAt: changeTime(entries, entryName), replacedAt: now },
+        ...(history.get(entryName) ?? []),
+      ]);
     }
   }
   for (const [from, to] of policy.moves ?? []) {
     const carried = history.get(from) ?? [];
     history.delete(from);
-    if (carried.length > 0) history.set(to, [...(history.get(to) ?? []), ...carried].sort((a, b) => b.replacedAt - a.replacedAt));
+    if (carried.length > 0)
+      history.set(
+        to,
+        [...(history.get(to) ?? []), ...carried].sort((a, b) => b.replacedAt - a.replacedAt),
+      );
   }
   for (const entryName of policy.purge ?? []) {
     if (history.delete(entryName) && !changed.includes(entryName)) changed.push(entryName);

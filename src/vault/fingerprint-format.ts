@@ -18,7 +18,12 @@ const DOMAIN = Buffer.from('stash-identity-fingerprint-v1\0', 'latin1');
  * of an identity: the domain string, then the X25519 and Ed25519 keys.
  */
 export function fingerprintInput(x25519: Uint8Array, ed25519: Uint8Array): Buffer {
-  if (!(x25519 instanceof Uint8Array) || x25519.length !== 32 || !(ed25519 instanceof Uint8Array) || ed25519.length !== 32) {
+  if (
+    !(x25519 instanceof Uint8Array) ||
+    x25519.length !== 32 ||
+    !(ed25519 instanceof Uint8Array) ||
+    ed25519.length !== 32
+  ) {
     throw new VaultError('BAD_PUBLIC_KEY', 'a fingerprint needs a 32-byte X25519 and a 32-byte Ed25519 public key');
   }
   return Buffer.concat([DOMAIN, x25519, ed25519]);
@@ -53,7 +58,11 @@ export function formatFingerprint(b: Buffer): string {
 export function parseFingerprint(s: string): Buffer {
   if (typeof s !== 'string') throw new VaultError('BAD_FINGERPRINT', 'a fingerprint must be text');
   if (s.length > 200) throw new VaultError('BAD_FINGERPRINT', 'that is far too long for a fingerprint');
-  const chars = s.replace(/[\s\-\u2010-\u2015\u2212]/g, '').toUpperCase().replace(/[IL]/g, '1').replace(/O/g, '0');
+  const chars = s
+    .replace(/[\s\-\u2010-\u2015\u2212]/g, '')
+    .toUpperCase()
+    .replace(/[IL]/g, '1')
+    .replace(/O/g, '0');
   for (const c of chars) {
     if (!ALPHABET.includes(c)) {
       const hint = c === 'U' ? ' (U is never used in fingerprints; check that character)' : '';
@@ -81,4 +90,3 @@ export function parseFingerprint(s: string): Buffer {
   }
   return out;
 }
-

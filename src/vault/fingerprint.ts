@@ -15,7 +15,13 @@ import { VaultError } from './errors.js';
 import { FINGERPRINT_BYTES, fingerprintInput, parseFingerprint } from './fingerprint-format.js';
 import { blake2b, constantTimeEqual } from './secure.js';
 
-export { FINGERPRINT_BYTES, FINGERPRINT_CHARS, fingerprintInput, formatFingerprint, parseFingerprint } from './fingerprint-format.js';
+export {
+  FINGERPRINT_BYTES,
+  FINGERPRINT_CHARS,
+  fingerprintInput,
+  formatFingerprint,
+  parseFingerprint,
+} from './fingerprint-format.js';
 
 /** The 15-byte fingerprint of an identity's two public keys. */
 export function fingerprintOf(x25519: Buffer, ed25519: Buffer): Buffer {

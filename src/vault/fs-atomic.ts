@@ -8,8 +8,22 @@
  * write sweeps away. Temp files only ever hold ciphertext or public data.
  */
 import {
-  closeSync, constants, fchmodSync, fchownSync, fstatSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, readSync,
-  renameSync, unlinkSync, writeSync, chmodSync, type Stats,
+  closeSync,
+  constants,
+  fchmodSync,
+  fchownSync,
+  fstatSync,
+  fsyncSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+  chmodSync,
+  type Stats,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { errnoCode, ioError, VaultError } from './errors.js';
@@ -217,7 +231,11 @@ export function readBounded(path: string, maxBytes: number, tooBig: (size: numbe
  * Reads at most `maxBytes` from the start of a file (container headers).
  * Returns null when it does not exist; `bad` builds the error for a non-file.
  */
-export function readPrefix(path: string, maxBytes: number, bad: (why: string) => VaultError): { bytes: Buffer; size: number; mtime: Date } | null {
+export function readPrefix(
+  path: string,
+  maxBytes: number,
+  bad: (why: string) => VaultError,
+): { bytes: Buffer; size: number; mtime: Date } | null {
   return withOpenFile(path, (fd, st) => {
     if (!st.isFile()) throw bad('it is not a regular file');
     return { bytes: readFromStart(fd, Buffer.alloc(Math.min(maxBytes, st.size))), size: st.size, mtime: st.mtime };

@@ -78,7 +78,11 @@ export function writeHistoryBlock(out: Buffer, o: number, history: History): num
  * a truncated block, lengths past its end, counts over the caps, names
  * invalid or out of order, times past 2^53-1, bytes left over in it.
  */
-export function readHistoryBlock(plain: Buffer, o: number, bad: (why: string) => Error): { history: Map<string, PastValue[]>; end: number } {
+export function readHistoryBlock(
+  plain: Buffer,
+  o: number,
+  bad: (why: string) => Error,
+): { history: Map<string, PastValue[]>; end: number } {
   if (o + 1 + 4 > plain.length) throw bad('truncated history block');
   const length = plain.readUInt32LE(o + 1);
   const start = o + 5;
@@ -105,7 +109,8 @@ export function readHistoryBlock(plain: Buffer, o: number, bad: (why: string) =>
     previous = name;
     const k = plain.readUInt8(o);
     o += 1;
-    if (k === 0 || k > MAX_HISTORY_KEEP) throw bad(`history of ${name} holds ${k} versions (1 to ${MAX_HISTORY_KEEP} allowed)`);
+    if (k === 0 || k > MAX_HISTORY_KEEP)
+      throw bad(`history of ${name} holds ${k} versions (1 to ${MAX_HISTORY_KEEP} allowed)`);
     const versions: PastValue[] = [];
     for (let j = 0; j < k; j++) {
       need(o, VERSION_OVERHEAD, 'version');
@@ -113,9 +118,14 @@ export function readHistoryBlock(plain: Buffer, o: number, bad: (why: string) =>
       const replacedAt = plain.readBigUInt64LE(o + 8);
       const valueLen = plain.readUInt32LE(o + 16);
       o += VERSION_OVERHEAD;
-      if (changedAt > BigInt(Number.MAX_SAFE_INTEGER) || replacedAt > BigInt(Number.MAX_SAFE_INTEGER)) throw bad('history time out of range');
+      if (changedAt > BigInt(Number.MAX_SAFE_INTEGER) || replacedAt > BigInt(Number.MAX_SAFE_INTEGER))
+        throw bad('history time out of range');
       if (valueLen > MAX_VALUE_BYTES || o + valueLen > end) throw bad('history value length out of range');
-      versions.push({ value: plain.subarray(o, o + valueLen), changedAt: Number(changedAt), replacedAt: Number(replacedAt) });
+      versions.push({
+        value: plain.subarray(o, o + valueLen),
+        changedAt: Number(changedAt),
+        replacedAt: Number(replacedAt),
+      });
       o += valueLen;
     }
     history.set(name, versions);

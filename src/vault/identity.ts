@@ -120,7 +120,13 @@ function retiringAd(vaultId: Buffer, x25519: Buffer, ed25519: Buffer): Buffer {
  * key, and the rotation extras. The caller holds the vault lock
  * (or is initVault).
  */
-export function writeIdentity(dir: string, vaultId: Buffer, vaultKey: Buffer, keys: KeyPairs, extras: IdentityExtras = { rotations: [], retiring: null }): IdentityPublic {
+export function writeIdentity(
+  dir: string,
+  vaultId: Buffer,
+  vaultKey: Buffer,
+  keys: KeyPairs,
+  extras: IdentityExtras = { rotations: [], retiring: null },
+): IdentityPublic {
   const pub = keys;
   const { nonce, ciphertext } = sealSecret(keys.secret, ad(vaultId, pub.x25519, pub.ed25519), vaultKey);
   const out = publicOf(pub.x25519, pub.ed25519);
@@ -138,7 +144,12 @@ export function writeIdentity(dir: string, vaultId: Buffer, vaultKey: Buffer, ke
   if (extras.retiring) {
     const r = extras.retiring;
     const w = sealSecret(r.secret, retiringAd(vaultId, r.x25519, r.ed25519), vaultKey);
-    doc.retiring = { x25519: r.x25519.toString('hex'), ed25519: r.ed25519.toString('hex'), nonce: w.nonce.toString('hex'), wrapped: w.ciphertext.toString('hex') };
+    doc.retiring = {
+      x25519: r.x25519.toString('hex'),
+      ed25519: r.ed25519.toString('hex'),
+      nonce: w.nonce.toString('hex'),
+      wrapped: w.ciphertext.toString('hex'),
+    };
   }
   atomicWrite(vaultPaths(dir).identity, [Buffer.from(`${JSON.stringify(doc, null, 2)}\n`)]);
   return out;
@@ -172,7 +183,8 @@ function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
   if (typeof d !== 'object' || d === null || d.format !== IDENTITY_FORMAT) throw bad('not a stash identity file');
   if (d.formatVersion !== VERSION) throw bad(`unsupported format version ${JSON.stringify(d.formatVersion)}`);
   const hex = (v: unknown, n: number, what: string): Buffer => {
-    if (typeof v !== 'string' || v.length !== n * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} is not ${n} bytes of hex`);
+    if (typeof v !== 'string' || v.length !== n * 2 || !/^[0-9a-f]+$/.test(v))
+      throw bad(`${what} is not ${n} bytes of hex`);
     return Buffer.from(v, 'hex');
   };
   const secret = d.secret as Record<string, unknown> | null;
@@ -188,7 +200,11 @@ function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
     retiring: null,
   };
   if (d.rotations !== undefined) {
-    if (!Array.isArray(d.rotations) || d.rotations.length > MAX_ROTATIONS || !d.rotations.every((r) => typeof r === 'string' && r.length <= 1024)) {
+    if (
+      !Array.isArray(d.rotations) ||
+      d.rotations.length > MAX_ROTATIONS ||
+      !d.rotations.every((r) => typeof r === 'string' && r.length <= 1024)
+    ) {
       throw bad('rotations is not a list of statements');
     }
     f.rotations = d.rotations as string[];
@@ -206,7 +222,8 @@ function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
   if (!f.vaultId.equals(expectedVaultId)) throw bad('it belongs to a different vault');
   const problem = publicKeysProblem(f);
   if (problem) throw bad(problem);
-  if (d.fingerprint !== formatFingerprint(fingerprintOf(f.x25519, f.ed25519))) throw bad('the fingerprint does not match the keys');
+  if (d.fingerprint !== formatFingerprint(fingerprintOf(f.x25519, f.ed25519)))
+    throw bad('the fingerprint does not match the keys');
   return f;
 }
 
@@ -214,7 +231,8 @@ function loadIdentityFile(dir: string, expectedVaultId: Buffer): IdentityFile {
 function openSecret(dir: string, f: IdentityFile, vaultKey: Buffer): IdentitySecret {
   const path = vaultPaths(dir).identity;
   const plain = open(f.wrapped, ad(f.vaultId, f.x25519, f.ed25519), f.nonce, vaultKey);
-  if (plain === null) throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its secret keys do not decrypt`);
+  if (plain === null)
+    throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its secret keys do not decrypt`);
   return checkedSecret(path, plain, f);
 }
 
@@ -269,8 +287,12 @@ export function identityExtras(dir: string, vaultKey: Buffer): IdentityExtras {
   const r = f.retiring;
   const path = vaultPaths(dir).identity;
   const plain = open(r.wrapped, retiringAd(f.vaultId, r.x25519, r.ed25519), r.nonce, vaultKey);
-  if (plain === null) throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its retiring secret keys do not decrypt`);
-  return { rotations: f.rotations, retiring: { x25519: r.x25519, ed25519: r.ed25519, secret: checkedSecret(path, plain, r) } };
+  if (plain === null)
+    throw new VaultError('VAULT_CORRUPT', `${path} was modified or damaged: its retiring secret keys do not decrypt`);
+  return {
+    rotations: f.rotations,
+    retiring: { x25519: r.x25519, ed25519: r.ed25519, secret: checkedSecret(path, plain, r) },
+  };
 }
 
 /** The rotation statements in identity.json (public: no key needed), oldest first. */

@@ -8,21 +8,63 @@
  * read, never modified; zeroing them is the caller's job.
  */
 export { VaultError, type VaultErrorCode } from './errors.js';
-export { defaultVaultDir, vaultExists, vaultPaths, VAULT_FILE, IDENTITY_FILE, CONTACTS_FILE, CONTAINERS_DIR, CONTAINER_EXT } from './paths.js';
-export { initVault, createVault, readVaultInfo, unlockVault, changePassword, verifyVaultKey, type VaultInfo, type KdfOptions } from './vault.js';
+export {
+  defaultVaultDir,
+  vaultExists,
+  vaultPaths,
+  VAULT_FILE,
+  IDENTITY_FILE,
+  CONTACTS_FILE,
+  CONTAINERS_DIR,
+  CONTAINER_EXT,
+} from './paths.js';
+export {
+  initVault,
+  createVault,
+  readVaultInfo,
+  unlockVault,
+  changePassword,
+  verifyVaultKey,
+  type VaultInfo,
+  type KdfOptions,
+} from './vault.js';
 export { kdfPreset, DEFAULT_KDF, type KdfPreset, type KdfParams } from './kdf.js';
 export { identityPublic, identitySecret, type IdentityPublic, type IdentitySecret } from './identity.js';
 export {
-  fingerprintOf, formatFingerprint, parseFingerprint, fingerprintsEqual, FINGERPRINT_BYTES, FINGERPRINT_CHARS,
+  fingerprintOf,
+  formatFingerprint,
+  parseFingerprint,
+  fingerprintsEqual,
+  FINGERPRINT_BYTES,
+  FINGERPRINT_CHARS,
   type FingerprintLike,
 } from './fingerprint.js';
 export { encodePublicKey, decodePublicKey, PUBLIC_KEY_BYTES, PUBLIC_KEY_TAG, type PublicKeys } from './public-key.js';
 export {
-  createContainer, listContainers, removeContainer, containerInfo, unwrapContentKey, readEntries, readEntry,
-  writeEntry, deleteEntry, updateEntries, wipeEntries, changeTime, type ContainerInfo, type ContainerListing, type Entries,
+  createContainer,
+  listContainers,
+  removeContainer,
+  containerInfo,
+  unwrapContentKey,
+  readEntries,
+  readEntry,
+  writeEntry,
+  deleteEntry,
+  updateEntries,
+  wipeEntries,
+  changeTime,
+  type ContainerInfo,
+  type ContainerListing,
+  type Entries,
 } from './containers.js';
 export { addContact, listContacts, getContact, removeContact, type Contact, type NewContact } from './contacts.js';
 export {
-  validateContainerName, validateEntryName, CONTAINER_NAME_RE, ENTRY_NAME_RE, MAX_VALUE_BYTES, MAX_BODY_BYTES, MAX_ENTRIES,
+  validateContainerName,
+  validateEntryName,
+  CONTAINER_NAME_RE,
+  ENTRY_NAME_RE,
+  MAX_VALUE_BYTES,
+  MAX_BODY_BYTES,
+  MAX_ENTRIES,
 } from './names.js';
 export { wipe, secureCopy, secureAlloc, KEY_BYTES } from './secure.js';

@@ -37,13 +37,20 @@ export function kdfPreset(preset: KdfPreset = DEFAULT_KDF): KdfParams {
   const s = sodium();
   switch (preset) {
     case 'interactive':
-      return { alg: KDF_ALG, opslimit: s.crypto_pwhash_OPSLIMIT_INTERACTIVE, memlimit: s.crypto_pwhash_MEMLIMIT_INTERACTIVE };
+      return {
+        alg: KDF_ALG,
+        opslimit: s.crypto_pwhash_OPSLIMIT_INTERACTIVE,
+        memlimit: s.crypto_pwhash_MEMLIMIT_INTERACTIVE,
+      };
     case 'moderate':
       return { alg: KDF_ALG, opslimit: s.crypto_pwhash_OPSLIMIT_MODERATE, memlimit: s.crypto_pwhash_MEMLIMIT_MODERATE };
     case 'test':
       return { alg: KDF_ALG, opslimit: s.crypto_pwhash_OPSLIMIT_MIN, memlimit: s.crypto_pwhash_MEMLIMIT_MIN };
     default:
-      throw new VaultError('INVALID_ARGUMENT', `unknown KDF preset ${JSON.stringify(preset)}: use interactive, moderate or test`);
+      throw new VaultError(
+        'INVALID_ARGUMENT',
+        `unknown KDF preset ${JSON.stringify(preset)}: use interactive, moderate or test`,
+      );
   }
 }
 
@@ -75,11 +82,22 @@ export function assertPassword(password: unknown): asserts password is Buffer {
 export async function deriveMasterKey(password: Buffer, salt: Buffer, params: KdfParams): Promise<Buffer> {
   const out = secureAlloc(KEY_BYTES);
   try {
-    await sodium().crypto_pwhash_async(out, password, salt, params.opslimit, params.memlimit, sodium().crypto_pwhash_ALG_ARGON2ID13);
+    await sodium().crypto_pwhash_async(
+      out,
+      password,
+      salt,
+      params.opslimit,
+      params.memlimit,
+      sodium().crypto_pwhash_ALG_ARGON2ID13,
+    );
   } catch (err) {
     wipe(out);
     // libsodium fails here only when it cannot allocate memlimit bytes.
-    throw new VaultError('VAULT_IO', `password key derivation failed (Argon2id with ${params.memlimit} bytes of memory)`, { cause: err });
+    throw new VaultError(
+      'VAULT_IO',
+      `password key derivation failed (Argon2id with ${params.memlimit} bytes of memory)`,
+      { cause: err },
+    );
   }
   return out;
 }

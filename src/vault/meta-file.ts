@@ -11,10 +11,19 @@ import { decodeMeta, keyCheckOf, MAX_META_BYTES, type VaultMeta } from './vault-
 /** Reads and parses vault.json; VAULT_NOT_FOUND when absent, VAULT_CORRUPT when damaged. */
 export function loadMeta(dir: string): VaultMeta {
   const path = vaultPaths(dir).meta;
-  const bytes = readBounded(path, MAX_META_BYTES, (size) =>
-    new VaultError('VAULT_CORRUPT', size < 0 ? `${path} is not a regular file` : `${path} is damaged: ${size} bytes is far too large for a vault file`),
+  const bytes = readBounded(
+    path,
+    MAX_META_BYTES,
+    (size) =>
+      new VaultError(
+        'VAULT_CORRUPT',
+        size < 0
+          ? `${path} is not a regular file`
+          : `${path} is damaged: ${size} bytes is far too large for a vault file`,
+      ),
   );
-  if (bytes === null) throw new VaultError('VAULT_NOT_FOUND', `no vault at ${dir} (${path} does not exist); create one first`);
+  if (bytes === null)
+    throw new VaultError('VAULT_NOT_FOUND', `no vault at ${dir} (${path} does not exist); create one first`);
   return decodeMeta(bytes, path);
 }
 
@@ -27,7 +36,10 @@ export function requireVaultKey(dir: string, vaultKey: Buffer): VaultMeta {
   assertKey(vaultKey, 'the vault key');
   const meta = loadMeta(dir);
   if (!constantTimeEqual(keyCheckOf(vaultKey, meta.vaultId), meta.keyCheck)) {
-    throw new VaultError('VAULT_KEY_MISMATCH', `the vault key does not open the vault at ${dir}; unlock it again with the password`);
+    throw new VaultError(
+      'VAULT_KEY_MISMATCH',
+      `the vault key does not open the vault at ${dir}; unlock it again with the password`,
+    );
   }
   return meta;
 }

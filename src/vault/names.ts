@@ -31,7 +31,10 @@ export function validateContainerName(name: unknown): asserts name is string {
     );
   }
   if (WINDOWS_DEVICE.test(name) || name.endsWith('.')) {
-    throw new VaultError('INVALID_NAME', `invalid container name ${describe(name)}: reserved as a file name on Windows`);
+    throw new VaultError(
+      'INVALID_NAME',
+      `invalid container name ${describe(name)}: reserved as a file name on Windows`,
+    );
   }
 }
 

@@ -23,7 +23,10 @@ export const CONTAINER_EXT = '.stash';
  * absolute XDG_DATA_HOME counts, as the XDG spec says) else `~/.local/share/stash`;
  * macOS `~/Library/Application Support/stash/vault`; Windows `%APPDATA%\stash\vault`.
  */
-export function defaultVaultDir(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): string {
+export function defaultVaultDir(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): string {
   if (env.STASH_VAULT_DIR) return env.STASH_VAULT_DIR;
   if (platform === 'win32') {
     const appData = env.APPDATA || win32.join(env.USERPROFILE || homedir(), 'AppData', 'Roaming');

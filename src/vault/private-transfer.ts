@@ -30,7 +30,15 @@ export interface PrivateTransfer {
 }
 
 function read(path: string): Buffer {
-  const bytes = readBounded(path, MAX_FILE_BYTES, (size) => new VaultError('CONTAINER_CORRUPT', `${path} ${size < 0 ? 'is not a regular file' : 'is larger than any container can be'}`));
+  const bytes = readBounded(
+    path,
+    MAX_FILE_BYTES,
+    (size) =>
+      new VaultError(
+        'CONTAINER_CORRUPT',
+        `${path} ${size < 0 ? 'is not a regular file' : 'is larger than any container can be'}`,
+      ),
+  );
   if (bytes === null) throw new VaultError('FILE_NOT_FOUND', `${path} does not exist`);
   return bytes;
 }
@@ -58,7 +66,11 @@ export function exportPrivate(dir: string, name: string, file: string): PrivateT
     } catch {
       same = false;
     }
-    if (!same) throw new VaultError('CONTAINER_EXISTS', `${target} exists and is not a copy of container ${name}; remove it or choose another file`);
+    if (!same)
+      throw new VaultError(
+        'CONTAINER_EXISTS',
+        `${target} exists and is not a copy of container ${name}; remove it or choose another file`,
+      );
     if (theirs.equals(bytes)) return { name, path: target, outcome: 'unchanged' };
     atomicWrite(target, [bytes]);
     return { name, path: target, outcome: 'updated' };
@@ -77,7 +89,10 @@ export function importPrivate(dir: string, vaultKey: Buffer, file: string): Priv
   const { header } = decodeHeader(bytes, path);
   const meta = loadMeta(dir);
   if (!header.vaultId.equals(meta.vaultId)) {
-    throw new VaultError('PERMISSION', `${basename(path)} is a private container of another vault: only the vault that exported it can import it`);
+    throw new VaultError(
+      'PERMISSION',
+      `${basename(path)} is a private container of another vault: only the vault that exported it can import it`,
+    );
   }
   const name = header.name;
   const target = vaultPaths(dir).container(name);
@@ -87,7 +102,10 @@ export function importPrivate(dir: string, vaultKey: Buffer, file: string): Priv
     if (existsSync(target)) {
       previous = read(target);
       if (!decodeHeader(previous, target).header.containerId.equals(header.containerId)) {
-        throw new VaultError('CONTAINER_EXISTS', `this vault already has another container named ${name}; rename or remove it first`);
+        throw new VaultError(
+          'CONTAINER_EXISTS',
+          `this vault already has another container named ${name}; rename or remove it first`,
+        );
       }
       if (previous.equals(bytes)) return { name, path, outcome: 'unchanged' };
       outcome = 'updated';

@@ -58,7 +58,10 @@ export function decodePublicKey(b: Uint8Array): PublicKeys {
     throw new VaultError('BAD_PUBLIC_KEY', `a stash public key is ${PUBLIC_KEY_BYTES} bytes; got ${b.length}`);
   }
   if (b[0] !== PUBLIC_KEY_TAG) {
-    throw new VaultError('BAD_PUBLIC_KEY', `unknown public key type 0x${b[0]!.toString(16).padStart(2, '0')} (expected 0x01)`);
+    throw new VaultError(
+      'BAD_PUBLIC_KEY',
+      `unknown public key type 0x${b[0]!.toString(16).padStart(2, '0')} (expected 0x01)`,
+    );
   }
   const keys = { x25519: Buffer.from(b.subarray(1, 33)), ed25519: Buffer.from(b.subarray(33, 65)) };
   const problem = publicKeysProblem(keys);

@@ -63,7 +63,8 @@ export function formatRecoveryKey(key: Buffer): string {
 export function parseRecoveryKey(text: string): Buffer {
   const clean = text.toUpperCase().replace(/[\s-]/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
   const bad = (why: string) => new VaultError('INVALID_RECOVERY_KEY', `that is not a valid recovery key: ${why}`);
-  if (clean.length !== (GROUPS + 1) * 4) throw bad(`it has ${clean.length} characters, a recovery key has ${(GROUPS + 1) * 4} (14 groups of 4)`);
+  if (clean.length !== (GROUPS + 1) * 4)
+    throw bad(`it has ${clean.length} characters, a recovery key has ${(GROUPS + 1) * 4} (14 groups of 4)`);
   const key = secureAlloc(KEY_BYTES);
   let bits = 0;
   let acc = 0;
@@ -138,10 +139,17 @@ export function unlockWithRecoveryKey(dir: string, recovery: Buffer): Buffer {
   } finally {
     wipe(wrapKey);
   }
-  if (key === null) throw new VaultError('WRONG_RECOVERY_KEY', `that recovery key does not open the vault at ${dir} (it may be an older one, replaced since)`);
+  if (key === null)
+    throw new VaultError(
+      'WRONG_RECOVERY_KEY',
+      `that recovery key does not open the vault at ${dir} (it may be an older one, replaced since)`,
+    );
   if (key.length !== KEY_BYTES || !constantTimeEqual(keyCheckOf(key, meta.vaultId), meta.keyCheck)) {
     wipe(key);
-    throw new VaultError('VAULT_CORRUPT', `the recovery key of the vault at ${dir} unwraps a key that is not the vault key`);
+    throw new VaultError(
+      'VAULT_CORRUPT',
+      `the recovery key of the vault at ${dir} unwraps a key that is not the vault key`,
+    );
   }
   return key;
 }

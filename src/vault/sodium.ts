@@ -24,7 +24,14 @@ export interface Sodium {
   /** Uniform in [0, upper): libsodium rejects the values that would bias a modulo. */
   randombytes_uniform(upper: number): number;
 
-  crypto_pwhash_async(out: Buffer, passwd: Buffer, salt: Buffer, opslimit: number, memlimit: number, alg: number): Promise<void>;
+  crypto_pwhash_async(
+    out: Buffer,
+    passwd: Buffer,
+    salt: Buffer,
+    opslimit: number,
+    memlimit: number,
+    alg: number,
+  ): Promise<void>;
   crypto_pwhash_ALG_ARGON2ID13: number;
   crypto_pwhash_SALTBYTES: number;
   crypto_pwhash_OPSLIMIT_MIN: number;
@@ -35,9 +42,23 @@ export interface Sodium {
   crypto_pwhash_MEMLIMIT_MODERATE: number;
 
   /** Returns the ciphertext length. */
-  crypto_aead_xchacha20poly1305_ietf_encrypt(c: Buffer, m: Buffer, ad: Buffer | null, nsec: null, npub: Buffer, k: Buffer): number;
+  crypto_aead_xchacha20poly1305_ietf_encrypt(
+    c: Buffer,
+    m: Buffer,
+    ad: Buffer | null,
+    nsec: null,
+    npub: Buffer,
+    k: Buffer,
+  ): number;
   /** Returns the plaintext length; throws Error('could not verify data') on a bad tag. */
-  crypto_aead_xchacha20poly1305_ietf_decrypt(m: Buffer, nsec: null, c: Buffer, ad: Buffer | null, npub: Buffer, k: Buffer): number;
+  crypto_aead_xchacha20poly1305_ietf_decrypt(
+    m: Buffer,
+    nsec: null,
+    c: Buffer,
+    ad: Buffer | null,
+    npub: Buffer,
+    k: Buffer,
+  ): number;
   crypto_aead_xchacha20poly1305_ietf_ABYTES: number;
   crypto_aead_xchacha20poly1305_ietf_NPUBBYTES: number;
   crypto_aead_xchacha20poly1305_ietf_KEYBYTES: number;

@@ -90,7 +90,11 @@ function checksumOf(m: VaultMeta): Buffer {
 }
 
 /** Wraps `vaultKey` under `masterKey` with a fresh nonce. */
-export function wrapVaultKey(header: Omit<VaultMeta, 'nonce' | 'wrappedKey' | 'keyCheck'>, vaultKey: Buffer, masterKey: Buffer): VaultMeta {
+export function wrapVaultKey(
+  header: Omit<VaultMeta, 'nonce' | 'wrappedKey' | 'keyCheck'>,
+  vaultKey: Buffer,
+  masterKey: Buffer,
+): VaultMeta {
   const { nonce, ciphertext } = seal(vaultKey, wrapAd(header), masterKey);
   return { ...header, nonce, wrappedKey: ciphertext, keyCheck: keyCheckOf(vaultKey, header.vaultId) };
 }
@@ -115,7 +119,16 @@ export function encodeMeta(m: VaultMeta): string {
     kdf: { alg: m.kdf.alg, opslimit: m.kdf.opslimit, memlimit: m.kdf.memlimit, salt: m.kdf.salt.toString('hex') },
     vaultKey: { alg: WRAP_ALG, nonce: m.nonce.toString('hex'), wrapped: m.wrappedKey.toString('hex') },
     keyCheck: m.keyCheck.toString('hex'),
-    ...(m.recovery ? { recoveryKey: { alg: WRAP_ALG, createdAt: m.recovery.createdAt, nonce: m.recovery.nonce.toString('hex'), wrapped: m.recovery.wrapped.toString('hex') } } : {}),
+    ...(m.recovery
+      ? {
+          recoveryKey: {
+            alg: WRAP_ALG,
+            createdAt: m.recovery.createdAt,
+            nonce: m.recovery.nonce.toString('hex'),
+            wrapped: m.recovery.wrapped.toString('hex'),
+          },
+        }
+      : {}),
     checksum: checksumOf(m).toString('hex'),
   };
   return `${JSON.stringify(doc, null, 2)}\n`;
@@ -135,13 +148,16 @@ export function decodeMeta(text: Buffer, path: string): VaultMeta {
     return v as Record<string, unknown>;
   };
   const hex = (v: unknown, bytes: number, what: string): Buffer => {
-    if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} is not ${bytes} bytes of lowercase hex`);
+    if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-f]+$/.test(v))
+      throw bad(`${what} is not ${bytes} bytes of lowercase hex`);
     return Buffer.from(v, 'hex');
   };
   const d = obj(doc, 'the file');
   if (d.format !== VAULT_FORMAT) throw bad(`not a stash vault file (format ${JSON.stringify(d.format)})`);
   if (d.formatVersion !== VAULT_FORMAT_VERSION) {
-    throw bad(`unsupported format version ${JSON.stringify(d.formatVersion)} (this stash reads version ${VAULT_FORMAT_VERSION}; a newer stash may have written it)`);
+    throw bad(
+      `unsupported format version ${JSON.stringify(d.formatVersion)} (this stash reads version ${VAULT_FORMAT_VERSION}; a newer stash may have written it)`,
+    );
   }
   const kdf = obj(d.kdf, 'kdf');
   if (kdf.alg !== KDF_ALG) throw bad(`unknown KDF ${JSON.stringify(kdf.alg)}`);
@@ -149,12 +165,18 @@ export function decodeMeta(text: Buffer, path: string): VaultMeta {
   if (problem) throw bad(`KDF parameters out of range: ${problem}`);
   const vk = obj(d.vaultKey, 'vaultKey');
   if (vk.alg !== WRAP_ALG) throw bad(`unknown key wrap ${JSON.stringify(vk.alg)}`);
-  if (typeof d.createdAt !== 'string' || d.createdAt.length > 64 || Number.isNaN(Date.parse(d.createdAt))) throw bad('createdAt is not a date');
+  if (typeof d.createdAt !== 'string' || d.createdAt.length > 64 || Number.isNaN(Date.parse(d.createdAt)))
+    throw bad('createdAt is not a date');
   const m: VaultMeta = {
     formatVersion: VAULT_FORMAT_VERSION,
     vaultId: hex(d.vaultId, ID_BYTES, 'vaultId'),
     createdAt: d.createdAt,
-    kdf: { alg: KDF_ALG, opslimit: kdf.opslimit as number, memlimit: kdf.memlimit as number, salt: hex(kdf.salt, SALT_BYTES, 'kdf.salt') },
+    kdf: {
+      alg: KDF_ALG,
+      opslimit: kdf.opslimit as number,
+      memlimit: kdf.memlimit as number,
+      salt: hex(kdf.salt, SALT_BYTES, 'kdf.salt'),
+    },
     nonce: hex(vk.nonce, NONCE_BYTES, 'vaultKey.nonce'),
     wrappedKey: hex(vk.wrapped, KEY_BYTES + TAG_BYTES, 'vaultKey.wrapped'),
     keyCheck: hex(d.keyCheck, 32, 'keyCheck'),
@@ -162,9 +184,15 @@ export function decodeMeta(text: Buffer, path: string): VaultMeta {
   if (d.recoveryKey !== undefined) {
     const rk = obj(d.recoveryKey, 'recoveryKey');
     if (rk.alg !== WRAP_ALG) throw bad(`unknown recovery key wrap ${JSON.stringify(rk.alg)}`);
-    if (typeof rk.createdAt !== 'string' || rk.createdAt.length > 64 || Number.isNaN(Date.parse(rk.createdAt))) throw bad('recoveryKey.createdAt is not a date');
-    m.recovery = { createdAt: rk.createdAt, nonce: hex(rk.nonce, NONCE_BYTES, 'recoveryKey.nonce'), wrapped: hex(rk.wrapped, KEY_BYTES + TAG_BYTES, 'recoveryKey.wrapped') };
+    if (typeof rk.createdAt !== 'string' || rk.createdAt.length > 64 || Number.isNaN(Date.parse(rk.createdAt)))
+      throw bad('recoveryKey.createdAt is not a date');
+    m.recovery = {
+      createdAt: rk.createdAt,
+      nonce: hex(rk.nonce, NONCE_BYTES, 'recoveryKey.nonce'),
+      wrapped: hex(rk.wrapped, KEY_BYTES + TAG_BYTES, 'recoveryKey.wrapped'),
+    };
   }
-  if (!checksumOf(m).equals(hex(d.checksum, 16, 'checksum'))) throw bad('checksum mismatch (the file was changed or damaged)');
+  if (!checksumOf(m).equals(hex(d.checksum, 16, 'checksum')))
+    throw bad('checksum mismatch (the file was changed or damaged)');
   return m;
 }

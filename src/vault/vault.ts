@@ -15,8 +15,16 @@ import { loadMeta, requireVaultKey } from './meta-file.js';
 import { CONTAINER_EXT, vaultExists, vaultPaths } from './paths.js';
 import { constantTimeEqual, KEY_BYTES, randomBytes, secureRandom, wipe } from './secure.js';
 import {
-  encodeMeta, ID_BYTES, keyCheckOf, metaInfo, SALT_BYTES, unwrapVaultKey, VAULT_FORMAT_VERSION, wrapVaultKey,
-  type VaultInfo, type VaultMeta,
+  encodeMeta,
+  ID_BYTES,
+  keyCheckOf,
+  metaInfo,
+  SALT_BYTES,
+  unwrapVaultKey,
+  VAULT_FORMAT_VERSION,
+  wrapVaultKey,
+  type VaultInfo,
+  type VaultMeta,
 } from './vault-meta.js';
 
 export type { VaultInfo } from './vault-meta.js';
@@ -60,13 +68,20 @@ export async function initVault(dir: string, password: Buffer, opts: KdfOptions 
  * caller releases with wipe()), so `stash vault init` can cache it in the
  * agent without a second Argon2id run.
  */
-export async function createVault(dir: string, password: Buffer, opts: KdfOptions = {}): Promise<{ info: VaultInfo; vaultKey: Buffer }> {
+export async function createVault(
+  dir: string,
+  password: Buffer,
+  opts: KdfOptions = {},
+): Promise<{ info: VaultInfo; vaultKey: Buffer }> {
   assertPassword(password);
   const params = kdfPreset(opts.kdf);
   if (vaultExists(dir)) throw new VaultError('VAULT_EXISTS', `a vault already exists at ${dir}`);
   const parts = leftovers(dir);
   if (parts.length > 0) {
-    throw new VaultError('VAULT_EXISTS', `${dir} holds parts of a vault but no vault.json (${parts.join(', ')}); move them away before creating a new vault there`);
+    throw new VaultError(
+      'VAULT_EXISTS',
+      `${dir} holds parts of a vault but no vault.json (${parts.join(', ')}); move them away before creating a new vault there`,
+    );
   }
   ensureDir(dir);
   restrictDir(dir);
@@ -76,7 +91,8 @@ export async function createVault(dir: string, password: Buffer, opts: KdfOption
   try {
     return withVaultLock(dir, () => {
       // Checked again under the lock: another `stash init` may have won the race.
-      if (vaultExists(dir) || leftovers(dir).length > 0) throw new VaultError('VAULT_EXISTS', `a vault was just created at ${dir} by another process`);
+      if (vaultExists(dir) || leftovers(dir).length > 0)
+        throw new VaultError('VAULT_EXISTS', `a vault was just created at ${dir} by another process`);
       const vaultId = randomBytes(ID_BYTES);
       createIdentity(dir, vaultId, vaultKey);
       writeContacts(dir, vaultId, vaultKey, []);
@@ -122,7 +138,10 @@ export async function unlockVault(dir: string, password: Buffer): Promise<Buffer
   if (vaultKey === null) throw new VaultError('WRONG_PASSWORD', `wrong password for the vault at ${dir}`);
   if (!constantTimeEqual(keyCheckOf(vaultKey, meta.vaultId), meta.keyCheck)) {
     wipe(vaultKey);
-    throw new VaultError('VAULT_CORRUPT', `${vaultPaths(dir).meta} is inconsistent: its key check does not match the vault key`);
+    throw new VaultError(
+      'VAULT_CORRUPT',
+      `${vaultPaths(dir).meta} is inconsistent: its key check does not match the vault key`,
+    );
   }
   return vaultKey;
 }
@@ -132,18 +151,40 @@ export async function unlockVault(dir: string, password: Buffer): Promise<Buffer
  * stays as it was unless `opts.kdf` names a preset (this is how it is raised).
  * VAULT_KEY_MISMATCH (nothing written) when `vaultKey` is not this vault's key.
  */
-export async function changePassword(dir: string, vaultKey: Buffer, newPassword: Buffer, opts: KdfOptions = {}): Promise<void> {
+export async function changePassword(
+  dir: string,
+  vaultKey: Buffer,
+  newPassword: Buffer,
+  opts: KdfOptions = {},
+): Promise<void> {
   assertPassword(newPassword);
   const before = requireVaultKey(dir, vaultKey);
-  const params: KdfParams = opts.kdf === undefined ? { alg: before.kdf.alg, opslimit: before.kdf.opslimit, memlimit: before.kdf.memlimit } : kdfPreset(opts.kdf);
+  const params: KdfParams =
+    opts.kdf === undefined
+      ? { alg: before.kdf.alg, opslimit: before.kdf.opslimit, memlimit: before.kdf.memlimit }
+      : kdfPreset(opts.kdf);
   const salt = randomBytes(SALT_BYTES);
   const master = await deriveMasterKey(newPassword, salt, params);
   try {
     withVaultLock(dir, () => {
       // The KDF ran outside the lock; make sure vault.json is still the one we checked.
       const now = requireVaultKey(dir, vaultKey);
-      if (!now.vaultId.equals(before.vaultId)) throw new VaultError('VAULT_KEY_MISMATCH', `the vault at ${dir} was replaced during the password change`);
-      writeMeta(dir, wrapVaultKey({ formatVersion: now.formatVersion, vaultId: now.vaultId, createdAt: now.createdAt, kdf: { ...params, salt }, ...(now.recovery ? { recovery: now.recovery } : {}) }, vaultKey, master));
+      if (!now.vaultId.equals(before.vaultId))
+        throw new VaultError('VAULT_KEY_MISMATCH', `the vault at ${dir} was replaced during the password change`);
+      writeMeta(
+        dir,
+        wrapVaultKey(
+          {
+            formatVersion: now.formatVersion,
+            vaultId: now.vaultId,
+            createdAt: now.createdAt,
+            kdf: { ...params, salt },
+            ...(now.recovery ? { recovery: now.recovery } : {}),
+          },
+          vaultKey,
+          master,
+        ),
+      );
     });
   } finally {
     wipe(master);

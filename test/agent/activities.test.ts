@@ -14,7 +14,9 @@ import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const children = new Set<ChildProcess>();
-process.on('exit', () => { for (const c of children) c.kill('SIGKILL'); });
+process.on('exit', () => {
+  for (const c of children) c.kill('SIGKILL');
+});
 
 /** Starts `sh -c script`; resolves once it printed its first line (returned). */
 async function startShell(script: string): Promise<{ child: ChildProcess; line: string }> {
@@ -35,8 +37,12 @@ async function startShell(script: string): Promise<{ child: ChildProcess; line: 
 const sleeper = () => startShell('echo ready; exec sleep 30');
 
 function exited(child: ChildProcess): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
-  return once(child, 'exit').then(([code, signal]) => ({ code: code as number | null, signal: signal as NodeJS.Signals | null }));
+  if (child.exitCode !== null || child.signalCode !== null)
+    return Promise.resolve({ code: child.exitCode, signal: child.signalCode });
+  return once(child, 'exit').then(([code, signal]) => ({
+    code: code as number | null,
+    signal: signal as NodeJS.Signals | null,
+  }));
 }
 
 function expectCode(fn: () => unknown, code: string): void {
@@ -66,7 +72,14 @@ test('registers its own pid and a child; tokens are 128-bit hex; onChange report
   assert.is(new Set([t1, t2, t3]).size, 3);
   assert.is(reg.size, 3);
   assert.equal(changes, [['env'], ['open', 'env']], 'one change per new set of kinds, in spec order');
-  assert.equal(reg.list().map((a) => [a.pid, a.kind]), [[process.pid, 'env'], [child.pid, 'open'], [child.pid, 'env']]);
+  assert.equal(
+    reg.list().map((a) => [a.pid, a.kind]),
+    [
+      [process.pid, 'env'],
+      [child.pid, 'open'],
+      [child.pid, 'env'],
+    ],
+  );
   reg.unregister(child.pid!, t2);
   assert.equal(changes.at(-1), ['env']);
   reg.clear();
@@ -177,21 +190,40 @@ test('terminateAll with a kind filter signals and forgets only those activities'
   const { reg, changes } = registry();
   reg.register(process.pid, clip.pid!, 'form');
   reg.register(process.pid, kept.pid!, 'env');
-  assert.equal(await reg.terminateAll(1000, (kind) => kind === 'form'), { terminated: 1, killed: 0, skipped: 0, failed: 0 });
+  assert.equal(await reg.terminateAll(1000, (kind) => kind === 'form'), {
+    terminated: 1,
+    killed: 0,
+    skipped: 0,
+    failed: 0,
+  });
   assert.equal((await exited(clip)).signal, 'SIGTERM');
   assert.is(kept.exitCode, null, 'the env activity was not signalled');
-  assert.equal(reg.list().map((a) => a.kind), ['env']);
+  assert.equal(
+    reg.list().map((a) => a.kind),
+    ['env'],
+  );
   assert.equal(changes.at(-1), ['env']);
   kept.kill('SIGKILL');
   await exited(kept);
 });
 
 test('a process the kernel will not let us signal (EPERM) does not stop the others from being terminated', async () => {
-  if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run the registry as nobody')) return;
+  if (
+    !needFacility(
+      isRoot && haveCommand('setpriv'),
+      'second uid',
+      'needs root and setpriv to run the registry as nobody',
+    )
+  )
+    return;
   const { child: rootOwned } = await sleeper();
   const copy = readableCopy(['test/fixtures/terminate-as-other-user.mjs']);
   const [setpriv, ...asUser] = asNobody;
-  const run = spawnSync(setpriv, [...asUser, copy.node, join(copy.root, 'fixtures', 'terminate-as-other-user.mjs'), String(rootOwned.pid)], { encoding: 'utf8', timeout: 30_000 });
+  const run = spawnSync(
+    setpriv,
+    [...asUser, copy.node, join(copy.root, 'fixtures', 'terminate-as-other-user.mjs'), String(rootOwned.pid)],
+    { encoding: 'utf8', timeout: 30_000 },
+  );
   copy.remove();
   assert.is(run.status, 0, run.stderr);
   const out = JSON.parse(run.stdout.trim().split('\n').pop()!);

@@ -14,7 +14,16 @@ import { AgentClient, type AgentError } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { keySlots, SLOT_BYTES, SLOTS_PER_SLAB } from '../../src/native/key-slots.js';
 import { encodeFrame, encodeRequest, MsgType, wipe } from '../../src/protocol/index.js';
-import { agentEnv, exited, readLog, sleep, startAgent, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
+import {
+  agentEnv,
+  exited,
+  readLog,
+  sleep,
+  startAgent,
+  stashBin,
+  waitFor,
+  type TestAgentEnv,
+} from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
@@ -34,7 +43,10 @@ async function errorCode(p: Promise<unknown>): Promise<string> {
 }
 
 /** A live agent (with `env` added to its environment) and a connected client for the length of `fn`; both stopped after. */
-async function withAgentClient(env: NodeJS.ProcessEnv, fn: (c: AgentClient, t: TestAgentEnv, proc: ChildProcess) => Promise<void>): Promise<void> {
+async function withAgentClient(
+  env: NodeJS.ProcessEnv,
+  fn: (c: AgentClient, t: TestAgentEnv, proc: ChildProcess) => Promise<void>,
+): Promise<void> {
   const t = agentEnv(env);
   const proc = await startAgent(t);
   const c = await AgentClient.connect(endpointOf(t.dir));
@@ -54,134 +66,159 @@ function allFulfilled(results: Array<PromiseSettledResult<unknown>>): void {
   assert.equal(rejected, [], 'every request succeeded');
 }
 
-test('concurrent first requests on a new client share one handshake', () => withAgentClient({}, async (c) => {
-  const [a, b] = [randomBytes(16), randomBytes(16)];
-  // Nothing awaited in between: without a shared HELLO the second replaces the session under the first.
-  allFulfilled(await Promise.allSettled([c.put(a, randomBytes(32), { ttl: 60 }), c.get(b), c.put(b, randomBytes(32), { ttl: 60 }), c.list()]));
-  assert.ok(await c.get(a));
-  assert.ok(await c.get(b));
-}));
+test('concurrent first requests on a new client share one handshake', () =>
+  withAgentClient({}, async (c) => {
+    const [a, b] = [randomBytes(16), randomBytes(16)];
+    // Nothing awaited in between: without a shared HELLO the second replaces the session under the first.
+    allFulfilled(
+      await Promise.allSettled([
+        c.put(a, randomBytes(32), { ttl: 60 }),
+        c.get(b),
+        c.put(b, randomBytes(32), { ttl: 60 }),
+        c.list(),
+      ]),
+    );
+    assert.ok(await c.get(a));
+    assert.ok(await c.get(b));
+  }));
 
-test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', () => withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c) => {
-  // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
-  const id = randomBytes(16);
-  assert.is(await c.get(id), null);
-  const token = await c.registerActivity(process.pid, 'unlock');
-  await sleep(1200);
-  await c.unregisterActivity(process.pid, token);
-  await c.put(id, randomBytes(32), { ttl: 60 });
-  assert.ok(await c.get(id), 'the key was cached over the new connection');
-  // Two requests at once after the next idle close share one reconnection.
-  await sleep(1200);
-  allFulfilled(await Promise.allSettled([c.get(id), c.list()]));
-}));
+test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', () =>
+  withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c) => {
+    // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
+    const id = randomBytes(16);
+    assert.is(await c.get(id), null);
+    const token = await c.registerActivity(process.pid, 'unlock');
+    await sleep(1200);
+    await c.unregisterActivity(process.pid, token);
+    await c.put(id, randomBytes(32), { ttl: 60 });
+    assert.ok(await c.get(id), 'the key was cached over the new connection');
+    // Two requests at once after the next idle close share one reconnection.
+    await sleep(1200);
+    allFulfilled(await Promise.allSettled([c.get(id), c.list()]));
+  }));
 
-test('put/get/forget/forget-all/list round trips through a live agent', () => withAgentClient({}, async (c, _t, proc) => {
-  const a = randomBytes(16);
-  const b = randomBytes(16);
-  const keyA = randomBytes(32);
-  await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
-  await c.put(b, randomBytes(32), {});
-  const hit = await c.get(a);
-  assert.ok(hit?.key.equals(keyA));
-  assert.is(hit!.ttl, 60);
-  // Secure memory: a slot of the client's key pool, a sodium_malloc slab (native/key-slots.ts; the test below).
-  assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'the client returns keys in secure memory');
-  assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
-  const list = await c.list();
-  assert.is(list.length, 2);
-  const la = list.find((e) => e.id.equals(a))!;
-  assert.is(la.path, '/vault/containers/work.stash');
-  assert.is(list.find((e) => e.id.equals(b))!.ttl, 900, 'default TTL');
-  assert.ok(await c.forget(a));
-  assert.not.ok(await c.forget(a));
-  assert.is(await c.get(a), null);
-  assert.is(await c.forgetAll(), 1);
-  assert.equal(await c.list(), []);
-  const status = await c.status();
-  assert.is(status.pid, proc.pid);
-  assert.is(status.entries, 0);
-}));
+test('put/get/forget/forget-all/list round trips through a live agent', () =>
+  withAgentClient({}, async (c, _t, proc) => {
+    const a = randomBytes(16);
+    const b = randomBytes(16);
+    const keyA = randomBytes(32);
+    await c.put(a, keyA, { path: '/vault/containers/work.stash', ttl: 60 });
+    await c.put(b, randomBytes(32), {});
+    const hit = await c.get(a);
+    assert.ok(hit?.key.equals(keyA));
+    assert.is(hit!.ttl, 60);
+    // Secure memory: a slot of the client's key pool, a sodium_malloc slab (native/key-slots.ts; the test below).
+    assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'the client returns keys in secure memory');
+    assert.is(await c.get(randomBytes(16)), null, 'unknown id is a cache miss');
+    const list = await c.list();
+    assert.is(list.length, 2);
+    const la = list.find((e) => e.id.equals(a))!;
+    assert.is(la.path, '/vault/containers/work.stash');
+    assert.is(list.find((e) => e.id.equals(b))!.ttl, 900, 'default TTL');
+    assert.ok(await c.forget(a));
+    assert.not.ok(await c.forget(a));
+    assert.is(await c.get(a), null);
+    assert.is(await c.forgetAll(), 1);
+    assert.equal(await c.list(), []);
+    const status = await c.status();
+    assert.is(status.pid, proc.pid);
+    assert.is(status.entries, 0);
+  }));
 
-test('get returns each key in a slot of the secure key pool: wipe() zeroes it and gives the slot back', () => withAgentClient({}, async (c) => {
-  const id = randomBytes(16);
-  const key = randomBytes(32);
-  await c.put(id, key, { ttl: 60 });
-  const before = keySlots.stats().inUse;
-  const hits = [await c.get(id), await c.get(id)];
-  assert.is(keySlots.stats().inUse, before + 2);
-  for (const hit of hits) {
-    assert.ok(hit?.key.equals(key) && hit.ttl === 60);
-    assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'a view of a sodium_malloc slab');
-  }
-  assert.is.not(hits[0]!.key.byteOffset, hits[1]!.key.byteOffset, 'one slot per key');
-  for (const hit of hits) {
-    wipe(hit!.key);
-    assert.ok(hit!.key.every((b) => b === 0), 'wipe zeroes it');
-  }
-  assert.is(keySlots.stats().inUse, before);
-  assert.ok(keySlots.stats().freeSlotsZero);
-}));
-
-test('getInto copies the key into the caller\'s secure buffer, zeroes the rest, and refuses plain or short buffers', () => withAgentClient({}, async (c) => {
-  const id = randomBytes(16);
-  const key = randomBytes(32);
-  await c.put(id, key, { ttl: 60 });
-  const out = sodium.sodium_malloc(48);
-  try {
-    out.fill(0xaa);
-    assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 });
-    assert.ok(out.subarray(0, 32).equals(key));
-    assert.ok(out.subarray(32).every((b) => b === 0), 'bytes past the key are zeroed');
-    out.fill(0xaa);
-    assert.is(await c.getInto(randomBytes(16), out), null, 'a miss');
-    assert.ok(out.every((b) => b === 0), 'a miss leaves the buffer zeroed');
-    const short = sodium.sodium_malloc(16);
-    try {
-      short.fill(0xaa);
-      assert.is(await errorCode(c.getInto(id, short)), 'AGENT_BUFFER_TOO_SMALL');
-      assert.ok(short.every((b) => b === 0), 'no part of the key lands in a short buffer');
-    } finally {
-      wipe(short);
+test('get returns each key in a slot of the secure key pool: wipe() zeroes it and gives the slot back', () =>
+  withAgentClient({}, async (c) => {
+    const id = randomBytes(16);
+    const key = randomBytes(32);
+    await c.put(id, key, { ttl: 60 });
+    const before = keySlots.stats().inUse;
+    const hits = [await c.get(id), await c.get(id)];
+    assert.is(keySlots.stats().inUse, before + 2);
+    for (const hit of hits) {
+      assert.ok(hit?.key.equals(key) && hit.ttl === 60);
+      assert.is(hit!.key.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'a view of a sodium_malloc slab');
     }
-    assert.is(await errorCode(c.getInto(id, Buffer.alloc(64))), 'AGENT_INSECURE_BUFFER');
-    assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 }, 'the connection still serves after the refusals');
-  } finally {
-    wipe(out);
-  }
-}));
+    assert.is.not(hits[0]!.key.byteOffset, hits[1]!.key.byteOffset, 'one slot per key');
+    for (const hit of hits) {
+      wipe(hit!.key);
+      assert.ok(
+        hit!.key.every((b) => b === 0),
+        'wipe zeroes it',
+      );
+    }
+    assert.is(keySlots.stats().inUse, before);
+    assert.ok(keySlots.stats().freeSlotsZero);
+  }));
 
-test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', () => withAgentClient({}, async (c, t) => {
-  const slide = randomBytes(16);
-  const still = randomBytes(16);
-  await c.put(slide, randomBytes(32), { ttl: 2 });
-  await c.put(still, randomBytes(32), { ttl: 2 });
-  for (let i = 0; i < 4; i++) {
-    await sleep(700);
-    assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
-    await c.list();
-  }
-  // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
-  const ids = (await c.list()).map((e) => e.id.toString('hex'));
-  assert.ok(ids.includes(slide.toString('hex')));
-  assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
-  await sleep(2300);
-  assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
-  assert.is(await c.get(slide), null);
+test("getInto copies the key into the caller's secure buffer, zeroes the rest, and refuses plain or short buffers", () =>
+  withAgentClient({}, async (c) => {
+    const id = randomBytes(16);
+    const key = randomBytes(32);
+    await c.put(id, key, { ttl: 60 });
+    const out = sodium.sodium_malloc(48);
+    try {
+      out.fill(0xaa);
+      assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 });
+      assert.ok(out.subarray(0, 32).equals(key));
+      assert.ok(
+        out.subarray(32).every((b) => b === 0),
+        'bytes past the key are zeroed',
+      );
+      out.fill(0xaa);
+      assert.is(await c.getInto(randomBytes(16), out), null, 'a miss');
+      assert.ok(
+        out.every((b) => b === 0),
+        'a miss leaves the buffer zeroed',
+      );
+      const short = sodium.sodium_malloc(16);
+      try {
+        short.fill(0xaa);
+        assert.is(await errorCode(c.getInto(id, short)), 'AGENT_BUFFER_TOO_SMALL');
+        assert.ok(
+          short.every((b) => b === 0),
+          'no part of the key lands in a short buffer',
+        );
+      } finally {
+        wipe(short);
+      }
+      assert.is(await errorCode(c.getInto(id, Buffer.alloc(64))), 'AGENT_INSECURE_BUFFER');
+      assert.equal(await c.getInto(id, out), { length: 32, ttl: 60 }, 'the connection still serves after the refusals');
+    } finally {
+      wipe(out);
+    }
+  }));
 
-  // A client can only send TTL <= 0 by hand: the encoder refuses it.
-  const raw = encodeRequest({ type: 'put', id: randomBytes(16), key: randomBytes(32), path: null, ttl: 5 });
-  raw.payload.writeInt32LE(0, raw.payload.length - 4);
-  const { createConnection } = await import('node:net');
-  const s = createConnection(join(t.dir, 'agent.sock'));
-  // sealed-only type sent plain is refused, the connection stays usable
-  s.write(encodeFrame(raw.type, raw.payload));
-  const reply = await new Promise<Buffer>((r) => s.once('data', r));
-  assert.is(reply[4], MsgType.ERROR);
-  assert.is(reply.readUInt16LE(9), 4, 'UNSUPPORTED_TYPE outside a sealed frame');
-  s.destroy();
-  assert.is(await errorCode(c.put(randomBytes(16), randomBytes(32), { ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
-}));
+test('sliding TTL with small TTLs; list does not extend; non-positive TTL rejected', () =>
+  withAgentClient({}, async (c, t) => {
+    const slide = randomBytes(16);
+    const still = randomBytes(16);
+    await c.put(slide, randomBytes(32), { ttl: 2 });
+    await c.put(still, randomBytes(32), { ttl: 2 });
+    for (let i = 0; i < 4; i++) {
+      await sleep(700);
+      assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
+      await c.list();
+    }
+    // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
+    const ids = (await c.list()).map((e) => e.id.toString('hex'));
+    assert.ok(ids.includes(slide.toString('hex')));
+    assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
+    await sleep(2300);
+    assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
+    assert.is(await c.get(slide), null);
+
+    // A client can only send TTL <= 0 by hand: the encoder refuses it.
+    const raw = encodeRequest({ type: 'put', id: randomBytes(16), key: randomBytes(32), path: null, ttl: 5 });
+    raw.payload.writeInt32LE(0, raw.payload.length - 4);
+    const { createConnection } = await import('node:net');
+    const s = createConnection(join(t.dir, 'agent.sock'));
+    // sealed-only type sent plain is refused, the connection stays usable
+    s.write(encodeFrame(raw.type, raw.payload));
+    const reply = await new Promise<Buffer>((r) => s.once('data', r));
+    assert.is(reply[4], MsgType.ERROR);
+    assert.is(reply.readUInt16LE(9), 4, 'UNSUPPORTED_TYPE outside a sealed frame');
+    s.destroy();
+    assert.is(await errorCode(c.put(randomBytes(16), randomBytes(32), { ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
+  }));
 
 test('socket folder is 0700 and the socket 0600; an open folder is refused', async () => {
   const t = agentEnv();
@@ -196,7 +233,9 @@ test('socket folder is 0700 and the socket 0600; an open folder is refused', asy
   chmodSync(t.dir, 0o755);
   const bad = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  bad.stderr!.on('data', (d) => { stderr += d; });
+  bad.stderr!.on('data', (d) => {
+    stderr += d;
+  });
   assert.is(await exited(bad), 77);
   assert.match(stderr, /mode 0755; it must be 0700/);
   t.cleanup();
@@ -226,7 +265,9 @@ test('a client running as another uid is refused and logged', async () => {
     const [setpriv, ...asUser] = asNobody;
     const nobody = spawn(setpriv, [...asUser, copy.node, '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
-    nobody.stdout!.on('data', (d) => { out += d; });
+    nobody.stdout!.on('data', (d) => {
+      out += d;
+    });
     assert.is(await exited(nobody), 0, out);
     copy.remove();
     assert.match(out, /closed after 0 bytes|error (ECONNRESET|EPIPE)/, out);
@@ -315,16 +356,20 @@ test('a stale socket file from a dead agent is replaced', async () => {
   assert.ok(existsSync(join(t.dir, 'agent.sock')), 'SIGKILL leaves the socket file behind');
   // startAgent returns at once (the stale file exists); wait for a live listener instead
   const proc = await startAgent(t);
-  await waitFor(async () => {
-    try {
-      const c = await AgentClient.connect(endpointOf(t.dir));
-      const s = await c.status();
-      c.close();
-      return s.pid === proc.pid;
-    } catch {
-      return false;
-    }
-  }, 5000, 'the new agent to answer');
+  await waitFor(
+    async () => {
+      try {
+        const c = await AgentClient.connect(endpointOf(t.dir));
+        const s = await c.status();
+        c.close();
+        return s.pid === proc.pid;
+      } catch {
+        return false;
+      }
+    },
+    5000,
+    'the new agent to answer',
+  );
   proc.kill('SIGTERM');
   await exited(proc);
   t.cleanup();
@@ -360,9 +405,14 @@ test('__agent rejects arguments and an invalid config file', async () => {
   assert.is(await exited(p), 64);
   const cfg = join(t.home, 'bad.toml');
   writeFileSync(cfg, '[agent]\nprevent_sleep = 3\n');
-  const q = spawn(process.execPath, [stashBin, '__agent'], { env: { ...t.env, STASH_CONFIG: cfg }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const q = spawn(process.execPath, [stashBin, '__agent'], {
+    env: { ...t.env, STASH_CONFIG: cfg },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let err = '';
-  q.stderr!.on('data', (d) => { err += d; });
+  q.stderr!.on('data', (d) => {
+    err += d;
+  });
   assert.is(await exited(q), 78);
   assert.match(err, /bad\.toml:2: agent\.prevent_sleep must be a boolean/);
   t.cleanup();

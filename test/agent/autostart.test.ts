@@ -13,8 +13,12 @@ function runClient(env: NodeJS.ProcessEnv): Promise<{ code: number | string; out
   const p = spawn(tsxNode[0]!, [...tsxNode.slice(1), fixture], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  p.stdout!.on('data', (d) => { out += d; });
-  p.stderr!.on('data', (d) => { err += d; });
+  p.stdout!.on('data', (d) => {
+    out += d;
+  });
+  p.stderr!.on('data', (d) => {
+    err += d;
+  });
   return exited(p, 20_000).then((code) => ({ code, out: out.trim(), err }));
 }
 
@@ -27,12 +31,18 @@ test('eight concurrent first commands end with exactly one agent', async () => {
     assert.is(pids.size, 1, `clients talked to agents ${[...pids].join(', ')}`);
     const agentPid = Number([...pids][0]);
     // The losing agents exit at once; only the winner stays.
-    if (needFacility(isRoot, 'reading other processes\' /proc environ', 'agents are non-dumpable: only root can read their environment')) {
+    if (
+      needFacility(
+        isRoot,
+        "reading other processes' /proc environ",
+        'agents are non-dumpable: only root can read their environment',
+      )
+    ) {
       await waitFor(() => agentPids(t.dir).length === 1, 5000, 'losing agents to exit');
       assert.equal(agentPids(t.dir), [agentPid]);
     }
     const c = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
-    assert.is((await c.list()).length, 8, 'every client\'s key landed in the one agent');
+    assert.is((await c.list()).length, 8, "every client's key landed in the one agent");
     await c.stop();
     c.close();
     await sleep(200);

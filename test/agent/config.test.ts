@@ -25,12 +25,21 @@ async function error(env: NodeJS.ProcessEnv): Promise<string> {
 }
 
 test('path order: STASH_AGENT_CONFIG, STASH_CONFIG, platform default', () => {
-  assert.equal(configPath({ ...base, STASH_AGENT_CONFIG: '/a', STASH_CONFIG: '/b' }), { path: '/a', source: 'STASH_AGENT_CONFIG' });
+  assert.equal(configPath({ ...base, STASH_AGENT_CONFIG: '/a', STASH_CONFIG: '/b' }), {
+    path: '/a',
+    source: 'STASH_AGENT_CONFIG',
+  });
   assert.equal(configPath({ ...base, STASH_CONFIG: '/b' }), { path: '/b', source: 'STASH_CONFIG' });
   assert.equal(configPath(base, 'linux'), { path: join(home, 'cfg', 'stash', 'config.toml'), source: 'default' });
   assert.equal(configPath({ HOME: home }, 'linux').path, join(home, '.config', 'stash', 'config.toml'));
-  assert.equal(configPath({ HOME: home }, 'darwin').path, join(home, 'Library', 'Application Support', 'stash', 'config.toml'));
-  assert.equal(configPath({ HOME: home, APPDATA: 'C:\\Users\\a\\AppData\\Roaming' }, 'win32').path, join('C:\\Users\\a\\AppData\\Roaming', 'stash', 'config.toml'));
+  assert.equal(
+    configPath({ HOME: home }, 'darwin').path,
+    join(home, 'Library', 'Application Support', 'stash', 'config.toml'),
+  );
+  assert.equal(
+    configPath({ HOME: home, APPDATA: 'C:\\Users\\a\\AppData\\Roaming' }, 'win32').path,
+    join('C:\\Users\\a\\AppData\\Roaming', 'stash', 'config.toml'),
+  );
 });
 
 test('defaults without a file: both true, source default', async () => {
@@ -42,7 +51,10 @@ test('defaults without a file: both true, source default', async () => {
 
 test('file values, the alias, and environment overrides with their sources', async () => {
   mkdirSync(join(home, 'cfg', 'stash'), { recursive: true });
-  writeFileSync(join(home, 'cfg', 'stash', 'config.toml'), '# comment\n[agent]\nsuspend_inhibit = false\nterminate_on_suspend = false\n');
+  writeFileSync(
+    join(home, 'cfg', 'stash', 'config.toml'),
+    '# comment\n[agent]\nsuspend_inhibit = false\nterminate_on_suspend = false\n',
+  );
   let c = await loadConfig(base);
   assert.equal(c.preventSleep, { value: false, source: 'file', from: 'agent.suspend_inhibit' });
   assert.equal(c.terminateOnSuspend, { value: false, source: 'file', from: 'agent.terminate_on_suspend' });
@@ -55,10 +67,23 @@ test('file values, the alias, and environment overrides with their sources', asy
 test('agent.lock_on_screen_lock: true by default, false from the file, the environment wins, a bad value names its line', async () => {
   assert.equal((await loadConfig(base)).lockOnScreenLock, { value: true, source: 'default', from: null });
   const p = write('[agent]\nlock_on_screen_lock = false\n');
-  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).lockOnScreenLock, { value: false, source: 'file', from: 'agent.lock_on_screen_lock' });
-  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'on' })).lockOnScreenLock, { value: true, source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' });
-  assert.match(await error({ ...base, STASH_CONFIG: write('[agent]\nlock_on_screen_lock = 1\n') }), /:2: agent\.lock_on_screen_lock must be a boolean/);
-  assert.match(await error({ ...base, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'maybe' }), /^STASH_AGENT_LOCK_ON_SCREEN_LOCK must be true or false/);
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).lockOnScreenLock, {
+    value: false,
+    source: 'file',
+    from: 'agent.lock_on_screen_lock',
+  });
+  assert.equal(
+    (await loadConfig({ ...base, STASH_CONFIG: p, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'on' })).lockOnScreenLock,
+    { value: true, source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' },
+  );
+  assert.match(
+    await error({ ...base, STASH_CONFIG: write('[agent]\nlock_on_screen_lock = 1\n') }),
+    /:2: agent\.lock_on_screen_lock must be a boolean/,
+  );
+  assert.match(
+    await error({ ...base, STASH_AGENT_LOCK_ON_SCREEN_LOCK: 'maybe' }),
+    /^STASH_AGENT_LOCK_ON_SCREEN_LOCK must be true or false/,
+  );
 });
 
 test('errors name the file, the key and what was expected', async () => {
@@ -94,18 +119,35 @@ test('key_server_url from file, overridden by STASH_KEY_SERVER_URL', async () =>
 test('cli.clip_seconds: default 45, from the file, STASH_CLIP_SECONDS over it; bad values name the line or the variable', async () => {
   assert.equal((await loadConfig(base)).clipSeconds, { value: 45, source: 'default', from: null });
   let p = write('[cli]\nclip_seconds = 10\n');
-  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).clipSeconds, { value: 10, source: 'file', from: 'cli.clip_seconds' });
-  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p, STASH_CLIP_SECONDS: ' 20 ' })).clipSeconds, { value: 20, source: 'environment', from: 'STASH_CLIP_SECONDS' });
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p })).clipSeconds, {
+    value: 10,
+    source: 'file',
+    from: 'cli.clip_seconds',
+  });
+  assert.equal((await loadConfig({ ...base, STASH_CONFIG: p, STASH_CLIP_SECONDS: ' 20 ' })).clipSeconds, {
+    value: 20,
+    source: 'environment',
+    from: 'STASH_CLIP_SECONDS',
+  });
   for (const bad of ['0', '2.5', '86401', '"45"', '-1']) {
     p = write(`# the delay\n[cli]\nclip_seconds = ${bad}\n`);
     const m = await error({ ...base, STASH_CONFIG: p });
     assert.ok(m.startsWith(`${p}:3: cli.clip_seconds must be a whole number of seconds from 1 to 86400`), m);
   }
   p = write('[cli]\nclip_second = 5\n');
-  assert.match(await error({ ...base, STASH_CONFIG: p }), /:2: unknown key "cli\.clip_second"; known keys: cli\.clip_seconds/);
+  assert.match(
+    await error({ ...base, STASH_CONFIG: p }),
+    /:2: unknown key "cli\.clip_second"; known keys: cli\.clip_seconds/,
+  );
   p = write('[cli]\nclip_seconds = soon\n');
-  assert.match(await error({ ...base, STASH_CONFIG: p }), /clip_seconds takes a whole number of seconds from 1 to 86400, unquoted/);
-  assert.match(await error({ ...base, STASH_CLIP_SECONDS: 'soon' }), /^STASH_CLIP_SECONDS must be a whole number of seconds from 1 to 86400, got "soon"/);
+  assert.match(
+    await error({ ...base, STASH_CONFIG: p }),
+    /clip_seconds takes a whole number of seconds from 1 to 86400, unquoted/,
+  );
+  assert.match(
+    await error({ ...base, STASH_CLIP_SECONDS: 'soon' }),
+    /^STASH_CLIP_SECONDS must be a whole number of seconds from 1 to 86400, got "soon"/,
+  );
 });
 
 test.after(() => rmSync(home, { recursive: true, force: true }));

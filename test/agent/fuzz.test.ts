@@ -10,7 +10,14 @@ import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
 import { MAX_HELLOS } from '../../src/agent/limits.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
-import { encodeFrame, encodeRequest, FrameDecoder, MsgType, ProtocolErrorCode, type Request } from '../../src/protocol/index.js';
+import {
+  encodeFrame,
+  encodeRequest,
+  FrameDecoder,
+  MsgType,
+  ProtocolErrorCode,
+  type Request,
+} from '../../src/protocol/index.js';
 import { agentEnv, exited, startAgent } from '../helpers/agent.js';
 
 const FRAMES = Number(process.env.STASH_FUZZ_FRAMES ?? 100_000);
@@ -88,7 +95,10 @@ test(`${FRAMES} random and mutated frames: no crash, a normal client served thro
       let got = 0;
       const done = new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 3000);
-        const finish = (): void => { clearTimeout(timer); resolve(); };
+        const finish = (): void => {
+          clearTimeout(timer);
+          resolve();
+        };
         s.on('data', (d: Buffer) => {
           decoder.push(d);
           for (let f = decoder.next(); f; f = decoder.next()) {
@@ -117,8 +127,13 @@ test(`${FRAMES} random and mutated frames: no crash, a normal client served thro
     assert.ok(hit?.key.equals(key));
     assert.is(proc.exitCode, null, 'agent still running');
     assert.ok(errorReplies > sent / 2, 'most garbage was answered with ERROR replies');
-    assert.ok(checks >= 1 && checks === Math.floor(connections / 5), "the normal client was checked every 5 connections");
-    console.log(`fuzz: ${sent} frames over ${connections} connections, ${replies} replies (${errorReplies} errors), ${checks} checks of the normal client`);
+    assert.ok(
+      checks >= 1 && checks === Math.floor(connections / 5),
+      'the normal client was checked every 5 connections',
+    );
+    console.log(
+      `fuzz: ${sent} frames over ${connections} connections, ${replies} replies (${errorReplies} errors), ${checks} checks of the normal client`,
+    );
   } finally {
     good.close();
     proc.kill('SIGTERM');
@@ -134,26 +149,55 @@ test('each error path answers with its code and keeps the connection (or closes 
   async function exchange(wire: Buffer): Promise<{ code: number; closed: boolean }> {
     const s = await openSocket(path);
     let closed = false;
-    s.on('close', () => { closed = true; });
-    const reply = await new Promise<Buffer>((r) => { s.once('data', r); s.write(wire); });
+    s.on('close', () => {
+      closed = true;
+    });
+    const reply = await new Promise<Buffer>((r) => {
+      s.once('data', r);
+      s.write(wire);
+    });
     await new Promise((r) => setTimeout(r, 50));
     s.destroy();
     assert.is(reply[4], MsgType.ERROR);
     return { code: reply.readUInt16LE(9), closed };
   }
   try {
-    assert.equal(await exchange(Buffer.from('XXXX\x05\x00\x00\x00\x00', 'latin1')), { code: ProtocolErrorCode.BAD_MAGIC, closed: true });
+    assert.equal(await exchange(Buffer.from('XXXX\x05\x00\x00\x00\x00', 'latin1')), {
+      code: ProtocolErrorCode.BAD_MAGIC,
+      closed: true,
+    });
     const big = Buffer.from('SBX2\x05\x00\x00\x00\x00', 'latin1');
     big.writeUInt32LE(200_000, 5);
     assert.equal(await exchange(big), { code: ProtocolErrorCode.INVALID_SIZE, closed: true });
     assert.equal(await exchange(encodeFrame(0x42)), { code: ProtocolErrorCode.UNSUPPORTED_TYPE, closed: false });
-    assert.equal(await exchange(encodeFrame(MsgType.STATUS, Buffer.from([1]))), { code: ProtocolErrorCode.MALFORMED_PAYLOAD, closed: false });
-    assert.equal(await exchange(encodeFrame(MsgType.REGISTER_ACTIVITY, Buffer.from([1, 0, 0, 0, 3, 0x61, 0x62, 0x63]))), { code: ProtocolErrorCode.UNKNOWN_KIND, closed: false });
-    assert.equal(await exchange(encodeFrame(MsgType.UNREGISTER_ACTIVITY, Buffer.concat([Buffer.from([1, 0, 0, 0]), randomBytes(16)]))), { code: ProtocolErrorCode.BAD_TOKEN, closed: false });
-    assert.equal(await exchange(encodeFrame(MsgType.SEALED, randomBytes(40))), { code: ProtocolErrorCode.NO_SESSION, closed: false });
-    assert.equal(await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([3, 0]), randomBytes(32)]))), { code: ProtocolErrorCode.VERSION_MISMATCH, closed: false });
+    assert.equal(await exchange(encodeFrame(MsgType.STATUS, Buffer.from([1]))), {
+      code: ProtocolErrorCode.MALFORMED_PAYLOAD,
+      closed: false,
+    });
+    assert.equal(
+      await exchange(encodeFrame(MsgType.REGISTER_ACTIVITY, Buffer.from([1, 0, 0, 0, 3, 0x61, 0x62, 0x63]))),
+      { code: ProtocolErrorCode.UNKNOWN_KIND, closed: false },
+    );
+    assert.equal(
+      await exchange(
+        encodeFrame(MsgType.UNREGISTER_ACTIVITY, Buffer.concat([Buffer.from([1, 0, 0, 0]), randomBytes(16)])),
+      ),
+      { code: ProtocolErrorCode.BAD_TOKEN, closed: false },
+    );
+    assert.equal(await exchange(encodeFrame(MsgType.SEALED, randomBytes(40))), {
+      code: ProtocolErrorCode.NO_SESSION,
+      closed: false,
+    });
+    assert.equal(await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([3, 0]), randomBytes(32)]))), {
+      code: ProtocolErrorCode.VERSION_MISMATCH,
+      closed: false,
+    });
     for (const flags of [0x01, 0xff]) {
-      assert.equal(await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([2, flags]), randomBytes(32)]))), { code: ProtocolErrorCode.UNKNOWN_FLAGS, closed: false }, `HELLO flags ${flags}`);
+      assert.equal(
+        await exchange(encodeFrame(MsgType.HELLO, Buffer.concat([Buffer.from([2, flags]), randomBytes(32)]))),
+        { code: ProtocolErrorCode.UNKNOWN_FLAGS, closed: false },
+        `HELLO flags ${flags}`,
+      );
     }
   } finally {
     proc.kill('SIGTERM');

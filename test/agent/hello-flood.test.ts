@@ -22,7 +22,16 @@ import { MAX_HELLOS } from '../../src/agent/limits.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { loadSodium } from '../../src/native/sodium.js';
 import {
-  decodeReply, encodeFrame, encodeRequest, ephemeralKeys, FrameDecoder, MsgType, ProtocolErrorCode, SecureChannel, wipe, type Frame,
+  decodeReply,
+  encodeFrame,
+  encodeRequest,
+  ephemeralKeys,
+  FrameDecoder,
+  MsgType,
+  ProtocolErrorCode,
+  SecureChannel,
+  wipe,
+  type Frame,
 } from '../../src/protocol/index.js';
 import { agentEnv, exited, readLog, sleep, startAgent, type TestAgentEnv } from '../helpers/agent.js';
 
@@ -102,7 +111,9 @@ async function mapsSettle(pid: number, start: number): Promise<number> {
   return now;
 }
 
-async function withAgentAndKey(fn: (c: { t: TestAgentEnv; pid: number; path: string; stillCached(): Promise<void>; alive(): void }) => Promise<void>): Promise<void> {
+async function withAgentAndKey(
+  fn: (c: { t: TestAgentEnv; pid: number; path: string; stillCached(): Promise<void>; alive(): void }) => Promise<void>,
+): Promise<void> {
   const t = agentEnv();
   const proc = await startAgent(t);
   const good = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
@@ -114,7 +125,12 @@ async function withAgentAndKey(fn: (c: { t: TestAgentEnv; pid: number; path: str
       t,
       pid: proc.pid!,
       path: join(t.dir, 'agent.sock'),
-      alive: () => assert.equal([proc.exitCode, proc.signalCode], [null, null], `the agent is still running (stderr in ${t.logPath})`),
+      alive: () =>
+        assert.equal(
+          [proc.exitCode, proc.signalCode],
+          [null, null],
+          `the agent is still running (stderr in ${t.logPath})`,
+        ),
       async stillCached() {
         // A fresh connection: the first one may have been closed as idle meanwhile.
         const c = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
@@ -139,7 +155,10 @@ test(`${MAX_HELLOS + 1} HELLOs in one write: ${MAX_HELLOS} are answered, the nex
   withAgentAndKey(async ({ t, path, stillCached }) => {
     const r = await helloFlood(path, MAX_HELLOS + 1);
     assert.equal(r, { ok: MAX_HELLOS, errors: [ProtocolErrorCode.HANDSHAKE_LIMIT], closed: true });
-    assert.match(readLog(t), new RegExp(`closing a connection from pid \\d+: more than ${MAX_HELLOS} HELLO frames on one connection`));
+    assert.match(
+      readLog(t),
+      new RegExp(`closing a connection from pid \\d+: more than ${MAX_HELLOS} HELLO frames on one connection`),
+    );
     // Below the limit a new HELLO still replaces the session (docs/protocol.md): the last one is the one in use.
     const s = await openSocket(path);
     const decoder = new FrameDecoder();
@@ -178,15 +197,24 @@ test('20,000 pipelined HELLOs on one connection, then 8 x 2,000: the agent keeps
     for (const r of [one, ...eight]) {
       assert.ok(r.closed, 'the agent closed the flooding connection');
       assert.ok(r.ok <= MAX_HELLOS, `${r.ok} HELLOs answered on one connection (at most ${MAX_HELLOS})`);
-      assert.ok(r.errors.every((c) => c === ProtocolErrorCode.HANDSHAKE_LIMIT), `errors: ${r.errors.join(', ')}`);
+      assert.ok(
+        r.errors.every((c) => c === ProtocolErrorCode.HANDSHAKE_LIMIT),
+        `errors: ${r.errors.join(', ')}`,
+      );
     }
     await stillCached();
     const peak = sampler.stop();
     if (linux) {
       const end = await mapsSettle(pid, start);
       console.log(`HELLO floods: agent mappings ${start} before, at most ${peak} during, ${end} after`);
-      assert.ok(peak <= start + MAPS_MARGIN, `agent mappings ${start} before the floods, up to ${peak} during (want at most ${start + MAPS_MARGIN})`);
-      assert.ok(end <= start + MAPS_MARGIN, `agent mappings ${start} before the floods, ${end} after (want at most ${start + MAPS_MARGIN})`);
+      assert.ok(
+        peak <= start + MAPS_MARGIN,
+        `agent mappings ${start} before the floods, up to ${peak} during (want at most ${start + MAPS_MARGIN})`,
+      );
+      assert.ok(
+        end <= start + MAPS_MARGIN,
+        `agent mappings ${start} before the floods, ${end} after (want at most ${start + MAPS_MARGIN})`,
+      );
     }
     alive();
   }));
@@ -197,9 +225,11 @@ test('2,000 connections that each make a session and get the key, and 2,000 seal
     const started = Date.now();
     const sampler = mapsPeak(pid);
     // Eight clients at once, each connecting 250 times: a HELLO and a sealed GET per connection.
-    await Promise.all(Array.from({ length: 8 }, async () => {
-      for (let i = 0; i < 250; i++) await stillCached();
-    }));
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let i = 0; i < 250; i++) await stillCached();
+      }),
+    );
     alive();
     // One connection pipelines PUTs of about 5 KiB (a 4,000-byte path and a 1 KiB key): each opens
     // beyond the channel's 4 KiB scratch. Two ids in turn, so each PUT also replaces a cached key.
@@ -218,7 +248,11 @@ test('2,000 connections that each make a session and get the key, and 2,000 seal
     const ids = [randomBytes(16), randomBytes(16)];
     const puts: Buffer[] = [];
     for (let i = 0; i < 2000; i++) {
-      puts.push(channel.seal(encodeRequest({ type: 'put', id: ids[i % 2]!, key: randomBytes(1024), path: 'p'.repeat(4000), ttl: 60 })));
+      puts.push(
+        channel.seal(
+          encodeRequest({ type: 'put', id: ids[i % 2]!, key: randomBytes(1024), path: 'p'.repeat(4000), ttl: 60 }),
+        ),
+      );
     }
     s.write(Buffer.concat(puts));
     for (let waited = 0; replies.length < 2000 && waited < 20_000; waited += 20) await sleep(20);
@@ -238,10 +272,18 @@ test('2,000 connections that each make a session and get the key, and 2,000 seal
     console.log(`2,000 connections and 2,000 large PUTs in ${Date.now() - started} ms`);
     if (linux) {
       const end = await mapsSettle(pid, start);
-      console.log(`connection churn and large PUTs: agent mappings ${start} before, at most ${peak} during, ${end} after`);
+      console.log(
+        `connection churn and large PUTs: agent mappings ${start} before, at most ${peak} during, ${end} after`,
+      );
       // The peak, not only the end: freed-but-not-collected buffers vanish once the collector runs.
-      assert.ok(peak <= start + MAPS_MARGIN, `agent mappings ${start} before, up to ${peak} during (want at most ${start + MAPS_MARGIN})`);
-      assert.ok(end <= start + MAPS_MARGIN, `agent mappings ${start} before, ${end} after (want at most ${start + MAPS_MARGIN})`);
+      assert.ok(
+        peak <= start + MAPS_MARGIN,
+        `agent mappings ${start} before, up to ${peak} during (want at most ${start + MAPS_MARGIN})`,
+      );
+      assert.ok(
+        end <= start + MAPS_MARGIN,
+        `agent mappings ${start} before, ${end} after (want at most ${start + MAPS_MARGIN})`,
+      );
     }
     assert.not.match(readLog(t), /INTERNAL|SECURE_MEMORY/);
   }));
@@ -249,7 +291,9 @@ test('2,000 connections that each make a session and get the key, and 2,000 seal
 /** The parts of the agent a connection needs, in this process, with no activities or power integration. */
 function inProcessAgent(): Agent {
   const none: Activities = {
-    register: () => { throw new Error('no activities here'); },
+    register: () => {
+      throw new Error('no activities here');
+    },
     unregister: () => {},
     list: () => [],
     prune: () => 0,
@@ -295,14 +339,16 @@ test('after warm-up, no request path calls sodium_malloc: handshakes, re-HELLOs,
         for (const big of bigIds) await c.put(big, randomBytes(1024), { ttl: 60, path: `/${'x'.repeat(4000)}` });
         assert.ok((await c.list()).length >= bigIds.length);
         for (const big of bigIds) await c.forget(big);
-        assert.ok(await c.get(randomBytes(16)) === null);
+        assert.ok((await c.get(randomBytes(16))) === null);
       } finally {
         c.close();
       }
       // Re-HELLOs up to the limit on a raw connection, each replacing the session.
       const s = await openSocket(path);
       let answered = 0;
-      s.on('data', (d: Buffer) => { answered += d.length; });
+      s.on('data', (d: Buffer) => {
+        answered += d.length;
+      });
       s.write(Buffer.concat(Array.from({ length: MAX_HELLOS }, helloFrame)));
       while (answered < MAX_HELLOS * (9 + 2 + 32 + 4)) await sleep(5);
       s.destroy();

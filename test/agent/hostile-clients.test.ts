@@ -27,7 +27,9 @@ function openSocket(path: string): Promise<Socket> {
 
 /** Resident memory of a process in MB (10^6 bytes), from /proc. */
 function rssMb(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'))!;
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('VmRSS:'))!;
   return (Number(line.split(/\s+/)[1]) * 1024) / 1e6;
 }
 
@@ -68,7 +70,9 @@ test('a client that sends 300,000 STATUS requests and never reads: agent RSS sta
       const before = rssMb(pid);
       flood.pause(); // never reads: its replies pile up in the kernel, then in the agent
       let dropped = false;
-      flood.on('close', () => { dropped = true; });
+      flood.on('close', () => {
+        dropped = true;
+      });
       flood.on('error', () => {});
       const status = encodeFrame(MsgType.STATUS);
       flood.write(Buffer.concat(Array.from({ length: 300_000 }, () => status)));
@@ -89,8 +93,13 @@ test('a client that sends 300,000 STATUS requests and never reads: agent RSS sta
       }
       await sleep(1000);
       peak = Math.max(peak, rssMb(pid));
-      console.log(`never-reading client: agent RSS ${before.toFixed(1)} MB before, peak ${peak.toFixed(1)} MB; get latencies ${latencies.map((l) => l.toFixed(1)).join(' ')} ms`);
-      assert.ok(median(latencies) < 50, `median get latency ${median(latencies).toFixed(1)} ms while the other client floods (want < 50 ms)`);
+      console.log(
+        `never-reading client: agent RSS ${before.toFixed(1)} MB before, peak ${peak.toFixed(1)} MB; get latencies ${latencies.map((l) => l.toFixed(1)).join(' ')} ms`,
+      );
+      assert.ok(
+        median(latencies) < 50,
+        `median get latency ${median(latencies).toFixed(1)} ms while the other client floods (want < 50 ms)`,
+      );
       assert.ok(peak < 100, `agent RSS ${peak.toFixed(1)} MB while a client never reads (want < 100 MB)`);
       await waitFor(() => dropped, OUTPUT_STALL_MS + 10_000, 'the agent to drop the client that never reads');
       assert.match(readLog(t), /dropped a connection from pid \d+: \d+ bytes of replies unread for 10 s/);
@@ -139,12 +148,16 @@ test(`${MAX_CONNECTIONS} connections trickling a frame: closed at the frame dead
         const s = await openSocket(path);
         s.on('error', () => {});
         s.on('close', () => closed.add(s));
-        s.on('data', (d: Buffer) => { if (d[4] === MsgType.ERROR) errorCodes.push(d.readUInt16LE(9)); });
+        s.on('data', (d: Buffer) => {
+          if (d[4] === MsgType.ERROR) errorCodes.push(d.readUInt16LE(9));
+        });
         s.write(header);
         trickles.push(s);
       }
       const started = Date.now();
-      ticker = setInterval(() => { for (const s of trickles) if (!s.destroyed) s.write(Buffer.from([0])); }, 1000);
+      ticker = setInterval(() => {
+        for (const s of trickles) if (!s.destroyed) s.write(Buffer.from([0]));
+      }, 1000);
       // Every slot is taken now: one more connection is refused.
       await sleep(500);
       const probe = await openSocket(path);
@@ -174,10 +187,18 @@ test(`${MAX_CONNECTIONS} connections trickling a frame: closed at the frame dead
           await sleep(200);
         }
       }
-      console.log(`trickling connections: ${closed.size} closed by the agent; a normal client served ${servedAfter} ms after they started (deadline ${FRAME_DEADLINE_MS} ms)`);
-      assert.ok(servedAfter >= 0 && servedAfter < limit, `normal client served ${servedAfter} ms after the trickles started (want within ${limit} ms)`);
+      console.log(
+        `trickling connections: ${closed.size} closed by the agent; a normal client served ${servedAfter} ms after they started (deadline ${FRAME_DEADLINE_MS} ms)`,
+      );
+      assert.ok(
+        servedAfter >= 0 && servedAfter < limit,
+        `normal client served ${servedAfter} ms after the trickles started (want within ${limit} ms)`,
+      );
       await waitFor(() => closed.size === MAX_CONNECTIONS, 3000, 'every trickling connection to be closed');
-      assert.ok(errorCodes.length > 0 && errorCodes.every((c) => c === ProtocolErrorCode.SLOW_FRAME), `the agent said why: ${errorCodes.slice(0, 5).join(', ')}`);
+      assert.ok(
+        errorCodes.length > 0 && errorCodes.every((c) => c === ProtocolErrorCode.SLOW_FRAME),
+        `the agent said why: ${errorCodes.slice(0, 5).join(', ')}`,
+      );
       assert.match(readLog(t), /a frame was not complete 5 s after its first byte/);
     } finally {
       if (ticker) clearInterval(ticker);
@@ -219,8 +240,13 @@ test('a max-size frame sent a byte at a time costs the agent within 10x of the s
     // schedstat counts nanoseconds, but a ~1 ms figure moves with whatever else the
     // process did meanwhile (a timer, a GC thread): the baseline is at least 2 ms.
     const baseline = Math.max(median(whole), 2);
-    console.log(`agent CPU per max-size frame: whole ${whole.map((c) => c.toFixed(2)).join(' ')} ms; a byte at a time ${bytewise.map((c) => c.toFixed(2)).join(' ')} ms`);
-    assert.ok(Math.min(...bytewise) <= 10 * baseline, `a byte at a time cost ${Math.min(...bytewise).toFixed(1)} ms of agent CPU against ${baseline.toFixed(1)} ms whole`);
+    console.log(
+      `agent CPU per max-size frame: whole ${whole.map((c) => c.toFixed(2)).join(' ')} ms; a byte at a time ${bytewise.map((c) => c.toFixed(2)).join(' ')} ms`,
+    );
+    assert.ok(
+      Math.min(...bytewise) <= 10 * baseline,
+      `a byte at a time cost ${Math.min(...bytewise).toFixed(1)} ms of agent CPU against ${baseline.toFixed(1)} ms whole`,
+    );
     assert.match(readLog(t), /a frame arrived in more than 32 small pieces/);
     const c = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
     assert.ok(await c.status(), 'the agent keeps serving');

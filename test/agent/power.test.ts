@@ -32,7 +32,12 @@ const ours = (list: Inhibitor[], mode: string) => list.filter((i) => i.who === '
 
 function logs() {
   const lines: string[] = [];
-  return { lines, log: (level: string, message: string) => { lines.push(`${level}: ${message}`); } };
+  return {
+    lines,
+    log: (level: string, message: string) => {
+      lines.push(`${level}: ${message}`);
+    },
+  };
 }
 
 async function started(hooks: Partial<Parameters<PowerIntegration['start']>[0]> = {}) {
@@ -56,7 +61,10 @@ test('start takes the delay lock: logind lists a "delay" inhibitor by stash', as
   if (!bus) return;
   const { power } = await started();
   const list = await bus.listInhibitors();
-  assert.equal(ours(list, 'delay').map((i) => i.what), ['sleep']);
+  assert.equal(
+    ours(list, 'delay').map((i) => i.what),
+    ['sleep'],
+  );
   const s = power.status();
   assert.is(s.backend, 'logind');
   assert.is(s.available, true);
@@ -74,11 +82,18 @@ test('setActivityInhibit holds one "block" inhibitor naming the kinds, and [] dr
   const { power } = await started();
   await power.setActivityInhibit(['env']);
   let block = ours(await bus.listInhibitors(), 'block');
-  assert.equal(block.map((i) => [i.what, i.why]), [['sleep', 'env']]);
+  assert.equal(
+    block.map((i) => [i.what, i.why]),
+    [['sleep', 'env']],
+  );
   assert.equal(power.status().blockLock, { held: true, kinds: ['env'], reason: null });
   await power.setActivityInhibit(['open', 'env', 'open']);
   block = ours(await bus.listInhibitors(), 'block');
-  assert.equal(block.map((i) => i.why), ['env,open'], 'the old lock is dropped once the new one is held');
+  assert.equal(
+    block.map((i) => i.why),
+    ['env,open'],
+    'the old lock is dropped once the new one is held',
+  );
   await power.setActivityInhibit([]);
   await until('the block lock to go', async () => ours(await bus!.listInhibitors(), 'block').length === 0);
   assert.equal(power.status().blockLock, { held: false, kinds: [], reason: null });
@@ -99,7 +114,10 @@ test('rapid changes converge on the last request', async () => {
     return block.length === 1 && block[0]!.why === 'form';
   });
   await sleep(100);
-  assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['form']);
+  assert.equal(
+    ours(await bus.listInhibitors(), 'block').map((i) => i.why),
+    ['form'],
+  );
   power.stop();
   await until('all locks to go', async () => ours(await bus!.listInhibitors(), 'block').length === 0);
 });
@@ -138,7 +156,10 @@ test('PrepareForSleep(true): the delay lock outlives beforeSleep, then goes; (fa
   assert.ok(s.lastSuspend !== null);
   assert.ok(s.lastSuspend!.wipeLatencyMs >= 295, `wipe latency ${s.lastSuspend!.wipeLatencyMs}`);
   assert.ok(s.lastSuspend!.releaseLatencyMs >= s.lastSuspend!.wipeLatencyMs);
-  assert.ok(s.lastSuspend!.releaseLatencyMs < 1000, `release latency ${s.lastSuspend!.releaseLatencyMs} ms, far under logind's 5 s`);
+  assert.ok(
+    s.lastSuspend!.releaseLatencyMs < 1000,
+    `release latency ${s.lastSuspend!.releaseLatencyMs} ms, far under logind's 5 s`,
+  );
   assert.equal(s.delayLock, { held: false, reason: 'released for suspend' });
 
   await bus.emitPrepareForSleep(false);
@@ -170,7 +191,11 @@ test('a quick wipe releases the delay lock within milliseconds of the signal', a
 
 test('beforeSleep that rejects or hangs still lets the system sleep', async () => {
   if (!bus) return;
-  const { power, lines } = await started({ beforeSleep: async () => { throw new Error('boom'); } });
+  const { power, lines } = await started({
+    beforeSleep: async () => {
+      throw new Error('boom');
+    },
+  });
   await bus.emitPrepareForSleep(true);
   await until('the release after a failing hook', async () => ours(await bus!.listInhibitors(), 'delay').length === 0);
   assert.ok(lines.some((l) => l.startsWith('error: beforeSleep failed: boom')));
@@ -191,11 +216,19 @@ test('beforeSleep that rejects or hangs still lets the system sleep', async () =
 test('PrepareForSleep from a connection that does not own org.freedesktop.login1 is ignored', async () => {
   if (!bus) return;
   let calls = 0;
-  const { power } = await started({ beforeSleep: async () => { calls++; } });
+  const { power } = await started({
+    beforeSleep: async () => {
+      calls++;
+    },
+  });
   // Control: the forged signal really is on the bus (an unfiltered monitor sees it).
-  const monitor = spawn('dbus-monitor', ['--address', bus.address, "type='signal',member='PrepareForSleep'"], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const monitor = spawn('dbus-monitor', ['--address', bus.address, "type='signal',member='PrepareForSleep'"], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   let seen = '';
-  monitor.stdout.on('data', (d) => { seen += d; });
+  monitor.stdout.on('data', (d) => {
+    seen += d;
+  });
   await until('dbus-monitor to start', () => seen.includes('NameAcquired') || seen.length > 0);
   await bus.emitPrepareForSleep(true, { fromOtherSender: true });
   await until('the monitor to see the forged signal', () => /member=PrepareForSleep/.test(seen));
@@ -225,7 +258,10 @@ test('a logind restart: both locks are taken again from the new logind', async (
     const list = await bus!.listInhibitors();
     return ours(list, 'delay').length === 1 && ours(list, 'block').length === 1;
   });
-  assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['unlock']);
+  assert.equal(
+    ours(await bus.listInhibitors(), 'block').map((i) => i.why),
+    ['unlock'],
+  );
   // The agent records each lock when logind's answer reaches the JS thread, just after logind lists it.
   await until('the agent to record both locks', () => power.status().delayLock.held && power.status().blockLock.held);
   const s = power.status();
@@ -236,7 +272,11 @@ test('a logind restart: both locks are taken again from the new logind', async (
   let slept = false;
   power.stop();
   const again = createPowerIntegration();
-  await again.start({ beforeSleep: async () => { slept = true; } });
+  await again.start({
+    beforeSleep: async () => {
+      slept = true;
+    },
+  });
   await bus.emitPrepareForSleep(true);
   await until('the new owner to be obeyed', () => slept);
   await bus.emitPrepareForSleep(false);
@@ -246,7 +286,11 @@ test('a logind restart: both locks are taken again from the new logind', async (
 test('a logind restart while asleep counts as the missed resume', async () => {
   if (!bus) return;
   let resumed = 0;
-  const { power, lines } = await started({ afterResume: () => { resumed++; } });
+  const { power, lines } = await started({
+    afterResume: () => {
+      resumed++;
+    },
+  });
   await bus.emitPrepareForSleep(true);
   await until('the suspend to be handled', () => power.status().phase === 'sleeping');
   await bus.stopLogind();

@@ -10,7 +10,11 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { agentEnv, stashBin } from '../helpers/agent.js';
 
 function check(env: NodeJS.ProcessEnv, ...args: string[]) {
-  const r = spawnSync(process.execPath, [stashBin, '__agent_security_check', ...args], { env, encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(process.execPath, [stashBin, '__agent_security_check', ...args], {
+    env,
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return { status: r.status, out: r.stdout, err: r.stderr };
 }
 
@@ -29,7 +33,10 @@ test('a private socket folder: every check ok, exit 0', () => {
     assert.is(j.status, 0);
     const doc = JSON.parse(j.out) as { ok: boolean; checks: Array<{ name: string; ok: boolean }> };
     assert.is(doc.ok, true);
-    assert.ok(doc.checks.some((c) => c.name === 'mlock limit'), 'reports the mlock limit');
+    assert.ok(
+      doc.checks.some((c) => c.name === 'mlock limit'),
+      'reports the mlock limit',
+    );
   } finally {
     t.cleanup();
   }

@@ -32,10 +32,21 @@ interface Running {
 }
 
 type LockStatus = {
-  enabled: boolean; locked: boolean; reason: string | null; lockCount: number; ignored: number;
+  enabled: boolean;
+  locked: boolean;
+  reason: string | null;
+  lockCount: number;
+  ignored: number;
   lockedBy: { source: string; signal: string } | null;
   lastLock: { source: string; signal: string; wiped: number; wipeLatencyMs: number } | null;
-  sources: Array<{ source: string; state: string; available: boolean; watching: string | null; reason: string | null; locked: boolean | null }>;
+  sources: Array<{
+    source: string;
+    state: string;
+    available: boolean;
+    watching: string | null;
+    reason: string | null;
+    locked: boolean | null;
+  }>;
 };
 
 async function lockStatus(c: AgentClient): Promise<LockStatus> {
@@ -49,7 +60,10 @@ async function agentInSession(env: NodeJS.ProcessEnv = {}): Promise<Running & { 
   const proc = await startAgent(t);
   const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
   return {
-    t, proc, client, session,
+    t,
+    proc,
+    client,
+    session,
     async close() {
       client.close();
       proc.kill('SIGTERM');
@@ -62,7 +76,11 @@ async function agentInSession(env: NodeJS.ProcessEnv = {}): Promise<Running & { 
 const logind = (s: LockStatus) => s.sources.find((x) => x.source === 'logind')!;
 
 async function watching(c: AgentClient): Promise<void> {
-  await waitFor(async () => logind(await lockStatus(c)).state === 'watching', 5000, 'the agent to watch its logind session');
+  await waitFor(
+    async () => logind(await lockStatus(c)).state === 'watching',
+    5000,
+    'the agent to watch its logind session',
+  );
 }
 
 async function codeOf(p: Promise<unknown>): Promise<string> {
@@ -89,7 +107,7 @@ test.after(async () => {
   await bus?.stop();
 });
 
-test('Lock on the agent\'s session: every key gone within 50 ms, no key cached until Unlock', async () => {
+test("Lock on the agent's session: every key gone within 50 ms, no key cached until Unlock", async () => {
   if (!bus) return;
   const a = await agentInSession();
   try {
@@ -108,7 +126,11 @@ test('Lock on the agent\'s session: every key gone within 50 ms, no key cached u
     assert.equal([last.source, last.signal, last.wiped], ['logind', 'Lock', 100]);
     console.log(`  lock -> 100 keys wiped: ${last.wipeLatencyMs.toFixed(2)} ms after the signal was read`);
     assert.ok(last.wipeLatencyMs < 50, `wiped ${last.wipeLatencyMs} ms after the signal (target < 50 ms)`);
-    assert.is(await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})), 'AGENT_SESSION_LOCKED', 'no key is cached while locked');
+    assert.is(
+      await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})),
+      'AGENT_SESSION_LOCKED',
+      'no key is cached while locked',
+    );
     assert.match(readLog(a.t), /session locked \(logind: Lock\): wiped 100 key\(s\) [0-9.]+ ms after the signal/);
 
     await a.session.unlock();
@@ -163,7 +185,8 @@ test('a PUT racing the lock is never kept: before the lock it is wiped, after it
       assert.ok(refused, `cycle ${cycle}: a PUT after the lock was refused`);
       if (acked.length > 0) raced++;
       assert.equal(await a.client.list(), [], `cycle ${cycle}: nothing cached after the lock`);
-      for (const id of acked) assert.is(await a.client.get(id), null, `cycle ${cycle}: a key acknowledged just before the lock is gone`);
+      for (const id of acked)
+        assert.is(await a.client.get(id), null, `cycle ${cycle}: a key acknowledged just before the lock is gone`);
       await a.session.unlock();
       await waitFor(async () => !(await lockStatus(a.client)).locked, 5000, `unlock ${cycle}`);
     }
@@ -187,7 +210,11 @@ test('a Lock from a connection that does not own org.freedesktop.login1 changes 
     // Sent to the agent's own connections: it reaches sd-bus, and the owner check refuses it.
     const targets = await a.session.forge('Lock', { toPid: a.proc.pid! });
     assert.ok(targets.length >= 2, `the agent has its power and lock connections on the bus: ${targets.join(', ')}`);
-    await waitFor(async () => (await lockStatus(a.client)).ignored >= 1, 5000, 'the forged Lock to be seen and ignored');
+    await waitFor(
+      async () => (await lockStatus(a.client)).ignored >= 1,
+      5000,
+      'the forged Lock to be seen and ignored',
+    );
     await sleep(200);
     const st = await lockStatus(a.client);
     assert.is(st.locked, false);
@@ -214,7 +241,11 @@ test('with agent.lock_on_screen_lock off (STASH_AGENT_LOCK_ON_SCREEN_LOCK=0) key
     assert.match(st.reason!, /agent\.lock_on_screen_lock is off/);
     for (const id of ids) assert.ok(await a.client.get(id), 'still cached');
     await a.client.put(randomBytes(16), randomBytes(32), {});
-    assert.equal(((await a.client.status()).config as { lockOnScreenLock: unknown }).lockOnScreenLock, { value: false, source: 'environment', from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK' });
+    assert.equal(((await a.client.status()).config as { lockOnScreenLock: unknown }).lockOnScreenLock, {
+      value: false,
+      source: 'environment',
+      from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK',
+    });
   } finally {
     await a.session.setLockedHint(false);
     await a.close();
@@ -230,7 +261,11 @@ test('no session for the agent: the logind source says why and retries; the agen
     await waitFor(async () => logind(await lockStatus(c)).reason !== null, 5000, 'a reason');
     const st = await lockStatus(c);
     assert.is(logind(st).state, 'unavailable');
-    assert.match(logind(st).reason!, /no logind session for pid \d+ \(.*GetSessionByPID.*\) and XDG_SESSION_ID is not set/, logind(st).reason!);
+    assert.match(
+      logind(st).reason!,
+      /no logind session for pid \d+ \(.*GetSessionByPID.*\) and XDG_SESSION_ID is not set/,
+      logind(st).reason!,
+    );
     const saver = st.sources.find((x) => x.source === 'screensaver')!;
     assert.is(saver.available, false);
     assert.match(saver.reason!, /cannot connect to the session bus at unix:path=.*no-session-bus/);
@@ -255,7 +290,11 @@ test('logind restarts: the source is unavailable while it is gone, and believes 
     await bus.startLogind();
     // The new stand-in knows no session until it is told: logind restores its sessions the same way.
     const again = await addSession(bus, a.session.id);
-    await waitFor(async () => logind(await lockStatus(a.client)).available, 5000, 'the source to follow the new logind');
+    await waitFor(
+      async () => logind(await lockStatus(a.client)).available,
+      5000,
+      'the source to follow the new logind',
+    );
     for (const id of ids) assert.ok(await a.client.get(id), 'a logind restart wipes nothing');
     await again.lock();
     await waitFor(async () => (await lockStatus(a.client)).locked, 5000, 'a Lock from the new logind');
@@ -281,14 +320,18 @@ test('session bus screensaver: ActiveChanged(true) from its owner wipes, from a 
     const ids = await putSome(c, 5);
 
     await session.forgeActiveChanged('org.gnome.ScreenSaver', true);
-    for (const name of await connectionsOf(session, proc.pid!)) await session.forgeActiveChanged('org.gnome.ScreenSaver', true, name);
+    for (const name of await connectionsOf(session, proc.pid!))
+      await session.forgeActiveChanged('org.gnome.ScreenSaver', true, name);
     await waitFor(async () => (await lockStatus(c!)).ignored >= 1, 5000, 'the forged ActiveChanged to be ignored');
     for (const id of ids) assert.ok(await c.get(id), 'a forged ActiveChanged wiped nothing');
 
     await gnome.activeChanged(true);
     await waitFor(async () => (await lockStatus(c!)).locked, 5000, 'the lock');
     for (const id of ids) assert.is(await c.get(id), null);
-    assert.equal((await lockStatus(c)).lockedBy, { source: 'screensaver', signal: 'org.gnome.ScreenSaver.ActiveChanged' });
+    assert.equal((await lockStatus(c)).lockedBy, {
+      source: 'screensaver',
+      signal: 'org.gnome.ScreenSaver.ActiveChanged',
+    });
     assert.is(await codeOf(c.put(randomBytes(16), randomBytes(32), {})), 'AGENT_SESSION_LOCKED');
     await gnome.activeChanged(false);
     await waitFor(async () => !(await lockStatus(c!)).locked, 5000, 'the unlock');

@@ -36,11 +36,18 @@ interface Running {
 
 /** An agent on the private bus, with the given terminate_on_suspend. */
 async function agentOnBus(terminate: boolean): Promise<Running> {
-  await waitFor(async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'), 5000, 'the previous agent\'s locks to go');
-  const t = agentEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus!.address, STASH_AGENT_TERMINATE_ON_SUSPEND: terminate ? '1' : '0' });
+  await waitFor(
+    async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'),
+    5000,
+    "the previous agent's locks to go",
+  );
+  const t = agentEnv({
+    DBUS_SYSTEM_BUS_ADDRESS: bus!.address,
+    STASH_AGENT_TERMINATE_ON_SUSPEND: terminate ? '1' : '0',
+  });
   const proc = await startAgent(t);
   const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
-  await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the agent\'s delay lock');
+  await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, "the agent's delay lock");
   return {
     t,
     proc,
@@ -86,7 +93,10 @@ test('the delay lock is held once the agent runs; status reports logind', async 
   const a = await agentOnBus(true);
   try {
     const delay = ours(await bus.listInhibitors(), 'delay');
-    assert.equal(delay.map((i) => [i.what, i.mode]), [['sleep', 'delay']]);
+    assert.equal(
+      delay.map((i) => [i.what, i.mode]),
+      [['sleep', 'delay']],
+    );
     const p = await power(a.client);
     assert.is(p.backend, 'logind');
     assert.is(p.available, true);
@@ -105,16 +115,31 @@ test('an activity holds a block inhibitor; unregistering or the process dying re
   try {
     const token = await a.client.registerActivity(kid.pid!, 'env');
     await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock');
-    assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['env']);
+    assert.equal(
+      ours(await bus.listInhibitors(), 'block').map((i) => i.why),
+      ['env'],
+    );
     await a.client.unregisterActivity(kid.pid!, token);
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 0, 3000, 'the block lock to go after unregister');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'block').length === 0,
+      3000,
+      'the block lock to go after unregister',
+    );
 
     await a.client.registerActivity(kid2.pid!, 'open');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock for the second child');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'block').length === 1,
+      3000,
+      'the block lock for the second child',
+    );
     kid2.kill('SIGKILL');
     await exited(kid2);
     // No unregister: the agent prunes the dead process on its own (housekeeping tick).
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 0, 5000, 'the block lock to go after the process died');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'block').length === 0,
+      5000,
+      'the block lock to go after the process died',
+    );
     assert.equal((await a.client.status()).activities, []);
     assert.is(ours(await bus.listInhibitors(), 'delay').length, 1, 'the delay lock is untouched');
   } finally {
@@ -150,13 +175,20 @@ test('PrepareForSleep(true), terminate on: keys wiped before the delay lock goes
     await bus.emitPrepareForSleep(true);
     const how = await exited(kid, 5000);
     assert.is(how, 'SIGTERM', 'the activity process got SIGTERM');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 0,
+      5000,
+      'the delay lock to be released',
+    );
     for (const id of ids) assert.is(await a.client.get(id), null, 'every get misses after the suspend signal');
     const p = await power(a.client);
     assert.is(p.phase, 'sleeping');
     const last = p.lastSuspend as { wipeLatencyMs: number; releaseLatencyMs: number };
-    assert.ok(last.wipeLatencyMs <= last.releaseLatencyMs, `wiped (${last.wipeLatencyMs} ms) before the release (${last.releaseLatencyMs} ms)`);
-    assert.ok(last.releaseLatencyMs < 5000, 'inside logind\'s 5 s budget');
+    assert.ok(
+      last.wipeLatencyMs <= last.releaseLatencyMs,
+      `wiped (${last.wipeLatencyMs} ms) before the release (${last.releaseLatencyMs} ms)`,
+    );
+    assert.ok(last.releaseLatencyMs < 5000, "inside logind's 5 s budget");
     assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'no block lock once the activity is gone');
     // Until resume, no new key may be cached: it would sleep in memory.
     assert.is(await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})), 'AGENT_SUSPENDING');
@@ -166,7 +198,11 @@ test('PrepareForSleep(true), terminate on: keys wiped before the delay lock goes
     assert.match(readLog(a.t), /suspend: wiped 5 key\(s\); activities: 1 terminated, 0 killed/);
 
     await bus.emitPrepareForSleep(false);
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock to come back');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 1,
+      5000,
+      'the delay lock to come back',
+    );
     assert.is((await power(a.client)).phase, 'idle');
     const id = randomBytes(16);
     await a.client.put(id, randomBytes(32), {});
@@ -191,17 +227,33 @@ test('PrepareForSleep(true), terminate off: children keep running, the block loc
     await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock');
 
     await bus.emitPrepareForSleep(true);
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 0,
+      5000,
+      'the delay lock to be released',
+    );
     assert.is(await a.client.get(id), null);
-    assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'the block lock is dropped: the activity is no longer protected');
+    assert.is(
+      ours(await bus.listInhibitors(), 'block').length,
+      0,
+      'the block lock is dropped: the activity is no longer protected',
+    );
     await sleep(300);
     assert.is(kid.exitCode, null, 'the activity process is left running');
     assert.is(kid.signalCode, null);
     assert.match(readLog(a.t), /1 activit\(ies\) left running without a sleep inhibitor/);
 
     await bus.emitPrepareForSleep(false);
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock to come back');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 5000, 'the block lock for the still-running activity');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 1,
+      5000,
+      'the delay lock to come back',
+    );
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'block').length === 1,
+      5000,
+      'the block lock for the still-running activity',
+    );
   } finally {
     kid.kill('SIGKILL');
     await a.close();
@@ -218,16 +270,38 @@ test('a form activity (a pending clipboard clear) takes no block lock and is ter
     await sleep(300);
     assert.is(ours(await bus.listInhibitors(), 'block').length, 0, 'a form activity alone holds no block lock');
     await a.client.registerActivity(other.pid!, 'env');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'block').length === 1, 3000, 'the block lock for the env activity');
-    assert.equal(ours(await bus.listInhibitors(), 'block').map((i) => i.why), ['env'], 'the lock names env, not form');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'block').length === 1,
+      3000,
+      'the block lock for the env activity',
+    );
+    assert.equal(
+      ours(await bus.listInhibitors(), 'block').map((i) => i.why),
+      ['env'],
+      'the lock names env, not form',
+    );
 
     await bus.emitPrepareForSleep(true);
-    assert.is(await exited(clip, 5000), 'SIGTERM', 'the form activity was terminated although terminate_on_suspend is off');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 0, 5000, 'the delay lock to be released');
+    assert.is(
+      await exited(clip, 5000),
+      'SIGTERM',
+      'the form activity was terminated although terminate_on_suspend is off',
+    );
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 0,
+      5000,
+      'the delay lock to be released',
+    );
     assert.is(other.exitCode, null, 'the env activity is left running');
     assert.is(other.signalCode, null);
-    assert.equal(((await a.client.status()).activities as Array<{ kind: string }>).map((x) => x.kind), ['env']);
-    assert.match(readLog(a.t), /clipboard clears: 1 terminated, 0 killed, 0 skipped; 1 activit\(ies\) left running without a sleep inhibitor/);
+    assert.equal(
+      ((await a.client.status()).activities as Array<{ kind: string }>).map((x) => x.kind),
+      ['env'],
+    );
+    assert.match(
+      readLog(a.t),
+      /clipboard clears: 1 terminated, 0 killed, 0 skipped; 1 activit\(ies\) left running without a sleep inhibitor/,
+    );
     await bus.emitPrepareForSleep(false);
     await waitFor(async () => (await power(a.client)).phase === 'idle', 5000, 'resume');
   } finally {
@@ -263,13 +337,21 @@ test('100 suspend cycles with keys put between them: every cycle wipes everythin
       const ids = Array.from({ length: 3 }, () => randomBytes(16));
       for (const id of ids) await a.client.put(id, randomBytes(32), { ttl: 600 });
       await bus.emitPrepareForSleep(true);
-      await waitFor(async () => (await power(a.client)).suspendCount === cycle && (await power(a.client)).phase === 'sleeping', 5000, `suspend ${cycle}`);
+      await waitFor(
+        async () => (await power(a.client)).suspendCount === cycle && (await power(a.client)).phase === 'sleeping',
+        5000,
+        `suspend ${cycle}`,
+      );
       for (const id of ids) assert.is(await a.client.get(id), null, `cycle ${cycle}: every key wiped`);
       assert.is((await a.client.list()).length, 0, `cycle ${cycle}: nothing listed`);
       await bus.emitPrepareForSleep(false);
       await waitFor(async () => (await power(a.client)).phase === 'idle', 5000, `resume ${cycle}`);
     }
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock after the last resume');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 1,
+      5000,
+      'the delay lock after the last resume',
+    );
   } finally {
     await a.close();
   }
@@ -285,7 +367,11 @@ async function befriend(t: CliEnv, other: CliEnv, name: string): Promise<void> {
 
 test('a shared container opened through the CLI: cached like any other key, wiped by the suspend signal', async () => {
   if (!bus) return;
-  await waitFor(async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'), 5000, 'the previous agent\'s locks to go');
+  await waitFor(
+    async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'),
+    5000,
+    "the previous agent's locks to go",
+  );
   const alice = cliEnv(); // no bus: only Bob's agent takes part
   const bob = cliEnv({ DBUS_SYSTEM_BUS_ADDRESS: bus.address, STASH_AGENT_TERMINATE_ON_SUSPEND: '1' });
   const run = async (t: CliEnv, args: string[], input?: string) => {
@@ -293,7 +379,10 @@ test('a shared container opened through the CLI: cached like any other key, wipe
     assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     return r;
   };
-  const sessionNames = async () => (JSON.parse((await bob.run(['vault', 'sessions', '--json'])).stdout) as { sessions: Array<{ name: string }> }).sessions.map((x) => x.name);
+  const sessionNames = async () =>
+    (
+      JSON.parse((await bob.run(['vault', 'sessions', '--json'])).stdout) as { sessions: Array<{ name: string }> }
+    ).sessions.map((x) => x.name);
   try {
     await alice.initVault();
     await bob.initVault();
@@ -307,9 +396,17 @@ test('a shared container opened through the CLI: cached like any other key, wipe
     await run(bob, ['container', 'import', file]);
     await run(bob, ['vault', 'sessions', 'lock-all']);
     await run(bob, ['open', 'team']);
-    assert.equal(await sessionNames(), ['(vault)', 'team'], 'the shared container\'s key is cached');
-    assert.is((await bob.run(['get', 'team', 'TOKEN'])).stdout, 'tok-shared', 'served from the agent, no password given');
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the CLI-started agent\'s delay lock');
+    assert.equal(await sessionNames(), ['(vault)', 'team'], "the shared container's key is cached");
+    assert.is(
+      (await bob.run(['get', 'team', 'TOKEN'])).stdout,
+      'tok-shared',
+      'served from the agent, no password given',
+    );
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 1,
+      5000,
+      "the CLI-started agent's delay lock",
+    );
 
     await bus.emitPrepareForSleep(true);
     await waitFor(async () => (await sessionNames()).length === 0, 5000, 'the suspend wipe');
@@ -318,8 +415,12 @@ test('a shared container opened through the CLI: cached like any other key, wipe
     assert.match(after.stderr, /a password is needed/);
 
     await bus.emitPrepareForSleep(false);
-    await waitFor(async () => ours(await bus!.listInhibitors(), 'delay').length === 1, 5000, 'the delay lock after resume');
-    assert.is((await run(bob, ['get', 'team', 'TOKEN'])).stdout, 'tok-shared', 'opened again with Bob\'s own password');
+    await waitFor(
+      async () => ours(await bus!.listInhibitors(), 'delay').length === 1,
+      5000,
+      'the delay lock after resume',
+    );
+    assert.is((await run(bob, ['get', 'team', 'TOKEN'])).stdout, 'tok-shared', "opened again with Bob's own password");
     assert.equal(await sessionNames(), ['(vault)', 'team'], 'and cached again');
   } finally {
     await alice.dispose();
@@ -338,7 +439,11 @@ test('with no bus at all the agent serves normally and reports why protection is
     await c.put(id, key, {});
     const hit = await c.get(id);
     assert.ok(hit?.key.equals(key));
-    await waitFor(async () => (await power(c)).listener !== undefined && (await power(c)).reason !== null, 5000, 'a reason');
+    await waitFor(
+      async () => (await power(c)).listener !== undefined && (await power(c)).reason !== null,
+      5000,
+      'a reason',
+    );
     const p = await power(c);
     assert.is(p.available, false);
     assert.type(p.reason, 'string');

@@ -56,69 +56,72 @@ async function withAgent(env: NodeJS.ProcessEnv, fn: (t: TestAgentEnv) => Promis
   }
 }
 
-test('the addon has the blocking socket calls on this platform, and `auto` picks them', () => withAgent({}, async (t) => {
-  assert.type(native.unixConnect, 'function');
-  const auto = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'auto' });
-  const plain = await AgentClient.connect(endpointOf(t.dir));
-  try {
-    assert.is(auto.transportUsed, 'blocking');
-    assert.is(plain.transportUsed, 'net', 'library callers get node:net unless they ask');
-  } finally {
-    auto.close();
-    plain.close();
-  }
-}));
-
-test('blocking and net give the same answers: put, get, list, forget, status, activities', () => withAgent({}, async (t) => {
-  const id = randomBytes(16);
-  const key = randomBytes(32);
-  const blocking = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'blocking' });
-  const net = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'net' });
-  try {
-    await blocking.put(id, key, { ttl: 60, path: '/x/work.stash' });
-    for (const c of [blocking, net]) {
-      const got = await c.get(id);
-      assert.ok(got, `${c.transportUsed}: a hit`);
-      assert.ok(got!.key.equals(key), `${c.transportUsed}: the same key`);
-      wipe(got!.key);
-      assert.is(await c.get(randomBytes(16)), null, `${c.transportUsed}: a miss`);
-      const list = await c.list();
-      assert.is(list.length, 1);
-      assert.is(list[0]!.path, '/x/work.stash');
-      assert.is((await c.status()).pid, blocking.agentPid);
-      const token = await c.registerActivity(process.pid, 'open');
-      await c.unregisterActivity(process.pid, token);
+test('the addon has the blocking socket calls on this platform, and `auto` picks them', () =>
+  withAgent({}, async (t) => {
+    assert.type(native.unixConnect, 'function');
+    const auto = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'auto' });
+    const plain = await AgentClient.connect(endpointOf(t.dir));
+    try {
+      assert.is(auto.transportUsed, 'blocking');
+      assert.is(plain.transportUsed, 'net', 'library callers get node:net unless they ask');
+    } finally {
+      auto.close();
+      plain.close();
     }
-    // Requests started together on the blocking transport are answered one after another, in order.
-    const [a, b, miss] = await Promise.all([blocking.get(id), blocking.get(id), blocking.get(randomBytes(16))]);
-    assert.ok(a && b && a.key.equals(key) && b.key.equals(key) && miss === null);
-    wipe(a!.key);
-    wipe(b!.key);
-    assert.ok(await net.forget(id));
-    assert.is(await blocking.get(id), null, 'forgotten through net, missed through blocking');
-  } finally {
-    blocking.close();
-    net.close();
-  }
-}));
+  }));
 
-test('blocking: a reply that arrives one byte at a time is reassembled', () => withAgent({}, async (t) => {
-  const proxy = join(t.home, 'trickle.sock');
-  const fake = await startFake('trickle', proxy, join(t.dir, 'agent.sock'));
-  const c = await AgentClient.connect({ ...endpointOf(t.dir), path: proxy }, 2000, { transport: 'blocking' });
-  try {
+test('blocking and net give the same answers: put, get, list, forget, status, activities', () =>
+  withAgent({}, async (t) => {
     const id = randomBytes(16);
-    const key = randomBytes(64);
-    await c.put(id, key, { ttl: 60 });
-    const got = await c.get(id);
-    assert.ok(got?.key.equals(key), 'the key came through intact');
-    wipe(got!.key);
-  } finally {
-    c.close();
-    fake.kill();
-    await exited(fake);
-  }
-}));
+    const key = randomBytes(32);
+    const blocking = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'blocking' });
+    const net = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'net' });
+    try {
+      await blocking.put(id, key, { ttl: 60, path: '/x/work.stash' });
+      for (const c of [blocking, net]) {
+        const got = await c.get(id);
+        assert.ok(got, `${c.transportUsed}: a hit`);
+        assert.ok(got!.key.equals(key), `${c.transportUsed}: the same key`);
+        wipe(got!.key);
+        assert.is(await c.get(randomBytes(16)), null, `${c.transportUsed}: a miss`);
+        const list = await c.list();
+        assert.is(list.length, 1);
+        assert.is(list[0]!.path, '/x/work.stash');
+        assert.is((await c.status()).pid, blocking.agentPid);
+        const token = await c.registerActivity(process.pid, 'open');
+        await c.unregisterActivity(process.pid, token);
+      }
+      // Requests started together on the blocking transport are answered one after another, in order.
+      const [a, b, miss] = await Promise.all([blocking.get(id), blocking.get(id), blocking.get(randomBytes(16))]);
+      assert.ok(a && b && a.key.equals(key) && b.key.equals(key) && miss === null);
+      wipe(a!.key);
+      wipe(b!.key);
+      assert.ok(await net.forget(id));
+      assert.is(await blocking.get(id), null, 'forgotten through net, missed through blocking');
+    } finally {
+      blocking.close();
+      net.close();
+    }
+  }));
+
+test('blocking: a reply that arrives one byte at a time is reassembled', () =>
+  withAgent({}, async (t) => {
+    const proxy = join(t.home, 'trickle.sock');
+    const fake = await startFake('trickle', proxy, join(t.dir, 'agent.sock'));
+    const c = await AgentClient.connect({ ...endpointOf(t.dir), path: proxy }, 2000, { transport: 'blocking' });
+    try {
+      const id = randomBytes(16);
+      const key = randomBytes(64);
+      await c.put(id, key, { ttl: 60 });
+      const got = await c.get(id);
+      assert.ok(got?.key.equals(key), 'the key came through intact');
+      wipe(got!.key);
+    } finally {
+      c.close();
+      fake.kill();
+      await exited(fake);
+    }
+  }));
 
 test('blocking: a silent agent is given up after the reply timeout, and the connection with it', async () => {
   const t = agentEnv();
@@ -133,7 +136,11 @@ test('blocking: a silent agent is given up after the reply timeout, and the conn
     assert.match(first.message, /did not answer within 300 ms/);
     assert.ok(took >= 290 && took < 5000, `gave up after the timeout (${took} ms)`);
     const again = await failure(c.status());
-    assert.is(again.code, 'AGENT_UNAVAILABLE', 'later requests fail at once: a late reply would answer the wrong request');
+    assert.is(
+      again.code,
+      'AGENT_UNAVAILABLE',
+      'later requests fail at once: a late reply would answer the wrong request',
+    );
     c.close();
   } finally {
     fake.kill();
@@ -179,29 +186,37 @@ for (const kind of kinds) {
       assert.is((await failure(AgentClient.connect(endpointOf(t.dir), 2000, { transport: kind }))).code, 'ENOENT');
       const stale = await startFake('stale', join(t.dir, 'agent.sock'));
       await exited(stale);
-      assert.is((await failure(AgentClient.connect(endpointOf(t.dir), 2000, { transport: kind }))).code, 'ECONNREFUSED');
+      assert.is(
+        (await failure(AgentClient.connect(endpointOf(t.dir), 2000, { transport: kind }))).code,
+        'ECONNREFUSED',
+      );
     } finally {
       t.cleanup();
     }
   });
 
-  test(`${kind}: after the agent closed an idle connection, the next request reconnects`, () => withAgent({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '1' }, async (t) => {
-    const c = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: kind });
-    try {
-      const id = randomBytes(16);
-      await c.put(id, randomBytes(32), { ttl: 60 });
-      const before = c.agentPid;
-      // The agent closes the connection after 1 s without traffic.
-      await waitFor(() => (c as unknown as { transport: { closedWhileIdle(): boolean } }).transport.closedWhileIdle(), 5000, 'the idle close');
-      const got = await c.get(id);
-      assert.ok(got, 'the key is still there, through a new connection');
-      wipe(got!.key);
-      assert.is(c.agentPid, before, 'the same agent');
-      assert.is(c.transportUsed, kind);
-    } finally {
-      c.close();
-    }
-  }));
+  test(`${kind}: after the agent closed an idle connection, the next request reconnects`, () =>
+    withAgent({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '1' }, async (t) => {
+      const c = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: kind });
+      try {
+        const id = randomBytes(16);
+        await c.put(id, randomBytes(32), { ttl: 60 });
+        const before = c.agentPid;
+        // The agent closes the connection after 1 s without traffic.
+        await waitFor(
+          () => (c as unknown as { transport: { closedWhileIdle(): boolean } }).transport.closedWhileIdle(),
+          5000,
+          'the idle close',
+        );
+        const got = await c.get(id);
+        assert.ok(got, 'the key is still there, through a new connection');
+        wipe(got!.key);
+        assert.is(c.agentPid, before, 'the same agent');
+        assert.is(c.transportUsed, kind);
+      } finally {
+        c.close();
+      }
+    }));
 }
 
 test('the native calls refuse bad arguments with a coded error', () => {
@@ -213,14 +228,33 @@ test('the native calls refuse bad arguments with a coded error', () => {
     }
     return 'no error';
   };
-  assert.is(codeOf(() => native.unixConnect!(`/tmp/${'x'.repeat(200)}`)), 'ENAMETOOLONG');
-  assert.is(codeOf(() => native.unixConnect!('')), 'ENAMETOOLONG');
-  assert.is(codeOf(() => native.socketSend!(-1, Buffer.alloc(1))), 'EBADF');
-  assert.is(codeOf(() => native.socketSend!(0, 'text' as unknown as Buffer)), 'EINVAL');
-  assert.is(codeOf(() => native.socketReceive!(0, Buffer.alloc(0), 10)), 'EINVAL');
+  assert.is(
+    codeOf(() => native.unixConnect!(`/tmp/${'x'.repeat(200)}`)),
+    'ENAMETOOLONG',
+  );
+  assert.is(
+    codeOf(() => native.unixConnect!('')),
+    'ENAMETOOLONG',
+  );
+  assert.is(
+    codeOf(() => native.socketSend!(-1, Buffer.alloc(1))),
+    'EBADF',
+  );
+  assert.is(
+    codeOf(() => native.socketSend!(0, 'text' as unknown as Buffer)),
+    'EINVAL',
+  );
+  assert.is(
+    codeOf(() => native.socketReceive!(0, Buffer.alloc(0), 10)),
+    'EINVAL',
+  );
   const fd = openSync('/dev/null', 'r');
   closeSync(fd);
-  assert.is(codeOf(() => native.socketPeerClosed!(fd) && native.socketSend!(fd, Buffer.alloc(1))), 'EBADF', 'a closed descriptor');
+  assert.is(
+    codeOf(() => native.socketPeerClosed!(fd) && native.socketSend!(fd, Buffer.alloc(1))),
+    'EBADF',
+    'a closed descriptor',
+  );
   assert.is(native.isTerminal!(fd), false);
 });
 

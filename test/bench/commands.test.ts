@@ -28,11 +28,18 @@ interface Ran {
 
 function runArgv(argv: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<Ran> {
   return new Promise((resolve, reject) => {
-    const child = spawn(argv[0]!, argv.slice(1), { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -80,7 +87,10 @@ function assertSane(r: Report, requests: number): void {
   const l = r.latency_ms;
   assert.ok(l.p50 > 0 && l.p50 <= l.p90 && l.p90 <= l.p99 && l.p99 <= l.max, `ordered latencies: ${JSON.stringify(l)}`);
   assert.ok(r.server_peak_rss_bytes > 10 * 1048576, 'a peak RSS of a real process');
-  assert.ok(r.process_peak_rss_bytes >= r.server_peak_rss_bytes * 0.99, 'the whole run peaks at least as high as its timed phase');
+  assert.ok(
+    r.process_peak_rss_bytes >= r.server_peak_rss_bytes * 0.99,
+    'the whole run peaks at least as high as its timed phase',
+  );
   assert.ok(r.store_bytes > 0, 'the store has bytes on disk');
 }
 
@@ -110,7 +120,16 @@ test('bench-store: durable writes then lookups; --state-dir keeps the store and 
 
 test('bench-store keeps --disk-cap-bytes: a small cap refuses writes past its publish limit (STORE_FULL, exit 1)', async () => {
   // 1 MB cap: store.log takes publishes up to about 282 kB, fewer than 1,000 records of about 400 bytes.
-  const ran = await keyServer(['bench-store', '--json', '--requests', '1000', '--payload-bytes', '4096', '--disk-cap-bytes', '1000000']);
+  const ran = await keyServer([
+    'bench-store',
+    '--json',
+    '--requests',
+    '1000',
+    '--payload-bytes',
+    '4096',
+    '--disk-cap-bytes',
+    '1000000',
+  ]);
   assert.is(ran.code, 1, ran.stderr);
   const r = JSON.parse(ran.stdout) as Report & { first_error?: string };
   assert.ok(r.errors > 0 && r.errors < 1000, `some writes refused: ${r.errors}`);
@@ -133,7 +152,17 @@ test('bench-http: publishes in JSON padded to --payload-bytes, and binary with 0
 });
 
 test('bench-http-fetch: fetches of preloaded shares', async () => {
-  const r = await bench(['bench-http-fetch', '--requests', '200', '--preload-shares', '40', '--payload-bytes', '0', '--concurrency', '8']);
+  const r = await bench([
+    'bench-http-fetch',
+    '--requests',
+    '200',
+    '--preload-shares',
+    '40',
+    '--payload-bytes',
+    '0',
+    '--concurrency',
+    '8',
+  ]);
   assertSane(r, 200);
   assert.is(r.preload_shares, 40);
   assert.is(r.live_shares, 40);
@@ -149,7 +178,10 @@ test('bench-http-flow: publish, confirm, fetch; per-step latencies', async () =>
 });
 
 test('STASH_BENCH_CLIENT=node-http measures with node:http instead of the lean client', async () => {
-  const r = await runArgv([...tsxNodeArgs, fixture, 'bench-http-fetch', '--requests', '100', '--preload-shares', '10', '--json'], { STASH_BENCH_CLIENT: 'node-http' });
+  const r = await runArgv(
+    [...tsxNodeArgs, fixture, 'bench-http-fetch', '--requests', '100', '--preload-shares', '10', '--json'],
+    { STASH_BENCH_CLIENT: 'node-http' },
+  );
   assert.is(r.code, 0, r.stderr);
   assertSane(JSON.parse(r.stdout) as Report, 100);
 });
@@ -160,7 +192,8 @@ test('the lean client reads Content-Length answers on one keep-alive socket and 
     sockets.add(req.socket);
     req.resume();
     req.on('end', () => {
-      if (req.url === '/chunked') res.write('x', () => res.end()); // write before end: chunked, no Content-Length
+      if (req.url === '/chunked')
+        res.write('x', () => res.end()); // write before end: chunked, no Content-Length
       else res.writeHead(201, { 'Content-Length': '5' }).end('hello');
     });
   });
@@ -173,7 +206,10 @@ test('the lean client reads Content-Length answers on one keep-alive socket and 
       assert.is(a.body.toString(), 'hello');
     }
     assert.is(sockets.size, 1, 'one connection, kept alive');
-    const refused = await client.send('GET', '/chunked', {}, undefined).then(() => 'answered', (e: Error) => e.message);
+    const refused = await client.send('GET', '/chunked', {}, undefined).then(
+      () => 'answered',
+      (e: Error) => e.message,
+    );
     assert.match(refused, /without Content-Length/);
   } finally {
     client.close();
@@ -191,7 +227,21 @@ test('text report without --json; no progress line when stderr is not a terminal
 });
 
 test('on a terminal a progress line is drawn on stderr and cleared', async () => {
-  const r = await runArgv(['/usr/bin/python3', join('test', 'fixtures', 'pty-run.py'), ...tsxNodeArgs, fixture, 'bench-http-fetch', '--requests', '200', '--preload-shares', '10'], { PTY_SCRIPT: '[]', PTY_TIMEOUT: '40' }, 45_000);
+  const r = await runArgv(
+    [
+      '/usr/bin/python3',
+      join('test', 'fixtures', 'pty-run.py'),
+      ...tsxNodeArgs,
+      fixture,
+      'bench-http-fetch',
+      '--requests',
+      '200',
+      '--preload-shares',
+      '10',
+    ],
+    { PTY_SCRIPT: '[]', PTY_TIMEOUT: '40' },
+    45_000,
+  );
   const out = JSON.parse(r.stdout) as { output: string; status: number };
   assert.is(out.status, 0, out.output);
   assert.match(out.output, /\rbench-http-fetch: 0\/200 \(0%\)/);
@@ -202,20 +252,28 @@ test('on a terminal a progress line is drawn on stderr and cleared', async () =>
 test('SIGINT ends a run with 130 and removes its temporary state folder and load generator', async () => {
   const tmp = tempDir('bench-tmp');
   try {
-    const child = spawn(tsxNodeArgs[0]!, [...tsxNodeArgs.slice(1), fixture, 'bench-http-fetch', '--requests', '100000000', '--preload-shares', '10'], {
-      env: { ...process.env, TMPDIR: tmp.path },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      tsxNodeArgs[0]!,
+      [...tsxNodeArgs.slice(1), fixture, 'bench-http-fetch', '--requests', '100000000', '--preload-shares', '10'],
+      {
+        env: { ...process.env, TMPDIR: tmp.path },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
     const folder = () => readdirSync(tmp.path).filter((n) => n.startsWith('stash-key-server-bench-'));
-    const loadGenerators = () => readdirSync('/proc').filter((pid) => /^\d+$/.test(pid)).filter((pid) => {
-      try {
-        return readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[3] === String(child.pid);
-      } catch {
-        return false;
-      }
-    });
-    for (let i = 0; i < 300 && !(folder().length === 1 && loadGenerators().length === 1); i++) await new Promise((r) => setTimeout(r, 50));
+    const loadGenerators = () =>
+      readdirSync('/proc')
+        .filter((pid) => /^\d+$/.test(pid))
+        .filter((pid) => {
+          try {
+            return readFileSync(`/proc/${pid}/stat`, 'utf8').split(' ')[3] === String(child.pid);
+          } catch {
+            return false;
+          }
+        });
+    for (let i = 0; i < 300 && !(folder().length === 1 && loadGenerators().length === 1); i++)
+      await new Promise((r) => setTimeout(r, 50));
     assert.is(folder().length, 1, 'the run has its temporary state folder');
     const generator = loadGenerators()[0]!;
     child.kill('SIGINT');
@@ -257,7 +315,18 @@ test('histogram percentiles are within 2% of the exact ones', () => {
   assert.is(merged.percentile(50), h.percentile(50));
 });
 
-for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-flow.js', 'keyserver-fetch-scaling.js', 'agent-get.js', 'cli-get.js', 'suspend-wipe.js', 'store-memory.js', 'keyserver-rss.js', 'keyserver-rss-process.js']) {
+for (const script of [
+  'keyserver-fetch.js',
+  'keyserver-publish.js',
+  'keyserver-flow.js',
+  'keyserver-fetch-scaling.js',
+  'agent-get.js',
+  'cli-get.js',
+  'suspend-wipe.js',
+  'store-memory.js',
+  'keyserver-rss.js',
+  'keyserver-rss-process.js',
+]) {
   test(`bench/${script} in quick mode prints a markdown table`, async () => {
     const r = await runArgv([process.execPath, join('bench', script)], { BENCH_QUICK: '1' }, 45_000);
     assert.is(r.code, 0, r.stderr);
@@ -267,21 +336,37 @@ for (const script of ['keyserver-fetch.js', 'keyserver-publish.js', 'keyserver-f
     assert.match(r.stdout, /^\| --- (\| --- )+\|$/m);
     const rows = r.stdout.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'));
     assert.ok(rows.length >= 3, 'a header and two measured rows');
-    const numbers = rows.slice(1).flatMap((row) => row.split('|').slice(2, -1).map((c) => c.trim()).filter((c) => /^[\d,.]+$/.test(c)));
+    const numbers = rows.slice(1).flatMap((row) =>
+      row
+        .split('|')
+        .slice(2, -1)
+        .map((c) => c.trim())
+        .filter((c) => /^[\d,.]+$/.test(c)),
+    );
     assert.ok(numbers.length >= 4, `figures in the table: ${rows.join(' / ')}`);
-    assert.ok(numbers.every((n) => Number(n.replace(/,/g, '')) > 0), 'positive figures');
+    assert.ok(
+      numbers.every((n) => Number(n.replace(/,/g, '')) > 0),
+      'positive figures',
+    );
     assert.match(r.stdout, /command: `/);
   });
 }
 
 test('bench/run-all.js goes on past a failed script and ends with the targets table, each figure beside its baseline', async () => {
-  const r = await runArgv([process.execPath, join('bench', 'run-all.js'), 'no-such-script.js', 'keyserver-publish.js', 'keyserver-flow.js'], { BENCH_QUICK: '1' }, 60_000);
+  const r = await runArgv(
+    [process.execPath, join('bench', 'run-all.js'), 'no-such-script.js', 'keyserver-publish.js', 'keyserver-flow.js'],
+    { BENCH_QUICK: '1' },
+    60_000,
+  );
   assert.is(r.code, 1, 'a failed script fails the run');
   assert.match(r.stdout, /bench\/no-such-script\.js failed \(1\); going on with the next script/);
   const table = r.stdout.slice(r.stdout.indexOf('### Targets of issue 30'));
   const rows = table.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| ---'));
   assert.is(rows.length, 8, 'a header and the seven figures of the table');
-  const flows = rows.find((l) => l.startsWith('| flows/s'))!.split('|').map((c) => c.trim());
+  const flows = rows
+    .find((l) => l.startsWith('| flows/s'))!
+    .split('|')
+    .map((c) => c.trim());
   assert.match(flows[2]!, /^\d+\.\d\d \([\d,]+ x 3\/s; rounds /);
   assert.match(flows[3]!, /^bare node:http [\d,]+ req\/s$/);
   assert.is(flows[4], '>= 0.35');

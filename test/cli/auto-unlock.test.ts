@@ -14,7 +14,14 @@ import { needFacility } from '../helpers/facility.js';
 import { cliEnv, type CliEnv } from './harness.js';
 import { secretServiceFacility, startSecretService } from './secret-service.js';
 
-interface Status { enabled: boolean; backend: string; available: boolean; secretStored: boolean | null; problem: string | null; vaultId: string }
+interface Status {
+  enabled: boolean;
+  backend: string;
+  available: boolean;
+  secretStored: boolean | null;
+  problem: string | null;
+  vaultId: string;
+}
 
 async function status(t: CliEnv): Promise<Status> {
   const r = await t.run(['vault', 'sessions', 'auto-unlock', 'status', '--json']);
@@ -31,7 +38,10 @@ test('enable, use, disable, forget, passwd and a stale secret, against gnome-key
     await t.initVault(['work']);
     await t.run(['set', 'work', 'K', '--password-file', t.pwFile], { input: 'value-k' });
     let s = await status(t);
-    assert.equal({ enabled: s.enabled, available: s.available, secretStored: s.secretStored }, { enabled: false, available: true, secretStored: false });
+    assert.equal(
+      { enabled: s.enabled, available: s.available, secretStored: s.secretStored },
+      { enabled: false, available: true, secretStored: false },
+    );
     assert.match(s.backend, /^Secret Service/);
     const text = await t.run(['vault', 'sessions', 'auto-unlock', 'status']);
     assert.match(text.stdout, /^Auto-unlock: +disabled\nBackend: +Secret Service .*\nSecret stored: no\n$/);
@@ -76,12 +86,17 @@ test('enable, use, disable, forget, passwd and a stale secret, against gnome-key
     // A stored secret that no longer opens the vault (changed by someone else): warn, then ask.
     assert.is((await t.run(['vault', 'sessions', 'auto-unlock', 'enable', '--password-file', pw2])).code, 0);
     process.env.DBUS_SESSION_BUS_ADDRESS = service.address;
-    const { Entry } = createRequire(import.meta.url)('@napi-rs/keyring') as { Entry: new (s: string, u: string, o: object) => { setSecret(b: Uint8Array): void } };
+    const { Entry } = createRequire(import.meta.url)('@napi-rs/keyring') as {
+      Entry: new (s: string, u: string, o: object) => { setSecret(b: Uint8Array): void };
+    };
     new Entry('stash', s.vaultId, { linux: { store: 'secret-service' } }).setSecret(Buffer.from('stale password'));
     await t.run(['vault', 'sessions', 'lock-all']);
     const stale = await t.run(['get', 'work', 'K']);
     assert.is(stale.code, 64);
-    assert.match(stale.stderr, /^stash: warning: auto-unlock: the password in the keyring no longer opens this vault; run `stash vault sessions auto-unlock enable` again\nstash: a password is needed/);
+    assert.match(
+      stale.stderr,
+      /^stash: warning: auto-unlock: the password in the keyring no longer opens this vault; run `stash vault sessions auto-unlock enable` again\nstash: a password is needed/,
+    );
 
     // forget deletes it and disables.
     const forget = await t.run(['vault', 'sessions', 'auto-unlock', 'forget']);
@@ -106,7 +121,10 @@ test('no Secret Service on the bus: status says so, enable fails with 69 and sto
     assert.is(s.secretStored, null);
     assert.match(s.problem!, /^cannot read from the Secret Service/);
     // A sentence, not the keyring library's D-Bus text.
-    assert.match(s.problem!, /: the session bus \/nonexistent\/stash-test-bus does not exist \(check DBUS_SESSION_BUS_ADDRESS\)$/);
+    assert.match(
+      s.problem!,
+      /: the session bus \/nonexistent\/stash-test-bus does not exist \(check DBUS_SESSION_BUS_ADDRESS\)$/,
+    );
     const text = await t.run(['vault', 'sessions', 'auto-unlock', 'status']);
     assert.match(text.stdout, /Backend: +Secret Service .* \(unavailable\)\nSecret stored: unknown: cannot read from/);
     const on = await t.run(['vault', 'sessions', 'auto-unlock', 'enable', '--password-file', t.pwFile]);
@@ -114,9 +132,14 @@ test('no Secret Service on the bus: status says so, enable fails with 69 and sto
     assert.match(on.stderr, /^stash: cannot write to the Secret Service/);
     assert.not.match(on.stderr, /DBus error|Platform failure/);
     // No session bus at all (a console login, ssh): no X11 autolaunch text either.
-    const none = await t.run(['vault', 'sessions', 'auto-unlock', 'status', '--json'], { env: { DBUS_SESSION_BUS_ADDRESS: '' } });
+    const none = await t.run(['vault', 'sessions', 'auto-unlock', 'status', '--json'], {
+      env: { DBUS_SESSION_BUS_ADDRESS: '' },
+    });
     const problem = String((JSON.parse(none.stdout) as { problem: string }).problem);
-    assert.match(problem, /: there is no session bus \(DBUS_SESSION_BUS_ADDRESS is not set\); auto-unlock works inside a desktop login session$/);
+    assert.match(
+      problem,
+      /: there is no session bus \(DBUS_SESSION_BUS_ADDRESS is not set\); auto-unlock works inside a desktop login session$/,
+    );
     assert.not.match(problem, /X11|autolaunch|DBus error/);
     assert.is((await status(t)).enabled, false);
   } finally {

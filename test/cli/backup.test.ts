@@ -51,7 +51,10 @@ test('backup, delete the vault and its linked file, restore: every container, en
     const file = join(t.home, 'vault.backup');
     const b = await t.run(['vault', 'backup', file]);
     assert.is(b.code, 0, b.stderr);
-    assert.match(b.stdout, /^Backed up the vault at .* \(\S+ \S+: \d+ files, 2 containers, 1 linked\)\.\nEverything in it stays encrypted/);
+    assert.match(
+      b.stdout,
+      /^Backed up the vault at .* \(\S+ \S+: \d+ files, 2 containers, 1 linked\)\.\nEverything in it stays encrypted/,
+    );
     assert.is(statSync(file).mode & 0o777, 0o600);
     assert.not.ok(readFileSync(file).includes(Buffer.from('tok-1')), 'no value in the clear');
     assert.is((await t.run(['vault', 'backup', file])).code, 73, 'an existing file needs --force');
@@ -61,7 +64,10 @@ test('backup, delete the vault and its linked file, restore: every container, en
     rmSync(linked);
     const r = await t.run(['vault', 'restore', file, '--password-file', t.pwFile]);
     assert.is(r.code, 0, r.stderr);
-    assert.match(r.stdout, /^Restored the vault of \S+ to .*: 2 containers, every one opened with the password\.\n {2}team: wrote its linked file back to /);
+    assert.match(
+      r.stdout,
+      /^Restored the vault of \S+ to .*: 2 containers, every one opened with the password\.\n {2}team: wrote its linked file back to /,
+    );
     assert.ok(existsSync(linked));
     await t.run(['vault', 'sessions', 'lock-all']);
     assert.is((await t.run(['get', 'work', 'API_TOKEN', '--password-file', t.pwFile])).stdout, 'tok-1');
@@ -98,14 +104,22 @@ test('restore refuses a wrong password, a damaged backup and an existing vault, 
     assert.not.ok(existsSync(into));
     writeFileSync(damaged, 'STASHBK1 garbage');
     assert.is((await t.run(['vault', 'restore', damaged, '--into', into, '--password-file', t.pwFile])).code, 65);
-    assert.equal(readdirSync(t.home).filter((n) => n.includes('.restore-')), [], 'no staging folder left behind');
+    assert.equal(
+      readdirSync(t.home).filter((n) => n.includes('.restore-')),
+      [],
+      'no staging folder left behind',
+    );
     const exists = await t.run(['vault', 'restore', file, '--password-file', t.pwFile]);
     assert.is(exists.code, 73);
     assert.match(exists.stderr, /a vault already exists at .*--into DIR, or add --force/);
     const forced = await t.run(['vault', 'restore', file, '--force', '--password-file', t.pwFile]);
     assert.is(forced.code, 0, forced.stderr);
     assert.match(forced.stderr, /is now at .*\.before-restore-/);
-    assert.equal(readdirSync(t.home).filter((n) => n.startsWith('vault.before-restore-')).length, 1, 'the old vault was moved aside');
+    assert.equal(
+      readdirSync(t.home).filter((n) => n.startsWith('vault.before-restore-')).length,
+      1,
+      'the old vault was moved aside',
+    );
   } finally {
     for (const x of [t, bob]) {
       await stopAgent(x);
@@ -113,7 +127,6 @@ test('restore refuses a wrong password, a damaged backup and an existing vault, 
     }
   }
 });
-
 
 test('a private container exports alone, encrypted for this vault only: it imports back here, and another vault is refused', async () => {
   const { t, bob } = await vaultWithEverything();
@@ -133,7 +146,10 @@ test('a private container exports alone, encrypted for this vault only: it impor
     assert.match(again.stdout, /already holds what .* holds; nothing changed/);
     const other = await bob.run(['container', 'import', file, '--password-file', bob.pwFile]);
     assert.is(other.code, 77, other.stderr);
-    assert.match(other.stderr, /is a private container of another vault: only the vault that exported it can import it/);
+    assert.match(
+      other.stderr,
+      /is a private container of another vault: only the vault that exported it can import it/,
+    );
   } finally {
     for (const x of [t, bob]) {
       await stopAgent(x);

@@ -22,7 +22,8 @@ let bus: LogindBus | null = null;
 
 test.before(async () => {
   if (!needFacility(x11.available, 'X11 clipboard (Xvfb + xclip)', x11.reason)) return;
-  if (!needFacility(process.platform === 'linux' && logind.available, 'logind stand-in', logind.reason || 'Linux only')) return;
+  if (!needFacility(process.platform === 'linux' && logind.available, 'logind stand-in', logind.reason || 'Linux only'))
+    return;
   x = await startXvfb();
   bus = await startLogindBus();
 });
@@ -32,26 +33,43 @@ test.after(async () => {
   await x?.stop();
 });
 
-const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+const alive = (pid: number): boolean =>
+  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 for (const terminate of [false, true]) {
   test(`a suspend clears the clipboard at once (terminate_on_suspend ${terminate ? 'on' : 'off'}); the pending clear held no sleep inhibitor`, async () => {
     if (!x || !bus) return;
-    await waitFor(async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'), 5000, 'the previous agent\'s locks to go');
+    await waitFor(
+      async () => (await bus!.listInhibitors()).every((i) => i.who !== 'stash'),
+      5000,
+      "the previous agent's locks to go",
+    );
     const t = cliEnv({
-      DISPLAY: x.display, WAYLAND_DISPLAY: undefined, STASH_CLIPBOARD: undefined,
-      DBUS_SYSTEM_BUS_ADDRESS: bus.address, STASH_AGENT_TERMINATE_ON_SUSPEND: terminate ? '1' : '0', STASH_AGENT_PREVENT_SLEEP: '1',
+      DISPLAY: x.display,
+      WAYLAND_DISPLAY: undefined,
+      STASH_CLIPBOARD: undefined,
+      DBUS_SYSTEM_BUS_ADDRESS: bus.address,
+      STASH_AGENT_TERMINATE_ON_SUSPEND: terminate ? '1' : '0',
+      STASH_AGENT_PREVENT_SLEEP: '1',
     });
     try {
       await t.initVault(['c']);
       assert.is((await t.run(['set', 'c', 'K', '--password-file', t.pwFile], { input: 'suspend-me' })).code, 0);
-      await waitFor(async () => (await bus!.listInhibitors()).some((i) => i.who === 'stash' && i.mode === 'delay'), 5000, 'the agent\'s delay lock');
+      await waitFor(
+        async () => (await bus!.listInhibitors()).some((i) => i.who === 'stash' && i.mode === 'delay'),
+        5000,
+        "the agent's delay lock",
+      );
       const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '120']);
       assert.is(r.code, 0, r.stderr);
       assert.is(x.paste(), 'suspend-me');
       const pid = Number(readFileSync(join(t.dir, 'clip-clear.pid'), 'utf8').split(' ')[0]);
       await sleep(300);
-      assert.equal((await bus.listInhibitors()).filter((i) => i.who === 'stash' && i.mode === 'block'), [], 'no block lock for a pending clipboard clear');
+      assert.equal(
+        (await bus.listInhibitors()).filter((i) => i.who === 'stash' && i.mode === 'block'),
+        [],
+        'no block lock for a pending clipboard clear',
+      );
 
       const signalled = Date.now();
       await bus.emitPrepareForSleep(true);
@@ -60,8 +78,15 @@ for (const terminate of [false, true]) {
       await waitFor(() => !alive(pid), 3000, 'the helper to exit');
       // The agent's grace before SIGKILL is 1.5 s: the helper cleared well inside it.
       assert.ok(took < 1500, `cleared ${took} ms after the suspend signal`);
-      await waitFor(async () => (await bus!.listInhibitors()).every((i) => !(i.who === 'stash' && i.mode === 'delay')), 5000, 'the delay lock released');
-      assert.match(readFileSync(t.logPath, 'utf8'), terminate ? /activities: 1 terminated, 0 killed/ : /clipboard clears: 1 terminated, 0 killed/);
+      await waitFor(
+        async () => (await bus!.listInhibitors()).every((i) => !(i.who === 'stash' && i.mode === 'delay')),
+        5000,
+        'the delay lock released',
+      );
+      assert.match(
+        readFileSync(t.logPath, 'utf8'),
+        terminate ? /activities: 1 terminated, 0 killed/ : /clipboard clears: 1 terminated, 0 killed/,
+      );
       await bus.emitPrepareForSleep(false);
     } finally {
       await t.dispose();

@@ -27,7 +27,14 @@ let t: CliEnv;
 let shm = '';
 
 test.before(async () => {
-  if (!needFacility(process.platform === 'linux' && facility.available, 'Wayland clipboard (weston + wl-clipboard)', facility.reason || 'Linux only')) return;
+  if (
+    !needFacility(
+      process.platform === 'linux' && facility.available,
+      'Wayland clipboard (weston + wl-clipboard)',
+      facility.reason || 'Linux only',
+    )
+  )
+    return;
   x = await startXvfb();
   wl = await startWeston(x.display);
   // The test's folders on /dev/shm: the private /tmp of a command below must not hide them.
@@ -64,13 +71,23 @@ function runWithTmpfs(env: TestAgentEnv['env'], args: string[]): Promise<RunResu
   const bin = stashBin.startsWith('/tmp/') ? join(old, stashBin.slice('/tmp/'.length)) : stashBin;
   const script = 'old="$1"; shift; mount --rbind /tmp "$old" && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec "$@"';
   return new Promise((resolve, reject) => {
-    const child = spawn('unshare', ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', old, process.execPath, bin, ...args], {
-      env, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
-    });
+    const child = spawn(
+      'unshare',
+      ['--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', old, process.execPath, bin, ...args],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
@@ -102,23 +119,41 @@ test('wl-clipboard before 2.3 with /tmp on disk: refused (69), nothing copied', 
   const before = buffers();
   const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
   assert.is(r.code, 69, r.stderr);
-  assert.match(r.stderr, /^stash: this wl-copy \(wl-clipboard before 2\.3\) writes what it copies to a file in \/tmp, which is not a tmpfs here; nothing was copied\. Install wl-clipboard 2\.3 or later/);
+  assert.match(
+    r.stderr,
+    /^stash: this wl-copy \(wl-clipboard before 2\.3\) writes what it copies to a file in \/tmp, which is not a tmpfs here; nothing was copied\. Install wl-clipboard 2\.3 or later/,
+  );
   assert.is(wl.paste(), 'before');
-  assert.equal(buffers().filter((b) => !before.includes(b) && holds(b, VALUE)), [], 'wl-copy never ran with the value');
+  assert.equal(
+    buffers().filter((b) => !before.includes(b) && holds(b, VALUE)),
+    [],
+    'wl-copy never ran with the value',
+  );
 });
 
 test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', async () => {
   if (!wl) return;
   const modern = wl.modern;
-  if (!modern && !needFacility(isRoot && haveCommand('unshare'), 'a private tmpfs /tmp', 'needs root and unshare (util-linux)')) return;
+  if (
+    !modern &&
+    !needFacility(isRoot && haveCommand('unshare'), 'a private tmpfs /tmp', 'needs root and unshare (util-linux)')
+  )
+    return;
   const before = buffers();
   const args = ['get', 'c', 'K', '--clip', '--clip-seconds', '2'];
   const r = modern ? await t.run(args) : await runWithTmpfs(t.env, args);
   assert.is(r.code, 0, r.stderr);
-  assert.is(r.stderr, `Copied K to the clipboard; it is cleared in 2 s${modern ? ' (marked as sensitive for clipboard managers)' : ''}.\n`);
+  assert.is(
+    r.stderr,
+    `Copied K to the clipboard; it is cleared in 2 s${modern ? ' (marked as sensitive for clipboard managers)' : ''}.\n`,
+  );
   assert.is(wl.paste(), VALUE);
   // Other runs of this suite (CI runs Node lines at once) may put their own wl-copy files in /tmp: look for ours by its value.
-  assert.equal(buffers().filter((b) => !before.includes(b) && holds(b, VALUE)), [], 'no wl-copy file of ours in the real /tmp');
+  assert.equal(
+    buffers().filter((b) => !before.includes(b) && holds(b, VALUE)),
+    [],
+    'no wl-copy file of ours in the real /tmp',
+  );
   await waitFor(() => wl!.paste() === '', 6000, 'the clear');
 });
 

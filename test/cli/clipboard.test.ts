@@ -29,7 +29,13 @@ const VALUE = 'first line\nsecond → line \n';
 test.before(async () => {
   if (!needFacility(facility.available, 'X11 clipboard (Xvfb + xclip)', facility.reason)) return;
   x = await startXvfb();
-  t = cliEnv({ DISPLAY: x.display, WAYLAND_DISPLAY: undefined, STASH_CLIPBOARD: undefined, STASH_CLIP_SECONDS: undefined, STASH_PASSWORD_FILE: undefined });
+  t = cliEnv({
+    DISPLAY: x.display,
+    WAYLAND_DISPLAY: undefined,
+    STASH_CLIPBOARD: undefined,
+    STASH_CLIP_SECONDS: undefined,
+    STASH_PASSWORD_FILE: undefined,
+  });
   t.env.STASH_PASSWORD_FILE = t.pwFile;
   await t.initVault(['c']);
   const set = await t.run(['set', 'c', 'K', '--raw'], { input: VALUE });
@@ -49,7 +55,8 @@ function helperPid(): number {
   return Number(readFileSync(pidfile(), 'utf8').split(' ')[0]);
 }
 
-const alive = (pid: number): boolean => existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+const alive = (pid: number): boolean =>
+  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 async function activities(): Promise<Array<{ pid: number; kind: string }>> {
   const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
@@ -70,9 +77,12 @@ test('get --clip --clip-seconds 2: the value on the CLIPBOARD selection, a form 
   assert.is(x.paste(), VALUE, 'the clipboard holds the value byte for byte');
   const pid = helperPid();
   assert.ok(alive(pid), 'the helper waits');
-  assert.ok((await activities()).some((a) => a.pid === pid && a.kind === 'form'), 'registered as a form activity');
+  assert.ok(
+    (await activities()).some((a) => a.pid === pid && a.kind === 'form'),
+    'registered as a form activity',
+  );
   const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-  assert.not.ok(argv.includes('first line'), 'not in the helper\'s argv');
+  assert.not.ok(argv.includes('first line'), "not in the helper's argv");
   assert.not.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').includes('first line'), 'nor in its environment');
   await sleep(Math.max(0, copiedAt + 1000 - Date.now()));
   assert.is(x.paste(), VALUE, 'still there after 1 s');
@@ -81,7 +91,10 @@ test('get --clip --clip-seconds 2: the value on the CLIPBOARD selection, a form 
   assert.ok(took >= 1800, `cleared after the delay, not before (${took} ms)`);
   await waitFor(() => !alive(pid), 3000, 'the helper to exit');
   assert.not.ok(existsSync(pidfile()), 'its pidfile removed');
-  assert.not.ok((await activities()).some((a) => a.pid === pid), 'its activity unregistered');
+  assert.not.ok(
+    (await activities()).some((a) => a.pid === pid),
+    'its activity unregistered',
+  );
 });
 
 test('a value the user copied meanwhile is left alone', async () => {
@@ -107,12 +120,16 @@ test('a second --clip replaces the first helper, which clears its value on the w
   const secondPid = helperPid();
   assert.is.not(secondPid, firstPid);
   assert.is(x.paste(), 'second value');
-  assert.equal((await activities()).filter((a) => a.kind === 'form').map((a) => a.pid), [secondPid], 'one form activity');
-  await waitFor(() => x!.paste() === '', 6000, 'the second helper\'s clear');
+  assert.equal(
+    (await activities()).filter((a) => a.kind === 'form').map((a) => a.pid),
+    [secondPid],
+    'one form activity',
+  );
+  await waitFor(() => x!.paste() === '', 6000, "the second helper's clear");
   await waitFor(() => !alive(secondPid), 3000, 'the second helper to exit');
 });
 
-test('the same value copied twice: the first helper\'s end does not clear the second copy early', async () => {
+test("the same value copied twice: the first helper's end does not clear the second copy early", async () => {
   if (!x) return;
   assert.is((await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'])).code, 0);
   const first = helperPid();
@@ -161,7 +178,9 @@ test('the delay: cli.clip_seconds in the config file, STASH_CLIP_SECONDS over it
   assert.match(fromFile.stderr, /cleared in 7 s/, fromFile.stderr);
   const fromEnv = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config, STASH_CLIP_SECONDS: '9' } });
   assert.match(fromEnv.stderr, /cleared in 9 s/, fromEnv.stderr);
-  const fromOption = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], { env: { STASH_CONFIG: config, STASH_CLIP_SECONDS: '9' } });
+  const fromOption = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+    env: { STASH_CONFIG: config, STASH_CLIP_SECONDS: '9' },
+  });
   assert.match(fromOption.stderr, /cleared in 2 s/, fromOption.stderr);
   const byDefault = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
   assert.is(byDefault.code, 0);
@@ -170,7 +189,10 @@ test('the delay: cli.clip_seconds in the config file, STASH_CLIP_SECONDS over it
   writeFileSync(config, '[cli]\nclip_seconds = "45"\n');
   const quoted = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config } });
   assert.is(quoted.code, 78, quoted.stderr);
-  assert.match(quoted.stderr, /clip\.toml:2: cli\.clip_seconds must be a whole number of seconds from 1 to 86400, got "45"/);
+  assert.match(
+    quoted.stderr,
+    /clip\.toml:2: cli\.clip_seconds must be a whole number of seconds from 1 to 86400, got "45"/,
+  );
   for (const bad of ['0', '1.5', '86401', 'soon']) {
     const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', bad]);
     assert.is(r.code, 64, `--clip-seconds ${bad}: ${r.stderr}`);
@@ -194,10 +216,18 @@ test('no clipboard, or no tool: exit 69 naming what to install, before any passw
   try {
     const noTool = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, PATH: empty } });
     assert.is(noTool.code, 69, noTool.stderr);
-    assert.match(noTool.stderr, /^stash: xclip not found on PATH: install xclip \(Debian\/Ubuntu: apt install xclip; Homebrew: brew install xclip\) or xsel\n$/);
-    const noWl = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, PATH: empty, WAYLAND_DISPLAY: 'wayland-9' } });
+    assert.match(
+      noTool.stderr,
+      /^stash: xclip not found on PATH: install xclip \(Debian\/Ubuntu: apt install xclip; Homebrew: brew install xclip\) or xsel\n$/,
+    );
+    const noWl = await t.run(['get', 'c', 'K', '--clip'], {
+      env: { ...noPassword, PATH: empty, WAYLAND_DISPLAY: 'wayland-9' },
+    });
     assert.is(noWl.code, 69, noWl.stderr);
-    assert.match(noWl.stderr, /wl-copy and wl-paste not found on PATH: install wl-clipboard \(Debian\/Ubuntu: apt install wl-clipboard; Homebrew: brew install wl-clipboard\)/);
+    assert.match(
+      noWl.stderr,
+      /wl-copy and wl-paste not found on PATH: install wl-clipboard \(Debian\/Ubuntu: apt install wl-clipboard; Homebrew: brew install wl-clipboard\)/,
+    );
     const unknown = await t.run(['get', 'c', 'K', '--clip'], { env: { ...noPassword, STASH_CLIPBOARD: 'klipper' } });
     assert.is(unknown.code, 69, unknown.stderr);
     assert.match(unknown.stderr, /STASH_CLIPBOARD must be one of xclip, xsel, wl-clipboard, pbcopy, powershell/);

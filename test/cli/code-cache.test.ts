@@ -9,13 +9,27 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import Module from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliEnv, type CliEnv } from './harness.js';
 
-const nodeCompileCache = typeof (Module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function';
+const nodeCompileCache =
+  typeof (Module as unknown as { enableCompileCache?: unknown }).enableCompileCache === 'function';
 const tracing = { STASH_CODE_CACHE: 'trace' };
 
 function ourCacheDir(t: CliEnv): string {
@@ -131,9 +145,15 @@ test('a cache V8 refuses (made under other V8 flags) is rewritten', async () => 
   try {
     await withEntry(t);
     // A V8 flag changes V8's flag hash: a cache made under it does not fit a plain run.
-    const withFlag = spawnSync(process.execPath, ['--no-lazy-feedback-allocation', join(process.cwd(), 'bin', 'stash.js'), 'get', 'work', 'TOKEN'], {
-      env: t.env, encoding: 'utf8', timeout: 20_000,
-    });
+    const withFlag = spawnSync(
+      process.execPath,
+      ['--no-lazy-feedback-allocation', join(process.cwd(), 'bin', 'stash.js'), 'get', 'work', 'TOKEN'],
+      {
+        env: t.env,
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
     assert.is(withFlag.status, 0, withFlag.stderr);
     const r = await t.run(['get', 'work', 'TOKEN'], { env: tracing });
     assert.is(r.stdout, 'tok-code-cache');
@@ -174,7 +194,11 @@ test('the cache never holds a value or a password', async () => {
   try {
     const value = 'VALUE-7f3a9c1e-never-in-a-cache';
     await withEntry(t, value);
-    for (const args of [['get', 'work', 'TOKEN'], ['ls', 'work'], ['vault', 'sessions']]) {
+    for (const args of [
+      ['get', 'work', 'TOKEN'],
+      ['ls', 'work'],
+      ['vault', 'sessions'],
+    ]) {
       const r = await t.run(args);
       assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
@@ -224,9 +248,12 @@ test('a bundle older than dist/cli/main.js (tsc run alone) is not used: the ES m
     symlinkSync(join(process.cwd(), 'node_modules'), join(root, 'node_modules'));
     mkdirSync(join(root, 'build'));
     symlinkSync(join(process.cwd(), 'build', 'Release'), join(root, 'build', 'Release'));
-    const run = (args: string[]) => spawnSync(process.execPath, [join(root, 'bin', 'stash.js'), ...args], {
-      env: { ...t.env, ...tracing }, encoding: 'utf8', timeout: 20_000,
-    });
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [join(root, 'bin', 'stash.js'), ...args], {
+        env: { ...t.env, ...tracing },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
     const bundle = join(root, 'dist', 'cli', 'stash.cjs');
     const now = Date.now() / 1000;
     utimesSync(bundle, now - 60, now - 60);

@@ -19,14 +19,26 @@ import { cliEnv, type CliEnv } from './harness.js';
 function pathWithStash(t: CliEnv): string {
   const bin = join(t.home, 'bin');
   mkdirSync(bin, { recursive: true });
-  writeFileSync(join(bin, 'stash'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(stashBin)} "$@"\n`);
+  writeFileSync(
+    join(bin, 'stash'),
+    `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(stashBin)} "$@"\n`,
+  );
   chmodSync(join(bin, 'stash'), 0o755);
   return `${bin}:${process.env.PATH}`;
 }
 
-function shell(t: CliEnv, cmd: string, args: string[], timeout = 30_000): { code: number | null; stdout: string; stderr: string } {
+function shell(
+  t: CliEnv,
+  cmd: string,
+  args: string[],
+  timeout = 30_000,
+): { code: number | null; stdout: string; stderr: string } {
   // No STASH_PASSWORD_FILE and no terminal: any prompt would fail, not wait.
-  const r = spawnSync(cmd, args, { env: { ...t.env, PATH: pathWithStash(t), STASH_PASSWORD_FILE: undefined }, encoding: 'utf8', timeout });
+  const r = spawnSync(cmd, args, {
+    env: { ...t.env, PATH: pathWithStash(t), STASH_PASSWORD_FILE: undefined },
+    encoding: 'utf8',
+    timeout,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -45,7 +57,8 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
 async function vaultWithEntries(): Promise<CliEnv> {
   const t = cliEnv();
   await t.initVault(['work', 'home']);
-  for (const n of ['API_TOKEN', 'DB_PASSWORD']) assert.is((await t.run(['set', 'work', n, '--password-file', t.pwFile], { input: 'v' })).code, 0);
+  for (const n of ['API_TOKEN', 'DB_PASSWORD'])
+    assert.is((await t.run(['set', 'work', n, '--password-file', t.pwFile], { input: 'v' })).code, 0);
   await t.run(['vault', 'sessions', 'lock-all']);
   return t;
 }
@@ -100,7 +113,10 @@ test('completing never starts an agent, prompts or prints an error', async () =>
     assert.is(r.stdout, 'none\n');
     assert.is(r.stderr, '');
     // Without a vault there are simply no names, and still no error.
-    const novault = spawnSync(process.execPath, [stashBin, '__complete', '--', 'get', ''], { env: { ...t.env, STASH_VAULT_DIR: join(t.home, 'none') }, encoding: 'utf8' });
+    const novault = spawnSync(process.execPath, [stashBin, '__complete', '--', 'get', ''], {
+      env: { ...t.env, STASH_VAULT_DIR: join(t.home, 'none') },
+      encoding: 'utf8',
+    });
     assert.equal([novault.status, novault.stdout, novault.stderr], [0, 'none\n', '']);
   } finally {
     await t.dispose();
@@ -131,9 +147,16 @@ test('fish: complete -C lists containers, and entries while the container is ope
   const t = await vaultWithEntries();
   try {
     const ask = (line: string): string[] => {
-      const r = shell(t, 'fish', ['--no-config', '-c', `stash completion fish | source; complete -C ${JSON.stringify(line)}`]);
+      const r = shell(t, 'fish', [
+        '--no-config',
+        '-c',
+        `stash completion fish | source; complete -C ${JSON.stringify(line)}`,
+      ]);
       assert.is(r.code, 0, r.stderr);
-      return r.stdout.split('\n').filter(Boolean).map((l) => l.split('\t')[0]!);
+      return r.stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => l.split('\t')[0]!);
     };
     assert.equal(ask('stash get '), ['home', 'work']);
     assert.equal(ask('stash get work '), []);

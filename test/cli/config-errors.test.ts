@@ -61,19 +61,37 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
   try {
     await vaultWithEntry(t);
     const cases: Array<[string, RegExp]> = [
-      ['[agent]\nprevent_sleep = "yes"\n', /:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"\n$/],
+      [
+        '[agent]\nprevent_sleep = "yes"\n',
+        /:2: agent\.prevent_sleep must be a boolean \(true or false\), got "yes"\n$/,
+      ],
       ['agent.terminate_on_suspend = 3\n', /:1: agent\.terminate_on_suspend must be a boolean/],
-      ['key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n', /:2: unknown key "agnet"; known keys: agent, cli, vault, key_server_url\n$/],
+      [
+        'key_server_url = "https://k.example"\n[agnet]\nprevent_sleep = false\n',
+        /:2: unknown key "agnet"; known keys: agent, cli, vault, key_server_url\n$/,
+      ],
       ['[agent]\n\nprevent_slep = true\n', /:3: unknown key "agent\.prevent_slep"/],
       ['a = 1\n[agent\n', /:2: not valid TOML: /],
       // An unquoted word is no TOML value at all: the key, the line and the type it takes are named.
-      ['[agent]\nprevent_sleep = yes\n', /:2: prevent_sleep: "yes" is not a TOML value; prevent_sleep takes a boolean: true or false, unquoted\n$/],
-      ['key_server_url = https://k.example\n', /:1: key_server_url: "https:\/\/k\.example" is not a TOML value; key_server_url takes a string in quotes/],
+      [
+        '[agent]\nprevent_sleep = yes\n',
+        /:2: prevent_sleep: "yes" is not a TOML value; prevent_sleep takes a boolean: true or false, unquoted\n$/,
+      ],
+      [
+        'key_server_url = https://k.example\n',
+        /:1: key_server_url: "https:\/\/k\.example" is not a TOML value; key_server_url takes a string in quotes/,
+      ],
       // vault.history_keep (entry history): a whole number from 0 to 100.
-      ['[vault]\nhistory_keep = 101\n', /:2: vault\.history_keep must be a whole number of previous values from 0 \(keep none\) to 100, got 101\n$/],
+      [
+        '[vault]\nhistory_keep = 101\n',
+        /:2: vault\.history_keep must be a whole number of previous values from 0 \(keep none\) to 100, got 101\n$/,
+      ],
       ['[vault]\n\nhistory_keep = "10"\n', /:3: vault\.history_keep must be a whole number .* got "10"\n$/],
       ['vault.history_keep = 2.5\n', /:1: vault\.history_keep must be a whole number .* got 2\.5\n$/],
-      ['[vault]\nhistory_keep = ten\n', /:2: history_keep: "ten" is not a TOML value; history_keep takes a whole number from 0 to 100, unquoted\n$/],
+      [
+        '[vault]\nhistory_keep = ten\n',
+        /:2: history_keep: "ten" is not a TOML value; history_keep takes a whole number from 0 to 100, unquoted\n$/,
+      ],
       ['[vault]\nkeep = 3\n', /:2: unknown key "vault\.keep"; known keys: vault\.history_keep\n$/],
     ];
     for (const [text, re] of cases) {
@@ -84,9 +102,15 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
       assert.match(r.stderr, re);
     }
     writeConfig(t, '');
-    const env = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'x', env: { STASH_HISTORY_KEEP: '-1' } });
+    const env = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], {
+      input: 'x',
+      env: { STASH_HISTORY_KEEP: '-1' },
+    });
     assert.is(env.code, 78, env.stderr);
-    assert.match(env.stderr, /^stash: STASH_HISTORY_KEEP must be a whole number of previous values from 0 \(keep none\) to 100, got "-1"\n$/);
+    assert.match(
+      env.stderr,
+      /^stash: STASH_HISTORY_KEEP must be a whole number of previous values from 0 \(keep none\) to 100, got "-1"\n$/,
+    );
   } finally {
     await t.dispose();
   }
@@ -102,7 +126,9 @@ test('STASH_AGENT_IDLE_SECONDS=abc: the command names the variable at once, exit
       assert.is(r.stderr, `stash: ${name} must be a positive number of seconds, got "abc"\n`);
       assert.ok(r.ms < PROMPT_MS, `answered in ${r.ms} ms`);
     }
-    const sleep = await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile], { env: { STASH_AGENT_PREVENT_SLEEP: 'maybe' } });
+    const sleep = await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile], {
+      env: { STASH_AGENT_PREVENT_SLEEP: 'maybe' },
+    });
     assert.is(sleep.code, 78);
     assert.match(sleep.stderr, /^stash: STASH_AGENT_PREVENT_SLEEP must be true or false/);
     assert.equal(agentPids(t.dir), []);
@@ -119,11 +145,16 @@ test('an agent that dies as it starts is reported when it exits, naming its log 
     // Stand-in for an agent that cannot run (a broken addon, say): it exits with status 3 before listening.
     const die = join(t.home, 'die.cjs');
     writeFileSync(die, "if (process.argv.includes('__agent')) process.exit(3);\n");
-    const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile], { NODE_OPTIONS: `--require ${die}` });
+    const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile], {
+      NODE_OPTIONS: `--require ${die}`,
+    });
     assert.is(r.code, 0, 'the command carries on without caching');
     assert.is(r.stdout, 'tok');
     const log = join(t.home, 'state', 'stash', 'agent.log');
-    assert.match(r.stderr, /^stash: warning: the session agent is unavailable \(the agent exited with status 3 as it started; see its log: /);
+    assert.match(
+      r.stderr,
+      /^stash: warning: the session agent is unavailable \(the agent exited with status 3 as it started; see its log: /,
+    );
     assert.ok(r.stderr.includes(log), `the log path under XDG_STATE_HOME is named: ${r.stderr}`);
     assert.not.ok(r.stderr.includes('~/.local/state'), r.stderr);
     assert.ok(r.ms < PROMPT_MS, `answered in ${r.ms} ms`);

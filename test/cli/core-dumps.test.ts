@@ -15,9 +15,16 @@ import { cliEnv } from './harness.js';
 
 /** Soft and hard "Max core file size" of a process, from /proc. */
 function coreLimit(pid: number): string {
-  const line = readFileSync(`/proc/${pid}/limits`, 'utf8').split('\n').find((l) => l.startsWith('Max core file size'));
+  const line = readFileSync(`/proc/${pid}/limits`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('Max core file size'));
   assert.ok(line, 'limits has a core line');
-  return line!.replace(/^Max core file size\s+/, '').trim().split(/\s+/).slice(0, 2).join(' ');
+  return line!
+    .replace(/^Max core file size\s+/, '')
+    .trim()
+    .split(/\s+/)
+    .slice(0, 2)
+    .join(' ');
 }
 
 /** The pid of a child of `ppid` running `comm`, waited for. */
@@ -29,7 +36,9 @@ async function childOf(ppid: number, comm: string): Promise<number> {
         const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
         const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         if (Number(rest[1]) === ppid && stat.includes(`(${comm})`)) return Number(name);
-      } catch { /* gone */ }
+      } catch {
+        /* gone */
+      }
     }
     await sleep(50);
   }
@@ -44,16 +53,44 @@ test('stash env with `ulimit -c unlimited`: no core limit left in stash or its c
   const t = cliEnv();
   try {
     await t.initVault(['work']);
-    assert.is((await t.run(['set', 'work', 'API_TOKEN', '--password-file', t.pwFile], { input: 'core-dump-canary-value\n' })).code, 0);
+    assert.is(
+      (await t.run(['set', 'work', 'API_TOKEN', '--password-file', t.pwFile], { input: 'core-dump-canary-value\n' }))
+        .code,
+      0,
+    );
     const cwd = join(t.home, 'cwd');
     mkdirSync(cwd);
     // The shell raises the limit and execs node, so the stash process is the shell's pid.
-    const child = spawn('/bin/sh', ['-c', 'ulimit -c unlimited && exec "$@"', 'sh', process.execPath, stashBin, 'env', 'work', '--password-file', t.pwFile, '--', 'sleep', '30'], {
-      cwd, env: t.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true,
-    });
+    const child = spawn(
+      '/bin/sh',
+      [
+        '-c',
+        'ulimit -c unlimited && exec "$@"',
+        'sh',
+        process.execPath,
+        stashBin,
+        'env',
+        'work',
+        '--password-file',
+        t.pwFile,
+        '--',
+        'sleep',
+        '30',
+      ],
+      {
+        cwd,
+        env: t.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      },
+    );
     let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on('exit', (_code, signal) => resolve(signal)),
+    );
     const sleeper = await childOf(child.pid!, 'sleep');
     try {
       // By the time the command runs, the secret has been decrypted: the limits are already 0.
@@ -63,7 +100,11 @@ test('stash env with `ulimit -c unlimited`: no core limit left in stash or its c
       const signal = await exited;
       assert.is(signal, 'SIGQUIT', stderr);
     } finally {
-      try { process.kill(sleeper, 'SIGKILL'); } catch { /* gone */ }
+      try {
+        process.kill(sleeper, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     const pattern = readFileSync('/proc/sys/kernel/core_pattern', 'utf8').trim();
     if (pattern.startsWith('|')) {

@@ -14,10 +14,24 @@ import { agentPids } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv, type CliEnv } from './harness.js';
 
-interface Check { section: string; name: string; status: string; detail: string; fix?: string }
-interface Report { ok: boolean; checks: Check[]; agent: Record<string, unknown> | null; config: { settings: Record<string, { value: unknown; source: string; from: string | null }> } | null }
+interface Check {
+  section: string;
+  name: string;
+  status: string;
+  detail: string;
+  fix?: string;
+}
+interface Report {
+  ok: boolean;
+  checks: Check[];
+  agent: Record<string, unknown> | null;
+  config: { settings: Record<string, { value: unknown; source: string; from: string | null }> } | null;
+}
 
-async function doctor(t: CliEnv, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; report: Report; text: string }> {
+async function doctor(
+  t: CliEnv,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; report: Report; text: string }> {
   const json = await t.run(['doctor', '--json'], { env });
   const text = await t.run(['doctor'], { env });
   assert.is(json.code, text.code, 'text and JSON agree on the status');
@@ -46,8 +60,31 @@ test('healthy setup: every check passes, exit 0', async () => {
     const { code, report, text } = await doctor(t);
     assert.is(code, 0, text);
     assert.ok(report.ok);
-    assert.equal(report.checks.filter((c) => c.status === 'fail' || c.status === 'warn'), []);
-    for (const name of ['agent running', 'agent hardening', 'socket folder', 'peer credentials', 'dumpable', 'core dumps', 'mlock limit', 'inhibitor backend', 'delay lock', 'block lock', 'suspend listener', 'logind session', 'screen lock wipe', 'config file', 'vault', 'vault files', 'vault permissions', 'identity', 'containers']) {
+    assert.equal(
+      report.checks.filter((c) => c.status === 'fail' || c.status === 'warn'),
+      [],
+    );
+    for (const name of [
+      'agent running',
+      'agent hardening',
+      'socket folder',
+      'peer credentials',
+      'dumpable',
+      'core dumps',
+      'mlock limit',
+      'inhibitor backend',
+      'delay lock',
+      'block lock',
+      'suspend listener',
+      'logind session',
+      'screen lock wipe',
+      'config file',
+      'vault',
+      'vault files',
+      'vault permissions',
+      'identity',
+      'containers',
+    ]) {
       assert.is(check(report, name).status, 'ok', `${name}: ${check(report, name).detail}`);
     }
     assert.match(check(report, 'inhibitor backend').detail, /^logind via libsystemd\.so\.0$/);
@@ -55,7 +92,10 @@ test('healthy setup: every check passes, exit 0', async () => {
     assert.match(text, /^Session agent\n\[ ok \] agent running: pid \d+/);
     assert.match(text, /\nNo problems found\.\n$/);
     const inhibitors = await bus.listInhibitors();
-    assert.ok(inhibitors.some((i) => i.mode === 'delay' && i.who === 'stash'), 'the delay lock doctor reports is really held');
+    assert.ok(
+      inhibitors.some((i) => i.mode === 'delay' && i.who === 'stash'),
+      'the delay lock doctor reports is really held',
+    );
   } finally {
     await t.dispose();
     await bus.stop();
@@ -78,22 +118,37 @@ test('no logind on a machine that suspends: one failing line with its fix, the d
     assert.not.ok(report.ok);
     const backend = check(report, 'inhibitor backend');
     assert.is(backend.status, 'fail');
-    assert.match(backend.detail, /^logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus at unix:path=.*no-bus: No such file or directory/);
+    assert.match(
+      backend.detail,
+      /^logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus at unix:path=.*no-bus: No such file or directory/,
+    );
     assert.match(backend.fix!, /systemd-logind \(or elogind\)/);
     for (const name of ['delay lock', 'block lock', 'suspend listener']) {
       assert.is(check(report, name).status, 'info', name);
       assert.is(check(report, name).detail, 'skipped: logind is unavailable (see inhibitor backend)');
       assert.is(check(report, name).fix, undefined);
     }
-    assert.equal(report.checks.filter((c) => c.status === 'fail').map((c) => c.name), ['inhibitor backend'], 'one cause, one failing line');
-    assert.match(text, /\[FAIL\] inhibitor backend: logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus/);
+    assert.equal(
+      report.checks.filter((c) => c.status === 'fail').map((c) => c.name),
+      ['inhibitor backend'],
+      'one cause, one failing line',
+    );
+    assert.match(
+      text,
+      /\[FAIL\] inhibitor backend: logind via libsystemd\.so\.0 unavailable: cannot connect to the system bus/,
+    );
     assert.match(text, /\n {7}fix: suspend protection needs systemd-logind/);
-    assert.match(backend.fix!, /or, to run without suspend protection .*set agent\.prevent_sleep = false in the config file, which makes this a warning$/);
+    assert.match(
+      backend.fix!,
+      /or, to run without suspend protection .*set agent\.prevent_sleep = false in the config file, which makes this a warning$/,
+    );
     // With no agent and no socket folder, doctor starts one: the folder is reported as it is
     // afterwards, one story with "agent running" (it said "not created yet" beside the running agent).
     await t.stopAgents();
     rmSync(t.dir, { recursive: true, force: true });
-    const fresh = await t.run(['doctor', '--json'], { env: { STASH_SYS_POWER_STATE: powerState(t, 'freeze mem disk\n') } });
+    const fresh = await t.run(['doctor', '--json'], {
+      env: { STASH_SYS_POWER_STATE: powerState(t, 'freeze mem disk\n') },
+    });
     const started = JSON.parse(fresh.stdout) as Report;
     assert.match(check(started, 'agent running').detail, /\(started by doctor\)/);
     assert.match(check(started, 'socket folder').detail, /: mode 0700$/);
@@ -116,7 +171,10 @@ test('no logind with agent.prevent_sleep = false: a warning, doctor passes', asy
     const backend = check(report, 'inhibitor backend');
     assert.is(backend.status, 'warn');
     assert.match(backend.detail, /agent\.prevent_sleep is off: keys are wiped only by their TTL\)$/);
-    assert.equal(report.checks.filter((c) => c.status === 'fail'), []);
+    assert.equal(
+      report.checks.filter((c) => c.status === 'fail'),
+      [],
+    );
   } finally {
     await t.dispose();
   }
@@ -133,11 +191,17 @@ test('a machine that cannot suspend: suspend protection is [info] not needed; a 
       assert.is(suspend.length, 1, JSON.stringify(suspend));
       assert.is(suspend[0]!.name, 'suspend protection');
       assert.is(suspend[0]!.status, 'info');
-      assert.match(suspend[0]!.detail, /^not needed: this machine cannot suspend \(.*power-state (lists no sleep state|does not exist)\)/);
+      assert.match(
+        suspend[0]!.detail,
+        /^not needed: this machine cannot suspend \(.*power-state (lists no sleep state|does not exist)\)/,
+      );
       assert.match(text, /\[info\] suspend protection: not needed: this machine cannot suspend/);
       const vault = check(report, 'vault');
       assert.is(vault.status, 'warn');
-      assert.match(vault.detail, /Argon2id 1 pass\(es\) \/ 8 KiB, .*; this is the minimum cost made for test suites \(STASH_KDF=test\)/);
+      assert.match(
+        vault.detail,
+        /Argon2id 1 pass\(es\) \/ 8 KiB, .*; this is the minimum cost made for test suites \(STASH_KDF=test\)/,
+      );
       assert.is(vault.fix, 'raise the cost when you next change the password: stash vault passwd --kdf moderate');
       // The other warning: no lock source (no logind, no session bus here), test/cli/session-lock.test.ts.
       assert.is(check(report, 'screen lock wipe').status, 'warn');
@@ -165,12 +229,18 @@ test('socket folder 0755: the agent is refused, doctor names the folder and the 
     assert.is(agent.status, 'fail');
     assert.match(agent.detail, /unsafe agent socket folder/);
     assert.is(agent.fix, `check the contents of ${t.dir}, then: chmod 700 ${t.dir}`);
-    assert.match(text, /\[FAIL\] socket folder: .* has mode 0755; it must be 0700\n {7}fix: check the contents of .*, then: chmod 700 /);
+    assert.match(
+      text,
+      /\[FAIL\] socket folder: .* has mode 0755; it must be 0700\n {7}fix: check the contents of .*, then: chmod 700 /,
+    );
     assert.equal(agentPids(t.dir), [], 'no agent was started in the unsafe folder');
     // Ordinary commands still work, without caching, after one warning.
     const get = await t.run(['container', 'create', 'other', '--password-file', t.pwFile]);
     assert.is(get.code, 0, get.stderr);
-    assert.match(get.stderr, /^stash: warning: the session agent is unavailable \(unsafe agent socket folder: .* has mode 0755; it must be 0700\. Check its contents, then fix it with: chmod 700 .*\); continuing without caching keys\n$/);
+    assert.match(
+      get.stderr,
+      /^stash: warning: the session agent is unavailable \(unsafe agent socket folder: .* has mode 0755; it must be 0700\. Check its contents, then fix it with: chmod 700 .*\); continuing without caching keys\n$/,
+    );
     chmodSync(t.dir, 0o700);
   } finally {
     await t.dispose();
@@ -212,7 +282,11 @@ test('fallback folder squatted by another user (/tmp/stash-UID as their symlink 
       assert.is(folder.status, 'fail');
       assert.match(folder.fix ?? '', /^you cannot repair a folder another user controls .*set XDG_RUNTIME_DIR/);
       assert.not.match(text, /chmod 700/);
-      assert.equal(readdirSync(squat === 'symlink' ? victimTarget : fallback), [], 'nothing was created in the squatted folder');
+      assert.equal(
+        readdirSync(squat === 'symlink' ? victimTarget : fallback),
+        [],
+        'nothing was created in the squatted folder',
+      );
       rmSync(fallback, { recursive: true, force: true });
     }
   } finally {
@@ -249,7 +323,10 @@ test('config settings show their source; a broken config file fails with the fil
     // The agent refuses an invalid config too; doctor says why rather than a second failure for one cause.
     const agent = check(bad.report, 'agent running');
     assert.is(agent.status, 'info');
-    assert.match(agent.detail, /^skipped: the agent cannot start with an invalid configuration \(.*config\.toml:2: agent\.prevent_sleep must be a boolean/);
+    assert.match(
+      agent.detail,
+      /^skipped: the agent cannot start with an invalid configuration \(.*config\.toml:2: agent\.prevent_sleep must be a boolean/,
+    );
     assert.match(bad.text, /\[FAIL\] config file: .*config\.toml:2: agent\.prevent_sleep/);
 
     // An environment value: doctor names the variable.

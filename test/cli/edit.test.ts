@@ -44,7 +44,9 @@ async function getValue(name = 'K'): Promise<string> {
 
 /** Every regular file under `dir` (the agent's socket is not one). */
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath ?? e.path, e.name));
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => join(e.parentPath ?? e.path, e.name));
 }
 
 function leftovers(): string[] {
@@ -90,7 +92,10 @@ test('an editor that appends a line: the new value is stored byte for byte, and 
   assert.equal(leftovers(), [], 'and its folder');
   const witness = readFileSync(join(runtime, 'witness'));
   assert.is(witness.length, Buffer.byteLength(expected));
-  assert.ok(witness.every((b) => b === 0), 'the file was overwritten with zeros before it was removed');
+  assert.ok(
+    witness.every((b) => b === 0),
+    'the file was overwritten with zeros before it was removed',
+  );
   for (const file of filesUnder(t.home)) {
     assert.not.ok(readFileSync(file).includes('appended line'), `no plaintext in ${file}`);
   }
@@ -132,7 +137,10 @@ test('without a private tmpfs: refused (69) before any password, unless --insecu
   if (!usable) return;
   assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
   const append = editor('append2.sh', `printf '+insecure' >> "$1"`);
-  for (const [env, why] of [[{ XDG_RUNTIME_DIR: '' }, /XDG_RUNTIME_DIR is not set/], [{ XDG_RUNTIME_DIR: t.home }, /is not a tmpfs, so the file could reach a disk/]] as const) {
+  for (const [env, why] of [
+    [{ XDG_RUNTIME_DIR: '' }, /XDG_RUNTIME_DIR is not set/],
+    [{ XDG_RUNTIME_DIR: t.home }, /is not a tmpfs, so the file could reach a disk/],
+  ] as const) {
     const r = await t.run(['edit', 'c', 'K'], { env: { ...env, EDITOR: append, STASH_PASSWORD_FILE: '' } });
     assert.is(r.code, 69, r.stderr);
     assert.match(r.stderr, why);
@@ -140,7 +148,11 @@ test('without a private tmpfs: refused (69) before any password, unless --insecu
   }
   const ok = await t.run(['edit', 'c', 'K', '--insecure-tmp'], { env: { XDG_RUNTIME_DIR: '', EDITOR: append } });
   assert.is(ok.code, 0, ok.stderr);
-  assert.match(ok.stderr, /^stash: warning: XDG_RUNTIME_DIR is not set, so there is no private tmpfs for the file: the value is written to a file in .*\(--insecure-tmp\)/, ok.stderr);
+  assert.match(
+    ok.stderr,
+    /^stash: warning: XDG_RUNTIME_DIR is not set, so there is no private tmpfs for the file: the value is written to a file in .*\(--insecure-tmp\)/,
+    ok.stderr,
+  );
   assert.is(await getValue(), `${VALUE}+insecure`);
 });
 
@@ -149,7 +161,10 @@ test('Ctrl-C while the editor runs: the editor ends, nothing is stored, the file
   if (!needFacility(havePty(), 'pseudo-terminal', 'needs /usr/bin/python3 with the pty module')) return;
   // The process that says EDITING is the one that waits: a shell between them (dash) would hold a Ctrl-C
   // that came before it started the wait, and wait out the whole sleep.
-  const ed = editor('waits.sh', `${RECORD}\nprintf '+never' >> "$1"\nexec perl -e '$| = 1; print "EDITING\\n"; sleep 20'`);
+  const ed = editor(
+    'waits.sh',
+    `${RECORD}\nprintf '+never' >> "$1"\nexec perl -e '$| = 1; print "EDITING\\n"; sleep 20'`,
+  );
   const r = t.pty(['edit', 'c', 'K'], [['EDITING', '\u0003']], { env: { EDITOR: ed } });
   assert.is(r.status, 130, r.output);
   assert.match(r.output, /The editor was ended by SIGINT; K was not changed\./);
@@ -163,9 +178,14 @@ test('Ctrl-C while the editor runs: the editor ends, nothing is stored, the file
 test('SIGTERM to stash while the editor runs: passed on to the editor, the file removed, exit 143', async () => {
   if (!usable) return;
   const ed = editor('waits2.sh', `${RECORD}\ntouch "$HOME/ready"\nexec sleep 20`);
-  const child = spawn(process.execPath, [stashBin, 'edit', 'c', 'K'], { env: { ...t.env, EDITOR: ed }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [stashBin, 'edit', 'c', 'K'], {
+    env: { ...t.env, EDITOR: ed },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
-  child.stderr.on('data', (d) => { stderr += d; });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
   try {
     await waitFor(() => existsSync(join(t.home, 'ready')), 15_000, 'the editor to start');
     child.kill('SIGTERM');

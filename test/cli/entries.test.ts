@@ -8,7 +8,8 @@ import * as assert from 'uvu/assert';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv, havePty, snapshot } from './harness.js';
 
-const EMPTY_REFUSED = /^stash: the value of TOKEN is empty; nothing was stored \(add --allow-empty to store an empty value\)\n$/;
+const EMPTY_REFUSED =
+  /^stash: the value of TOKEN is empty; nothing was stored \(add --allow-empty to store an empty value\)\n$/;
 
 test('an empty value from stdin is refused (64) and the stored one kept; --allow-empty stores it', async () => {
   const t = cliEnv();
@@ -46,12 +47,21 @@ test('Enter at the hidden value prompt is refused (64) and the stored value kept
   try {
     await t.initVault(['work']);
     assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok-1' })).code, 0);
-    const r = t.pty(['set', 'work', 'TOKEN', '--password-file', t.pwFile], [['Replace it\\? \\[y/N\\] ', 'y'], ['Value of TOKEN \\(hidden\\): ', '']]);
+    const r = t.pty(
+      ['set', 'work', 'TOKEN', '--password-file', t.pwFile],
+      [
+        ['Replace it\\? \\[y/N\\] ', 'y'],
+        ['Value of TOKEN \\(hidden\\): ', ''],
+      ],
+    );
     assert.is(r.answered, 2, r.output);
     assert.is(r.status, 64, r.output);
     assert.match(r.output, /the value of TOKEN is empty; nothing was stored/);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'tok-1');
-    const allowed = t.pty(['set', 'work', 'TOKEN', '--allow-empty', '--force'], [['Value of TOKEN \\(hidden\\): ', '']]);
+    const allowed = t.pty(
+      ['set', 'work', 'TOKEN', '--allow-empty', '--force'],
+      [['Value of TOKEN \\(hidden\\): ', '']],
+    );
     assert.is(allowed.status, 0, allowed.output);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, '');
   } finally {
@@ -65,20 +75,23 @@ test('a 64 KiB value followed by its newline is stored whole; one byte more is r
     await t.initVault(['work']);
     const value = Buffer.alloc(64 * 1024, 'x');
     for (const ending of ['\n', '\r\n', '']) {
-      const r = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], { input: Buffer.concat([value, Buffer.from(ending)]) });
+      const r = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], {
+        input: Buffer.concat([value, Buffer.from(ending)]),
+      });
       assert.is(r.code, 0, `${JSON.stringify(ending)}: ${r.stderr}`);
       const get = await t.run(['get', 'work', 'BIG']);
       assert.is(get.stdout.length, value.length);
       assert.ok(Buffer.from(get.stdout).equals(value));
     }
-    const over = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], { input: Buffer.concat([value, Buffer.from('y\n')]) });
+    const over = await t.run(['set', 'work', 'BIG', '--password-file', t.pwFile], {
+      input: Buffer.concat([value, Buffer.from('y\n')]),
+    });
     assert.is(over.code, 65, over.stderr);
     assert.match(over.stderr, /^stash: the value of BIG on standard input is larger than 65536 bytes\n$/);
   } finally {
     await t.dispose();
   }
 });
-
 
 test('misspelt names: did you mean ...? for an entry (case too) while the container is open, and for a container with no password at all', async () => {
   const t = cliEnv();
@@ -102,7 +115,6 @@ test('misspelt names: did you mean ...? for an entry (case too) while the contai
     await t.dispose();
   }
 });
-
 
 test('--raw stores stdin byte for byte; without it one trailing newline is dropped (a PEM keeps its last newline only with --raw)', async () => {
   const t = cliEnv();
@@ -135,16 +147,26 @@ test('set says Replaced when it replaced; at a terminal it asks first (no keeps 
     assert.is(no.status, 1, no.output);
     assert.match(no.output, /kept the existing TOKEN; nothing was stored/);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'two');
-    const yes = t.pty(['set', 'work', 'TOKEN'], [
-      ['Replace it\\? \\[y/N\\] ', 'y'], ['Value of TOKEN \\(hidden\\): ', 'three'], ['Repeat the value of TOKEN: ', 'three'],
-    ]);
+    const yes = t.pty(
+      ['set', 'work', 'TOKEN'],
+      [
+        ['Replace it\\? \\[y/N\\] ', 'y'],
+        ['Value of TOKEN \\(hidden\\): ', 'three'],
+        ['Repeat the value of TOKEN: ', 'three'],
+      ],
+    );
     assert.is(yes.status, 0, yes.output);
     assert.match(yes.output, /Replaced TOKEN in work\./);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'three');
-    const forced = t.pty(['set', 'work', 'TOKEN', '--force'], [
-      ['Value of TOKEN \\(hidden\\): ', 'four'], ['Repeat the value of TOKEN: ', 'fuor'],
-      ['The two values differ; try again\\.[\\s\\S]*Value of TOKEN \\(hidden\\): ', 'four'], ['Repeat the value of TOKEN: ', 'four'],
-    ]);
+    const forced = t.pty(
+      ['set', 'work', 'TOKEN', '--force'],
+      [
+        ['Value of TOKEN \\(hidden\\): ', 'four'],
+        ['Repeat the value of TOKEN: ', 'fuor'],
+        ['The two values differ; try again\\.[\\s\\S]*Value of TOKEN \\(hidden\\): ', 'four'],
+        ['Repeat the value of TOKEN: ', 'four'],
+      ],
+    );
     assert.is(forced.status, 0, forced.output);
     assert.not.match(forced.output, /Replace it\?/);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).stdout, 'four');

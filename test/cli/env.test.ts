@@ -16,14 +16,24 @@ import { cliEnv, type CliEnv } from './harness.js';
 async function setup(extra: NodeJS.ProcessEnv = {}): Promise<CliEnv> {
   const t = cliEnv(extra);
   await t.initVault(['work']);
-  for (const [k, v] of [['API_TOKEN', 'tok-1 with spaces'], ['DB_URL', 'postgres://u:p@h/db'], ['UNICODE', 'grüße ✓']] as const) {
+  for (const [k, v] of [
+    ['API_TOKEN', 'tok-1 with spaces'],
+    ['DB_URL', 'postgres://u:p@h/db'],
+    ['UNICODE', 'grüße ✓'],
+  ] as const) {
     const r = await t.run(['set', 'work', k, '--password-file', t.pwFile], { input: v });
     assert.is(r.code, 0, r.stderr);
   }
   return t;
 }
 
-interface Doctor { agent: { activities: Array<{ pid: number; kind: string }>; power: { blockLock: { held: boolean; kinds: string[] } } } | null; checks: Array<{ name: string; status: string; detail: string }> }
+interface Doctor {
+  agent: {
+    activities: Array<{ pid: number; kind: string }>;
+    power: { blockLock: { held: boolean; kinds: string[] } };
+  } | null;
+  checks: Array<{ name: string; status: string; detail: string }>;
+}
 
 async function doctor(t: CliEnv): Promise<Doctor> {
   const r = await t.run(['doctor', '--json']);
@@ -40,12 +50,21 @@ function alive(pid: number): boolean {
 }
 
 /** Starts `stash env work -- sh -c SCRIPT`; resolves once the child printed its pid. */
-async function startEnv(t: CliEnv, script: string): Promise<{ proc: ChildProcess; childPid: number; exit: Promise<[number | null, string | null]> }> {
-  const proc = spawn(process.execPath, [stashBin, 'env', 'work', '--', 'sh', '-c', script], { env: t.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+async function startEnv(
+  t: CliEnv,
+  script: string,
+): Promise<{ proc: ChildProcess; childPid: number; exit: Promise<[number | null, string | null]> }> {
+  const proc = spawn(process.execPath, [stashBin, 'env', 'work', '--', 'sh', '-c', script], {
+    env: t.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   const exit = once(proc, 'exit') as Promise<[number | null, string | null]>;
   let out = '';
   let err = '';
-  proc.stderr!.on('data', (d) => { err += d; });
+  proc.stderr!.on('data', (d) => {
+    err += d;
+  });
   const childPid = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no pid printed: ${err}`)), 10_000);
     proc.stdout!.on('data', (d) => {
@@ -63,7 +82,8 @@ async function startEnv(t: CliEnv, script: string): Promise<{ proc: ChildProcess
 test('the child sees the entries; its exit status is returned; a missing command is 127', async () => {
   const t = await setup();
   try {
-    const script = 'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, d: process.env.DB_URL, u: process.env.UNICODE, h: process.env.HOME}))';
+    const script =
+      'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, d: process.env.DB_URL, u: process.env.UNICODE, h: process.env.HOME}))';
     const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
     assert.is(r.code, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', d: 'postgres://u:p@h/db', u: 'grüße ✓', h: t.home });
@@ -84,12 +104,16 @@ test('an entry holding a NUL byte is left out with a warning naming it; the othe
   try {
     const set = await t.run(['set', 'work', 'BINARY_KEY'], { input: Buffer.from([0x41, 0x00, 0x42]) });
     assert.is(set.code, 0, set.stderr);
-    const script = 'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, b: process.env.BINARY_KEY ?? null}))';
+    const script =
+      'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, b: process.env.BINARY_KEY ?? null}))';
     const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
     assert.is(r.code, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', b: null });
-    assert.is(r.stderr, 'stash: warning: entry BINARY_KEY holds a NUL byte, which an environment variable cannot carry; it was left out '
-      + '(read it with `stash get work BINARY_KEY`, or remove it with `stash rm work BINARY_KEY`)\n');
+    assert.is(
+      r.stderr,
+      'stash: warning: entry BINARY_KEY holds a NUL byte, which an environment variable cannot carry; it was left out ' +
+        '(read it with `stash get work BINARY_KEY`, or remove it with `stash rm work BINARY_KEY`)\n',
+    );
     // The fix the warning names works.
     assert.is((await t.run(['rm', 'work', 'BINARY_KEY'])).code, 0);
     const clean = await t.run(['env', 'work', '--', 'true']);
@@ -122,7 +146,11 @@ test('SIGTERM, SIGINT and SIGHUP reach the child; killed children give 128+N', a
     const trap = await startEnv(t, 'trap "exit 42" TERM; echo $$; while :; do sleep 0.05; done');
     trap.proc.kill('SIGTERM');
     assert.equal(await trap.exit, [42, null], 'stash survived the signal and returned the child status');
-    for (const [sig, num] of [['SIGINT', 2], ['SIGHUP', 1], ['SIGTERM', 15]] as const) {
+    for (const [sig, num] of [
+      ['SIGINT', 2],
+      ['SIGHUP', 1],
+      ['SIGTERM', 15],
+    ] as const) {
       const run = await startEnv(t, 'echo $$; exec sleep 60');
       run.proc.kill(sig);
       assert.equal(await run.exit, [128 + num, null], `${sig}: 128+${num}`);
@@ -143,14 +171,20 @@ async function activityWhileRunning(t: CliEnv, bus: LogindBus | null): Promise<v
       report = await doctor(t);
     }
     assert.ok(report.agent, 'doctor reached the agent');
-    assert.ok(report.agent!.activities.some((a) => a.kind === 'env' && a.pid === run.childPid), `env activity for pid ${run.childPid}: ${JSON.stringify(report.agent!.activities)}`);
+    assert.ok(
+      report.agent!.activities.some((a) => a.kind === 'env' && a.pid === run.childPid),
+      `env activity for pid ${run.childPid}: ${JSON.stringify(report.agent!.activities)}`,
+    );
     const running = report.checks.find((c) => c.name === 'agent running')!;
     assert.match(running.detail, new RegExp(`activities: env \\(pid ${run.childPid}\\)`));
     if (bus) {
       assert.ok(report.agent!.power.blockLock.held, 'the block lock is held while env runs');
       assert.equal(report.agent!.power.blockLock.kinds, ['env']);
       const inhibitors = await bus.listInhibitors();
-      assert.ok(inhibitors.some((i) => i.mode === 'block' && i.who === 'stash' && i.why.includes('env')), JSON.stringify(inhibitors));
+      assert.ok(
+        inhibitors.some((i) => i.mode === 'block' && i.who === 'stash' && i.why.includes('env')),
+        JSON.stringify(inhibitors),
+      );
     }
   } finally {
     run.proc.kill('SIGTERM');

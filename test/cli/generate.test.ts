@@ -15,7 +15,7 @@ import { cliEnv } from './harness.js';
 /** Pearson's statistic of `counts` against a uniform expectation. */
 function chiSquare(counts: number[], total: number): number {
   const expected = total / counts.length;
-  return counts.reduce((sum, c) => sum + ((c - expected) ** 2) / expected, 0);
+  return counts.reduce((sum, c) => sum + (c - expected) ** 2 / expected, 0);
 }
 
 /** The chi-square value exceeded with probability about 1e-4 (Wilson-Hilferty; z = 3.719). */
@@ -60,7 +60,11 @@ test('character sets: the documented default, --no-symbols, SPEC ranges, and SPE
   assert.throws(() => parseCharset('aaa'), /fewer than 2 different/);
   assert.throws(() => parseCharset('ab c'), /only printable ASCII/);
   assert.throws(() => parseCharset('abé'), /only printable ASCII/);
-  assert.is(GENERATOR_OPTIONS.length.help.includes(`default ${DEFAULT_LENGTH}`), true, 'the help states the real default');
+  assert.is(
+    GENERATOR_OPTIONS.length.help.includes(`default ${DEFAULT_LENGTH}`),
+    true,
+    'the help states the real default',
+  );
 });
 
 test('passphrases: words of the shipped EFF list (7,776), joined by the separator', () => {

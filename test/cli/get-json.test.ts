@@ -11,7 +11,10 @@ test('get --json prints container, name, value and changedAt; a value that is no
   try {
     await t.initVault(['work']);
     const started = Date.now();
-    assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'line "1"\nline 2' })).code, 0);
+    assert.is(
+      (await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'line "1"\nline 2' })).code,
+      0,
+    );
     const r = await t.run(['get', 'work', 'TOKEN', '--json']);
     assert.is(r.code, 0, r.stderr);
     const doc = JSON.parse(r.stdout);

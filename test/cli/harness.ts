@@ -33,7 +33,10 @@ export interface CliEnv extends TestAgentEnv {
   pwFile: string;
   password: string;
   /** Runs stash with `args`; `input` is written to its stdin (else stdin is empty). */
-  run(args: string[], opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<RunResult>;
+  run(
+    args: string[],
+    opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+  ): Promise<RunResult>;
   /** Runs stash on a pseudo-terminal, answering prompts: [[regex, answer], ...]. */
   pty(args: string[], script: Array<[string, string]>, opts?: { env?: NodeJS.ProcessEnv }): PtyResult;
   /** Creates a vault (password from pwFile) with the given containers. */
@@ -72,15 +75,21 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): CliEnv {
       });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (d) => { stdout += d; });
-      child.stderr.on('data', (d) => { stderr += d; });
+      child.stdout.on('data', (d) => {
+        stdout += d;
+      });
+      child.stderr.on('data', (d) => {
+        stderr += d;
+      });
       const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 20_000);
       child.on('error', reject);
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         resolve({ code, signal, stdout, stderr });
       });
-      child.stdin.on('error', () => { /* the command may exit without reading */ });
+      child.stdin.on('error', () => {
+        /* the command may exit without reading */
+      });
       child.stdin.end(opts.input ?? '');
     });
 

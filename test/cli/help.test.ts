@@ -25,7 +25,11 @@ const recorder = join(process.cwd(), 'test', 'fixtures', 'load-recorder.mjs');
 const keyServerBin = join(process.cwd(), 'bin', 'stash_key_server.js');
 
 function stash(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const r = spawnSync(process.execPath, [stashBin, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, timeout: 20_000 });
+  const r = spawnSync(process.execPath, [stashBin, ...args], {
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    timeout: 20_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -40,15 +44,26 @@ const esmMain = pathToFileURL(join(process.cwd(), 'dist', 'cli', 'main.js')).hre
  * Runs stash under the load recorder; returns the recorded lines. `via`: 'bin'
  * runs bin/stash.js (the bundle), 'esm' calls main() of dist/cli/main.js.
  */
-function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}, via: 'bin' | 'esm' = 'bin'): { lines: string[]; code: number | null; stdout: string; stderr: string } {
+function recordLoads(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  via: 'bin' | 'esm' = 'bin',
+): { lines: string[]; code: number | null; stdout: string; stderr: string } {
   const dir = mkdtempSync(join(tmpdir(), 'stash-loads-'));
   const record = join(dir, 'loads.txt');
-  const entry = via === 'bin'
-    ? [stashBin, ...args]
-    : ['--input-type=module', '-e', `const { main } = await import(${JSON.stringify(esmMain)}); await main(${JSON.stringify(args)});`];
+  const entry =
+    via === 'bin'
+      ? [stashBin, ...args]
+      : [
+          '--input-type=module',
+          '-e',
+          `const { main } = await import(${JSON.stringify(esmMain)}); await main(${JSON.stringify(args)});`,
+        ];
   try {
     const r = spawnSync(process.execPath, ['--import', recorder, ...entry], {
-      encoding: 'utf8', env: { ...process.env, ...env, LOAD_RECORD: record }, timeout: 20_000,
+      encoding: 'utf8',
+      env: { ...process.env, ...env, LOAD_RECORD: record },
+      timeout: 20_000,
     });
     let text = '';
     try {
@@ -62,7 +77,17 @@ function recordLoads(args: string[], env: NodeJS.ProcessEnv = {}, via: 'bin' | '
   }
 }
 
-const HEAVY = [/sodium-native/, /\bkoa\b/, /@koa\//, /@napi-rs\/keyring/, /smol-toml/, /\/dist\/native\//, /\/dist\/vault\//, /\/dist\/agent\//, /\/dist\/protocol\//];
+const HEAVY = [
+  /sodium-native/,
+  /\bkoa\b/,
+  /@koa\//,
+  /@napi-rs\/keyring/,
+  /smol-toml/,
+  /\/dist\/native\//,
+  /\/dist\/vault\//,
+  /\/dist\/agent\//,
+  /\/dist\/protocol\//,
+];
 
 test('`stash --help` lists every command and loads no addon, sodium, Koa, keyring or vault code', () => {
   for (const via of ['bin', 'esm'] as const) {
@@ -70,22 +95,50 @@ test('`stash --help` lists every command and loads no addon, sodium, Koa, keyrin
     assert.is(r.code, 0, r.stderr);
     for (const c of commands) assert.ok(r.stdout.includes(c.path.join(' ')), `help lists ${c.path.join(' ')}`);
     // The recorder works: it saw the launcher load the bundle, or the CLI's own modules being imported.
-    if (via === 'bin') assert.ok(r.lines.includes(`require ${join(process.cwd(), 'dist', 'cli', 'launch.cjs')}`), `recorder saw launch.cjs: ${r.lines.join('\n')}`);
+    if (via === 'bin')
+      assert.ok(
+        r.lines.includes(`require ${join(process.cwd(), 'dist', 'cli', 'launch.cjs')}`),
+        `recorder saw launch.cjs: ${r.lines.join('\n')}`,
+      );
     else {
-      assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes('/dist/cli/main.js')), `recorder saw main.js: ${r.lines.join('\n')}`);
+      assert.ok(
+        r.lines.some((l) => l.startsWith('import ') && l.includes('/dist/cli/main.js')),
+        `recorder saw main.js: ${r.lines.join('\n')}`,
+      );
       assert.ok(r.lines.some((l) => l.includes('/dist/cli/registry.js')));
     }
-    assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${via}: no native addon opened`);
-    for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: --help loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+    assert.equal(
+      r.lines.filter((l) => l.startsWith('dlopen ')),
+      [],
+      `${via}: no native addon opened`,
+    );
+    for (const re of HEAVY)
+      assert.not.ok(
+        r.lines.some((l) => re.test(l)),
+        `${via}: --help loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`,
+      );
   }
 });
 
 test('per-command --help and usage errors also stay light', () => {
-  for (const args of [['get', '--help'], ['vault', 'sessions', 'auto-unlock', 'enable', '--help'], ['env', 'x', '--bogus', '--', 'true'], ['vault']]) {
+  for (const args of [
+    ['get', '--help'],
+    ['vault', 'sessions', 'auto-unlock', 'enable', '--help'],
+    ['env', 'x', '--bogus', '--', 'true'],
+    ['vault'],
+  ]) {
     for (const via of ['bin', 'esm'] as const) {
       const r = recordLoads(args, {}, via);
-      assert.equal(r.lines.filter((l) => l.startsWith('dlopen ')), [], `${via}: ${args.join(' ')} opened no addon`);
-      for (const re of HEAVY) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: ${args.join(' ')} loaded ${re}`);
+      assert.equal(
+        r.lines.filter((l) => l.startsWith('dlopen ')),
+        [],
+        `${via}: ${args.join(' ')} opened no addon`,
+      );
+      for (const re of HEAVY)
+        assert.not.ok(
+          r.lines.some((l) => re.test(l)),
+          `${via}: ${args.join(' ')} loaded ${re}`,
+        );
     }
   }
 });
@@ -96,7 +149,10 @@ test('the recorder does see an addon when a command needs sodium (control)', asy
     await t.initVault();
     const r = recordLoads(['vault', 'identity', 'show'], t.env);
     assert.is(r.code, 0, r.stderr);
-    assert.ok(r.lines.some((l) => l.startsWith('dlopen ') && /sodium/.test(l)), `sodium's addon was recorded: ${r.lines.filter((l) => l.startsWith('dlopen')).join(', ')}`);
+    assert.ok(
+      r.lines.some((l) => l.startsWith('dlopen ') && /sodium/.test(l)),
+      `sodium's addon was recorded: ${r.lines.filter((l) => l.startsWith('dlopen')).join(', ')}`,
+    );
   } finally {
     await t.dispose();
   }
@@ -105,7 +161,12 @@ test('the recorder does see an addon when a command needs sodium (control)', asy
 // What `stash get` with a cached key must not load: each was on that path once,
 // or would be an easy regression (docs/benchmarks.md, "`stash get` with a cached key").
 const NOT_ON_GET_PATH = [
-  /smol-toml/, /@napi-rs\/keyring/, /\bkoa\b/, /@koa\//, /\/dist\/keyserver\//, /\/dist\/native\/(index|power)\.js/,
+  /smol-toml/,
+  /@napi-rs\/keyring/,
+  /\bkoa\b/,
+  /@koa\//,
+  /\/dist\/keyserver\//,
+  /\/dist\/native\/(index|power)\.js/,
   /\/dist\/agent\/(config|main|agent|cache|listener|power)/,
   /\/dist\/vault\/(index|vault|identity|contacts|fingerprint|public-key)\.js/,
   /\/dist\/cli\/(keyring|prompt|password|secure-read|doctor[a-z-]*|fingerprint-display|key-server-url)\.js/,
@@ -124,19 +185,36 @@ test('`stash get` with a cached key loads only what it uses: no config, keyring,
       assert.is(r.code, 0, r.stderr);
       assert.is(r.stdout, 'tok-lean', 'the value came from the cached key (no password source was given)');
       // The recorder works: the container and agent-client code were seen (the bundle: the addon the blocking client calls), and sodium's addon opened.
-      if (via === 'bin') assert.ok(r.lines.some((l) => l.startsWith('dlopen ') && /stash_native|node\.napi/.test(l)), `recorder saw the agent client's addon: ${r.lines.join('\n')}`);
+      if (via === 'bin')
+        assert.ok(
+          r.lines.some((l) => l.startsWith('dlopen ') && /stash_native|node\.napi/.test(l)),
+          `recorder saw the agent client's addon: ${r.lines.join('\n')}`,
+        );
       else {
         for (const m of ['/dist/cli/commands/entry.js', '/dist/vault/containers.js', '/dist/agent/client.js']) {
-          assert.ok(r.lines.some((l) => l.startsWith('import ') && l.includes(m)), `recorder saw ${m}`);
+          assert.ok(
+            r.lines.some((l) => l.startsWith('import ') && l.includes(m)),
+            `recorder saw ${m}`,
+          );
         }
       }
       // Nothing is spawned when the agent answers, and nothing hashes: child_process and crypto stay unloaded.
-      assert.not.ok(r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)), `${via}: get imported node:child_process or node:crypto`);
+      assert.not.ok(
+        r.lines.some((l) => /^(import|require) (node:)?(child_process|crypto)$/.test(l)),
+        `${via}: get imported node:child_process or node:crypto`,
+      );
       // sodium's, and the project's for the blocking agent client (src/agent/transport-blocking.ts).
       const dlopens = r.lines.filter((l) => l.startsWith('dlopen '));
       assert.equal(dlopens.length, 2, `${via}: only sodium's addon and ours are opened: ${dlopens.join(', ')}`);
-      assert.ok(dlopens.some((l) => /sodium-native/.test(l)), `${via}: sodium's addon: ${dlopens.join(', ')}`);
-      for (const re of NOT_ON_GET_PATH) assert.not.ok(r.lines.some((l) => re.test(l)), `${via}: get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`);
+      assert.ok(
+        dlopens.some((l) => /sodium-native/.test(l)),
+        `${via}: sodium's addon: ${dlopens.join(', ')}`,
+      );
+      for (const re of NOT_ON_GET_PATH)
+        assert.not.ok(
+          r.lines.some((l) => re.test(l)),
+          `${via}: get loaded ${re}: ${r.lines.filter((l) => re.test(l)).join(', ')}`,
+        );
     }
   } finally {
     await t.dispose();
@@ -148,9 +226,15 @@ test('`stash get` with a cached key loads neither node:net, node:tty nor the str
   const dir = mkdtempSync(join(tmpdir(), 'stash-builtins-'));
   const record = join(dir, 'builtins.txt');
   const builtins = (env: NodeJS.ProcessEnv): string[] => {
-    const r = spawnSync(process.execPath, ['--require', join(process.cwd(), 'test', 'fixtures', 'builtins-at-exit.cjs'), stashBin, 'get', 'work', 'TOKEN'], {
-      encoding: 'utf8', env: { ...t.env, ...env, BUILTINS_RECORD: record }, timeout: 20_000,
-    });
+    const r = spawnSync(
+      process.execPath,
+      ['--require', join(process.cwd(), 'test', 'fixtures', 'builtins-at-exit.cjs'), stashBin, 'get', 'work', 'TOKEN'],
+      {
+        encoding: 'utf8',
+        env: { ...t.env, ...env, BUILTINS_RECORD: record },
+        timeout: 20_000,
+      },
+    );
     assert.is(r.status, 0, r.stderr);
     assert.is(r.stdout, 'tok-lean', 'the value, to a pipe, from the cached key');
     return readFileSync(record, 'utf8').split('\n').filter(Boolean);
@@ -162,7 +246,11 @@ test('`stash get` with a cached key loads neither node:net, node:tty nor the str
     const heavy = ['net', 'tty', 'stream', 'internal/stream_base_commons'];
     const lean = builtins({});
     assert.ok(lean.includes('fs'), `the record lists built-ins: ${lean.join(' ')}`);
-    assert.equal(lean.filter((m) => heavy.includes(m)), [], 'the blocking transport and the stdout written through descriptor 1');
+    assert.equal(
+      lean.filter((m) => heavy.includes(m)),
+      [],
+      'the blocking transport and the stdout written through descriptor 1',
+    );
     const viaNet = builtins({ STASH_AGENT_TRANSPORT: 'net' });
     assert.ok(viaNet.includes('net'), `the same check sees node:net when the client uses it: ${viaNet.join(' ')}`);
     const bad = stash(['get', 'work', 'TOKEN'], { ...t.env, STASH_AGENT_TRANSPORT: 'fast' });
@@ -190,7 +278,8 @@ test('sodium-preload seeds exactly the addon that require-addon would resolve', 
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
   assert.is(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout) as { took: boolean; same: boolean; works: boolean; again: boolean };
-  if (process.platform === 'linux' && !existsSync('/etc/alpine-release')) assert.ok(out.took, 'the fast path is taken on Linux with glibc');
+  if (process.platform === 'linux' && !existsSync('/etc/alpine-release'))
+    assert.ok(out.took, 'the fast path is taken on Linux with glibc');
   if (out.took) assert.ok(out.same, 'the seeded binding is the addon require-addon resolves');
   assert.ok(out.works, 'sodium works after the preload');
   assert.is(out.again, false, 'a second call changes nothing');
@@ -201,7 +290,8 @@ test('every command has --help with its usage line and options, exit 0', () => {
     const r = stash([...c.path, '--help']);
     assert.is(r.code, 0, `${c.path.join(' ')} --help: ${r.stderr}`);
     assert.ok(r.stdout.startsWith(`usage: stash ${c.path.join(' ')}`), r.stdout);
-    for (const name of Object.keys(c.options)) assert.ok(r.stdout.includes(`--${name}`), `${c.path.join(' ')} --help documents --${name}`);
+    for (const name of Object.keys(c.options))
+      assert.ok(r.stdout.includes(`--${name}`), `${c.path.join(' ')} --help documents --${name}`);
     assert.ok(r.stdout.includes('-h, --help'));
   }
   const viaHelp = stash(['help', 'get']);
@@ -228,9 +318,15 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
     // An unknown command is one line with a hint, not the whole help.
     [['frobnicate'], /^stash: unknown command 'frobnicate' \(see stash --help\)\n$/],
     [['gte', 'c', 'N'], /^stash: unknown command 'gte'; did you mean 'stash get'\? \(see stash --help\)\n$/],
-    [['vault', 'sessions', 'frob'], /^stash: unknown command 'vault sessions frob' \(see stash vault sessions --help\)\n$/],
+    [
+      ['vault', 'sessions', 'frob'],
+      /^stash: unknown command 'vault sessions frob' \(see stash vault sessions --help\)\n$/,
+    ],
     [['vault'], /^stash: missing command: 'stash vault' needs one of these\nusage: stash vault <command>/],
-    [['vault', '--bogus'], /^stash: unknown option '--bogus': 'stash vault' needs one of its commands first \(see stash vault --help\)\n$/],
+    [
+      ['vault', '--bogus'],
+      /^stash: unknown option '--bogus': 'stash vault' needs one of its commands first \(see stash vault --help\)\n$/,
+    ],
     // Top-level options are named, with the nearest real one.
     [['--versoin'], /^stash: unknown option '--versoin'; did you mean '--version'\? \(see stash --help\)\n$/],
     [['--foo'], /^stash: unknown option '--foo' \(see stash --help\)\n$/],
@@ -242,7 +338,10 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
     [['show', 'c', 'N'], /did you mean 'stash get'\?/],
     [['container', 'ls'], /^stash: unknown command 'container ls'; did you mean 'stash container list'\?/],
     [['sat', 'c', 'N'], /did you mean 'stash set'\?/], // one key off a write is still a slip
-    [['vault', 'sessions', 'lockall'], /did you mean 'stash vault sessions lock-all'\? \(see stash vault sessions --help\)/],
+    [
+      ['vault', 'sessions', 'lockall'],
+      /did you mean 'stash vault sessions lock-all'\? \(see stash vault sessions --help\)/,
+    ],
   ];
   for (const [args, re] of cases) {
     const r = stash(args);
@@ -258,7 +357,15 @@ test('unknown options, missing and extra arguments are usage errors (64) naming 
 test('a group that also runs by itself lists its subcommands in --help (vault sessions)', () => {
   const r = stash(['vault', 'sessions', '--help']);
   assert.is(r.code, 0, r.stderr);
-  for (const sub of ['lock CONTAINER', 'lock-all', 'stop', 'auto-unlock status', 'auto-unlock enable', 'auto-unlock disable', 'auto-unlock forget']) {
+  for (const sub of [
+    'lock CONTAINER',
+    'lock-all',
+    'stop',
+    'auto-unlock status',
+    'auto-unlock enable',
+    'auto-unlock disable',
+    'auto-unlock forget',
+  ]) {
     assert.match(r.stdout, new RegExp(`\\n  vault sessions ${sub} `), sub);
   }
   assert.match(r.stdout, /--json/);
@@ -279,9 +386,23 @@ test('--version of both executables prints the version of package.json', () => {
 });
 
 test('every stash_key_server command has its own --help with only the options it accepts', () => {
-  const commands = ['run', 'install', 'uninstall', 'status', 'resync-peer', 'bench-store', 'bench-http', 'bench-http-fetch', 'bench-http-flow'];
+  const commands = [
+    'run',
+    'install',
+    'uninstall',
+    'status',
+    'resync-peer',
+    'bench-store',
+    'bench-http',
+    'bench-http-fetch',
+    'bench-http-flow',
+  ];
   for (const c of commands) {
-    for (const args of [[c, '--help'], [c, '-h'], ['help', c]]) {
+    for (const args of [
+      [c, '--help'],
+      [c, '-h'],
+      ['help', c],
+    ]) {
       const r = keyServer(args);
       assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
       assert.ok(r.stdout.startsWith(`usage: stash_key_server ${c}`), `${args.join(' ')}: ${r.stdout}`);
@@ -293,7 +414,8 @@ test('every stash_key_server command has its own --help with only the options it
   assert.not.ok(install.includes('--bind'), 'install does not take --bind, so its help does not list it');
   const run = keyServer(['run', '--help']).stdout;
   assert.ok(run.includes('--bind ADDR') && !run.includes('--purge-data'), run);
-  for (const flag of ['--requests', '--payload-bytes', '--concurrency', '--preload-shares', '--json']) assert.not.ok(run.includes(flag), `run --help lists ${flag}`);
+  for (const flag of ['--requests', '--payload-bytes', '--concurrency', '--preload-shares', '--json'])
+    assert.not.ok(run.includes(flag), `run --help lists ${flag}`);
   assert.ok(keyServer(['bench-http', '--help']).stdout.includes('--requests N'));
   const refused = keyServer(['run', '--developer', '--requests', '5']);
   assert.is(refused.code, 64);

@@ -33,7 +33,8 @@ interface HistoryDoc {
   versions: Array<{ version: number; size: number; changedAt: string | null; replacedAt: string | null }>;
 }
 
-const historyJson = async (t: CliEnv, c: string, name: string): Promise<HistoryDoc> => JSON.parse((await ok(t, ['history', c, name, '--json'])).stdout) as HistoryDoc;
+const historyJson = async (t: CliEnv, c: string, name: string): Promise<HistoryDoc> =>
+  JSON.parse((await ok(t, ['history', c, name, '--json'])).stdout) as HistoryDoc;
 
 test('three sets: history lists two earlier values, get --version prints each, restore brings one back', async () => {
   const t = cliEnv();
@@ -41,24 +42,51 @@ test('three sets: history lists two earlier values, get --version prints each, r
     await t.initVault(['work']);
     for (const v of ['value-one', 'value-two!', 'value-three']) await ok(t, ['set', 'work', 'TOKEN'], v);
     const text = (await ok(t, ['history', 'work', 'TOKEN'])).stdout;
-    assert.match(text, /^VERSION +BYTES +CHANGED +REPLACED\ncurrent +11 +\d{4}-\d\d-\d\d [\d:]{8} UTC +-\n1 +10 +\d{4}.* UTC +\d{4}.* UTC\n2 +9 +/);
+    assert.match(
+      text,
+      /^VERSION +BYTES +CHANGED +REPLACED\ncurrent +11 +\d{4}-\d\d-\d\d [\d:]{8} UTC +-\n1 +10 +\d{4}.* UTC +\d{4}.* UTC\n2 +9 +/,
+    );
     assert.not.match(text, /value-/, 'history prints no value');
     const doc = await historyJson(t, 'work', 'TOKEN');
-    assert.equal([doc.container, doc.name, doc.current?.size, doc.versions.map((v) => [v.version, v.size])], ['work', 'TOKEN', 11, [[1, 10], [2, 9]]]);
+    assert.equal(
+      [doc.container, doc.name, doc.current?.size, doc.versions.map((v) => [v.version, v.size])],
+      [
+        'work',
+        'TOKEN',
+        11,
+        [
+          [1, 10],
+          [2, 9],
+        ],
+      ],
+    );
     assert.ok(doc.versions[0]!.replacedAt === doc.current!.changedAt, 'version 1 ended when the current value was set');
     assert.ok(Date.parse(doc.versions[1]!.changedAt!) <= Date.parse(doc.versions[0]!.changedAt!));
     assert.is((await ok(t, ['get', 'work', 'TOKEN', '--version', '1'])).stdout, 'value-two!');
     assert.is((await ok(t, ['get', 'work', 'TOKEN', '--version', '2'])).stdout, 'value-one');
-    const json = JSON.parse((await ok(t, ['get', 'work', 'TOKEN', '--version', '2', '--json'])).stdout) as Record<string, unknown>;
+    const json = JSON.parse((await ok(t, ['get', 'work', 'TOKEN', '--version', '2', '--json'])).stdout) as Record<
+      string,
+      unknown
+    >;
     assert.equal([json.version, json.value, json.replacedAt], [2, 'value-one', doc.versions[1]!.replacedAt]);
-    await refused(t, ['get', 'work', 'TOKEN', '--version', '3'], 66, /work\/TOKEN has 2 previous values \(versions 1 to 2\); there is no version 3/);
-    for (const bad of ['0', 'x', '101', '1.5', '']) await refused(t, ['get', 'work', 'TOKEN', `--version=${bad}`], 64, /--version takes a whole number from 1/);
+    await refused(
+      t,
+      ['get', 'work', 'TOKEN', '--version', '3'],
+      66,
+      /work\/TOKEN has 2 previous values \(versions 1 to 2\); there is no version 3/,
+    );
+    for (const bad of ['0', 'x', '101', '1.5', ''])
+      await refused(t, ['get', 'work', 'TOKEN', `--version=${bad}`], 64, /--version takes a whole number from 1/);
     await refused(t, ['restore', 'work', 'TOKEN'], 64, /restore needs --version N/);
 
     const r = await ok(t, ['restore', 'work', 'TOKEN', '--version', '2']);
     assert.match(r.stderr, /Restored version 2 of TOKEN in work/);
     assert.is((await ok(t, ['get', 'work', 'TOKEN'])).stdout, 'value-one');
-    assert.equal((await historyJson(t, 'work', 'TOKEN')).versions.map((v) => v.size), [11, 10, 9], 'the value restored over is version 1: a restore can be undone');
+    assert.equal(
+      (await historyJson(t, 'work', 'TOKEN')).versions.map((v) => v.size),
+      [11, 10, 9],
+      'the value restored over is version 1: a restore can be undone',
+    );
     assert.is((await ok(t, ['get', 'work', 'TOKEN', '--version', '1'])).stdout, 'value-three');
   } finally {
     await t.dispose();
@@ -76,10 +104,16 @@ test('rm keeps the history (history shows it, restore brings it back); rm --purg
     assert.not.match((await ok(t, ['ls', 'work'])).stdout, /KEY/);
     const doc = await historyJson(t, 'work', 'KEY');
     assert.equal([doc.current, doc.versions.map((v) => v.size)], [null, [6, 5]]);
-    assert.match((await ok(t, ['history', 'work', 'KEY'])).stdout, /KEY was removed; stash restore work KEY --version 1/);
+    assert.match(
+      (await ok(t, ['history', 'work', 'KEY'])).stdout,
+      /KEY was removed; stash restore work KEY --version 1/,
+    );
     await ok(t, ['restore', 'work', 'KEY', '--version', '1']);
     assert.is((await ok(t, ['get', 'work', 'KEY'])).stdout, 'second');
-    assert.match((await ok(t, ['rm', 'work', 'KEY', '--purge'])).stderr, /Removed KEY and its previous values from work/);
+    assert.match(
+      (await ok(t, ['rm', 'work', 'KEY', '--purge'])).stderr,
+      /Removed KEY and its previous values from work/,
+    );
     await refused(t, ['history', 'work', 'KEY'], 66, /has no entry KEY/);
     await refused(t, ['get', 'work', 'KEY', '--version', '1'], 66, /has no entry KEY/);
     await refused(t, ['rm', 'work', 'KEY', '--purge'], 66, /no entry KEY and no history of one/);
@@ -87,13 +121,20 @@ test('rm keeps the history (history shows it, restore brings it back); rm --purg
     await ok(t, ['set', 'work', 'OLD'], 'm1');
     await ok(t, ['set', 'work', 'OLD'], 'm2');
     await ok(t, ['mv', 'work/OLD', 'work/NEW']);
-    assert.equal((await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size), [2]);
+    assert.equal(
+      (await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size),
+      [2],
+    );
     assert.is((await ok(t, ['get', 'work', 'NEW', '--version', '1'])).stdout, 'm1');
     await refused(t, ['history', 'work', 'OLD'], 66, /has no entry OLD/);
     await ok(t, ['container', 'create', 'other']);
     await ok(t, ['mv', 'work/NEW', 'other/NEW']);
     assert.equal((await historyJson(t, 'other', 'NEW')).versions, []);
-    assert.equal((await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size), [2, 2], 'the moved value and m1 stay in work, as after rm');
+    assert.equal(
+      (await historyJson(t, 'work', 'NEW')).versions.map((v) => v.size),
+      [2, 2],
+      'the moved value and m1 stay in work, as after rm',
+    );
     // A name with only a history can be purged on its own.
     await ok(t, ['set', 'work', 'GONE'], 'x');
     await ok(t, ['rm', 'work', 'GONE']);
@@ -112,7 +153,10 @@ test('the cap: vault.history_keep (or STASH_HISTORY_KEEP) previous values per en
     for (let i = 1; i <= 6; i++) await ok(t, ['set', 'work', 'K'], `v${i}`, keep3);
     const doc = await historyJson(t, 'work', 'K');
     assert.is(doc.versions.length, 3);
-    assert.equal(await Promise.all([1, 2, 3].map(async (n) => (await ok(t, ['get', 'work', 'K', '--version', String(n)])).stdout)), ['v5', 'v4', 'v3']);
+    assert.equal(
+      await Promise.all([1, 2, 3].map(async (n) => (await ok(t, ['get', 'work', 'K', '--version', String(n)])).stdout)),
+      ['v5', 'v4', 'v3'],
+    );
     // The default (10) from here on: the kept three grow again.
     await ok(t, ['set', 'work', 'K'], 'v7');
     assert.is((await historyJson(t, 'work', 'K')).versions.length, 4);
@@ -140,15 +184,26 @@ test('a vault written by the previous release opens as before, and its next writ
     const before = readFileSync(file);
     assert.is((await ok(t, ['get', 'legacy', 'API_KEY'], undefined, pw)).stdout, 'second-key');
     assert.is((await ok(t, ['get', 'legacy', 'DB_URL'], undefined, pw)).stdout, 'postgres://db');
-    const ls = JSON.parse((await ok(t, ['ls', 'legacy', '--json'], undefined, pw)).stdout) as Array<{ name: string; changedAt: string | null }>;
-    assert.ok(ls.every((r) => r.changedAt !== null), 'its change times read');
+    const ls = JSON.parse((await ok(t, ['ls', 'legacy', '--json'], undefined, pw)).stdout) as Array<{
+      name: string;
+      changedAt: string | null;
+    }>;
+    assert.ok(
+      ls.every((r) => r.changedAt !== null),
+      'its change times read',
+    );
     const old = await t.run(['history', 'legacy', 'API_KEY', '--json'], { env: pw });
     assert.equal((JSON.parse(old.stdout) as HistoryDoc).versions, [], 'no history before this release wrote it');
     assert.ok(readFileSync(file).equals(before), 'reading does not rewrite it');
     await ok(t, ['set', 'legacy', 'API_KEY'], 'third-key', pw);
     assert.is(statSync(file).mode & 0o777, 0o600);
-    const doc = JSON.parse((await ok(t, ['history', 'legacy', 'API_KEY', '--json'], undefined, pw)).stdout) as HistoryDoc;
-    assert.equal(doc.versions.map((v) => v.size), [10]);
+    const doc = JSON.parse(
+      (await ok(t, ['history', 'legacy', 'API_KEY', '--json'], undefined, pw)).stdout,
+    ) as HistoryDoc;
+    assert.equal(
+      doc.versions.map((v) => v.size),
+      [10],
+    );
     assert.ok(doc.versions[0]!.changedAt !== null, 'the previous value keeps the change time the old release recorded');
     assert.is((await ok(t, ['get', 'legacy', 'API_KEY', '--version', '1'], undefined, pw)).stdout, 'second-key');
     assert.is((await ok(t, ['get', 'legacy', 'DB_URL'], undefined, pw)).stdout, 'postgres://db');
@@ -164,10 +219,18 @@ test('shared: a member sees the history the owner wrote, and gets a previous val
     await alice.initVault(['team']);
     await bob.initVault();
     // Contacts added through the library (the key server exchange has its own suite, teams.test.ts).
-    for (const [me, other, name] of [[alice, bob, 'bob'], [bob, alice, 'alice']] as const) {
+    for (const [me, other, name] of [
+      [alice, bob, 'bob'],
+      [bob, alice, 'alice'],
+    ] as const) {
       const key = await unlockVault(me.env.STASH_VAULT_DIR!, Buffer.from(me.password));
       const p = identityPublic(other.env.STASH_VAULT_DIR!);
-      addContact(me.env.STASH_VAULT_DIR!, key, { name, email: `${name}@example.test`, x25519: p.x25519, ed25519: p.ed25519 });
+      addContact(me.env.STASH_VAULT_DIR!, key, {
+        name,
+        email: `${name}@example.test`,
+        x25519: p.x25519,
+        ed25519: p.ed25519,
+      });
       wipe(key);
     }
     await ok(alice, ['set', 'team', 'API_KEY'], 'team-one');

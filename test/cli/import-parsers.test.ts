@@ -25,11 +25,24 @@ const fixture = (name: string): Buffer => readFileSync(join(fixtures, name));
 type Parser = (bytes: Buffer, file: string, sink: Collector) => unknown;
 
 /** name -> { value, from } after the naming rule, and the warnings. */
-function run(parser: Parser, bytes: Buffer, file = 'in'): { values: Map<string, { value: string; from: string; mappedFrom: string | null }>; warnings: string[]; empty: number } {
+function run(
+  parser: Parser,
+  bytes: Buffer,
+  file = 'in',
+): {
+  values: Map<string, { value: string; from: string; mappedFrom: string | null }>;
+  warnings: string[];
+  empty: number;
+} {
   const sink = new Collector(file);
   try {
     const warnings = (parser(bytes, file, sink) ?? []) as string[];
-    const values = new Map(assignNames(sink.entries()).map((n) => [n.entry, { value: n.value.toString('utf8'), from: n.from, mappedFrom: n.entry === n.name ? null : n.name }]));
+    const values = new Map(
+      assignNames(sink.entries()).map((n) => [
+        n.entry,
+        { value: n.value.toString('utf8'), from: n.from, mappedFrom: n.entry === n.name ? null : n.name },
+      ]),
+    );
     return { values, warnings, empty: sink.empty };
   } finally {
     sink.wipe();
@@ -63,7 +76,10 @@ test('naming rule: valid names kept, others mapped, logins TITLE_FIELD, clashes 
     { name: 'LOWER_OK', from: 'c', value: Buffer.from('3') },
     { name: 'LOWER_OK', from: 'd', value: Buffer.from('4') },
   ]);
-  assert.equal(named.map((n) => n.entry), ['lower_ok', 'LOWER_OK', 'LOWER_OK_2', 'LOWER_OK_3']);
+  assert.equal(
+    named.map((n) => n.entry),
+    ['lower_ok', 'LOWER_OK', 'LOWER_OK_2', 'LOWER_OK_3'],
+  );
 });
 
 test('dotenv: quotes, escapes, comments, multi-line values, export and colon forms, as dotenv reads them', () => {
@@ -105,7 +121,12 @@ test('json: a flat object of strings, as env --format json prints it; anything e
   rejects(parseJsonObject, '{"A": {"nested": "s3cret"}}', /field "A" is an object/, 's3cret');
   rejects(parseJsonObject, '["s3cret"]', /the JSON is an array/, 's3cret');
   // V8 would quote the input in its message; only a line and column are given.
-  rejects(parseJsonObject, '{\n"A": "s3cret",\n"B" "s3cret2"}', /^f\.in( line 3, column \d+)?: not valid JSON$/, 's3cret');
+  rejects(
+    parseJsonObject,
+    '{\n"A": "s3cret",\n"B" "s3cret2"}',
+    /^f\.in( line 3, column \d+)?: not valid JSON$/,
+    's3cret',
+  );
 });
 
 test('bitwarden: logins with username, password, TOTP as otpauth, URL, notes and custom fields; notes of other items', () => {
@@ -117,25 +138,53 @@ test('bitwarden: logins with username, password, TOTP as otpauth, URL, notes and
   assert.is(v('GITHUB_NOTES'), 'recovery codes:\nabcd-efgh\nijkl-mnop');
   assert.is(v('GITHUB_API_KEY'), 'ghp_example');
   assert.is(v('GITHUB_2FA_ENABLED'), 'true');
-  assert.not.ok([...values.keys()].some((k) => k.includes('ALIAS')), 'a linked field holds no value');
+  assert.not.ok(
+    [...values.keys()].some((k) => k.includes('ALIAS')),
+    'a linked field holds no value',
+  );
   const totp = parseTotp(v('GITHUB_TOTP')!);
   assert.is(totp.secret.toString('hex'), Buffer.from('48656c6c6f21deadbeef', 'hex').toString('hex'));
   assert.is(totp.issuer, 'GitHub');
   // The second item of the same name: every field gets _2.
-  assert.equal(values.get('GITHUB_PASSWORD_2'), { value: 'hunter2-work', from: 'item "GitHub" password', mappedFrom: 'GITHUB_PASSWORD' });
+  assert.equal(values.get('GITHUB_PASSWORD_2'), {
+    value: 'hunter2-work',
+    from: 'item "GitHub" password',
+    mappedFrom: 'GITHUB_PASSWORD',
+  });
   assert.is(v('GITHUB_USERNAME_2'), 'work-octocat');
-  assert.match(v('GITHUB_TOTP_2')!, /^otpauth:\/\/totp\/GitHub\?secret=JBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30$/);
+  assert.match(
+    v('GITHUB_TOTP_2')!,
+    /^otpauth:\/\/totp\/GitHub\?secret=JBSWY3DPEHPK3PXP&algorithm=SHA1&digits=6&period=30$/,
+  );
   assert.is(v('WI_FI_HOME_NOTES'), 'SSID: home\nkey: correct horse');
   assert.is(v('VISA_NOTES'), 'call the bank first');
-  assert.not.ok([...values.keys()].some((k) => k.startsWith('VISA_') && k !== 'VISA_NOTES'), 'card fields are not imported');
+  assert.not.ok(
+    [...values.keys()].some((k) => k.startsWith('VISA_') && k !== 'VISA_NOTES'),
+    'card fields are not imported',
+  );
   assert.equal(warnings, ['bw.json: only the notes and custom fields were imported of "Visa" (card)']);
   for (const w of warnings) assert.not.ok(w.includes('4111'), 'warnings hold no value');
 });
 
 test('bitwarden: an encrypted export, or items of the wrong shape, are refused by name', () => {
-  rejects(parseBitwarden, '{"encrypted": true, "encKeyValidation_DO_NOT_EDIT": "2.x", "items": []}', /encrypted Bitwarden export/, '2.x');
-  rejects(parseBitwarden, '{"items": [{"type": 1, "login": {"password": "s3cret"}}]}', /^f\.in: items\[0\] has no name$/, 's3cret');
-  rejects(parseBitwarden, '{"items": [{"type": 1, "name": "X", "login": {"password": 12345}}]}', /items\[0\] \("X"\) password is a number, not text/, '12345');
+  rejects(
+    parseBitwarden,
+    '{"encrypted": true, "encKeyValidation_DO_NOT_EDIT": "2.x", "items": []}',
+    /encrypted Bitwarden export/,
+    '2.x',
+  );
+  rejects(
+    parseBitwarden,
+    '{"items": [{"type": 1, "login": {"password": "s3cret"}}]}',
+    /^f\.in: items\[0\] has no name$/,
+    's3cret',
+  );
+  rejects(
+    parseBitwarden,
+    '{"items": [{"type": 1, "name": "X", "login": {"password": 12345}}]}',
+    /items\[0\] \("X"\) password is a number, not text/,
+    '12345',
+  );
   rejects(parseBitwarden, '{"folders": [], "note": "zzz"}', /no "items" array/, 'zzz');
 });
 
@@ -153,7 +202,10 @@ test('1password: the 1Password 8 CSV, with quoted commas, doubled quotes, multi-
   assert.not.ok(values.has('ROUTER_TOTP'), 'an empty OTPAuth cell gives no entry');
   assert.is(v('_1PASSWORD_ACCOUNT_PASSWORD'), 'secret-1p');
   assert.match(v('_1PASSWORD_ACCOUNT_TOTP')!, /^otpauth:\/\/totp\/1Password%20Account\?secret=JBSWY3DPEHPK3PXP/);
-  assert.not.ok([...values.keys()].some((k) => /FAVORITE|ARCHIVED|TAGS/.test(k)), 'metadata columns are not imported');
+  assert.not.ok(
+    [...values.keys()].some((k) => /FAVORITE|ARCHIVED|TAGS/.test(k)),
+    'metadata columns are not imported',
+  );
   assert.is(empty, 2, 'the empty Notes cells are left out');
 });
 
@@ -165,14 +217,27 @@ test('csv: errors name the line; a value is never quoted in them', () => {
   rejects(parseOnePassword, `${head}A,s3cret,extra\n`, /^f\.in line 2: 3 fields, but the header has 2/, 's3cret');
   rejects(parseOnePassword, 'Label,Secret\nA,zzz\n', /no Title column/, 'zzz');
   const records = parseCsv(Buffer.from('\ufeffa,"b\n""c"""\r\n\r\nd,e'), 'x');
-  assert.equal(records.map((r) => [r.line, r.fields.map(String)]), [[1, ['a', 'b\n"c"']], [4, ['d', 'e']]]);
+  assert.equal(
+    records.map((r) => [r.line, r.fields.map(String)]),
+    [
+      [1, ['a', 'b\n"c"']],
+      [4, ['d', 'e']],
+    ],
+  );
 });
 
 test('pass entry: first line is the password, the rest NAME_NOTES, an otpauth line also NAME_TOTP', () => {
   const body = 'hunter2\r\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n\n';
   const { values } = run((bytes, _file, sink) => parsePassEntry('web/site.example', bytes, sink), Buffer.from(body));
-  assert.equal(values.get('WEB_SITE_EXAMPLE'), { value: 'hunter2', from: 'web/site.example.gpg password (line 1)', mappedFrom: null });
-  assert.is(values.get('WEB_SITE_EXAMPLE_NOTES')?.value, 'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site');
+  assert.equal(values.get('WEB_SITE_EXAMPLE'), {
+    value: 'hunter2',
+    from: 'web/site.example.gpg password (line 1)',
+    mappedFrom: null,
+  });
+  assert.is(
+    values.get('WEB_SITE_EXAMPLE_NOTES')?.value,
+    'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site',
+  );
   assert.is(parseTotp(values.get('WEB_SITE_EXAMPLE_TOTP')!.value).issuer, 'Site');
   const only = run((bytes, _file, sink) => parsePassEntry('a', bytes, sink), Buffer.from('just-a-password\n'));
   assert.equal([...only.values.keys()], ['A']);
@@ -183,11 +248,17 @@ test('the collector keeps values in one secure buffer and refuses a value over 6
   try {
     const temp = Buffer.from('temporary');
     sink.add('A', 'line 1', temp);
-    assert.ok(temp.every((b) => b === 0), 'a Buffer handed over is zeroed once copied');
+    assert.ok(
+      temp.every((b) => b === 0),
+      'a Buffer handed over is zeroed once copied',
+    );
     for (let i = 0; i < 100; i++) sink.add(`K${i}`, `line ${i + 2}`, 'v'.repeat(100));
     assert.is(sink.entries()[0]!.value.toString(), 'temporary');
     assert.is(sink.entries()[100]!.value.toString(), 'v'.repeat(100));
-    assert.throws(() => sink.add('BIG', 'line 200', 'x'.repeat(64 * 1024 + 1)), /^big\.env: line 200: the value is 65537 bytes; an entry holds at most 65536/);
+    assert.throws(
+      () => sink.add('BIG', 'line 200', 'x'.repeat(64 * 1024 + 1)),
+      /^big\.env: line 200: the value is 65537 bytes; an entry holds at most 65536/,
+    );
   } finally {
     sink.wipe();
   }

@@ -34,10 +34,27 @@ function makeStore(): Gpg {
   mkdirSync(gnupg, { mode: 0o700 });
   const store = join(home, 'store');
   const env = { ...process.env, GNUPGHOME: gnupg, PASSWORD_STORE_DIR: store, PASSWORD_STORE_GENERATED_LENGTH: '20' };
-  sh('gpg', ['--batch', '--pinentry-mode', 'loopback', '--passphrase', '', '--quick-gen-key', 'Stash Test <stash-test@example.invalid>', 'future-default', 'default', 'never'], env);
+  sh(
+    'gpg',
+    [
+      '--batch',
+      '--pinentry-mode',
+      'loopback',
+      '--passphrase',
+      '',
+      '--quick-gen-key',
+      'Stash Test <stash-test@example.invalid>',
+      'future-default',
+      'default',
+      'never',
+    ],
+    env,
+  );
   sh('pass', ['init', 'stash-test@example.invalid'], env);
   return {
-    home, env, store,
+    home,
+    env,
+    store,
     cleanup() {
       spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env });
       rmSync(home, { recursive: true, force: true });
@@ -45,14 +62,24 @@ function makeStore(): Gpg {
   };
 }
 
-const ready = (): boolean => needFacility(haveCommand('gpg') && haveCommand('pass') && haveCommand('gpgconf'), 'gnupg and pass', 'apt install gnupg pass');
+const ready = (): boolean =>
+  needFacility(
+    haveCommand('gpg') && haveCommand('pass') && haveCommand('gpgconf'),
+    'gnupg and pass',
+    'apt install gnupg pass',
+  );
 
 test('a password store made by pass imports: passwords, notes, an otpauth line as a seed; hidden folders skipped', async () => {
   if (!ready()) return;
   const g = makeStore();
   const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
   try {
-    sh('pass', ['insert', '-m', 'web/site.example'], g.env, 'hunter2-site\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n');
+    sh(
+      'pass',
+      ['insert', '-m', 'web/site.example'],
+      g.env,
+      'hunter2-site\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n',
+    );
     sh('pass', ['insert', '-m', 'email'], g.env, 'mail-pw\n');
     sh('pass', ['insert', '-m', 'Bank Account/2nd card'], g.env, 'pin-1234\nkept as notes\n  with indentation\n');
     // What pass's own tools keep beside the entries is not an entry.
@@ -60,9 +87,12 @@ test('a password store made by pass imports: passwords, notes, an otpauth line a
     writeFileSync(join(g.store, '.extensions', 'junk.gpg'), 'not a pass entry');
     await t.initVault(['personal']);
 
-    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], { timeoutMs: 60_000 });
+    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], {
+      timeoutMs: 60_000,
+    });
     assert.is(r.code, 0, r.stderr);
-    for (const v of ['hunter2', 'mail-pw', 'pin-1234', 'alice', 'JBSWY3DP']) assert.not.ok((r.stdout + r.stderr).includes(v), `output holds ${v}`);
+    for (const v of ['hunter2', 'mail-pw', 'pin-1234', 'alice', 'JBSWY3DP'])
+      assert.not.ok((r.stdout + r.stderr).includes(v), `output holds ${v}`);
     assert.match(r.stdout, /\nBANK_ACCOUNT_2ND_CARD +new +Bank Account\/2nd card\.gpg password \(line 1\)\n/);
     assert.match(r.stderr, /Imported 6 entries into personal in one new version/);
     assert.not.match(r.stderr, /plain text/, 'a password store is encrypted: no reminder to delete it');
@@ -72,7 +102,10 @@ test('a password store made by pass imports: passwords, notes, an otpauth line a
       return g2.stdout;
     };
     assert.is(await get('WEB_SITE_EXAMPLE'), 'hunter2-site');
-    assert.is(await get('WEB_SITE_EXAMPLE_NOTES'), 'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site');
+    assert.is(
+      await get('WEB_SITE_EXAMPLE_NOTES'),
+      'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site',
+    );
     assert.is(await get('EMAIL'), 'mail-pw');
     assert.is(await get('BANK_ACCOUNT_2ND_CARD'), 'pin-1234');
     assert.is(await get('BANK_ACCOUNT_2ND_CARD_NOTES'), 'kept as notes\n  with indentation');
@@ -80,7 +113,17 @@ test('a password store made by pass imports: passwords, notes, an otpauth line a
     assert.is(otp.code, 0, otp.stderr);
     assert.match(JSON.parse(otp.stdout).code, /^[0-9]{6}$/);
     const names = JSON.parse((await t.run(['ls', 'personal', '--json'])).stdout) as Array<{ name: string }>;
-    assert.equal(names.map((e) => e.name), ['BANK_ACCOUNT_2ND_CARD', 'BANK_ACCOUNT_2ND_CARD_NOTES', 'EMAIL', 'WEB_SITE_EXAMPLE', 'WEB_SITE_EXAMPLE_NOTES', 'WEB_SITE_EXAMPLE_TOTP']);
+    assert.equal(
+      names.map((e) => e.name),
+      [
+        'BANK_ACCOUNT_2ND_CARD',
+        'BANK_ACCOUNT_2ND_CARD_NOTES',
+        'EMAIL',
+        'WEB_SITE_EXAMPLE',
+        'WEB_SITE_EXAMPLE_NOTES',
+        'WEB_SITE_EXAMPLE_TOTP',
+      ],
+    );
   } finally {
     await t.dispose();
     g.cleanup();
@@ -96,7 +139,9 @@ test('a file gpg cannot decrypt stops the import with nothing written; a missing
     writeFileSync(join(g.store, 'zz-broken.gpg'), 'this is not OpenPGP data');
     await t.initVault(['personal']);
     const before = snapshot(t.vault);
-    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], { timeoutMs: 60_000 });
+    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], {
+      timeoutMs: 60_000,
+    });
     assert.is(r.code, 65, r.stderr);
     assert.match(r.stderr, /^stash: gpg could not decrypt .*zz-broken\.gpg: .* \(nothing was imported\)\n$/);
     assert.equal(snapshot(t.vault), before, 'the container is as it was');

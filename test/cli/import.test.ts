@@ -40,7 +40,10 @@ test('a dotenv file imports in one write and env --format dotenv gives an equiva
     assert.is(dry.code, 0, dry.stderr);
     assert.match(dry.stdout, /^NAME +ACTION +FROM\n/);
     assert.match(dry.stdout, /\nMY_DOTTED_KEY +new +line 13 \(named "my\.dotted-key"\)\n/);
-    assert.match(dry.stderr, /Dry run: nothing was written\. 9 new, 0 to replace; 1 name mapped \(see FROM\); 1 empty value left out\./);
+    assert.match(
+      dry.stderr,
+      /Dry run: nothing was written\. 9 new, 0 to replace; 1 name mapped \(see FROM\); 1 empty value left out\./,
+    );
     holdsNone(dry.stdout + dry.stderr, values);
     assert.is((await t.run(['ls', 'work', '--json'])).stdout.trim(), '[]', 'the dry run wrote nothing');
 
@@ -48,19 +51,26 @@ test('a dotenv file imports in one write and env --format dotenv gives an equiva
     assert.is(r.code, 0, r.stderr);
     holdsNone(r.stdout + r.stderr, values);
     assert.match(r.stderr, /Imported 9 entries into work in one new version: 9 new, 0 replaced; 1 name mapped/);
-    assert.ok(r.stderr.includes(`${file} holds these secrets in plain text: delete it now (shred -u ${file}`), r.stderr);
+    assert.ok(
+      r.stderr.includes(`${file} holds these secrets in plain text: delete it now (shred -u ${file}`),
+      r.stderr,
+    );
 
     const back = await t.run(['env', 'work', '--format', 'dotenv']);
     assert.is(back.code, 0, back.stderr);
     const expected: Record<string, string> = {};
-    for (const [k, v] of Object.entries(source)) if (v !== '') expected[/^[A-Za-z_]\w*$/.test(k) ? k : 'MY_DOTTED_KEY'] = v;
+    for (const [k, v] of Object.entries(source))
+      if (v !== '') expected[/^[A-Za-z_]\w*$/.test(k) ? k : 'MY_DOTTED_KEY'] = v;
     assert.equal(dotenvParse(back.stdout), expected, 'the file read back means the same to dotenv');
 
     // The same names again: refused, nothing written; --skip-existing keeps them, --overwrite replaces.
     const before = snapshot(t.vault);
     const again = await t.run(['import', 'dotenv', file, '--into', 'work']);
     assert.is(again.code, 73, again.stderr);
-    assert.match(again.stderr, /^stash: work already holds API_TOKEN, DB_PASSWORD, .*; nothing was imported \(add --overwrite to replace them, or --skip-existing to keep them\)\n$/m);
+    assert.match(
+      again.stderr,
+      /^stash: work already holds API_TOKEN, DB_PASSWORD, .*; nothing was imported \(add --overwrite to replace them, or --skip-existing to keep them\)\n$/m,
+    );
     assert.equal(snapshot(t.vault), before, 'a refused import leaves the container as it was');
     const dryAgain = await t.run(['import', 'dotenv', file, '--into', 'work', '--dry-run']);
     assert.is(dryAgain.code, 73);
@@ -92,7 +102,10 @@ test('a bad line or an oversized value is refused before any password is asked, 
     // No password source at all: the file is judged first.
     const r = await t.run(['import', 'dotenv', file, '--into', 'work']);
     assert.is(r.code, 65, r.stderr);
-    assert.is(r.stderr, `stash: ${file} line 2: not KEY=value (nothing was imported; a value over several lines must be quoted)\n`);
+    assert.is(
+      r.stderr,
+      `stash: ${file} line 2: not KEY=value (nothing was imported; a value over several lines must be quoted)\n`,
+    );
     writeFileSync(file, `A=1\nBIG=${'x'.repeat(70_000)}\n`, { mode: 0o600 });
     const big = await t.run(['import', 'dotenv', file, '--into', 'work']);
     assert.is(big.code, 65, big.stderr);
@@ -145,7 +158,15 @@ test('Bitwarden and 1Password exports import logins: usernames, passwords, TOTP 
   const t = cliEnv();
   try {
     await t.initVault(['bw', 'op']);
-    const bw = await t.run(['import', 'bitwarden', copy(t, 'bitwarden.json'), '--into', 'bw', '--password-file', t.pwFile]);
+    const bw = await t.run([
+      'import',
+      'bitwarden',
+      copy(t, 'bitwarden.json'),
+      '--into',
+      'bw',
+      '--password-file',
+      t.pwFile,
+    ]);
     assert.is(bw.code, 0, bw.stderr);
     holdsNone(bw.stdout + bw.stderr, ['hunter2', 'octocat', 'JBSWY3DP', 'recovery', 'correct horse', '4111']);
     assert.match(bw.stdout, /\nGITHUB_PASSWORD_2 +new +item "GitHub" password \(named "GITHUB_PASSWORD"\)\n/);
@@ -161,10 +182,19 @@ test('Bitwarden and 1Password exports import logins: usernames, passwords, TOTP 
     assert.is(await get('bw', 'GITHUB_API_KEY'), 'ghp_example');
     const otp = await t.run(['otp', 'bw', 'GITHUB_TOTP', '--json']);
     assert.is(otp.code, 0, otp.stderr);
-    assert.equal(Object.keys(JSON.parse(otp.stdout)).sort(), ['algorithm', 'code', 'digits', 'expiresInSeconds', 'period']);
+    assert.equal(Object.keys(JSON.parse(otp.stdout)).sort(), [
+      'algorithm',
+      'code',
+      'digits',
+      'expiresInSeconds',
+      'period',
+    ]);
     assert.match(JSON.parse(otp.stdout).code, /^[0-9]{6}$/);
     const ls = await t.run(['ls', 'bw', '--json']);
-    assert.ok((JSON.parse(ls.stdout) as Array<{ name: string; totp: boolean }>).find((e) => e.name === 'GITHUB_TOTP_2')?.totp, 'ls marks an imported seed');
+    assert.ok(
+      (JSON.parse(ls.stdout) as Array<{ name: string; totp: boolean }>).find((e) => e.name === 'GITHUB_TOTP_2')?.totp,
+      'ls marks an imported seed',
+    );
 
     const op = await t.run(['import', '1password', copy(t, '1password.csv'), '--into', 'op']);
     assert.is(op.code, 0, op.stderr);
@@ -174,7 +204,10 @@ test('Bitwarden and 1Password exports import logins: usernames, passwords, TOTP 
     assert.is(await get('op', 'EXAMPLE_MAIL_NOTES'), 'line one\r\nline two, with a comma');
     const code = await t.run(['otp', 'op', 'EXAMPLE_MAIL_TOTP', '--json']);
     assert.is(code.code, 0, code.stderr);
-    assert.equal([JSON.parse(code.stdout).digits, JSON.parse(code.stdout).period, JSON.parse(code.stdout).algorithm], [8, 60, 'SHA256']);
+    assert.equal(
+      [JSON.parse(code.stdout).digits, JSON.parse(code.stdout).period, JSON.parse(code.stdout).algorithm],
+      [8, 60, 'SHA256'],
+    );
     assert.match(JSON.parse(code.stdout).code, /^[0-9]{8}$/);
     assert.is(await get('op', '_1PASSWORD_ACCOUNT_PASSWORD'), 'secret-1p');
   } finally {

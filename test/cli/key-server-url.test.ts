@@ -32,9 +32,18 @@ const BAD = [
 ];
 
 test('the rule: base http(s) URLs pass (trailing slashes dropped); everything else is refused without echoing a secret', () => {
-  assert.is(checkKeyServerUrl('https://keys.example.org/', 'x', (m) => new ConfigError(m)), 'https://keys.example.org');
-  assert.is(checkKeyServerUrl('http://127.0.0.1:8089', 'x', (m) => new ConfigError(m)), 'http://127.0.0.1:8089');
-  assert.is(checkKeyServerUrl('https://example.org/stash//', 'x', (m) => new ConfigError(m)), 'https://example.org/stash');
+  assert.is(
+    checkKeyServerUrl('https://keys.example.org/', 'x', (m) => new ConfigError(m)),
+    'https://keys.example.org',
+  );
+  assert.is(
+    checkKeyServerUrl('http://127.0.0.1:8089', 'x', (m) => new ConfigError(m)),
+    'http://127.0.0.1:8089',
+  );
+  assert.is(
+    checkKeyServerUrl('https://example.org/stash//', 'x', (m) => new ConfigError(m)),
+    'https://example.org/stash',
+  );
   for (const raw of BAD) {
     assert.ok(keyServerUrlProblem(raw) !== null, raw);
     try {
@@ -51,11 +60,24 @@ test('the rule: base http(s) URLs pass (trailing slashes dropped); everything el
 
 test('a topology entry that breaks the rule is passed over', () => {
   const code = parseShareCode(generateShareCode(0, 1).display);
-  const list = candidateServers({
-    clusterId: 'c', topologyVersion: 1, routes: [], promotedOwners: [],
-    servers: [{ id: 0, url: `https://u:${SECRET}@a.example`, status: 'active' }, { id: 1, url: 'https://b.example/', status: 'active' }],
-  } as never, code, 'https://configured.example');
-  assert.equal(list.map((c) => c.url), ['https://b.example', 'https://configured.example']);
+  const list = candidateServers(
+    {
+      clusterId: 'c',
+      topologyVersion: 1,
+      routes: [],
+      promotedOwners: [],
+      servers: [
+        { id: 0, url: `https://u:${SECRET}@a.example`, status: 'active' },
+        { id: 1, url: 'https://b.example/', status: 'active' },
+      ],
+    } as never,
+    code,
+    'https://configured.example',
+  );
+  assert.equal(
+    list.map((c) => c.url),
+    ['https://b.example', 'https://configured.example'],
+  );
 });
 
 test('a URL written as the /v1/share endpoint (as the spec words it) names the same server as its base', () => {
@@ -73,18 +95,37 @@ test('a URL written as the /v1/share endpoint (as the spec words it) names the s
   ];
   for (const [raw, base] of same) {
     assert.is(keyServerBase(raw), base, raw);
-    assert.is(checkKeyServerUrl(raw, 'x', (m) => new ConfigError(m)), base, raw);
+    assert.is(
+      checkKeyServerUrl(raw, 'x', (m) => new ConfigError(m)),
+      base,
+      raw,
+    );
   }
   // The rule is the same for both spellings.
   assert.ok(keyServerUrlProblem(`https://u:${SECRET}@keys.example.org/v1/share`) !== null);
   assert.ok(keyServerUrlProblem('https://keys.example.org/v1/share?x') !== null);
   // Topology entries and configured URLs written either way are one candidate each, as the base.
   const code = parseShareCode(generateShareCode(0, 1).display);
-  const list = candidateServers({
-    clusterId: 'c', topologyVersion: 1, routes: [{ owner: 0, primary: 0, failovers: [1] }], promotedOwners: [], serverId: 0,
-    servers: [{ id: 0, url: 'https://a.example/v1/share', status: 'active' }, { id: 1, url: 'https://b.example/v1/share/', status: 'active' }],
-  }, code, ['https://a.example/', 'https://b.example/v1/share', 'https://c.example/v1/share']);
-  assert.equal(list, [{ id: 0, url: 'https://a.example' }, { id: 1, url: 'https://b.example' }, { id: null, url: 'https://c.example' }]);
+  const list = candidateServers(
+    {
+      clusterId: 'c',
+      topologyVersion: 1,
+      routes: [{ owner: 0, primary: 0, failovers: [1] }],
+      promotedOwners: [],
+      serverId: 0,
+      servers: [
+        { id: 0, url: 'https://a.example/v1/share', status: 'active' },
+        { id: 1, url: 'https://b.example/v1/share/', status: 'active' },
+      ],
+    },
+    code,
+    ['https://a.example/', 'https://b.example/v1/share', 'https://c.example/v1/share'],
+  );
+  assert.equal(list, [
+    { id: 0, url: 'https://a.example' },
+    { id: 1, url: 'https://b.example' },
+    { id: null, url: 'https://c.example' },
+  ]);
 });
 
 let t: CliEnv;
@@ -94,7 +135,8 @@ const code = generateShareCode(0, 0).display;
 test.before(async () => {
   t = cliEnv();
   await t.initVault();
-  fingerprint = (JSON.parse((await t.run(['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string }).fingerprint;
+  fingerprint = (JSON.parse((await t.run(['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string })
+    .fingerprint;
 });
 
 test.after(async () => {
@@ -102,21 +144,32 @@ test.after(async () => {
 });
 
 const receive = (args: string[], env: NodeJS.ProcessEnv = {}) =>
-  t.run(['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, ...args], { env: { STASH_PASSWORD_FILE: t.pwFile, ...env } });
+  t.run(['vault', 'contact', 'receive', code, '--fingerprint', fingerprint, ...args], {
+    env: { STASH_PASSWORD_FILE: t.pwFile, ...env },
+  });
 
 test('all three sources refuse user:pw@ and ?query alike; the password is never printed', async () => {
   const url = `https://user:${SECRET}@keys.example.org/?q=${SECRET}`;
   const flag = await receive(['--server', url]);
   assert.is(flag.code, 64, flag.stderr);
-  assert.is(flag.stderr, 'stash: --server must not hold a user name or password (the key server needs none); got "https://***@keys.example.org/?***"\n');
+  assert.is(
+    flag.stderr,
+    'stash: --server must not hold a user name or password (the key server needs none); got "https://***@keys.example.org/?***"\n',
+  );
 
   const env = await receive([], { STASH_KEY_SERVER_URL: url });
   assert.is(env.code, 78, env.stderr);
-  assert.is(env.stderr, 'stash: STASH_KEY_SERVER_URL must not hold a user name or password (the key server needs none); got "https://***@keys.example.org/?***"\n');
+  assert.is(
+    env.stderr,
+    'stash: STASH_KEY_SERVER_URL must not hold a user name or password (the key server needs none); got "https://***@keys.example.org/?***"\n',
+  );
 
   for (const args of [['doctor'], ['doctor', '--json']]) {
     const doctor = await t.run(args, { env: { STASH_KEY_SERVER_URL: url } });
-    assert.not.ok(`${doctor.stdout}${doctor.stderr}`.includes(SECRET), `${args.join(' ')} never prints the password:\n${doctor.stdout}`);
+    assert.not.ok(
+      `${doctor.stdout}${doctor.stderr}`.includes(SECRET),
+      `${args.join(' ')} never prints the password:\n${doctor.stdout}`,
+    );
     assert.ok(doctor.stdout.includes('https://***@keys.example.org'), doctor.stdout);
   }
 
@@ -127,18 +180,23 @@ test('all three sources refuse user:pw@ and ?query alike; the password is never 
   try {
     const fromFile = await receive([]);
     assert.is(fromFile.code, 78, fromFile.stderr);
-    assert.is(fromFile.stderr, `stash: ${file}:2: key_server_url must be a base URL without a query or fragment; got "https://keys.example.org/?***"\n`);
+    assert.is(
+      fromFile.stderr,
+      `stash: ${file}:2: key_server_url must be a base URL without a query or fragment; got "https://keys.example.org/?***"\n`,
+    );
     const doctor = await t.run(['doctor']);
     assert.not.ok(doctor.stdout.includes(SECRET), doctor.stdout);
   } finally {
     writeFileSync(file, '');
   }
-
 });
 
 test('the same base URL is accepted from each source', async () => {
   // Nothing listens on port 9 of loopback: each source gets as far as the request.
-  for (const [args, env] of [[['--server', 'http://127.0.0.1:9/'], {}], [[], { STASH_KEY_SERVER_URL: 'http://127.0.0.1:9/' }]] as Array<[string[], NodeJS.ProcessEnv]>) {
+  for (const [args, env] of [
+    [['--server', 'http://127.0.0.1:9/'], {}],
+    [[], { STASH_KEY_SERVER_URL: 'http://127.0.0.1:9/' }],
+  ] as Array<[string[], NodeJS.ProcessEnv]>) {
     const r = await receive(args, env);
     assert.is(r.code, 69, r.stderr);
     assert.match(r.stderr, /cannot reach the key server at http:\/\/127\.0\.0\.1:9/);
@@ -146,7 +204,10 @@ test('the same base URL is accepted from each source', async () => {
 });
 
 test('the /v1/share spelling from each source: the flag, the environment and the config file all give the base', async () => {
-  assert.equal(await findKeyServerUrl({ server: 'http://127.0.0.1:9/v1/share' }, {}), { url: 'http://127.0.0.1:9', from: '--server' });
+  assert.equal(await findKeyServerUrl({ server: 'http://127.0.0.1:9/v1/share' }, {}), {
+    url: 'http://127.0.0.1:9',
+    from: '--server',
+  });
   const dir = join(t.env.XDG_CONFIG_HOME!, 'stash');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'config.toml');

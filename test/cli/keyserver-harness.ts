@@ -35,14 +35,24 @@ export async function deadUrl(): Promise<string> {
 }
 
 /** No rate limits: the suites publish many times from 127.0.0.1. */
-const noLimits = { rateLimitPerMinute: 0, verificationEmailRateLimitPerHour: 0, verificationEmailIpRateLimitPerHour: 0 };
+const noLimits = {
+  rateLimitPerMinute: 0,
+  verificationEmailRateLimitPerHour: 0,
+  verificationEmailIpRateLimitPerHour: 0,
+};
 
 /**
  * A server with id `serverId` whose public topology lists itself at its real
  * URL plus `others`, with `routes` and the owners it serves as a promoted
  * standby.
  */
-export async function startRoutedServer(opts: { serverId: number; others?: TopologyServer[]; routes?: Route[]; promotedOwners?: number[]; clock?: Clock }): Promise<TestServer> {
+export async function startRoutedServer(opts: {
+  serverId: number;
+  others?: TopologyServer[];
+  routes?: Route[];
+  promotedOwners?: number[];
+  clock?: Clock;
+}): Promise<TestServer> {
   const port = await freePort();
   const self: TopologyServer = { id: opts.serverId, url: `http://127.0.0.1:${port}`, status: 'active' };
   return startTestServer({
@@ -68,7 +78,11 @@ export async function confirmLink(server: TestServer, email: string): Promise<vo
   const link = server.sink.lastLink(email);
   const page = await http(link);
   if (page.status !== 200) throw new Error(`verification page: HTTP ${page.status}`);
-  const res = await http(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '' });
+  const res = await http(link, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: '',
+  });
   if (res.status !== 200) throw new Error(`confirming ${link}: HTTP ${res.status}`);
 }
 
@@ -81,8 +95,12 @@ export function ptyAsync(t: CliEnv, args: string[], script: Array<[string, strin
     });
     let out = '';
     let err = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { err += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      err += d;
+    });
     child.on('error', reject);
     child.on('close', () => {
       try {
@@ -99,22 +117,43 @@ export function ptyAsync(t: CliEnv, args: string[], script: Array<[string, strin
  * openssl in `dir` (no private key is committed). Returns the PEM paths.
  */
 export function testCa(dir: string): { ca: string; cert: string; key: string } {
-  const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  const openssl = (...args: string[]) =>
+    execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
   openssl('req', '-x509', ...ec, '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '1', '-subj', '/CN=stash CLI test CA');
   openssl('req', ...ec, '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
   writeFileSync(join(dir, 'san.cnf'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  openssl('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '1', '-extfile', 'san.cnf');
+  openssl(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '1',
+    '-extfile',
+    'san.cnf',
+  );
   return { ca: join(dir, 'ca.pem'), cert: join(dir, 'server.pem'), key: join(dir, 'server.key') };
 }
 
 /** Confirms a link over HTTPS, trusting `ca` (the POST of the page's button). */
 export function confirmHttps(link: string, ca: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(link, { method: 'POST', ca, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '0' } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
+    const req = httpsRequest(
+      link,
+      { method: 'POST', ca, headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'Content-Length': '0' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

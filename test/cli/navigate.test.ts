@@ -18,14 +18,22 @@ test('find lists CONTAINER/NAME by substring or glob across containers, never va
   const t = cliEnv();
   try {
     await t.initVault(['work', 'home', 'empty']);
-    for (const [c, n, v] of [['work', 'API_TOKEN', 'find-me-not-1'], ['work', 'DB_PASSWORD', 'find-me-not-2'], ['home', 'WIFI_PASSWORD', 'find-me-not-3'], ['home', 'api_key', 'find-me-not-4']] as const) {
+    for (const [c, n, v] of [
+      ['work', 'API_TOKEN', 'find-me-not-1'],
+      ['work', 'DB_PASSWORD', 'find-me-not-2'],
+      ['home', 'WIFI_PASSWORD', 'find-me-not-3'],
+      ['home', 'api_key', 'find-me-not-4'],
+    ] as const) {
       assert.is((await t.run(['set', c, n, '--password-file', t.pwFile], { input: v })).code, 0);
     }
     const sub = await t.run(['find', 'password']);
     assert.is(sub.code, 0, sub.stderr);
     assert.is(sub.stdout, 'home/WIFI_PASSWORD\nwork/DB_PASSWORD\n');
     const glob = await t.run(['find', 'api_*', '--json']);
-    assert.equal(JSON.parse(glob.stdout), [{ container: 'home', name: 'api_key' }, { container: 'work', name: 'API_TOKEN' }]);
+    assert.equal(JSON.parse(glob.stdout), [
+      { container: 'home', name: 'api_key' },
+      { container: 'work', name: 'API_TOKEN' },
+    ]);
     assert.is((await t.run(['find', '*_PASS'])).code, 1, 'a glob matches the whole name');
     const none = await t.run(['find', 'nothing-like-this']);
     assert.is(none.code, 1);
@@ -53,10 +61,13 @@ test('find asks for the password once at most, even with no agent to cache it', 
   const t = cliEnv();
   try {
     await t.initVault(['a', 'b', 'c']);
-    for (const c of ['a', 'b', 'c']) assert.is((await t.run(['set', c, 'TOKEN', '--password-file', t.pwFile], { input: 'v' })).code, 0);
+    for (const c of ['a', 'b', 'c'])
+      assert.is((await t.run(['set', c, 'TOKEN', '--password-file', t.pwFile], { input: 'v' })).code, 0);
     await t.stopAgents();
     // No agent can start: its folder is a file.
-    const r = t.pty(['find', 'tok'], [['Password for the vault', t.password]], { env: { STASH_SESSION_AGENT_DIR: t.pwFile } });
+    const r = t.pty(['find', 'tok'], [['Password for the vault', t.password]], {
+      env: { STASH_SESSION_AGENT_DIR: t.pwFile },
+    });
     assert.is(r.status, 0, r.output);
     assert.is(r.answered, 1, r.output);
     assert.is(r.output.match(/Password for the vault/g)?.length, 1, r.output);
@@ -72,7 +83,8 @@ test('mv and cp: within a container and across, CONTAINER2/ keeps the name, an e
     await t.initVault(['work', 'home']);
     assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'v-1' })).code, 0);
     assert.is((await t.run(['set', 'work', 'OTHER'], { input: 'v-2' })).code, 0);
-    const names = async (c: string): Promise<string[]> => (JSON.parse((await t.run(['ls', c, '--json'])).stdout) as Array<{ name: string }>).map((e) => e.name);
+    const names = async (c: string): Promise<string[]> =>
+      (JSON.parse((await t.run(['ls', c, '--json'])).stdout) as Array<{ name: string }>).map((e) => e.name);
 
     const cp = await t.run(['cp', 'work/TOKEN', 'home/']);
     assert.is(cp.code, 0, cp.stderr);
@@ -94,7 +106,11 @@ test('mv and cp: within a container and across, CONTAINER2/ keeps the name, an e
     assert.equal(await names('work'), ['TOKEN']);
     assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-2');
 
-    for (const [args, re] of [[['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/], [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/], [['cp', 'work/TOKEN', 'home/1BAD'], /invalid entry name/]] as const) {
+    for (const [args, re] of [
+      [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/],
+      [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/],
+      [['cp', 'work/TOKEN', 'home/1BAD'], /invalid entry name/],
+    ] as const) {
       const r = await t.run([...args]);
       assert.is(r.code, 64, r.stderr);
       assert.match(r.stderr, re);
@@ -111,7 +127,10 @@ test('container rename: a private container is rewritten under the new name with
   try {
     await t.initVault(['work', 'home']);
     assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'kept' })).code, 0);
-    const idOf = async (name: string): Promise<string | undefined> => (JSON.parse((await t.run(['container', 'list', '--json'])).stdout) as Array<{ name: string; id: string }>).find((c) => c.name === name)?.id;
+    const idOf = async (name: string): Promise<string | undefined> =>
+      (JSON.parse((await t.run(['container', 'list', '--json'])).stdout) as Array<{ name: string; id: string }>).find(
+        (c) => c.name === name,
+      )?.id;
     const id = await idOf('work');
     const taken = await t.run(['container', 'rename', 'work', 'home']);
     assert.is(taken.code, 73, taken.stderr);
@@ -142,13 +161,25 @@ test('container rename of a shared container: only the local name; a linked file
       keys.push(key);
       pubs.push(identityPublic(t.vault, key));
     }
-    addContact(alice.vault, keys[0]!, { name: 'bob', email: 'bob@example.test', x25519: pubs[1]!.x25519, ed25519: pubs[1]!.ed25519 });
-    addContact(bob.vault, keys[1]!, { name: 'alice', email: 'alice@example.test', x25519: pubs[0]!.x25519, ed25519: pubs[0]!.ed25519 });
+    addContact(alice.vault, keys[0]!, {
+      name: 'bob',
+      email: 'bob@example.test',
+      x25519: pubs[1]!.x25519,
+      ed25519: pubs[1]!.ed25519,
+    });
+    addContact(bob.vault, keys[1]!, {
+      name: 'alice',
+      email: 'alice@example.test',
+      x25519: pubs[0]!.x25519,
+      ed25519: pubs[0]!.ed25519,
+    });
     createContainer(alice.vault, keys[0]!, 'team');
     shareContainer(alice.vault, keys[0]!, 'team', [pubs[1]!]);
     for (const k of keys) wipe(k);
-    const a = (args: string[], input?: string) => alice.run([...args, '--password-file', alice.pwFile], input === undefined ? {} : { input });
-    const b = (args: string[], input?: string) => bob.run([...args, '--password-file', bob.pwFile], input === undefined ? {} : { input });
+    const a = (args: string[], input?: string) =>
+      alice.run([...args, '--password-file', alice.pwFile], input === undefined ? {} : { input });
+    const b = (args: string[], input?: string) =>
+      bob.run([...args, '--password-file', bob.pwFile], input === undefined ? {} : { input });
     assert.is((await a(['set', 'team', 'DEPLOY_KEY'], 'v1')).code, 0);
     const file = join(alice.home, 'team.stash');
     assert.is((await alice.run(['container', 'export', 'team', file])).code, 0);
@@ -159,10 +190,22 @@ test('container rename of a shared container: only the local name; a linked file
     await bob.run(['vault', 'sessions', 'lock-all']);
     const r = await bob.run(['container', 'rename', 'team', 'acme-team']);
     assert.is(r.code, 0, r.stderr);
-    assert.match(r.stdout, new RegExp(`^Renamed team to acme-team in this vault; the shared file ${file.replace(/[.]/g, '\\.')} and its id are unchanged`));
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `^Renamed team to acme-team in this vault; the shared file ${file.replace(/[.]/g, '\\.')} and its id are unchanged`,
+      ),
+    );
     assert.ok(readFileSync(file).equals(bytes), 'the linked file is byte for byte the same');
-    const list = JSON.parse((await bob.run(['container', 'list', '--json'])).stdout) as Array<{ name: string; link: string | null; shared: boolean }>;
-    assert.equal(list.map((c) => [c.name, c.link, c.shared]), [['acme-team', file, true]]);
+    const list = JSON.parse((await bob.run(['container', 'list', '--json'])).stdout) as Array<{
+      name: string;
+      link: string | null;
+      shared: boolean;
+    }>;
+    assert.equal(
+      list.map((c) => [c.name, c.link, c.shared]),
+      [['acme-team', file, true]],
+    );
     assert.is((await b(['get', 'acme-team', 'DEPLOY_KEY'])).stdout, 'v1');
     // Alice's next version reaches Bob under his name for it; his rollback history came along.
     assert.is((await a(['set', 'team', 'DEPLOY_KEY'], 'v2')).code, 0);

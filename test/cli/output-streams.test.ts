@@ -19,23 +19,43 @@ import { cliEnv, type CliEnv } from './harness.js';
 
 const serverBin = join(process.cwd(), 'bin', 'stash_key_server.js');
 
-interface Ended { code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+interface Ended {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
 
 /**
  * Runs `bin` with `args`; `closed` names the stream whose reader is gone
  * before the command starts writing; `full` sends stdout to /dev/full.
  */
-function runWith(bin: string, args: string[], env: NodeJS.ProcessEnv, how: { closed?: 'stdout' | 'stderr'; full?: boolean }): Promise<Ended> {
+function runWith(
+  bin: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  how: { closed?: 'stdout' | 'stderr'; full?: boolean },
+): Promise<Ended> {
   return new Promise((resolve, reject) => {
     const full = how.full ? openSync('/dev/full', 'w') : undefined;
-    const child = spawn(process.execPath, [bin, ...args], { env, stdio: ['ignore', full ?? 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [bin, ...args], {
+      env,
+      stdio: ['ignore', full ?? 'pipe', 'pipe'],
+      detached: true,
+    });
     if (full !== undefined) closeSync(full);
     let stdout = '';
     let stderr = '';
     if (how.closed === 'stdout') child.stdout!.destroy();
-    else child.stdout?.on('data', (d) => { stdout += d; });
+    else
+      child.stdout?.on('data', (d) => {
+        stdout += d;
+      });
     if (how.closed === 'stderr') child.stderr!.destroy();
-    else child.stderr!.on('data', (d) => { stderr += d; });
+    else
+      child.stderr!.on('data', (d) => {
+        stderr += d;
+      });
     const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
@@ -46,7 +66,11 @@ function runWith(bin: string, args: string[], env: NodeJS.ProcessEnv, how: { clo
 }
 
 const noStack = (r: Ended, what: string): void => {
-  assert.not.match(r.stderr, /\n\s+at |node:events|Unhandled 'error'|EPIPE/, `${what}: no stack trace or raw EPIPE: ${r.stderr}`);
+  assert.not.match(
+    r.stderr,
+    /\n\s+at |node:events|Unhandled 'error'|EPIPE/,
+    `${what}: no stack trace or raw EPIPE: ${r.stderr}`,
+  );
 };
 
 /** Every stash command that writes to stdout, runnable without a terminal in a vault holding work/K. */
@@ -98,7 +122,13 @@ test('stash: every stdout-writing command ends quietly with 0 when its reader ha
 
 test('stash_key_server: --help, --version, install and status end quietly with 0 when their reader has gone', async () => {
   const env = { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root };
-  for (const args of [['--help'], ['--version'], ['run', '--help'], ['install', '--acme-domain', 'keys.example.org'], ['status']]) {
+  for (const args of [
+    ['--help'],
+    ['--version'],
+    ['run', '--help'],
+    ['install', '--acme-domain', 'keys.example.org'],
+    ['status'],
+  ]) {
     const r = await runWith(serverBin, args, env, { closed: 'stdout' });
     noStack(r, args.join(' '));
     assert.is(r.code, 0, `stash_key_server ${args.join(' ')}: exit ${r.code}: ${r.stderr}`);
@@ -107,7 +137,11 @@ test('stash_key_server: --help, --version, install and status end quietly with 0
 
 test('| head -1 in a real shell: doctor, container list, identity show, stash_key_server install', () => {
   const sh = (line: string, shEnv: NodeJS.ProcessEnv): { status: number; head: string; stderr: string } => {
-    const r = spawnSync('bash', ['-c', `${line} | head -1; exit "\${PIPESTATUS[0]}"`], { env: shEnv, encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync('bash', ['-c', `${line} | head -1; exit "\${PIPESTATUS[0]}"`], {
+      env: shEnv,
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
     return { status: r.status ?? -1, head: r.stdout, stderr: r.stderr };
   };
   const node = JSON.stringify(process.execPath);
@@ -123,7 +157,10 @@ test('| head -1 in a real shell: doctor, container list, identity show, stash_ke
     assert.is(r.head.split('\n').length, 2, `one line: ${r.head}`);
     noStack({ code: r.status, signal: null, stdout: '', stderr: r.stderr }, line);
   }
-  const install = sh(`${node} ${serverBin} install --acme-domain keys.example.org`, { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
+  const install = sh(`${node} ${serverBin} install --acme-domain keys.example.org`, {
+    ...process.env,
+    STASH_KEY_SERVER_ROOT_PREFIX: root,
+  });
   assert.is(install.status, 0, install.stderr);
   assert.match(install.head, /^wrote /);
 });
@@ -150,12 +187,17 @@ test('a closed stderr: the command ends with its own status, no crash', async ()
 });
 
 test('developer key server: its stderr reader goes away, Ctrl-C still removes the state folder', async () => {
-  const child = spawn(process.execPath, [serverBin, 'run', '--developer', '--bind', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [serverBin, 'run', '--developer', '--bind', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
-  child.stdout!.on('data', (d) => { stdout += d; });
+  child.stdout!.on('data', (d) => {
+    stdout += d;
+  });
   const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const deadline = Date.now() + 20_000;
-  while (!/listening on/.test(stdout) && Date.now() < deadline && child.exitCode === null) await new Promise((r) => setTimeout(r, 20));
+  while (!/listening on/.test(stdout) && Date.now() < deadline && child.exitCode === null)
+    await new Promise((r) => setTimeout(r, 20));
   const state = /state (\S+)\)/.exec(stdout)?.[1];
   assert.ok(state && existsSync(state), `developer state folder: ${stdout}`);
   child.stderr!.destroy(); // tee killed by Ctrl-C

@@ -14,14 +14,20 @@ test('init on a terminal: asked twice, retried when the two differ, never echoed
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const t = cliEnv();
   try {
-    const r = t.pty(['vault', 'init'], [
-      ['New vault password: ', 'first-try-1'], ['Repeat the new vault password: ', 'first-try-2'],
-      ['New vault password: ', 'my long passphrase'], ['Repeat the new vault password: ', 'my long passphrase'],
-    ]);
+    const r = t.pty(
+      ['vault', 'init'],
+      [
+        ['New vault password: ', 'first-try-1'],
+        ['Repeat the new vault password: ', 'first-try-2'],
+        ['New vault password: ', 'my long passphrase'],
+        ['Repeat the new vault password: ', 'my long passphrase'],
+      ],
+    );
     assert.is(r.status, 0, r.output);
     assert.ok(r.output.includes('The two passwords differ; try again.'));
     assert.match(r.output, /Created a vault at /);
-    for (const secret of ['first-try-1', 'first-try-2', 'my long passphrase']) assert.not.ok(r.output.includes(secret), 'no echo');
+    for (const secret of ['first-try-1', 'first-try-2', 'my long passphrase'])
+      assert.not.ok(r.output.includes(secret), 'no echo');
     const pw = join(t.home, 'pw');
     writeFileSync(pw, 'my long passphrase', { mode: 0o600 });
     await t.run(['vault', 'sessions', 'lock-all']); // init left the vault unlocked
@@ -39,10 +45,14 @@ test('init: Enter at the first prompt asks again; the new vault is left unlocked
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
   const t = cliEnv();
   try {
-    const r = t.pty(['vault', 'init'], [
-      ['New vault password: ', ''],
-      ['New vault password: ', 'my long passphrase'], ['Repeat the new vault password: ', 'my long passphrase'],
-    ]);
+    const r = t.pty(
+      ['vault', 'init'],
+      [
+        ['New vault password: ', ''],
+        ['New vault password: ', 'my long passphrase'],
+        ['Repeat the new vault password: ', 'my long passphrase'],
+      ],
+    );
     assert.is(r.status, 0, r.output);
     assert.is(r.answered, 3);
     assert.match(r.output, /The password cannot be empty; try again\.\r?\n/);
@@ -53,7 +63,13 @@ test('init: Enter at the first prompt asks again; the new vault is left unlocked
     assert.is(create.code, 0, create.stderr);
     // The unlock prompt, too, asks again after an empty answer.
     await t.run(['vault', 'sessions', 'lock-all']);
-    const open = t.pty(['open', 'work'], [['Password for the vault at .*: ', ''], ['Password for the vault at .*: ', 'my long passphrase']]);
+    const open = t.pty(
+      ['open', 'work'],
+      [
+        ['Password for the vault at .*: ', ''],
+        ['Password for the vault at .*: ', 'my long passphrase'],
+      ],
+    );
     assert.is(open.status, 0, open.output);
     assert.match(open.output, /The password cannot be empty; try again\./);
   } finally {
@@ -66,17 +82,25 @@ test('input typed before the prompt appears is discarded, not taken as the passw
   const t = cliEnv();
   try {
     // The first step matches at once: its line reaches the terminal while stash is still starting (echo on).
-    const r = t.pty(['vault', 'init'], [
-      ['', 'typed-too-early'],
-      ['New vault password: ', 'the real one'], ['Repeat the new vault password: ', 'the real one'],
-    ]);
+    const r = t.pty(
+      ['vault', 'init'],
+      [
+        ['', 'typed-too-early'],
+        ['New vault password: ', 'the real one'],
+        ['Repeat the new vault password: ', 'the real one'],
+      ],
+    );
     assert.is(r.status, 0, r.output);
     assert.match(r.output, /what was typed before this prompt was shown on the screen and has been discarded/);
     assert.not.ok(r.output.includes('The two passwords differ'), r.output);
     await t.run(['vault', 'sessions', 'lock-all']); // init left the vault unlocked
     const early = join(t.home, 'early');
     writeFileSync(early, 'typed-too-early', { mode: 0o600 });
-    assert.is((await t.run(['container', 'create', 'x', '--password-file', early])).code, 77, 'the early line is not the password');
+    assert.is(
+      (await t.run(['container', 'create', 'x', '--password-file', early])).code,
+      77,
+      'the early line is not the password',
+    );
     const real = join(t.home, 'real');
     writeFileSync(real, 'the real one', { mode: 0o600 });
     const ok = await t.run(['container', 'create', 'x', '--password-file', real]);
@@ -91,7 +115,8 @@ test('three mismatches give up (64); Ctrl-C cancels (130); nothing is created', 
   const t = cliEnv();
   try {
     const ask: Array<[string, string]> = [];
-    for (let i = 0; i < 3; i++) ask.push(['New vault password: ', `long enough a${i}`], ['Repeat the new vault password: ', `long enough b${i}`]);
+    for (let i = 0; i < 3; i++)
+      ask.push(['New vault password: ', `long enough a${i}`], ['Repeat the new vault password: ', `long enough b${i}`]);
     const r = t.pty(['vault', 'init'], ask);
     assert.is(r.status, 64, r.output);
     assert.match(r.output, /stash: the two passwords differed three times; nothing was changed/);
@@ -112,14 +137,20 @@ test('a new password under 8 characters is refused before anything is written; a
     writeFileSync(short, 'abc\n', { mode: 0o600 });
     const refused = await t.run(['vault', 'init', '--password-file', short]);
     assert.is(refused.code, 64, refused.stderr);
-    assert.match(refused.stderr, /\nstash: the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\)\. Nothing was written\n$/);
+    assert.match(
+      refused.stderr,
+      /\nstash: the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\)\. Nothing was written\n$/,
+    );
     assert.not.ok(existsSync(t.vault), 'no vault folder was created');
     // Multi-byte characters count once each: 8 of them pass the minimum.
     const accents = join(t.home, 'accents');
     writeFileSync(accents, 'éééééééé\n', { mode: 0o600 });
     const warned = await t.run(['vault', 'init', '--password-file', accents]);
     assert.is(warned.code, 0, warned.stderr);
-    assert.match(warned.stderr, /\nstash: warning: this password has only 8 characters; 12 or more .* is much harder to guess\n/);
+    assert.match(
+      warned.stderr,
+      /\nstash: warning: this password has only 8 characters; 12 or more .* is much harder to guess\n/,
+    );
     rmSync(t.vault, { recursive: true, force: true });
     const allowed = await t.run(['vault', 'init', '--password-file', short, '--allow-weak-password']);
     assert.is(allowed.code, 0, allowed.stderr);
@@ -129,17 +160,30 @@ test('a new password under 8 characters is refused before anything is written; a
     const passwd = await t.run(['vault', 'passwd', '--password-file', short, '--new-password-file', pw2]);
     assert.is(passwd.code, 64, 'passwd applies the same rule');
     await t.run(['vault', 'sessions', 'lock-all']);
-    assert.is((await t.run(['container', 'create', 'c', '--password-file', short])).code, 0, 'the old password still opens the vault');
+    assert.is(
+      (await t.run(['container', 'create', 'c', '--password-file', short])).code,
+      0,
+      'the old password still opens the vault',
+    );
     if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
     rmSync(t.vault, { recursive: true, force: true });
-    const r = t.pty(['vault', 'init'], [
-      ['New vault password: ', 'abc'],
-      ['try again[\\s\\S]*New vault password: ', 'ten chars!'],
-      ['only 10 characters[\\s\\S]*Repeat the new vault password: ', 'ten chars!'],
-    ]);
+    const r = t.pty(
+      ['vault', 'init'],
+      [
+        ['New vault password: ', 'abc'],
+        ['try again[\\s\\S]*New vault password: ', 'ten chars!'],
+        ['only 10 characters[\\s\\S]*Repeat the new vault password: ', 'ten chars!'],
+      ],
+    );
     assert.is(r.status, 0, r.output);
-    assert.match(r.output, /the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\); try again\./);
-    assert.match(r.output, /warning: this password has only 10 characters[\s\S]*Repeat the new vault password: [\s\S]*Created a vault/);
+    assert.match(
+      r.output,
+      /the new password has 3 characters; at least 8 are needed \(a passphrase of several words is best\); try again\./,
+    );
+    assert.match(
+      r.output,
+      /warning: this password has only 10 characters[\s\S]*Repeat the new vault password: [\s\S]*Created a vault/,
+    );
   } finally {
     await t.dispose();
   }
@@ -162,7 +206,12 @@ test('empty, oversized and group-readable password files', async () => {
     writeFileSync(open, 'group readable password\n', { mode: 0o644 });
     const o = await t.run(['vault', 'init', '--password-file', open]);
     assert.is(o.code, 0, o.stderr);
-    assert.match(o.stderr, new RegExp(`stash: warning: password file \\(--password-file\\) ${open} is readable by other users \\(mode 0644\\); chmod 600 it`));
+    assert.match(
+      o.stderr,
+      new RegExp(
+        `stash: warning: password file \\(--password-file\\) ${open} is readable by other users \\(mode 0644\\); chmod 600 it`,
+      ),
+    );
     const noTty = await t.run(['vault', 'passwd']);
     assert.is(noTty.code, 64);
     assert.match(noTty.stderr, /no terminal to ask on/);
@@ -201,10 +250,14 @@ test('passwd on a terminal: current password even when the key is cached, then t
   const t = cliEnv();
   try {
     await t.initVault(['work']); // leaves the vault key cached
-    const r = t.pty(['vault', 'passwd'], [
-      ['Password for the vault at .*: ', t.password],
-      ['New vault password: ', 'next passphrase'], ['Repeat the new vault password: ', 'next passphrase'],
-    ]);
+    const r = t.pty(
+      ['vault', 'passwd'],
+      [
+        ['Password for the vault at .*: ', t.password],
+        ['New vault password: ', 'next passphrase'],
+        ['Repeat the new vault password: ', 'next passphrase'],
+      ],
+    );
     assert.is(r.status, 0, r.output);
     assert.is(r.answered, 3, 'the current password was asked despite the cached key');
     await t.run(['vault', 'sessions', 'lock-all']);
@@ -221,7 +274,10 @@ test('container create, list, rm (confirmation, --force, cached key dropped)', a
     await t.initVault(['alpha', 'beta']);
     const list = await t.run(['container', 'list', '--json']);
     const rows = JSON.parse(list.stdout) as Array<{ name: string; id: string; problem: string | null }>;
-    assert.equal(rows.map((r) => r.name), ['alpha', 'beta']);
+    assert.equal(
+      rows.map((r) => r.name),
+      ['alpha', 'beta'],
+    );
     assert.ok(rows.every((r) => /^[0-9a-f]{32}$/.test(r.id) && r.problem === null));
     const dup = await t.run(['container', 'create', 'alpha']);
     assert.is(dup.code, 73);
@@ -232,8 +288,13 @@ test('container create, list, rm (confirmation, --force, cached key dropped)', a
     assert.match(noForce.stderr, /without confirmation: there is no terminal to ask on; add --force/);
     const rm = await t.run(['container', 'rm', 'alpha', '--force']);
     assert.is(rm.code, 0, rm.stderr);
-    const sessions = JSON.parse((await t.run(['vault', 'sessions', '--json'])).stdout) as { sessions: Array<{ name: string | null; path: string }> };
-    assert.not.ok(sessions.sessions.some((s) => s.path.endsWith('alpha.stash')), 'the removed container key was forgotten');
+    const sessions = JSON.parse((await t.run(['vault', 'sessions', '--json'])).stdout) as {
+      sessions: Array<{ name: string | null; path: string }>;
+    };
+    assert.not.ok(
+      sessions.sessions.some((s) => s.path.endsWith('alpha.stash')),
+      'the removed container key was forgotten',
+    );
     const gone = await t.run(['container', 'rm', 'alpha', '--force']);
     assert.is(gone.code, 66);
     if (havePty()) {

@@ -30,7 +30,10 @@ test('format: 14 groups of 4, read back whatever the case, spacing or O/I/L; any
       if (/checksum does not match/.test((err as Error).message)) caught++;
     }
   }
-  assert.ok(caught >= positions - 1, `a changed character is caught (${caught} of ${positions}; the last group's padding bits may not count)`);
+  assert.ok(
+    caught >= positions - 1,
+    `a changed character is caught (${caught} of ${positions}; the last group's padding bits may not count)`,
+  );
   assert.throws(() => parseRecoveryKey('ABCD-EFGH'), /14 groups of 4/);
 });
 
@@ -41,7 +44,10 @@ test('init --recovery-key, forget the password, recover: a new password opens ev
     assert.is(init.code, 0, init.stderr);
     const { recoveryKey } = JSON.parse(init.stdout) as { recoveryKey: string };
     assert.match(recoveryKey, /^(\w{4}-){13}\w{4}$/);
-    assert.not.ok(readFileSync(join(t.vault, 'vault.json'), 'utf8').includes(recoveryKey.replace(/-/g, '')), 'the key itself is not stored');
+    assert.not.ok(
+      readFileSync(join(t.vault, 'vault.json'), 'utf8').includes(recoveryKey.replace(/-/g, '')),
+      'the key itself is not stored',
+    );
     assert.is((await t.run(['container', 'create', 'work'])).code, 0);
     assert.is((await t.run(['set', 'work', 'TOKEN'], { input: 'tok\n' })).code, 0);
     await t.run(['vault', 'sessions', 'stop']);
@@ -61,7 +67,11 @@ test('init --recovery-key, forget the password, recover: a new password opens ev
     assert.is(recovered.code, 0, recovered.stderr);
     assert.match(recovered.stdout, /^Set a new password for the vault at .*; every container opens with it\./);
     await t.run(['vault', 'sessions', 'stop']);
-    assert.is((await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile])).code, 77, 'the forgotten password no longer opens it');
+    assert.is(
+      (await t.run(['get', 'work', 'TOKEN', '--password-file', t.pwFile])).code,
+      77,
+      'the forgotten password no longer opens it',
+    );
     assert.is((await t.run(['get', 'work', 'TOKEN', '--password-file', newPw])).stdout, 'tok');
     // The key from stdin works too (and passwd keeps it working).
     const pw3 = join(t.home, 'pw3');
@@ -72,14 +82,17 @@ test('init --recovery-key, forget the password, recover: a new password opens ev
 
     const created = await t.run(['vault', 'recovery-key', 'create', '--json', '--password-file', newPw]);
     assert.is(created.code, 0, created.stderr);
-    const second = (JSON.parse(created.stdout) as { recoveryKey: string; replaced: boolean });
+    const second = JSON.parse(created.stdout) as { recoveryKey: string; replaced: boolean };
     assert.is(second.replaced, true);
     const old = await t.run(['vault', 'recover', '--recovery-key-file', keyFile, '--password-file', newPw]);
     assert.is(old.code, 77, 'the replaced key no longer works');
     assert.match(old.stderr, /does not open the vault/);
     assert.match((await t.run(['vault', 'recovery-key', 'status'])).stdout, /has a recovery key, made /);
     assert.is((await t.run(['vault', 'recovery-key', 'remove', '--password-file', newPw])).code, 0);
-    assert.equal(JSON.parse((await t.run(['vault', 'recovery-key', 'status', '--json'])).stdout), { recoveryKey: false, createdAt: null });
+    assert.equal(JSON.parse((await t.run(['vault', 'recovery-key', 'status', '--json'])).stdout), {
+      recoveryKey: false,
+      createdAt: null,
+    });
     const none = await t.run(['vault', 'recover', '--password-file', newPw], { input: `${second.recoveryKey}\n` });
     assert.is(none.code, 66);
   } finally {
@@ -93,9 +106,14 @@ test('init without --recovery-key makes none and says how to make one', async ()
     const init = await t.run(['vault', 'init', '--password-file', t.pwFile]);
     assert.is(init.code, 0, init.stderr);
     assert.not.match(init.stdout, /Recovery key/);
-    assert.match(init.stdout, /\nNo recovery key: a forgotten password loses this vault\. Make one to write down: stash vault recovery-key create\n/);
+    assert.match(
+      init.stdout,
+      /\nNo recovery key: a forgotten password loses this vault\. Make one to write down: stash vault recovery-key create\n/,
+    );
     assert.match((await t.run(['vault', 'recovery-key', 'status'])).stdout, /has no recovery key/);
-    const made = await t.run(['vault', 'init', '--recovery-key', '--no-recovery-key'], { env: { STASH_VAULT_DIR: join(t.home, 'v2') } });
+    const made = await t.run(['vault', 'init', '--recovery-key', '--no-recovery-key'], {
+      env: { STASH_VAULT_DIR: join(t.home, 'v2') },
+    });
     assert.is(made.code, 64);
   } finally {
     await t.dispose();

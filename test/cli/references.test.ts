@@ -31,18 +31,30 @@ async function setup(): Promise<CliEnv> {
 }
 
 test('references parse, with errors that name the problem', () => {
-  assert.equal(parseRef('stash://work/API_TOKEN'), { container: 'work', name: 'API_TOKEN', text: 'stash://work/API_TOKEN' });
+  assert.equal(parseRef('stash://work/API_TOKEN'), {
+    container: 'work',
+    name: 'API_TOKEN',
+    text: 'stash://work/API_TOKEN',
+  });
   assert.is(parseRef('stash://my%2Dteam/KEY').container, 'my-team', 'percent-escapes are decoded');
   assert.throws(() => parseRef('stash://work'), /stash:\/\/CONTAINER\/NAME \(one \/\)/);
   assert.throws(() => parseRef('stash://work/a/b'), /one \//);
   assert.throws(() => parseRef('stash://wo rk/KEY'), /not a container name/);
   assert.throws(() => parseRef('stash://work/9KEY'), /not an entry name/);
-  assert.equal(templateRefs('a {{stash://w/A}} b {{  stash://w/B  }}').map((r) => r.name), ['A', 'B']);
+  assert.equal(
+    templateRefs('a {{stash://w/A}} b {{  stash://w/B  }}').map((r) => r.name),
+    ['A', 'B'],
+  );
 });
 
 test('--mask conceals values split across chunks, and leaves short values and other text alone', () => {
   const c = new Concealer([Buffer.from('secret-value'), Buffer.from('ab')]);
-  const out = Buffer.concat([c.push(Buffer.from('x secr')), c.push(Buffer.from('et-value y ab')), c.push(Buffer.from(' secret-val')), c.end()]).toString();
+  const out = Buffer.concat([
+    c.push(Buffer.from('x secr')),
+    c.push(Buffer.from('et-value y ab')),
+    c.push(Buffer.from(' secret-val')),
+    c.end(),
+  ]).toString();
   assert.is(out, 'x <concealed by stash> y ab secret-val');
 });
 
@@ -55,8 +67,19 @@ test('read, run (environment, dotenv file, --file, --mask, --no-inherit), unknow
     assert.is(r.code, 0, r.stderr);
     assert.is(r.stdout, 'tok-work-123');
     const dotenv = join(t.home, 'app.env');
-    writeFileSync(dotenv, '# app settings\nexport DB="stash://work/DB_PASSWORD"\nPLAIN=hello\nCI=stash://ci/API_TOKEN\n');
-    const fromFile = await t.run(['run', '--env-file', dotenv, '--', 'sh', '-c', 'printf "%s|%s|%s" "$DB" "$PLAIN" "$CI"']);
+    writeFileSync(
+      dotenv,
+      '# app settings\nexport DB="stash://work/DB_PASSWORD"\nPLAIN=hello\nCI=stash://ci/API_TOKEN\n',
+    );
+    const fromFile = await t.run([
+      'run',
+      '--env-file',
+      dotenv,
+      '--',
+      'sh',
+      '-c',
+      'printf "%s|%s|%s" "$DB" "$PLAIN" "$CI"',
+    ]);
     assert.is(fromFile.stdout, 'pw with "quotes" and $dollar|hello|tok-ci-456', fromFile.stderr);
     // Unknown references: an error, and the command never ran.
     const marker = join(t.home, 'ran');
@@ -65,15 +88,36 @@ test('read, run (environment, dotenv file, --file, --mask, --no-inherit), unknow
       assert.ok(refused.code !== 0, bad);
       assert.ok(!existsSync(marker), `${bad}: the command must not run`);
     }
-    assert.match((await t.run(['run', '--', 'true'], { env: { FOO: 'stash://work/API_TOKN' } })).stderr, /did you mean API_TOKEN\?/);
+    assert.match(
+      (await t.run(['run', '--', 'true'], { env: { FOO: 'stash://work/API_TOKN' } })).stderr,
+      /did you mean API_TOKEN\?/,
+    );
     // --file: a 0600 file in a 0700 folder under XDG_RUNTIME_DIR while the command runs, gone afterwards.
     const runtime = join(t.home, 'runtime');
     mkdirSync(runtime, { mode: 0o700 });
-    const file = await t.run(['run', '--file', 'PEM_FILE=stash://work/PEM', '--', 'sh', '-c', 'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"'], { env: { XDG_RUNTIME_DIR: runtime } });
+    const file = await t.run(
+      [
+        'run',
+        '--file',
+        'PEM_FILE=stash://work/PEM',
+        '--',
+        'sh',
+        '-c',
+        'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"',
+      ],
+      { env: { XDG_RUNTIME_DIR: runtime } },
+    );
     assert.is(file.code, 0, file.stderr);
-    assert.match(file.stdout, new RegExp(`^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`));
+    assert.match(
+      file.stdout,
+      new RegExp(
+        `^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`,
+      ),
+    );
     assert.equal(spawnSync('ls', ['-A', runtime]).stdout.toString(), '', 'the file and its folder are removed');
-    const noRuntime = await t.run(['run', '--file', 'P=stash://work/PEM', '--', 'true'], { env: { XDG_RUNTIME_DIR: undefined } });
+    const noRuntime = await t.run(['run', '--file', 'P=stash://work/PEM', '--', 'true'], {
+      env: { XDG_RUNTIME_DIR: undefined },
+    });
     assert.is(noRuntime.code, 69);
     assert.match(noRuntime.stderr, /XDG_RUNTIME_DIR is not set.*--insecure-tmp/);
     // --mask: the value never reaches our stdout or stderr.
@@ -81,7 +125,19 @@ test('read, run (environment, dotenv file, --file, --mask, --no-inherit), unknow
     assert.is(masked.stdout, 'token=<concealed by stash>\n', JSON.stringify(masked));
     assert.is(masked.stderr, 'err <concealed by stash>\n');
     // --no-inherit: only the kept variables and the env files.
-    const bare = await t.run(['run', '--no-inherit', '--env-file', dotenv, '--', 'sh', '-c', 'printf "%s|%s" "${SECRET_FROM_PARENT:-unset}" "$PLAIN"'], { env: { SECRET_FROM_PARENT: 'x' } });
+    const bare = await t.run(
+      [
+        'run',
+        '--no-inherit',
+        '--env-file',
+        dotenv,
+        '--',
+        'sh',
+        '-c',
+        'printf "%s|%s" "${SECRET_FROM_PARENT:-unset}" "$PLAIN"',
+      ],
+      { env: { SECRET_FROM_PARENT: 'x' } },
+    );
     assert.is(bare.stdout, 'unset|hello', bare.stderr);
   } finally {
     await t.dispose();
@@ -120,13 +176,38 @@ test('env with several containers: a clash needs --prefer; --only; --format dote
     const clash = await t.run(['env', 'work', 'ci', '--', 'true']);
     assert.is(clash.code, 64);
     assert.match(clash.stderr, /API_TOKEN is in more than one of work, ci; say which wins with --prefer CONTAINER/);
-    const both = await t.run(['env', 'work', 'ci', '--prefer', 'ci', '--', 'sh', '-c', 'printf "%s|%s" "$API_TOKEN" "$CI_ONLY"']);
+    const both = await t.run([
+      'env',
+      'work',
+      'ci',
+      '--prefer',
+      'ci',
+      '--',
+      'sh',
+      '-c',
+      'printf "%s|%s" "$API_TOKEN" "$CI_ONLY"',
+    ]);
     assert.is(both.stdout, "tok-ci-456|it's", both.stderr);
-    const only = await t.run(['env', 'work', '--only', 'API_TOKEN', '--', 'sh', '-c', 'printf "%s|%s" "$API_TOKEN" "${DB_PASSWORD:-unset}"']);
+    const only = await t.run([
+      'env',
+      'work',
+      '--only',
+      'API_TOKEN',
+      '--',
+      'sh',
+      '-c',
+      'printf "%s|%s" "$API_TOKEN" "${DB_PASSWORD:-unset}"',
+    ]);
     assert.is(only.stdout, 'tok-work-123|unset');
-    assert.match((await t.run(['env', 'work', '--only', 'NOPE', '--', 'true'])).stderr, /--only names NOPE, which is in none of work/);
+    assert.match(
+      (await t.run(['env', 'work', '--only', 'NOPE', '--', 'true'])).stderr,
+      /--only names NOPE, which is in none of work/,
+    );
     const expected = {
-      API_TOKEN: 'tok-ci-456', CI_ONLY: "it's", DB_PASSWORD: 'pw with "quotes" and $dollar', PEM: '-----BEGIN X-----\nline\n-----END X-----\n',
+      API_TOKEN: 'tok-ci-456',
+      CI_ONLY: "it's",
+      DB_PASSWORD: 'pw with "quotes" and $dollar',
+      PEM: '-----BEGIN X-----\nline\n-----END X-----\n',
     };
     const dotenv = await t.run(['env', 'work', 'ci', '--prefer', 'ci', '--format', 'dotenv']);
     assert.is(dotenv.code, 0, dotenv.stderr);
@@ -136,7 +217,10 @@ test('env with several containers: a clash needs --prefer; --only; --format dote
     const shell = await t.run(['env', 'work', 'ci', '--prefer', 'ci', '--format', 'shell']);
     const file = join(t.home, 'vars.sh');
     writeFileSync(file, shell.stdout);
-    const sourced = spawnSync('sh', ['-c', `. ${file}; printf '%s\\n%s\\n%s' "$CI_ONLY" "$DB_PASSWORD" "$PEM"`]).stdout.toString();
+    const sourced = spawnSync('sh', [
+      '-c',
+      `. ${file}; printf '%s\\n%s\\n%s' "$CI_ONLY" "$DB_PASSWORD" "$PEM"`,
+    ]).stdout.toString();
     assert.is(sourced, `it's\npw with "quotes" and $dollar\n${expected.PEM}`);
     assert.match((await t.run(['env', 'work', '--format', 'yaml'])).stderr, /--format must be dotenv, json or shell/);
     assert.match((await t.run(['env', 'work', '--format', 'json', '--', 'true'])).stderr, /does not run a command/);

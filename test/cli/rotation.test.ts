@@ -49,13 +49,25 @@ async function refused(t: CliEnv, args: string[], status: number, message: RegEx
   assert.is(r.stdout, '');
 }
 
-const fingerprintOf = async (t: CliEnv): Promise<string> => (JSON.parse((await ok(t, ['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string }).fingerprint;
+const fingerprintOf = async (t: CliEnv): Promise<string> =>
+  (JSON.parse((await ok(t, ['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string }).fingerprint;
 
 async function exchange(from: CliEnv, email: string, to: CliEnv, name: string): Promise<void> {
   const pub = await ok(from, ['vault', 'identity', 'publish', '--email', email, '--server', server.url, '--json']);
   const code = String((JSON.parse(pub.stdout) as { code: string }).code);
   await confirmLink(server, email);
-  await ok(to, ['vault', 'contact', 'receive', code, '--server', server.url, '--fingerprint', await fingerprintOf(from), '--name', name]);
+  await ok(to, [
+    'vault',
+    'contact',
+    'receive',
+    code,
+    '--server',
+    server.url,
+    '--fingerprint',
+    await fingerprintOf(from),
+    '--name',
+    name,
+  ]);
 }
 
 test.before(async () => {
@@ -105,43 +117,84 @@ test('Alice rotates; Bob accepts through the signed statement without a fingerpr
   // Off a terminal, rotate needs --yes: nothing changes without it.
   await refused(alice, ['vault', 'identity', 'rotate'], 64, /confirm at a terminal, or give --yes/);
   assert.is(await fingerprintOf(alice), oldFp);
-  const rotated = JSON.parse((await ok(alice, ['vault', 'identity', 'rotate', '--yes', '--json'])).stdout) as Record<string, any>;
+  const rotated = JSON.parse((await ok(alice, ['vault', 'identity', 'rotate', '--yes', '--json'])).stdout) as Record<
+    string,
+    any
+  >;
   assert.is(rotated.oldFingerprint, oldFp);
   assert.is(rotated.fingerprint, await fingerprintOf(alice));
   assert.is.not(rotated.fingerprint, oldFp);
   assert.equal([rotated.finished, rotated.resumed, rotated.failed], [true, false, []]);
-  assert.equal(rotated.resealed.map((c: { name: string }) => c.name), ['team']);
-  assert.equal(rotated.memberOf.map((m: Record<string, string>) => [m.name, m.owner]), [['bobs', 'bob']]);
+  assert.equal(
+    rotated.resealed.map((c: { name: string }) => c.name),
+    ['team'],
+  );
+  assert.equal(
+    rotated.memberOf.map((m: Record<string, string>) => [m.name, m.owner]),
+    [['bobs', 'bob']],
+  );
   assert.match(rotated.memberOf[0].action, /accept-rotation/);
-  assert.not.ok(readFileSync(join(alice.vault, 'identity.json'), 'utf8').includes('retiring'), 'the old secret keys left the vault');
+  assert.not.ok(
+    readFileSync(join(alice.vault, 'identity.json'), 'utf8').includes('retiring'),
+    'the old secret keys left the vault',
+  );
   // Alice still reads what she owns; the container is hers under the new key.
   assert.is((await ok(alice, ['get', 'team', 'API_KEY'])).stdout, 'sk-alice-1');
   // Bob, before accepting, refuses the re-sealed file: another owner than the one he pinned.
   await refused(bob, ['get', 'team', 'API_KEY'], 81, /accept-rotation/);
 
   const statementFile = join(root, 'alice.rotation');
-  assert.match((await ok(alice, ['vault', 'identity', 'statement', '--out', statementFile])).stdout, /^Wrote the rotation statement from /);
+  assert.match(
+    (await ok(alice, ['vault', 'identity', 'statement', '--out', statementFile])).stdout,
+    /^Wrote the rotation statement from /,
+  );
   await refused(alice, ['vault', 'identity', 'statement', '--out', statementFile], 73, /exists already/);
   const text = readFileSync(statementFile, 'utf8');
   assert.is(text.trim(), (await ok(alice, ['vault', 'identity', 'statement'])).stdout.trim());
 
   // Mallory never had Alice's key: the statement proves nothing to her.
-  await refused(mallory, ['vault', 'contact', 'accept-rotation', statementFile], 66, /not the key of any of your contacts/);
+  await refused(
+    mallory,
+    ['vault', 'contact', 'accept-rotation', statementFile],
+    66,
+    /not the key of any of your contacts/,
+  );
 
   // Bob accepts: no terminal, no --fingerprint, no prompt.
-  const accepted = JSON.parse((await ok(bob, ['vault', 'contact', 'accept-rotation', statementFile, '--json'])).stdout) as Record<string, any>;
-  assert.equal([accepted.contact.name, accepted.contact.fingerprint, accepted.oldFingerprint, accepted.already], ['alice', rotated.fingerprint, oldFp, false]);
+  const accepted = JSON.parse(
+    (await ok(bob, ['vault', 'contact', 'accept-rotation', statementFile, '--json'])).stdout,
+  ) as Record<string, any>;
+  assert.equal(
+    [accepted.contact.name, accepted.contact.fingerprint, accepted.oldFingerprint, accepted.already],
+    ['alice', rotated.fingerprint, oldFp, false],
+  );
   assert.equal(accepted.repinned, ['team']);
-  assert.equal(accepted.resealed.map((c: { name: string }) => c.name), ['bobs']);
-  assert.is((await ok(bob, ['get', 'team', 'API_KEY'])).stdout, 'sk-alice-1', 'Bob opens the container Alice re-sealed');
+  assert.equal(
+    accepted.resealed.map((c: { name: string }) => c.name),
+    ['bobs'],
+  );
+  assert.is(
+    (await ok(bob, ['get', 'team', 'API_KEY'])).stdout,
+    'sk-alice-1',
+    'Bob opens the container Alice re-sealed',
+  );
   await ok(bob, ['set', 'team', 'FROM_BOB'], 'b-2');
   assert.is((await ok(alice, ['get', 'team', 'FROM_BOB'])).stdout, 'b-2');
   // Bob's own container is sealed to Alice's new key: she opens it again.
   assert.is((await ok(alice, ['get', 'bobs', 'DB'])).stdout, 'pg-bob-1');
-  const contact = JSON.parse((await ok(bob, ['vault', 'contact', 'show', 'alice', '--json'])).stdout) as Record<string, string>;
+  const contact = JSON.parse((await ok(bob, ['vault', 'contact', 'show', 'alice', '--json'])).stdout) as Record<
+    string,
+    string
+  >;
   assert.is(contact.fingerprint, rotated.fingerprint);
-  assert.equal((contact as unknown as { rotatedFrom: Array<{ fingerprint: string }> }).rotatedFrom.map((r) => r.fingerprint), [oldFp]);
-  assert.match((await ok(bob, ['vault', 'contact', 'show', 'alice'])).stdout, new RegExp(`Rotated from ${oldFp} \\(statement accepted `));
+  assert.equal(
+    (contact as unknown as { rotatedFrom: Array<{ fingerprint: string }> }).rotatedFrom.map((r) => r.fingerprint),
+    [oldFp],
+  );
+  assert.match(
+    (await ok(bob, ['vault', 'contact', 'show', 'alice'])).stdout,
+    new RegExp(`Rotated from ${oldFp} \\(statement accepted `),
+  );
 
   // The same statement again changes nothing and succeeds; from standard input too.
   assert.match((await ok(bob, ['vault', 'contact', 'accept-rotation', '-'], text)).stdout, /^Already accepted: alice /);
@@ -160,23 +213,46 @@ test('tampered, forged and conflicting statements are refused and change nothing
   // One byte of the new key changed: neither signature holds.
   const tampered = Buffer.from(s.bytes);
   tampered[100] = tampered[100]! ^ 0x01;
-  await refused(bob, ['vault', 'contact', 'accept-rotation', write('tampered', `stash-rotation-v1:${tampered.toString('base64url')}\n`)], 65, /not a valid rotation statement/);
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', write('tampered', `stash-rotation-v1:${tampered.toString('base64url')}\n`)],
+    65,
+    /not a valid rotation statement/,
+  );
   // Alice's old key named as the signer, but the signature is another key's.
   const forged = Buffer.from(s.bytes);
   const other = generateKeyPairs();
   const msg = Buffer.concat([Buffer.from('stash-identity-rotation-v1\0', 'latin1'), forged.subarray(0, 147)]);
   sodium.crypto_sign_detached(forged.subarray(147, 211), msg, other.secret.ed25519);
-  await refused(bob, ['vault', 'contact', 'accept-rotation', write('forged', `stash-rotation-v1:${forged.toString('base64url')}`)], 65, /not signed by the old key/);
-  await refused(bob, ['vault', 'contact', 'accept-rotation', write('garbage', 'hello\n')], 65, /does not start with "stash-rotation-v1:"/);
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', write('forged', `stash-rotation-v1:${forged.toString('base64url')}`)],
+    65,
+    /not signed by the old key/,
+  );
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', write('garbage', 'hello\n')],
+    65,
+    /does not start with "stash-rotation-v1:"/,
+  );
   await refused(bob, ['vault', 'contact', 'accept-rotation', join(root, 'missing')], 66, /no such file/);
 
   // The thief of Alice's old key signs a statement to a key of their own: a second successor of one key.
   const conflicting = statementText(makeStatement(s.old, other, stolen!, other.secret.ed25519));
   wipeKeyPairs(other);
-  await refused(bob, ['vault', 'contact', 'accept-rotation', write('conflict', conflicting)], 65, /already rotated from .* two different statements signed by one key/);
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', write('conflict', conflicting)],
+    65,
+    /already rotated from .* two different statements signed by one key/,
+  );
   assert.ok(readFileSync(join(bob.vault, 'contacts.stash')).equals(before), "Bob's contacts were not rewritten");
   assert.is((await ok(bob, ['get', 'team', 'API_KEY'])).stdout, 'sk-alice-1');
-  assert.is(identityPublic(alice.vault).fingerprint, JSON.parse((await ok(bob, ['vault', 'contact', 'show', 'alice', '--json'])).stdout).fingerprint);
+  assert.is(
+    identityPublic(alice.vault).fingerprint,
+    JSON.parse((await ok(bob, ['vault', 'contact', 'show', 'alice', '--json'])).stdout).fingerprint,
+  );
 });
 
 test.run();

@@ -21,7 +21,10 @@ const has = (cmd: string): boolean => spawnSync('sh', ['-c', `command -v ${cmd}`
 
 export function secretServiceFacility(): { available: boolean; reason: string } {
   const missing = ['dbus-daemon', 'gnome-keyring-daemon', 'busctl'].filter((c) => !has(c));
-  return { available: missing.length === 0, reason: `missing ${missing.join(', ')} (apt-get install dbus-daemon gnome-keyring systemd)` };
+  return {
+    available: missing.length === 0,
+    reason: `missing ${missing.join(', ')} (apt-get install dbus-daemon gnome-keyring systemd)`,
+  };
 }
 
 const children = new Set<ChildProcess>();
@@ -40,9 +43,24 @@ async function kill(child: ChildProcess): Promise<void> {
 
 function hasOwner(address: string, name: string): Promise<boolean> {
   return new Promise((resolve) => {
-    execFile('busctl', [`--address=${address}`, '--json=short', 'call', 'org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus', 'NameHasOwner', 's', name], { timeout: 3000 }, (err, stdout) => {
-      resolve(!err && /"data":\[true\]/.test(stdout));
-    });
+    execFile(
+      'busctl',
+      [
+        `--address=${address}`,
+        '--json=short',
+        'call',
+        'org.freedesktop.DBus',
+        '/org/freedesktop/DBus',
+        'org.freedesktop.DBus',
+        'NameHasOwner',
+        's',
+        name,
+      ],
+      { timeout: 3000 },
+      (err, stdout) => {
+        resolve(!err && /"data":\[true\]/.test(stdout));
+      },
+    );
   });
 }
 
@@ -50,8 +68,17 @@ export async function startSecretService(): Promise<SecretService> {
   const home = mkdtempSync(join(tmpdir(), 'stash-keyring-'));
   const runtime = join(home, 'run');
   mkdirSync(runtime, { mode: 0o700 });
-  const env = { ...process.env, HOME: home, XDG_DATA_HOME: join(home, 'data'), XDG_RUNTIME_DIR: runtime, XDG_CONFIG_HOME: join(home, 'config') };
-  const bus = spawn('dbus-daemon', ['--session', '--nofork', '--print-address'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const env = {
+    ...process.env,
+    HOME: home,
+    XDG_DATA_HOME: join(home, 'data'),
+    XDG_RUNTIME_DIR: runtime,
+    XDG_CONFIG_HOME: join(home, 'config'),
+  };
+  const bus = spawn('dbus-daemon', ['--session', '--nofork', '--print-address'], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.add(bus);
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
@@ -72,12 +99,15 @@ export async function startSecretService(): Promise<SecretService> {
   });
   children.add(keyring);
   let keyringErr = '';
-  keyring.stderr!.on('data', (d) => { keyringErr += d; });
+  keyring.stderr!.on('data', (d) => {
+    keyringErr += d;
+  });
   keyring.stdin!.end('login keyring password'); // --unlock reads it from stdin
   const deadline = Date.now() + 10_000;
   while (!(await hasOwner(address, 'org.freedesktop.secrets'))) {
     if (keyring.exitCode !== null) throw new Error(`gnome-keyring-daemon exited (${keyring.exitCode}): ${keyringErr}`);
-    if (Date.now() > deadline) throw new Error(`gnome-keyring-daemon did not take org.freedesktop.secrets: ${keyringErr}`);
+    if (Date.now() > deadline)
+      throw new Error(`gnome-keyring-daemon did not take org.freedesktop.secrets: ${keyringErr}`);
     await sleep(50);
   }
   return {

@@ -13,7 +13,12 @@ import { agentPids, sleep } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv, havePty, type CliEnv } from './harness.js';
 
-interface SessionRow { name: string | null; path: string | null; ttl: number; expiresInSeconds: number }
+interface SessionRow {
+  name: string | null;
+  path: string | null;
+  ttl: number;
+  expiresInSeconds: number;
+}
 
 async function sessions(t: CliEnv): Promise<SessionRow[]> {
   const r = await t.run(['vault', 'sessions', '--json']);
@@ -47,28 +52,45 @@ test('ls lists names, sizes and change times but never values; rm removes one en
     assert.is(empty.code, 0, empty.stderr);
     assert.is(empty.stdout, 'No entries in work yet: add one with `stash set work NAME`.\n');
     const before = Date.now() - 1000;
-    for (const [k, v] of [['API_TOKEN', 'tok-secret-1'], ['DB_PASSWORD', 'hunter2-secret'], ['EMPTY', '']] as const) {
+    for (const [k, v] of [
+      ['API_TOKEN', 'tok-secret-1'],
+      ['DB_PASSWORD', 'hunter2-secret'],
+      ['EMPTY', ''],
+    ] as const) {
       const r = await t.run(['set', 'work', k, ...(v === '' ? ['--allow-empty'] : [])], { input: v });
       assert.is(r.code, 0, r.stderr);
     }
     const json = await t.run(['ls', 'work', '--json']);
     assert.is(json.code, 0, json.stderr);
     const rows = JSON.parse(json.stdout) as Array<{ name: string; size: number; changedAt: string }>;
-    assert.equal(rows.map((r) => [r.name, r.size]), [['API_TOKEN', 12], ['DB_PASSWORD', 14], ['EMPTY', 0]]);
+    assert.equal(
+      rows.map((r) => [r.name, r.size]),
+      [
+        ['API_TOKEN', 12],
+        ['DB_PASSWORD', 14],
+        ['EMPTY', 0],
+      ],
+    );
     for (const r of rows) {
       const at = Date.parse(r.changedAt);
       assert.ok(at >= before && at <= Date.now() + 1000, `${r.name} changed at ${r.changedAt}`);
     }
     const text = await t.run(['ls', 'work']);
     assert.is(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^NAME +BYTES +CHANGED\nAPI_TOKEN +12 +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\nDB_PASSWORD +14 /);
+    assert.match(
+      text.stdout,
+      /^NAME +BYTES +CHANGED\nAPI_TOKEN +12 +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\nDB_PASSWORD +14 /,
+    );
     for (const out of [json.stdout, text.stdout, json.stderr, text.stderr]) {
       assert.not.ok(out.includes('tok-secret-1') || out.includes('hunter2-secret'), `ls printed a value: ${out}`);
     }
 
     const rm = await t.run(['rm', 'work', 'DB_PASSWORD']);
     assert.is(rm.code, 0, rm.stderr);
-    assert.is(rm.stderr, 'Removed DB_PASSWORD from work; its previous values are kept (stash history work DB_PASSWORD; rm --purge drops them).\n');
+    assert.is(
+      rm.stderr,
+      'Removed DB_PASSWORD from work; its previous values are kept (stash history work DB_PASSWORD; rm --purge drops them).\n',
+    );
     const unknown = await t.run(['rm', 'work', 'DB_PASSWORD']);
     assert.is(unknown.code, 66, unknown.stderr);
     assert.match(unknown.stderr, /^stash: container "work" has no entry DB_PASSWORD; nothing was removed/);
@@ -80,7 +102,10 @@ test('ls lists names, sizes and change times but never values; rm removes one en
     assert.is(kept.stdout, 'tok-secret-1');
     assert.equal(names(await sessions(t)), ['(vault)', 'work']);
     const after = JSON.parse((await t.run(['ls', 'work', '--json'])).stdout) as Array<{ name: string }>;
-    assert.equal(after.map((r) => r.name), ['API_TOKEN', 'EMPTY']);
+    assert.equal(
+      after.map((r) => r.name),
+      ['API_TOKEN', 'EMPTY'],
+    );
   } finally {
     await t.dispose();
   }
@@ -92,9 +117,14 @@ test('on a terminal: the first command asks (no echo), the second does not', asy
   try {
     await t.initVault(['work']);
     assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
-    const first = t.pty(['set', 'work', 'TOKEN'], [
-      ['Password for the vault at .*: ', t.password], ['Value of TOKEN \\(hidden\\): ', 'tok-123'], ['Repeat the value of TOKEN: ', 'tok-123'],
-    ]);
+    const first = t.pty(
+      ['set', 'work', 'TOKEN'],
+      [
+        ['Password for the vault at .*: ', t.password],
+        ['Value of TOKEN \\(hidden\\): ', 'tok-123'],
+        ['Repeat the value of TOKEN: ', 'tok-123'],
+      ],
+    );
     assert.is(first.status, 0, first.output);
     assert.is(first.answered, 3, 'asked for the password, then the value twice');
     assert.not.ok(first.output.includes(t.password), 'the password is not echoed');
@@ -117,7 +147,10 @@ test('from a password file: the second command never reads the file (it is gone)
   const t = cliEnv();
   try {
     await t.initVault(['work']);
-    assert.is((await t.run(['set', 'work', 'DB_URL', '--password-file', t.pwFile], { input: 'postgres://x\n' })).code, 0);
+    assert.is(
+      (await t.run(['set', 'work', 'DB_URL', '--password-file', t.pwFile], { input: 'postgres://x\n' })).code,
+      0,
+    );
     await t.run(['vault', 'sessions', 'lock-all']);
 
     const first = await t.run(['get', 'work', 'DB_URL'], { env: { STASH_PASSWORD_FILE: t.pwFile } });
@@ -125,7 +158,9 @@ test('from a password file: the second command never reads the file (it is gone)
     assert.is(first.stdout, 'postgres://x', 'one trailing newline of the piped value was dropped');
 
     rmSync(t.pwFile);
-    const second = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile], { env: { STASH_PASSWORD_FILE: t.pwFile } });
+    const second = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile], {
+      env: { STASH_PASSWORD_FILE: t.pwFile },
+    });
     assert.is(second.code, 0, `the deleted password file was not needed: ${second.stderr}`);
     assert.is(second.stdout, 'postgres://x');
     assert.is(second.stderr, '');
@@ -165,7 +200,10 @@ test('without a terminal or a password source: a clear error', async () => {
     await t.run(['vault', 'sessions', 'lock-all']);
     const r = await t.run(['get', 'work', 'X']);
     assert.is(r.code, 64, r.stderr);
-    assert.is(r.stderr, 'stash: a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin\n');
+    assert.is(
+      r.stderr,
+      'stash: a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin\n',
+    );
   } finally {
     await t.dispose();
   }
@@ -182,7 +220,10 @@ test('after the TTL runs out, the password is asked again', async () => {
     assert.match(open.stdout, /^Opened work \(1 entry\) for 2s/);
     const rows = await sessions(t);
     assert.equal(names(rows), ['(vault)', 'work']);
-    assert.ok(rows.every((r) => r.ttl === 2), 'open --ttl applies to every key it cached');
+    assert.ok(
+      rows.every((r) => r.ttl === 2),
+      'open --ttl applies to every key it cached',
+    );
     const hit = await t.run(['get', 'work', 'K']);
     assert.is(hit.code, 0, 'still open');
     await sleep(4500);
@@ -217,9 +258,15 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
     assert.match(text.stdout, /\nThe vault key opens every container of this vault/);
     const lockName = await t.run(['vault', 'sessions', 'lock', 'alpha']);
     assert.is(lockName.code, 0, lockName.stderr);
-    assert.match(lockName.stdout, /^Locked alpha: forgot its key and the vault key, which could open it again\.\nContainers still open keep working/);
+    assert.match(
+      lockName.stdout,
+      /^Locked alpha: forgot its key and the vault key, which could open it again\.\nContainers still open keep working/,
+    );
     assert.equal(names(await sessions(t)), ['beta'], 'lock NAME removed alpha and the vault key that re-derives it');
-    assert.match((await t.run(['vault', 'sessions'])).stdout, /\nThe vault key is not cached: only the containers listed open without a password\.\n$/);
+    assert.match(
+      (await t.run(['vault', 'sessions'])).stdout,
+      /\nThe vault key is not cached: only the containers listed open without a password\.\n$/,
+    );
     const lockPath = await t.run(['vault', 'sessions', 'lock', join(t.vault, 'containers', 'beta.stash')]);
     assert.is(lockPath.code, 0);
     assert.equal(names(await sessions(t)), [], 'lock PATH removed beta');
@@ -260,7 +307,10 @@ test('lock C: C needs the password again (the cached vault key no longer re-deri
   const t = cliEnv();
   try {
     await t.initVault(['work', 'home']);
-    for (const [c, v] of [['work', 'w-secret'], ['home', 'h-secret']] as const) {
+    for (const [c, v] of [
+      ['work', 'w-secret'],
+      ['home', 'h-secret'],
+    ] as const) {
       assert.is((await t.run(['set', c, 'KEY', '--password-file', t.pwFile], { input: `${v}\n` })).code, 0);
     }
     for (const c of ['work', 'home']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
@@ -296,7 +346,12 @@ test('identity show: fingerprint grouped for reading aloud; contacts start empty
     const text = await t.run(['vault', 'identity', 'show']);
     const groups = id.fingerprint.split('-');
     assert.ok(text.stdout.includes(`Fingerprint: ${id.fingerprint}`));
-    assert.match(text.stdout, new RegExp(`\\n  1  ${groups[0]} +4  ${groups[3]}\\n  2  ${groups[1]} +5  ${groups[4]}\\n  3  ${groups[2]} +6  ${groups[5]}\\n`));
+    assert.match(
+      text.stdout,
+      new RegExp(
+        `\\n  1  ${groups[0]} +4  ${groups[3]}\\n  2  ${groups[1]} +5  ${groups[4]}\\n  3  ${groups[2]} +6  ${groups[5]}\\n`,
+      ),
+    );
     const contacts = await t.run(['vault', 'contact', 'list', '--json', '--password-file', t.pwFile]);
     assert.is(contacts.code, 0, contacts.stderr);
     assert.equal(JSON.parse(contacts.stdout), []);

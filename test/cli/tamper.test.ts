@@ -19,7 +19,10 @@ function assertUnchanged(before: Map<string, Buffer>, t: CliEnv, what: string): 
 async function setup(): Promise<CliEnv> {
   const t = cliEnv();
   await t.initVault(['work']);
-  for (const [k, v] of [['A', 'alpha'], ['B', 'bravo']]) {
+  for (const [k, v] of [
+    ['A', 'alpha'],
+    ['B', 'bravo'],
+  ]) {
     const r = await t.run(['set', 'work', k!, '--password-file', t.pwFile], { input: v! });
     assert.is(r.code, 0, r.stderr);
   }
@@ -33,7 +36,12 @@ test('a wrong password: exit 77, a clear message, nothing written, nothing cache
     const wrong = join(t.home, 'wrong');
     writeFileSync(wrong, 'Tr0ub4dor&3\n', { mode: 0o600 });
     const before = snapshot(t.vault);
-    for (const args of [['get', 'work', 'A'], ['open', 'work'], ['container', 'create', 'other'], ['vault', 'passwd', '--new-password-file', wrong]]) {
+    for (const args of [
+      ['get', 'work', 'A'],
+      ['open', 'work'],
+      ['container', 'create', 'other'],
+      ['vault', 'passwd', '--new-password-file', wrong],
+    ]) {
       const r = await t.run([...args, '--password-file', wrong], { input: 'new value' });
       assert.is(r.code, 77, `${args.join(' ')}: ${r.stderr}`);
       assert.is(r.stderr, `stash: wrong password for the vault at ${t.vault}\n`);
@@ -57,13 +65,26 @@ test('a wrong password on a terminal: three tries, then exit 77', async () => {
   try {
     const before = snapshot(t.vault);
     const ask = 'Password for the vault at .*: ';
-    const r = t.pty(['get', 'work', 'A'], [[ask, 'nope1'], [ask, 'nope2'], [ask, 'nope3']]);
+    const r = t.pty(
+      ['get', 'work', 'A'],
+      [
+        [ask, 'nope1'],
+        [ask, 'nope2'],
+        [ask, 'nope3'],
+      ],
+    );
     assert.is(r.status, 77, r.output);
     assert.is(r.answered, 3);
     assert.is(r.output.match(/Wrong password; try again\./g)?.length, 2);
     assert.ok(r.output.includes(`stash: wrong password for the vault at ${t.vault}`));
     assertUnchanged(before, t, 'after three wrong tries');
-    const ok = t.pty(['get', 'work', 'A'], [[ask, 'nope'], [ask, t.password]]);
+    const ok = t.pty(
+      ['get', 'work', 'A'],
+      [
+        [ask, 'nope'],
+        [ask, t.password],
+      ],
+    );
     assert.is(ok.status, 0, ok.output);
     assert.ok(ok.output.endsWith('alpha\r\n'), 'the second try succeeds');
   } finally {

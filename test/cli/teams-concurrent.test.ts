@@ -12,7 +12,14 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  addContact, createContainer, identityPublic, initVault, unlockVault, unwrapContentKey, wipe, writeEntry,
+  addContact,
+  createContainer,
+  identityPublic,
+  initVault,
+  unlockVault,
+  unwrapContentKey,
+  wipe,
+  writeEntry,
 } from '../../src/vault/index.js';
 import { exportShared, linkShared, shareContainer } from '../../src/vault/sharing/index.js';
 import { agentPids, sleep } from '../helpers/agent.js';
@@ -43,8 +50,12 @@ function runAs(t: CliEnv, argv: string[], args: string[], input: string): Promis
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     child.on('error', reject);
     child.on('close', (code, signal) => {
@@ -62,10 +73,24 @@ async function member(uid: number | null = null, copy: ReadableCopy | null = nul
   await initVault(t.vault, Buffer.from(t.password), { kdf: 'test' });
   const key = await unlockVault(t.vault, Buffer.from(t.password));
   const p = identityPublic(t.vault, key);
-  const argv = uid === null || copy === null
-    ? [process.execPath, join(process.cwd(), 'bin', 'stash.js')]
-    : ['setpriv', `--reuid=${uid}`, `--regid=${uid}`, `--groups=${GROUP}`, copy.node, join(copy.root, 'bin', 'stash.js')];
-  return { t, key, pub: { x25519: p.x25519, ed25519: p.ed25519 }, uid, run: (args, input = '') => runAs(t, argv, args, input) };
+  const argv =
+    uid === null || copy === null
+      ? [process.execPath, join(process.cwd(), 'bin', 'stash.js')]
+      : [
+          'setpriv',
+          `--reuid=${uid}`,
+          `--regid=${uid}`,
+          `--groups=${GROUP}`,
+          copy.node,
+          join(copy.root, 'bin', 'stash.js'),
+        ];
+  return {
+    t,
+    key,
+    pub: { x25519: p.x25519, ed25519: p.ed25519 },
+    uid,
+    run: (args, input = '') => runAs(t, argv, args, input),
+  };
 }
 
 /** Gives a member's home (vault, password file) to its Unix user. */
@@ -97,13 +122,19 @@ async function dispose(m: Member): Promise<void> {
  */
 function team(alice: Member, writers: Member[], carol: Member, folder: string): string {
   const others = [...writers, carol];
-  for (const [i, m] of others.entries()) addContact(alice.t.vault, alice.key, { name: `m${i}`, email: `m${i}@example.test`, ...m.pub });
+  for (const [i, m] of others.entries())
+    addContact(alice.t.vault, alice.key, { name: `m${i}`, email: `m${i}@example.test`, ...m.pub });
   for (const m of others) addContact(m.t.vault, m.key, { name: 'alice', email: 'alice@example.test', ...alice.pub });
   createContainer(alice.t.vault, alice.key, 'team');
   const ck = unwrapContentKey(alice.t.vault, alice.key, 'team');
   writeEntry(alice.t.vault, 'team', ck, 'START', Buffer.from('s'));
   wipe(ck);
-  shareContainer(alice.t.vault, alice.key, 'team', others.map((m) => m.pub));
+  shareContainer(
+    alice.t.vault,
+    alice.key,
+    'team',
+    others.map((m) => m.pub),
+  );
   const file = join(folder, 'team.stash');
   exportShared(alice.t.vault, 'team', file);
   for (const m of [alice, ...others]) linkShared(m.t.vault, m.key, file, 'team');
@@ -128,7 +159,14 @@ async function writes(m: Member, prefix: string): Promise<Array<{ entry: string;
 
 /** Every entry of `team` as Carol reads it (one `stash env` child). */
 async function carolReads(carol: Member): Promise<Record<string, string>> {
-  const r = await carol.run(['env', 'team', '--', process.execPath, '-e', 'process.stdout.write(JSON.stringify(process.env))']);
+  const r = await carol.run([
+    'env',
+    'team',
+    '--',
+    process.execPath,
+    '-e',
+    'process.stdout.write(JSON.stringify(process.env))',
+  ]);
   assert.is(r.code, 0, r.stderr);
   return JSON.parse(r.stdout) as Record<string, string>;
 }
@@ -150,7 +188,10 @@ async function race(writers: [Member, Member], carol: Member): Promise<void> {
     }
   }
   console.log(`  ${acknowledged} of ${2 * WRITES} writes exited 0, every one of them in the file`);
-  for (const [m, entry] of [[writers[0], 'AFTER_A'], [writers[1], 'AFTER_B']] as const) {
+  for (const [m, entry] of [
+    [writers[0], 'AFTER_A'],
+    [writers[1], 'AFTER_B'],
+  ] as const) {
     const r = await m.run(['set', 'team', entry], 'after');
     assert.is(r.code, 0, `${entry}: the writer is not left refused: ${r.stderr}`);
   }
@@ -171,7 +212,7 @@ test('two vaults of one user write 40 entries each at once: every acknowledged w
   }
 });
 
-test('two Unix users in a group-writable folder write 40 entries each at once: each reads the other\'s writes, none is lost', async () => {
+test("two Unix users in a group-writable folder write 40 entries each at once: each reads the other's writes, none is lost", async () => {
   if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv')) return;
   const dir = tempDir('teams-two-users');
   chmodSync(dir.path, 0o755);
@@ -189,7 +230,7 @@ test('two Unix users in a group-writable folder write 40 entries each at once: e
     handOver(w2);
     await race([w1, w2], carol);
     const st = statSync(file);
-    assert.is(st.mode & 0o777, 0o664 & ~process.umask(), 'the file kept its mode through both users\' writes');
+    assert.is(st.mode & 0o777, 0o664 & ~process.umask(), "the file kept its mode through both users' writes");
     assert.is(st.gid, GROUP, 'and its group');
   } finally {
     for (const m of people) await dispose(m);

@@ -19,8 +19,13 @@ const dir = join(home, 'cache', 'stash');
 const file = join(dir, 'topology-prod.json');
 
 const topo = (version: number, promoted: number[] = []): TopologyResponse => ({
-  clusterId: 'prod', topologyVersion: version, serverId: 0,
-  servers: [{ id: 0, url: 'https://a.example.org', status: 'active' }, { id: 1, url: 'https://b.example.org', status: 'standby' }],
+  clusterId: 'prod',
+  topologyVersion: version,
+  serverId: 0,
+  servers: [
+    { id: 0, url: 'https://a.example.org', status: 'active' },
+    { id: 1, url: 'https://b.example.org', status: 'standby' },
+  ],
   routes: [{ owner: 0, primary: 0, failovers: [1] }],
   promotedOwners: promoted,
 });
@@ -31,7 +36,10 @@ test('the folder: XDG_CACHE_HOME/stash, ~/.cache/stash, and the macOS and Window
   assert.is(cacheDir({ HOME: '/h', XDG_CACHE_HOME: '/x' }, 'linux'), '/x/stash');
   assert.is(cacheDir({ HOME: '/h', XDG_CACHE_HOME: 'relative' }, 'linux'), '/h/.cache/stash');
   assert.is(cacheDir({ HOME: '/h' }, 'darwin'), '/h/Library/Caches/stash');
-  assert.is(cacheDir({ HOME: '/h', LOCALAPPDATA: 'C:\\Users\\a\\AppData\\Local' }, 'win32'), join('C:\\Users\\a\\AppData\\Local', 'stash', 'cache'));
+  assert.is(
+    cacheDir({ HOME: '/h', LOCALAPPDATA: 'C:\\Users\\a\\AppData\\Local' }, 'win32'),
+    join('C:\\Users\\a\\AppData\\Local', 'stash', 'cache'),
+  );
 });
 
 test('saved per cluster, owner-only, public fields only; found by the configured URL or a listed server', () => {
@@ -39,7 +47,15 @@ test('saved per cluster, owner-only, public fields only; found by the configured
   assert.is(statSync(dir).mode & 0o777, 0o700);
   assert.is(statSync(file).mode & 0o777, 0o600);
   const doc = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-  assert.equal(Object.keys(doc).sort(), ['askedAt', 'clusterId', 'format', 'learnedFrom', 'savedAt', 'topology', 'topologyVersion']);
+  assert.equal(Object.keys(doc).sort(), [
+    'askedAt',
+    'clusterId',
+    'format',
+    'learnedFrom',
+    'savedAt',
+    'topology',
+    'topologyVersion',
+  ]);
   assert.equal(doc.askedAt, ['https://keys.example.org']);
   assert.is(doc.learnedFrom, 'https://a.example.org');
   assert.is(cachedTopologyFor(['https://keys.example.org/'], env)?.topology.topologyVersion, 1);
@@ -49,7 +65,11 @@ test('saved per cluster, owner-only, public fields only; found by the configured
 
 test('a newer topology_version replaces an older one, never the reverse', () => {
   saveTopology(topo(3, [0]), 'https://b.example.org', ['https://b.example.org'], env);
-  assert.equal(cachedTopologyFor(['https://keys.example.org'], env)?.topology.promotedOwners, [0], 'still found by the first URL');
+  assert.equal(
+    cachedTopologyFor(['https://keys.example.org'], env)?.topology.promotedOwners,
+    [0],
+    'still found by the first URL',
+  );
   saveTopology(topo(2), 'https://a.example.org', ['https://a.example.org'], env);
   const kept = cachedTopologyFor(['https://a.example.org'], env)!;
   assert.is(kept.topology.topologyVersion, 3, 'an older answer does not roll the cache back');
@@ -82,19 +102,38 @@ test('a cluster id that is no file name is hashed; an unwritable folder is silen
 
 test('server URLs written as the /v1/share endpoint are kept as the base and found by either spelling', () => {
   const spelled: TopologyResponse = {
-    ...topo(1), clusterId: 'spelled',
-    servers: [{ id: 0, url: 'https://s0.example.org/v1/share', status: 'active' }, { id: 1, url: 'https://s1.example.org/v1/share/', status: 'standby' }],
+    ...topo(1),
+    clusterId: 'spelled',
+    servers: [
+      { id: 0, url: 'https://s0.example.org/v1/share', status: 'active' },
+      { id: 1, url: 'https://s1.example.org/v1/share/', status: 'standby' },
+    ],
   };
   saveTopology(spelled, 'https://s0.example.org/v1/share', ['https://s0.example.org/v1/share'], env);
-  const doc = JSON.parse(readFileSync(join(dir, 'topology-spelled.json'), 'utf8')) as { learnedFrom: string; askedAt: string[]; topology: TopologyResponse };
+  const doc = JSON.parse(readFileSync(join(dir, 'topology-spelled.json'), 'utf8')) as {
+    learnedFrom: string;
+    askedAt: string[];
+    topology: TopologyResponse;
+  };
   assert.is(doc.learnedFrom, 'https://s0.example.org');
   assert.equal(doc.askedAt, ['https://s0.example.org']);
-  assert.equal(doc.topology.servers.map((s) => s.url), ['https://s0.example.org', 'https://s1.example.org']);
-  for (const configured of ['https://s0.example.org', 'https://s0.example.org/v1/share', 'https://s1.example.org/', 'https://s1.example.org/v1/share']) {
+  assert.equal(
+    doc.topology.servers.map((s) => s.url),
+    ['https://s0.example.org', 'https://s1.example.org'],
+  );
+  for (const configured of [
+    'https://s0.example.org',
+    'https://s0.example.org/v1/share',
+    'https://s1.example.org/',
+    'https://s1.example.org/v1/share',
+  ]) {
     assert.is(cachedTopologyFor([configured], env)?.topology.clusterId, 'spelled', configured);
   }
   // A file an earlier version wrote, with the URLs as the server advertised them, is found the same way.
-  writeFileSync(join(dir, 'topology-spelled.json'), JSON.stringify({ ...doc, askedAt: ['https://s0.example.org/v1/share'], topology: spelled }));
+  writeFileSync(
+    join(dir, 'topology-spelled.json'),
+    JSON.stringify({ ...doc, askedAt: ['https://s0.example.org/v1/share'], topology: spelled }),
+  );
   for (const configured of ['https://s0.example.org', 'https://s1.example.org/v1/share']) {
     assert.is(cachedTopologyFor([configured], env)?.topology.clusterId, 'spelled', configured);
   }

@@ -28,8 +28,16 @@ const VECTORS: Array<[number, string, string, string]> = [
 
 test('RFC 6238 test vectors, all three hashes', () => {
   for (const [time, sha1, sha256, sha512] of VECTORS) {
-    for (const [algorithm, want] of [['SHA1', sha1], ['SHA256', sha256], ['SHA512', sha512]] as const) {
-      assert.is(totpAt({ secret: SEEDS[algorithm], algorithm, digits: 8, period: 30 }, time), want, `${algorithm} at ${time}`);
+    for (const [algorithm, want] of [
+      ['SHA1', sha1],
+      ['SHA256', sha256],
+      ['SHA512', sha512],
+    ] as const) {
+      assert.is(
+        totpAt({ secret: SEEDS[algorithm], algorithm, digits: 8, period: 30 }, time),
+        want,
+        `${algorithm} at ${time}`,
+      );
     }
   }
   // 6 digits are the low 6 of the same number.
@@ -41,8 +49,13 @@ test('RFC 6238 test vectors, all three hashes', () => {
 test('otpauth URIs and base32 secrets: parsed, normalised, and refused with the reason', () => {
   const b32 = 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ'; // "12345678901234567890"
   assert.equal(decodeBase32('gezd gnbv-gy3t qojq gezd gnbv gy3t qojq===='), SEEDS.SHA1);
-  const p = parseTotp(`otpauth://totp/ACME%20Co:alice@example.org?secret=${b32}&issuer=ACME%20Co&algorithm=SHA256&digits=8&period=60`);
-  assert.equal([p.algorithm, p.digits, p.period, p.label, p.issuer], ['SHA256', 8, 60, 'ACME Co:alice@example.org', 'ACME Co']);
+  const p = parseTotp(
+    `otpauth://totp/ACME%20Co:alice@example.org?secret=${b32}&issuer=ACME%20Co&algorithm=SHA256&digits=8&period=60`,
+  );
+  assert.equal(
+    [p.algorithm, p.digits, p.period, p.label, p.issuer],
+    ['SHA256', 8, 60, 'ACME Co:alice@example.org', 'ACME Co'],
+  );
   assert.equal(p.secret, SEEDS.SHA1);
   const stored = formatTotp(p);
   assert.ok(isTotpValue(Buffer.from(stored)));
@@ -69,7 +82,9 @@ test('set --totp stores a seed, ls marks it, otp prints the current code; a plai
     const set = await t.run(['set', 'work', 'GITHUB_TOTP', '--totp', uri, '--password-file', t.pwFile]);
     assert.is(set.code, 0, set.stderr);
     assert.match(set.stderr, /visible to other local users/, 'a secret on the command line is warned about');
-    const piped = await t.run(['set', 'work', 'AWS_TOTP', '--totp', '-'], { input: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ\n' });
+    const piped = await t.run(['set', 'work', 'AWS_TOTP', '--totp', '-'], {
+      input: 'GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ\n',
+    });
     assert.is(piped.code, 0, piped.stderr);
     assert.not.match(piped.stderr, /visible/);
     await t.run(['set', 'work', 'PLAIN'], { input: 'x\n' });
@@ -78,15 +93,29 @@ test('set --totp stores a seed, ls marks it, otp prints the current code; a plai
     assert.match(ls.stdout, /\nGITHUB_TOTP +\d+ +.* UTC +totp\n/);
     assert.match(ls.stdout, /\nPLAIN +1 +.* UTC +-\n/);
     const json = JSON.parse((await t.run(['ls', 'work', '--json'])).stdout) as Array<{ name: string; totp: boolean }>;
-    assert.equal(json.map((e) => [e.name, e.totp]), [['AWS_TOTP', true], ['GITHUB_TOTP', true], ['PLAIN', false]].sort());
+    assert.equal(
+      json.map((e) => [e.name, e.totp]),
+      [
+        ['AWS_TOTP', true],
+        ['GITHUB_TOTP', true],
+        ['PLAIN', false],
+      ].sort(),
+    );
     for (const name of ['GITHUB_TOTP', 'AWS_TOTP']) {
       const before = totpAt({ secret: SEEDS.SHA1, algorithm: 'SHA1', digits: 6, period: 30 }, Date.now() / 1000);
       const otp = await t.run(['otp', 'work', name]);
       const after = totpAt({ secret: SEEDS.SHA1, algorithm: 'SHA1', digits: 6, period: 30 }, Date.now() / 1000);
       assert.is(otp.code, 0, otp.stderr);
-      assert.ok(otp.stdout === before || otp.stdout === after, `${name}: ${otp.stdout} is the code of now (${before}/${after})`);
+      assert.ok(
+        otp.stdout === before || otp.stdout === after,
+        `${name}: ${otp.stdout} is the code of now (${before}/${after})`,
+      );
     }
-    const j = JSON.parse((await t.run(['otp', 'work', 'GITHUB_TOTP', '--json'])).stdout) as { code: string; expiresInSeconds: number; period: number };
+    const j = JSON.parse((await t.run(['otp', 'work', 'GITHUB_TOTP', '--json'])).stdout) as {
+      code: string;
+      expiresInSeconds: number;
+      period: number;
+    };
     assert.match(j.code, /^\d{6}$/);
     assert.ok(j.expiresInSeconds >= 1 && j.expiresInSeconds <= 30);
     const plain = await t.run(['otp', 'work', 'PLAIN']);

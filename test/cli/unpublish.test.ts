@@ -37,7 +37,9 @@ async function published(t: CliEnv, email: string): Promise<string> {
 const live = (code: string) => server.store.lookup(parseShareCode(code).canonical).state;
 const recorded = (t: CliEnv): string[] => {
   try {
-    return (JSON.parse(readFileSync(join(t.vault, 'published.json'), 'utf8')) as { shares: Array<{ code: string }> }).shares.map((s) => s.code);
+    return (
+      JSON.parse(readFileSync(join(t.vault, 'published.json'), 'utf8')) as { shares: Array<{ code: string }> }
+    ).shares.map((s) => s.code);
   } catch {
     return [];
   }
@@ -63,9 +65,21 @@ test('unpublish CODE: signed with the vault identity; the receiver then hears it
   assert.is(live(code), 'expired');
   assert.equal(recorded(alice), []);
 
-  const receive = await as(bob, ['vault', 'contact', 'receive', code, '--server', server.url, '--fingerprint', '0000-0000-0000-0000-0000-0000']);
+  const receive = await as(bob, [
+    'vault',
+    'contact',
+    'receive',
+    code,
+    '--server',
+    server.url,
+    '--fingerprint',
+    '0000-0000-0000-0000-0000-0000',
+  ]);
   assert.is(receive.code, 66);
-  assert.match(receive.stderr, /^stash: this share has expired or was unpublished; ask the publisher to publish again\n$/);
+  assert.match(
+    receive.stderr,
+    /^stash: this share has expired or was unpublished; ask the publisher to publish again\n$/,
+  );
 
   const again = await as(alice, ['vault', 'identity', 'unpublish', code, '--server', server.url]);
   assert.is(again.code, 66, again.stderr);
@@ -81,7 +95,11 @@ test("another vault's key is refused (77) and the share stays; --json; --all del
   assert.is(live(first), 'live');
 
   const all = await ok(alice, ['vault', 'identity', 'unpublish', '--all', '--json']);
-  const out = JSON.parse(all.stdout) as { unpublished: Array<{ code: string; server: string; deletedAt: string }>; gone: unknown[]; failed: unknown[] };
+  const out = JSON.parse(all.stdout) as {
+    unpublished: Array<{ code: string; server: string; deletedAt: string }>;
+    gone: unknown[];
+    failed: unknown[];
+  };
   assert.equal(out.unpublished.map((u) => u.code).sort(), [first, second].sort());
   assert.ok(out.unpublished.every((u) => u.server === server.url && !Number.isNaN(Date.parse(u.deletedAt))));
   assert.equal([out.gone, out.failed], [[], []]);

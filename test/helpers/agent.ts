@@ -43,7 +43,13 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
   delete env.STASH_AGENT_CONFIG;
   delete env.STASH_CONFIG;
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
-  return { dir, home, logPath, env, cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }) };
+  return {
+    dir,
+    home,
+    logPath,
+    env,
+    cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }),
+  };
 }
 
 /** True when a connection to the Unix socket `path` is accepted. */
@@ -66,7 +72,9 @@ function accepts(path: string): Promise<boolean> {
 export async function startAgent(t: TestAgentEnv, timeoutMs = 5000): Promise<ChildProcess> {
   const proc = spawn(process.execPath, [stashBin, '__agent'], { env: t.env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  proc.stderr!.on('data', (d) => { stderr += d; });
+  proc.stderr!.on('data', (d) => {
+    stderr += d;
+  });
   const sock = join(t.dir, 'agent.sock');
   const deadline = Date.now() + timeoutMs;
   while (!existsSync(sock) || !(await accepts(sock))) {
@@ -90,7 +98,11 @@ export async function exited(proc: ChildProcess, timeoutMs = 5000): Promise<numb
 }
 
 /** Polls until `cond` is true or the time runs out. */
-export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs = 5000, what = 'condition'): Promise<void> {
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -118,4 +130,3 @@ export function agentPids(dir: string): number[] {
   }
   return out;
 }
-

@@ -9,7 +9,20 @@
  * every production dependency (Koa, sodium-native, ...), and, when the
  * running Node cannot be reached by others, a copy of the Node binary.
  */
-import { accessSync, chmodSync, constants, copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
@@ -32,7 +45,9 @@ function othersCanRun(path: string): boolean {
 
 /** Every package folder the package needs at run time (package-lock.json entries not marked dev). */
 function productionModules(checkout: string): string[] {
-  const lock = JSON.parse(readFileSync(join(checkout, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> };
+  const lock = JSON.parse(readFileSync(join(checkout, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
   return Object.entries(lock.packages)
     .filter(([path, entry]) => path.startsWith('node_modules/') && !entry.dev && existsSync(join(checkout, path)))
     .map(([path]) => path);
@@ -62,7 +77,10 @@ export function readableCopy(fixtures: string[] = [], opts: { dependencies?: boo
   accessSync(join(checkout, 'dist'), constants.R_OK); // compiled by `npm test` before any suite runs
   cpSync(join(checkout, 'dist'), join(root, 'dist'), { recursive: true });
   mkdirSync(join(root, 'build', 'Release'), { recursive: true });
-  copyFileSync(join(checkout, 'build', 'Release', 'stash_native.node'), join(root, 'build', 'Release', 'stash_native.node'));
+  copyFileSync(
+    join(checkout, 'build', 'Release', 'stash_native.node'),
+    join(root, 'build', 'Release', 'stash_native.node'),
+  );
   const modules = opts.dependencies ? productionModules(checkout) : ['node_modules/node-gyp-build'];
   for (const m of modules) cpSync(join(checkout, m), join(root, m), { recursive: true });
   if (fixtures.length > 0) mkdirSync(join(root, 'fixtures'));

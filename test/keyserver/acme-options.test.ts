@@ -21,12 +21,20 @@ const config = (argv: string[], files: Record<string, string> = {}) => {
 };
 
 test('--acme-domain, --acme-email, --acme-directory: parsed from flags and config files', () => {
-  const c = config(['--acme-domain', 'Keys.Example.org', '--acme-domain', 'keys2.example.org.', '--acme-email', 'ops@example.org']);
+  const c = config([
+    '--acme-domain',
+    'Keys.Example.org',
+    '--acme-domain',
+    'keys2.example.org.',
+    '--acme-email',
+    'ops@example.org',
+  ]);
   assert.equal(c.acmeDomains, ['keys.example.org', 'keys2.example.org']);
   assert.is(c.acmeEmail, 'ops@example.org');
-  assert.is(c.acmeDirectory, undefined, 'Let\'s Encrypt unless given');
+  assert.is(c.acmeDirectory, undefined, "Let's Encrypt unless given");
   const f = config(['--config', '/k.toml'], {
-    '/k.toml': 'acme_domain = ["keys.example.org", "alt.example.org"]\nacme_directory = "https://acme-staging-v02.api.letsencrypt.org/directory"\n',
+    '/k.toml':
+      'acme_domain = ["keys.example.org", "alt.example.org"]\nacme_directory = "https://acme-staging-v02.api.letsencrypt.org/directory"\n',
   });
   assert.equal(f.acmeDomains, ['keys.example.org', 'alt.example.org']);
   assert.is(f.acmeDirectory, 'https://acme-staging-v02.api.letsencrypt.org/directory');
@@ -34,26 +42,59 @@ test('--acme-domain, --acme-email, --acme-directory: parsed from flags and confi
 });
 
 test('bad ACME values and combinations are usage errors naming the option', () => {
-  const fails = (argv: string[], re: RegExp) => assert.throws(() => config(argv), (e: Error) => re.test(e.message) && (e as { code?: string }).code === 'USAGE');
-  fails(['--acme-domain', '*.example.org'], /--acme-domain "\*\.example\.org": a wildcard name cannot be validated over TLS-ALPN-01/);
+  const fails = (argv: string[], re: RegExp) =>
+    assert.throws(
+      () => config(argv),
+      (e: Error) => re.test(e.message) && (e as { code?: string }).code === 'USAGE',
+    );
+  fails(
+    ['--acme-domain', '*.example.org'],
+    /--acme-domain "\*\.example\.org": a wildcard name cannot be validated over TLS-ALPN-01/,
+  );
   fails(['--acme-domain', '192.0.2.1'], /--acme-domain "192\.0\.2\.1": give a DNS name, not an IP address/);
   fails(['--acme-domain', 'localhost'], /--acme-domain must be a DNS name such as keys\.example\.org/);
   fails(['--acme-domain', 'bad_name.example.org'], /--acme-domain must be a DNS name/);
-  fails(['--acme-domain', 'keys.example.org', '--acme-email', 'not-an-address'], /--acme-email must be an email address/);
-  fails(['--acme-domain', 'keys.example.org', '--acme-directory', 'http://acme.example.org/dir'], /--acme-directory must be an https:\/\/ URL/);
+  fails(
+    ['--acme-domain', 'keys.example.org', '--acme-email', 'not-an-address'],
+    /--acme-email must be an email address/,
+  );
+  fails(
+    ['--acme-domain', 'keys.example.org', '--acme-directory', 'http://acme.example.org/dir'],
+    /--acme-directory must be an https:\/\/ URL/,
+  );
   fails(['--acme-email', 'ops@example.org'], /--acme-email needs --acme-domain NAME/);
   fails(['--acme-directory', 'https://acme.example.org/dir'], /--acme-directory needs --acme-domain NAME/);
-  fails(['--acme-domain', 'keys.example.org', '--tls-cert', '/c.pem', '--tls-key', '/k.pem'], /give --acme-domain .* or --tls-cert\/--tls-key .*, not both/);
+  fails(
+    ['--acme-domain', 'keys.example.org', '--tls-cert', '/c.pem', '--tls-key', '/k.pem'],
+    /give --acme-domain .* or --tls-cert\/--tls-key .*, not both/,
+  );
 });
 
 test('a reload reports changed ACME options and keeps the running ones until a restart', async () => {
   const s = await startTestServer();
   try {
-    const next = { ...defaultConfig(), ...s.config, publicUrl: undefined, acmeDomains: ['keys.example.org'], acmeEmail: 'ops@example.org' };
-    const r = await applyReload({ config: s.config, limiters: { requests: { configure() {} }, emails: { configure() {} }, emailIps: { configure() {} } } as never, server: s.server, logger: s.logger }, next);
+    const next = {
+      ...defaultConfig(),
+      ...s.config,
+      publicUrl: undefined,
+      acmeDomains: ['keys.example.org'],
+      acmeEmail: 'ops@example.org',
+    };
+    const r = await applyReload(
+      {
+        config: s.config,
+        limiters: { requests: { configure() {} }, emails: { configure() {} }, emailIps: { configure() {} } } as never,
+        server: s.server,
+        logger: s.logger,
+      },
+      next,
+    );
     assert.equal(r.needRestart.sort(), ['acme_domain', 'acme_email']);
     assert.equal(s.config.acmeDomains, []);
-    assert.match(s.logger.text(), /reload: acme_domain changed \(\[\] -> \["keys\.example\.org"\]\); it takes effect only at a restart/);
+    assert.match(
+      s.logger.text(),
+      /reload: acme_domain changed \(\[\] -> \["keys\.example\.org"\]\); it takes effect only at a restart/,
+    );
   } finally {
     await s.stop();
   }

@@ -54,7 +54,11 @@ test('publish, the GET page does not verify, the POST does (once), then fetch co
     }
     await rejects(fetchShare(s.url, pub.code), 'SHARE_PENDING');
 
-    const confirm = await http(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '' });
+    const confirm = await http(link, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: '',
+    });
     assert.is(confirm.status, 200);
     assert.match(confirm.text, /Address confirmed/);
     // The vault's own fingerprint of the key (the one `stash vault identity show` prints).
@@ -72,7 +76,12 @@ test('publish, the GET page does not verify, the POST does (once), then fetch co
     assert.not.match(reopened.text, /<button/, 'nothing left to press');
     assert.is((await http(`${s.url}/verify/${'A'.repeat(43)}`)).status, 404, 'an unknown token is still unknown');
     // Every page on /verify, error pages included, forbids framing (clickjacking of the confirm button).
-    for (const [path, method, status] of [[link, 'GET', 200], [`${s.url}/verify/${'A'.repeat(43)}`, 'GET', 404], [link, 'PUT', 405], [`${s.url}/verify/a/b`, 'GET', 404]] as const) {
+    for (const [path, method, status] of [
+      [link, 'GET', 200],
+      [`${s.url}/verify/${'A'.repeat(43)}`, 'GET', 404],
+      [link, 'PUT', 405],
+      [`${s.url}/verify/a/b`, 'GET', 404],
+    ] as const) {
       const page = await http(path, { method });
       assert.is(page.status, status, `${method} ${path}`);
       assert.is(page.headers['x-frame-options'], 'DENY', `${method} ${path}: X-Frame-Options`);
@@ -142,11 +151,19 @@ test('a browser gets HTML pages for / and unknown paths; API clients keep their 
     assert.is(wrongMethod.status, 405);
     assert.match(String(wrongMethod.headers['content-type']), /^text\/html/);
     // The API's own clients: binary for the stash client and curl's */*, JSON when asked.
-    for (const [accept, type] of [[BINARY, BINARY], ['*/*', BINARY], [undefined, BINARY], ['application/json', 'application/json']] as const) {
+    for (const [accept, type] of [
+      [BINARY, BINARY],
+      ['*/*', BINARY],
+      [undefined, BINARY],
+      ['application/json', 'application/json'],
+    ] as const) {
       for (const path of ['/', '/nope']) {
         const r = await http(`${s.url}${path}`, accept ? { headers: { Accept: accept } } : {});
         assert.is(r.status, 404, `${path} ${accept}`);
-        assert.ok(String(r.headers['content-type']).startsWith(type), `${path} ${accept}: ${String(r.headers['content-type'])}`);
+        assert.ok(
+          String(r.headers['content-type']).startsWith(type),
+          `${path} ${accept}: ${String(r.headers['content-type'])}`,
+        );
       }
     }
   } finally {
@@ -157,7 +174,11 @@ test('a browser gets HTML pages for / and unknown paths; API clients keep their 
 test('JSON for curl: create, fetch, errors, status and topology', async () => {
   const s = await startTestServer();
   try {
-    const created = await postJson(s.url, { op: 'create', public_key: key.toString('base64'), email: 'bob@example.org' });
+    const created = await postJson(s.url, {
+      op: 'create',
+      public_key: key.toString('base64'),
+      email: 'bob@example.org',
+    });
     assert.is(created.status, 201);
     assert.match(String(created.headers['content-type']), /^application\/json/);
     const c = created.json();
@@ -171,7 +192,15 @@ test('JSON for curl: create, fetch, errors, status and topology', async () => {
     const fetched = await postJson(s.url, { op: 'fetch', code: c.code });
     assert.is(fetched.status, 200);
     const f = fetched.json();
-    assert.equal(Object.keys(f).sort(), ['code', 'email', 'expires_at', 'fetch_count', 'public_key', 'type', 'verified_at']);
+    assert.equal(Object.keys(f).sort(), [
+      'code',
+      'email',
+      'expires_at',
+      'fetch_count',
+      'public_key',
+      'type',
+      'verified_at',
+    ]);
     assert.is(f.public_key, key.toString('base64'));
     assert.is(f.fetch_count, 1);
     await new Promise((r) => setTimeout(r, 50)); // the coalesced fetch-count record lands
@@ -191,12 +220,25 @@ test('JSON for curl: create, fetch, errors, status and topology', async () => {
     assert.is(sj.store_skipped_ranges, 0);
     assert.equal(sj.store_skipped, [], 'JSON lists what the start-up check skipped');
     assert.is(sj.store_damaged_copy, null);
-    const { replication_peers: peers, store_skipped: _skipped, store_damaged_copy: _copy, config_reload_error: _reload, ...fields } = sj;
+    const {
+      replication_peers: peers,
+      store_skipped: _skipped,
+      store_damaged_copy: _copy,
+      config_reload_error: _reload,
+      ...fields
+    } = sj;
     assert.equal(peers, [], 'JSON adds per-peer lag; no peers configured');
     assert.equal(await status(s.url), { ...fields, uptime_seconds: decoded.uptime_seconds });
 
     const top = await http(`${s.url}/v1/topology`, { headers: { Accept: 'application/json' } });
-    assert.equal(top.json(), { cluster_id: 'default', topology_version: 1, server_id: 0, servers: [{ id: 0, url: s.url, status: 'active' }], routes: [], promoted_owners: [] });
+    assert.equal(top.json(), {
+      cluster_id: 'default',
+      topology_version: 1,
+      server_id: 0,
+      servers: [{ id: 0, url: s.url, status: 'active' }],
+      routes: [],
+      promoted_owners: [],
+    });
     assert.equal(decodeTopology((await http(`${s.url}/v1/topology`)).body, (m) => new Error(m)).servers[0]!.url, s.url);
   } finally {
     await s.stop();
@@ -224,7 +266,10 @@ test('topology, routes and the locator follow the configuration', async () => {
     assert.is(t.clusterId, 'eu');
     assert.is(t.topologyVersion, 4);
     assert.is(t.serverId, 3);
-    assert.equal(t.servers.map((x) => `${x.id}:${x.status}`), ['3:active', '7:standby', '5:disabled']);
+    assert.equal(
+      t.servers.map((x) => `${x.id}:${x.status}`),
+      ['3:active', '7:standby', '5:disabled'],
+    );
     assert.equal(t.routes, [{ owner: 3, primary: 3, failovers: [7] }]);
     assert.equal(t.promotedOwners, [7]);
     const pub = await publish(s.url, key, 'carol@example.org');
@@ -285,8 +330,15 @@ test('mail command: failure and timeout are reported to the publisher and logged
     assert.is(failed.verification, 'failed');
     assert.match(failed.message, /could not be sent \(exit status 3\)/);
     const log = s.logger.text();
-    assert.match(log, /mail: verification command for f\*\*\*@example\.org failed: exit status 3; output: mail relay refused for f\*\*\*@example\.org \(also f\*\*\*@example\.org\): http:\/\/127\.0\.0\.1:\d+\/verify\/\[token\]/);
-    assert.not.match(log.toLowerCase(), /frank@example\.org/, 'the full address is never logged, even when the mail program prints it');
+    assert.match(
+      log,
+      /mail: verification command for f\*\*\*@example\.org failed: exit status 3; output: mail relay refused for f\*\*\*@example\.org \(also f\*\*\*@example\.org\): http:\/\/127\.0\.0\.1:\d+\/verify\/\[token\]/,
+    );
+    assert.not.match(
+      log.toLowerCase(),
+      /frank@example\.org/,
+      'the full address is never logged, even when the mail program prints it',
+    );
     s.sink.failNext(false);
     s.sink.hang(5);
     const started = Date.now();
@@ -309,7 +361,14 @@ test('mail command: failure and timeout are reported to the publisher and logged
 test('addresses that could be mistaken for options never reach the mail command', async () => {
   const s = await startTestServer();
   try {
-    for (const email of ['-oProxyCommand=x@example.org', 'a b@example.org', 'a@example.org\n-x', 'a@-example.org', '"a"@example.org', 'a@example']) {
+    for (const email of [
+      '-oProxyCommand=x@example.org',
+      'a b@example.org',
+      'a@example.org\n-x',
+      'a@-example.org',
+      '"a"@example.org',
+      'a@example',
+    ]) {
       const res = await postJson(s.url, { op: 'create', public_key: key.toString('base64'), email });
       assert.is(res.status, 400, email);
       assert.is(res.json().error.code, 'INVALID_EMAIL', email);
@@ -328,13 +387,23 @@ test('developer mode without a mail command prints the link; without either, the
   const printed: string[] = [];
   const out = { write: (s: string) => printed.push(s) } as unknown as NodeJS.WritableStream;
   try {
-    const dev = await startServer({ config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: dir.path, developer: true }, logger: new MemoryLogger(), console: out });
+    const dev = await startServer({
+      config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: dir.path, developer: true },
+      logger: new MemoryLogger(),
+      console: out,
+    });
     const pub = await publish(dev.url, key, 'ivan@example.org');
     assert.is(pub.verification, 'printed');
-    assert.match(printed.join(''), new RegExp(`verification link for i\\*\\*\\*@example\\.org: ${dev.url}/verify/[A-Za-z0-9_-]{43}\\n`));
+    assert.match(
+      printed.join(''),
+      new RegExp(`verification link for i\\*\\*\\*@example\\.org: ${dev.url}/verify/[A-Za-z0-9_-]{43}\\n`),
+    );
     await dev.close();
     const logger = new MemoryLogger();
-    const plain = await startServer({ config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: dir.path }, logger });
+    const plain = await startServer({
+      config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: dir.path },
+      logger,
+    });
     const none = await publish(plain.url, key, 'judy@example.org');
     assert.is(none.verification, 'failed');
     assert.match(none.message, /no verification email command configured/);

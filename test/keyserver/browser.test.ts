@@ -30,8 +30,14 @@ test('open the verification link in headless Chromium, click the button, then fe
       headless: true,
       timeout: 60_000,
       args: [
-        '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync',
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
       ],
     });
     const pub = await publish(s.url, key, 'browser.user@example.org');
@@ -41,7 +47,7 @@ test('open the verification link in headless Chromium, click the button, then fe
     const response = await page.goto(link);
     assert.is(response?.status(), 200);
     assert.is(await page.title(), 'Confirm your email address');
-    assert.match(await page.textContent('body') ?? '', /b\*\*\*@example\.org/);
+    assert.match((await page.textContent('body')) ?? '', /b\*\*\*@example\.org/);
     assert.is(await page.locator('button').count(), 1);
     // The key being vouched for, grouped as `stash vault identity show` prints it.
     const fingerprint = formatFingerprint(fingerprintOf(key.subarray(1, 33), key.subarray(33, 65)));
@@ -55,7 +61,7 @@ test('open the verification link in headless Chromium, click the button, then fe
     }
     await Promise.all([page.waitForNavigation(), page.click('#confirm')]);
     assert.is(await page.title(), 'Address confirmed');
-    assert.match(await page.textContent('#confirmed') ?? '', /is confirmed/);
+    assert.match((await page.textContent('#confirmed')) ?? '', /is confirmed/);
     const fetched = await fetchShare(s.url, pub.code);
     assert.ok(fetched.publicKey.equals(key));
     assert.is(fetched.email, 'browser.user@example.org');
@@ -63,7 +69,7 @@ test('open the verification link in headless Chromium, click the button, then fe
     const reopened = await page.goto(link);
     assert.is(reopened?.status(), 200);
     assert.is(await page.title(), 'Already confirmed');
-    assert.match(await page.textContent('#already-confirmed') ?? '', /was already confirmed with this link/);
+    assert.match((await page.textContent('#already-confirmed')) ?? '', /was already confirmed with this link/);
     assert.is(await page.textContent('#fingerprint'), fingerprint);
     assert.is(await page.locator('button').count(), 0);
     // The server itself and an unknown path: small pages, not a binary download.

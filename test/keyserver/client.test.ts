@@ -16,7 +16,9 @@ async function code(p: Promise<unknown>): Promise<{ code: string; message: strin
 }
 
 function listen(server: Server | ReturnType<typeof createHttp>): Promise<string> {
-  return new Promise((r) => server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  return new Promise((r) =>
+    server.listen(0, '127.0.0.1', () => r(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
 }
 
 test('nobody listening: SERVER_UNREACHABLE naming the server', async () => {

@@ -17,11 +17,15 @@ export const CLUSTER = 'test-ring';
 /** `n` ports that were free a moment ago (listen on 0, note, close). */
 export async function freePorts(n: number): Promise<number[]> {
   const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
-      const s = createServer();
-      s.once('error', reject);
-      s.listen(0, '127.0.0.1', () => resolve(s));
-    })),
+    Array.from(
+      { length: n },
+      () =>
+        new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
+          const s = createServer();
+          s.once('error', reject);
+          s.listen(0, '127.0.0.1', () => resolve(s));
+        }),
+    ),
   );
   const ports = servers.map((s) => (s.address() as { port: number }).port);
   await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
@@ -45,7 +49,11 @@ export function ringConfig(i: number, ports: number[], extra: Partial<ServerConf
     serverId: i,
     clusterId: CLUSTER,
     replicationToken: TOKEN,
-    topologyServers: ports.map((p, id) => ({ id, url: baseUrl(p), status: id === i || n > 2 ? 'active' as const : 'standby' as const })),
+    topologyServers: ports.map((p, id) => ({
+      id,
+      url: baseUrl(p),
+      status: id === i || n > 2 ? ('active' as const) : ('standby' as const),
+    })),
     routes: ports.map((_p, id) => ({ owner: id, primary: id, failovers: [(id + 1) % n] })),
     replicationPeerUrls: [replicateUrl(ports[(i + 1) % n]!)],
     rateLimitPerMinute: 0,
@@ -69,7 +77,12 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
 export function postSigned(
   base: string,
   body: Buffer,
-  opts: { token?: string; clusterId?: string; nowMs?: number; mutate?: (headers: Record<string, string>, body: Buffer) => Buffer } = {},
+  opts: {
+    token?: string;
+    clusterId?: string;
+    nowMs?: number;
+    mutate?: (headers: Record<string, string>, body: Buffer) => Buffer;
+  } = {},
 ): Promise<RawResponse> {
   const headers: Record<string, string> = {
     'Content-Type': BINARY_MEDIA_TYPE,
@@ -83,14 +96,21 @@ export function postSigned(
 const fixture = join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts');
 
 /** Runs `stash_key_server <args>` to completion (30 s at most). */
-export function runServerCommand(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runServerCommand(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const [node, ...prefix] = tsxNodeArgs;
   return new Promise((resolve) => {
     const child = spawn(node!, [...prefix, fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
     child.on('close', (code) => {
       clearTimeout(timer);
@@ -110,7 +130,9 @@ export interface ServerProcess {
 }
 
 function exited(child: ChildProcess): Promise<void> {
-  return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+  return new Promise((r) =>
+    child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()),
+  );
 }
 
 /** Starts `stash_key_server run <args>` as a real process (with `env`, default this one's); resolves once it listens. */
@@ -119,7 +141,9 @@ export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv 
   const child = spawn(node!, [...prefix, fixture, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
-  child.stderr!.on('data', (d) => { err += d; });
+  child.stderr!.on('data', (d) => {
+    err += d;
+  });
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 20_000);
     child.stdout!.on('data', (d) => {

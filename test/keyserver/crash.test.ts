@@ -17,12 +17,24 @@ const key = identityPublicKey();
 
 /** A real server process on a free loopback port with `stateDir` and no limits in the way. */
 function startProcess(stateDir: string): Promise<ServerProcess> {
-  return startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', stateDir,
-    '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
+  return startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    stateDir,
+    '--rate-limit-per-minute',
+    '0',
+    '--verification-email-rate-limit-per-hour',
+    '0',
+    '--verification-email-ip-rate-limit-per-hour',
+    '0',
+  ]);
 }
 
 function waitExit(child: ChildProcess): Promise<void> {
-  return new Promise((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r())));
+  return new Promise((r) =>
+    child.exitCode !== null || child.signalCode !== null ? r() : child.once('exit', () => r()),
+  );
 }
 
 test('kill -9 during a stream of publishes: every acknowledged share survives the restart', async () => {

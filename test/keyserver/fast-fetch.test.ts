@@ -15,7 +15,12 @@ import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
 import { PEEK_EXPIRES_AT, PEEK_SIZE, PEEK_STAMP_SEQ, PEEK_VERIFIED_AT } from '../../src/keyserver/store/share-table.js';
 import { FetchedCache } from '../../src/keyserver/wire/fetched-cache.js';
 import { shareResponseJson } from '../../src/keyserver/wire/json.js';
-import { decodeShareResponse, encodeShareRequest, encodeShareResponse, type FetchedResponse } from '../../src/keyserver/wire/messages.js';
+import {
+  decodeShareResponse,
+  encodeShareRequest,
+  encodeShareResponse,
+  type FetchedResponse,
+} from '../../src/keyserver/wire/messages.js';
 import { BINARY, JSON_TYPE, ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
 
 const key = identityPublicKey();
@@ -29,24 +34,57 @@ interface Server {
   stop(): Promise<void>;
 }
 
-async function start(clock: ManualClock, fastFetch: boolean, config: Partial<ServerConfig> = {}, dir?: string, fetchFlushMs = 5): Promise<Server> {
+async function start(
+  clock: ManualClock,
+  fastFetch: boolean,
+  config: Partial<ServerConfig> = {},
+  dir?: string,
+  fetchFlushMs = 5,
+): Promise<Server> {
   const state = dir !== undefined ? { path: dir, remove: () => {} } : tempDir('fast');
   const logger = new MemoryLogger();
   const links = new Map<string, string>();
   const running = await startServer({
-    config: { ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: state.path, developer: true, ...config },
+    config: {
+      ...defaultConfig(),
+      bind: { host: '127.0.0.1', port: 0 },
+      stateDir: state.path,
+      developer: true,
+      ...config,
+    },
     clock,
     logger,
-    mailer: { send: async (email: string, url: string) => { links.set(email, url); return { verification: 'sent', message: 'test' }; } },
+    mailer: {
+      send: async (email: string, url: string) => {
+        links.set(email, url);
+        return { verification: 'sent', message: 'test' };
+      },
+    },
     timeouts: { bodyMs: 300 },
     store: { sweepIntervalMs: 0, fetchFlushMs },
     fastFetch,
   });
-  return { running, logger, dir: state.path, links, stop: async () => { await running.close(); state.remove(); } };
+  return {
+    running,
+    logger,
+    dir: state.path,
+    links,
+    stop: async () => {
+      await running.close();
+      state.remove();
+    },
+  };
 }
 
 /** Puts the same share in a store: verified unless `pending`. */
-async function seed(s: Server, code: string, email: string, now: number, ttlMs: number, pending = false): Promise<void> {
+async function seed(
+  s: Server,
+  code: string,
+  email: string,
+  now: number,
+  ttlMs: number,
+  pending = false,
+): Promise<void> {
   const tokenHash = createHash('sha256').update(code).digest();
   await s.running.store.put({ code, publicKey: key, email, createdAt: now, expiresAt: now + ttlMs, tokenHash });
   if (!pending) await s.running.store.verify(tokenHash);
@@ -64,7 +102,13 @@ function raw(url: string, bytes: Buffer | string, pauseAfter?: number): Promise<
       if (pauseAfter !== undefined) setTimeout(() => sock.destroy(), 100);
     });
     sock.on('error', reject);
-    sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1').replace(/\r\nDate: [^\r]*/, '\r\nDate: -')));
+    sock.on('close', () =>
+      resolve(
+        Buffer.concat(chunks)
+          .toString('latin1')
+          .replace(/\r\nDate: [^\r]*/, '\r\nDate: -'),
+      ),
+    );
     const data = typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes;
     // Not end(): a half-closed socket is dropped by node:http before a slow (publish) answer; Connection: close ends it.
     sock.write(pauseAfter === undefined ? data : data.subarray(0, pauseAfter)); // with pauseAfter, the rest never comes
@@ -73,12 +117,16 @@ function raw(url: string, bytes: Buffer | string, pauseAfter?: number): Promise<
 
 function post(body: Buffer | string, headers: Record<string, string>): string {
   const b = Buffer.from(body);
-  const lines = Object.entries({ Host: 'x', Connection: 'close', 'Content-Length': String(b.length), ...headers }).map(([k, v]) => `${k}: ${v}\r\n`);
+  const lines = Object.entries({ Host: 'x', Connection: 'close', 'Content-Length': String(b.length), ...headers }).map(
+    ([k, v]) => `${k}: ${v}\r\n`,
+  );
   return `POST /v1/share HTTP/1.1\r\n${lines.join('')}\r\n${b.toString('latin1')}`;
 }
 
-const fetchBin = (code: string, headers: Record<string, string> = {}) => post(encodeShareRequest({ op: 'fetch', code }), { 'Content-Type': BINARY, ...headers });
-const fetchJson = (code: string, headers: Record<string, string> = {}) => post(JSON.stringify({ op: 'fetch', code }), { 'Content-Type': JSON_TYPE, ...headers });
+const fetchBin = (code: string, headers: Record<string, string> = {}) =>
+  post(encodeShareRequest({ op: 'fetch', code }), { 'Content-Type': BINARY, ...headers });
+const fetchJson = (code: string, headers: Record<string, string> = {}) =>
+  post(JSON.stringify({ op: 'fetch', code }), { 'Content-Type': JSON_TYPE, ...headers });
 
 async function same(fast: Server, koa: Server, bytes: string, what: string, pauseAfter?: number): Promise<string> {
   const a = await raw(fast.running.url, bytes, pauseAfter);
@@ -118,12 +166,26 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
       ['pending', fetchJson(pending.display), 409],
       ['expired', fetchBin(soon.display), 410],
       ['owner served elsewhere', fetchBin(elsewhere.display), 421],
-      ['forwarded by another server (the app answers it, from this store)', fetchBin(live.display, { 'X-Stash-Forwarded-By': '3' }), 200],
-      ['wrong content type', post(encodeShareRequest({ op: 'fetch', code: live.display }), { 'Content-Type': 'text/plain' }), 415],
+      [
+        'forwarded by another server (the app answers it, from this store)',
+        fetchBin(live.display, { 'X-Stash-Forwarded-By': '3' }),
+        200,
+      ],
+      [
+        'wrong content type',
+        post(encodeShareRequest({ op: 'fetch', code: live.display }), { 'Content-Type': 'text/plain' }),
+        415,
+      ],
       ['oversize body', post(Buffer.alloc(5000, 1), { 'Content-Type': BINARY }), 413],
       ['garbage bytes', post(randomBytes(40), { 'Content-Type': BINARY }), 400],
       ['garbage JSON', post('{"op":"fetch","code":1}', { 'Content-Type': JSON_TYPE }), 400],
-      ['publish with a bad key', post(encodeShareRequest({ op: 'create', publicKey: Buffer.alloc(65), email: 'a@example.org' }), { 'Content-Type': BINARY }), 400],
+      [
+        'publish with a bad key',
+        post(encodeShareRequest({ op: 'create', publicKey: Buffer.alloc(65), email: 'a@example.org' }), {
+          'Content-Type': BINARY,
+        }),
+        400,
+      ],
       ['query string (Koa route)', fetchBin(live.display).replace('/v1/share', '/v1/share?x=1'), 200],
     ];
     for (const [what, bytes, expected] of cases) assert.is(status(await same(fast, koa, bytes, what)), expected, what);
@@ -131,13 +193,16 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
     const slow = fetchBin(live.display);
     const timedOut = await same(fast, koa, slow, 'slow body', slow.indexOf('\r\n\r\n') + 4 + 2);
     assert.is(status(timedOut), 408);
-    assert.match(timedOut, /REQUEST_TIMEOUT/, 'our own answer, not node:http\'s header timeout');
+    assert.match(timedOut, /REQUEST_TIMEOUT/, "our own answer, not node:http's header timeout");
     // The count went on in step on both servers (7 fetches of `live` above).
     const body = (await raw(fast.running.url, fetchBin(live.display))).split('\r\n\r\n')[1]!;
     const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
     assert.is(res.type === 'fetched' && res.fetchCount, 8);
     // A publish through the fast path's server still reaches the app, body handed over.
-    const created = await raw(fast.running.url, post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }));
+    const created = await raw(
+      fast.running.url,
+      post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }),
+    );
     assert.is(status(created), 201, `${created.slice(0, 200)}\n${fast.logger.text()}`);
   } finally {
     await fast.stop();
@@ -159,7 +224,7 @@ function createdCode(answer: string): string {
   return (res as { code: string }).code;
 }
 
-test('publishes and confirmations: the fast path sends the app\'s bytes (share codes set aside), errors and fallbacks included', async () => {
+test("publishes and confirmations: the fast path sends the app's bytes (share codes set aside), errors and fallbacks included", async () => {
   const clock = new ManualClock(Date.now());
   const fast = await start(clock, true, { rateLimitPerMinute: 0 });
   const koa = await start(clock, false, { rateLimitPerMinute: 0 });
@@ -180,28 +245,71 @@ test('publishes and confirmations: the fast path sends the app\'s bytes (share c
     return answers;
   };
   try {
-    const create = (email: string, type: string, headers: Record<string, string> = {}) => type === BINARY
-      ? post(encodeShareRequest({ op: 'create', publicKey: key, email }), { 'Content-Type': BINARY, ...headers })
-      : post(JSON.stringify({ op: 'create', public_key: key.toString('base64'), email }), { 'Content-Type': JSON_TYPE, ...headers });
+    const create = (email: string, type: string, headers: Record<string, string> = {}) =>
+      type === BINARY
+        ? post(encodeShareRequest({ op: 'create', publicKey: key, email }), { 'Content-Type': BINARY, ...headers })
+        : post(JSON.stringify({ op: 'create', public_key: key.toString('base64'), email }), {
+            'Content-Type': JSON_TYPE,
+            ...headers,
+          });
     const codes = new Map<Server, string>();
     const [created] = await both(() => create('bin@example.org', BINARY), 'binary publish', codes);
     assert.is(status(created!), 201);
     assert.is(status((await both(() => create('json@example.org', JSON_TYPE), 'JSON publish'))[0]!), 201);
-    assert.is(status((await both(() => create('mixed@example.org', JSON_TYPE, { Accept: BINARY }), 'JSON publish, binary answer'))[0]!), 201);
-    assert.is(status((await both(() => create('bad@example.org', BINARY).replace('bad@example.org', 'bad@example.-rg'), 'bad address'))[0]!), 400);
-    assert.is(status((await both(() => create('html@example.org', BINARY, { Accept: 'text/html' }), 'publish from a browser'))[0]!), 201);
+    assert.is(
+      status(
+        (
+          await both(() => create('mixed@example.org', JSON_TYPE, { Accept: BINARY }), 'JSON publish, binary answer')
+        )[0]!,
+      ),
+      201,
+    );
+    assert.is(
+      status(
+        (
+          await both(
+            () => create('bad@example.org', BINARY).replace('bad@example.org', 'bad@example.-rg'),
+            'bad address',
+          )
+        )[0]!,
+      ),
+      400,
+    );
+    assert.is(
+      status(
+        (await both(() => create('html@example.org', BINARY, { Accept: 'text/html' }), 'publish from a browser'))[0]!,
+      ),
+      201,
+    );
 
     // The mailed link, confirmed through each path: the page, then the page of a link already used.
     const link = (s: Server) => new URL(s.links.get('bin@example.org')!).pathname;
-    for (const [what, headers] of [['confirm', { 'Content-Length': '0' }], ['confirm again', {}]] as const) {
-      const req = (s: Server) => `POST ${link(s)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`;
+    for (const [what, headers] of [
+      ['confirm', { 'Content-Length': '0' }],
+      ['confirm again', {}],
+    ] as const) {
+      const req = (s: Server) =>
+        `POST ${link(s)} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${Object.entries(headers)
+          .map(([k, v]) => `${k}: ${v}\r\n`)
+          .join('')}\r\n`;
       const [page] = await both(req, what, codes);
       assert.is(status(page!), 200, page);
       assert.match(page!, /\r\nContent-Security-Policy: /);
     }
-    assert.is(status((await both(() => postTo('/verify/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', ''), 'unknown token'))[0]!), 404);
-    assert.is(status((await both(() => postTo('/verify/%41%41', ''), 'an escaped token (the app decodes it)'))[0]!), 404);
-    assert.is(status((await both(() => postTo('/verify/abc', 'x'.repeat(5000)), 'oversize confirmation body'))[0]!), 413);
+    assert.is(
+      status(
+        (await both(() => postTo('/verify/AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', ''), 'unknown token'))[0]!,
+      ),
+      404,
+    );
+    assert.is(
+      status((await both(() => postTo('/verify/%41%41', ''), 'an escaped token (the app decodes it)'))[0]!),
+      404,
+    );
+    assert.is(
+      status((await both(() => postTo('/verify/abc', 'x'.repeat(5000)), 'oversize confirmation body'))[0]!),
+      413,
+    );
     // The confirmed share is fetched through the fast path's server.
     const fetched = await raw(fast.running.url, fetchBin(codes.get(fast)!));
     assert.is(status(fetched), 200, fetched);
@@ -217,7 +325,9 @@ test('rate limited publishes and confirmations: the same 429 on both paths', asy
   const fast = await start(clock, true, config);
   const koa = await start(clock, false, config);
   try {
-    const create = post(encodeShareRequest({ op: 'create', publicKey: key, email: 'limited@example.org' }), { 'Content-Type': BINARY });
+    const create = post(encodeShareRequest({ op: 'create', publicKey: key, email: 'limited@example.org' }), {
+      'Content-Type': BINARY,
+    });
     assert.is(status(await raw(fast.running.url, create)), 201);
     assert.is(status(await raw(koa.running.url, create)), 201);
     const limited = await same(fast, koa, create, 'second publish');
@@ -239,19 +349,30 @@ test('a fetch whose body arrives after its headers, in pieces, gets the same ans
     const live = generateShareCode(0, 0);
     for (const s of [fast, koa]) await seed(s, live.canonical, 'split@example.org', clock.now(), 3_600_000);
     for (const bytes of [fetchBin(live.display), fetchJson(live.display)]) {
-      const answers = await Promise.all([fast, koa].map((s) => new Promise<string>((resolve, reject) => {
-        const { hostname, port } = new URL(s.running.url);
-        const sock = connect(Number(port), hostname);
-        const chunks: Buffer[] = [];
-        sock.on('data', (c: Buffer) => chunks.push(c));
-        sock.on('error', reject);
-        sock.on('close', () => resolve(Buffer.concat(chunks).toString('latin1').replace(/\r\nDate: [^\r]*/, '\r\nDate: -')));
-        const data = Buffer.from(bytes, 'latin1');
-        const split = bytes.indexOf('\r\n\r\n') + 4 + 3;
-        sock.write(data.subarray(0, split));
-        setTimeout(() => sock.write(data.subarray(split, split + 2)), 30);
-        setTimeout(() => sock.write(data.subarray(split + 2)), 60);
-      })));
+      const answers = await Promise.all(
+        [fast, koa].map(
+          (s) =>
+            new Promise<string>((resolve, reject) => {
+              const { hostname, port } = new URL(s.running.url);
+              const sock = connect(Number(port), hostname);
+              const chunks: Buffer[] = [];
+              sock.on('data', (c: Buffer) => chunks.push(c));
+              sock.on('error', reject);
+              sock.on('close', () =>
+                resolve(
+                  Buffer.concat(chunks)
+                    .toString('latin1')
+                    .replace(/\r\nDate: [^\r]*/, '\r\nDate: -'),
+                ),
+              );
+              const data = Buffer.from(bytes, 'latin1');
+              const split = bytes.indexOf('\r\n\r\n') + 4 + 3;
+              sock.write(data.subarray(0, split));
+              setTimeout(() => sock.write(data.subarray(split, split + 2)), 30);
+              setTimeout(() => sock.write(data.subarray(split + 2)), 60);
+            }),
+        ),
+      );
       assert.is(status(answers[0]!), 200, answers[0]!.slice(0, 200));
       assert.is(answers[0], answers[1], 'same bytes from the fast path and from Koa');
     }
@@ -275,7 +396,10 @@ test('rate limited fetches: the same 429 and Retry-After on both paths, per clie
     const limited = await same(fast, koa, from('198.51.100.1'), '3rd');
     assert.is(status(limited), 429);
     assert.match(limited, /\r\nRetry-After: 1\r\n/);
-    assert.is(status(await same(fast, koa, fetchJson(live.display, { 'X-Forwarded-For': '198.51.100.1' }), '4th, JSON')), 429);
+    assert.is(
+      status(await same(fast, koa, fetchJson(live.display, { 'X-Forwarded-For': '198.51.100.1' }), '4th, JSON')),
+      429,
+    );
     assert.is(status(await same(fast, koa, from('198.51.100.2'), 'another address')), 200);
     clock.advance(1_000);
     assert.is(status(await same(fast, koa, from('198.51.100.1'), 'a token back after a second')), 200);
@@ -287,10 +411,23 @@ test('rate limited fetches: the same 429 and Retry-After on both paths, per clie
 
 test('cached fetched answers are the bytes of the plain encoders, and follow a changed share', () => {
   const cache = new FetchedCache(2);
-  const base: FetchedResponse = { type: 'fetched', code: generateShareCode(0, 0).display, publicKey: key, email: 'é@example.org', verifiedAt: 1_700_000_000_123, fetchCount: 1, expiresAt: 1_800_000_000_000 };
+  const base: FetchedResponse = {
+    type: 'fetched',
+    code: generateShareCode(0, 0).display,
+    publicKey: key,
+    email: 'é@example.org',
+    verifiedAt: 1_700_000_000_123,
+    fetchCount: 1,
+    expiresAt: 1_800_000_000_000,
+  };
   const versions = [
-    base, { ...base, fetchCount: 2 ** 32 - 1 }, { ...base, fetchCount: 12345, email: 'other@example.org' }, { ...base, code: generateShareCode(1, 2).display, fetchCount: 9 },
-    { ...base, expiresAt: 1 }, { ...base, verifiedAt: 5 }, { ...base, fetchCount: 7, email: 'third@example.org' },
+    base,
+    { ...base, fetchCount: 2 ** 32 - 1 },
+    { ...base, fetchCount: 12345, email: 'other@example.org' },
+    { ...base, code: generateShareCode(1, 2).display, fetchCount: 9 },
+    { ...base, expiresAt: 1 },
+    { ...base, verifiedAt: 5 },
+    { ...base, fetchCount: 7, email: 'third@example.org' },
   ];
   for (const [i, res] of versions.entries()) {
     assert.equal(FetchedCache.encode(res, 'binary'), encodeShareResponse(res));
@@ -304,7 +441,11 @@ test('cached fetched answers are the bytes of the plain encoders, and follow a c
     for (const encoding of ['binary', 'json'] as const) {
       for (const count of [fetchCount, fetchCount + 1]) {
         const body = cache.body('CODE', version, count, encoding, () => facts);
-        assert.equal(Buffer.from(body, 'latin1'), FetchedCache.encode({ ...res, fetchCount: count }, encoding), `version ${i}, ${encoding}, count ${count}`);
+        assert.equal(
+          Buffer.from(body, 'latin1'),
+          FetchedCache.encode({ ...res, fetchCount: count }, encoding),
+          `version ${i}, ${encoding}, count ${count}`,
+        );
       }
     }
   }
@@ -324,7 +465,10 @@ test('fetch counts are coalesced per share and durable after the flush window, a
     const onDisk = await readStateReadOnly(dir.path, 0);
     assert.is(onDisk.index.shares.get(live.canonical)?.fetchCount, 20);
     const records = onDisk.records;
-    assert.ok(records <= 2 + 3, `20 fetches within one window coalesce into a few fetch_count records (${records} records in all)`);
+    assert.ok(
+      records <= 2 + 3,
+      `20 fetches within one window coalesce into a few fetch_count records (${records} records in all)`,
+    );
     await s.running.close();
     s = await start(clock, true, { rateLimitPerMinute: 0 }, dir.path, 150);
     try {

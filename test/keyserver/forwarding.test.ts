@@ -24,7 +24,16 @@ import { parseShareCode, generateShareCode } from '../../src/keyserver/share-cod
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
 import { BINARY_MEDIA_TYPE, encodeShareRequest, type UnpublishRequest } from '../../src/keyserver/wire/messages.js';
 import { unpublishSignedBytes } from '../../src/keyserver/wire/unpublish-signature.js';
-import { CLUSTER, TOKEN, baseUrl, freePorts, replicateUrl, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
+import {
+  CLUSTER,
+  TOKEN,
+  baseUrl,
+  freePorts,
+  replicateUrl,
+  startServerProcess,
+  waitFor,
+  type ServerProcess,
+} from './cluster.js';
 import { http, mailSink, postJson, tempDir, type MailSink, type RawResponse } from './harness.js';
 
 /** A publisher's identity: the 65-byte public key and an Ed25519 signer. */
@@ -46,14 +55,40 @@ function identity(): { publicKey: Buffer; sign(bytes: Buffer): Buffer } {
 }
 
 /** The run options of node `i` of a cluster on `ports`: every node lists all, active; replication to the next. */
-function nodeArgs(i: number, ports: number[], dir: string, sink: MailSink, routes: string[], extra: string[] = []): string[] {
+function nodeArgs(
+  i: number,
+  ports: number[],
+  dir: string,
+  sink: MailSink,
+  routes: string[],
+  extra: string[] = [],
+): string[] {
   const servers = ports.flatMap((p, id) => ['--topology-server', `${id}=${baseUrl(p)},active`]);
   return [
-    '--bind', `127.0.0.1:${ports[i]}`, '--public-url', baseUrl(ports[i]!), '--state-dir', join(dir, `state-${i}`),
-    '--server-id', String(i), '--cluster-id', CLUSTER, '--replication-token-file', join(dir, 'token'),
-    '--replication-peer-url', replicateUrl(ports[(i + 1) % ports.length]!), ...servers, ...routes.flatMap((r) => ['--route', r]),
-    '--verification-email-command', sink.command,
-    '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0',
+    '--bind',
+    `127.0.0.1:${ports[i]}`,
+    '--public-url',
+    baseUrl(ports[i]!),
+    '--state-dir',
+    join(dir, `state-${i}`),
+    '--server-id',
+    String(i),
+    '--cluster-id',
+    CLUSTER,
+    '--replication-token-file',
+    join(dir, 'token'),
+    '--replication-peer-url',
+    replicateUrl(ports[(i + 1) % ports.length]!),
+    ...servers,
+    ...routes.flatMap((r) => ['--route', r]),
+    '--verification-email-command',
+    sink.command,
+    '--rate-limit-per-minute',
+    '0',
+    '--verification-email-rate-limit-per-hour',
+    '0',
+    '--verification-email-ip-rate-limit-per-hour',
+    '0',
     ...extra,
   ];
 }
@@ -92,14 +127,24 @@ async function held(dir: string, i: number, canonical: string) {
 /** One request on a connection of its own: with --processes 2, connections go to the processes in turn. */
 function fresh(url: string, body: Buffer): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/share`, { method: 'POST', agent: false, headers: { 'Content-Type': BINARY_MEDIA_TYPE, Accept: 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const b = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: b, text: b.toString(), json: () => JSON.parse(b.toString()) });
-      });
-    });
+    const req = request(
+      `${url}/v1/share`,
+      { method: 'POST', agent: false, headers: { 'Content-Type': BINARY_MEDIA_TYPE, Accept: 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const b = Buffer.concat(chunks);
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: b,
+            text: b.toString(),
+            json: () => JSON.parse(b.toString()),
+          });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -122,10 +167,13 @@ test('a ring of three: each server answers fetches of shares it does not serve, 
     // primary (down), then to its failover, server 2.
     const one = await publishVerified(s1!.url, c.sink, id.publicKey, 'one@example.org');
     assert.is(parseShareCode(one).primary, 1);
-    await waitFor('server 2 holds owner 1\'s share, confirmed', async () => ((await held(c.dir, 2, parseShareCode(one).canonical)).share?.verifiedAt ?? 0) > 0);
+    await waitFor(
+      "server 2 holds owner 1's share, confirmed",
+      async () => ((await held(c.dir, 2, parseShareCode(one).canonical)).share?.verifiedAt ?? 0) > 0,
+    );
     await s1!.kill();
     const viaFailover = await fetchShare(s0!.url, one);
-    assert.equal(viaFailover.publicKey, id.publicKey, 'server 0 answered with the failover\'s copy');
+    assert.equal(viaFailover.publicKey, id.publicKey, "server 0 answered with the failover's copy");
 
     // A share of owner 0 published now goes nowhere but to the dead server 1: server 2 never holds it.
     const zero = await publishVerified(s0!.url, c.sink, id.publicKey, 'zero@example.org');
@@ -146,19 +194,25 @@ test('a ring of three: each server answers fetches of shares it does not serve, 
     assert.is(unknown.json().error.code, 'SHARE_NOT_FOUND');
     const nowhere = await postJson(s2!.url, { op: 'fetch', code: generateShareCode(7, 0).display });
     assert.is(nowhere.status, 421);
-    assert.match(nowhere.json().error.message, /shares of owner 7 are not served by server 2; this server knows no server for it/);
+    assert.match(
+      nowhere.json().error.message,
+      /shares of owner 7 are not served by server 2; this server knows no server for it/,
+    );
 
     // A create on server 2, whose own codes server 0 serves, is made on server 0: its code, its link.
     const created = await publish(s2!.url, id.publicKey, 'edge@example.org');
     assert.is(parseShareCode(created.code).primary, 0, 'the share was created by server 0');
-    assert.ok(c.sink.lastLink('edge@example.org').startsWith(`${baseUrl(c.ports[0]!)}/verify/`), 'and its link points there');
+    assert.ok(
+      c.sink.lastLink('edge@example.org').startsWith(`${baseUrl(c.ports[0]!)}/verify/`),
+      'and its link points there',
+    );
     assert.not.match(s2!.stderr(), /forward:.*publishing here/);
   } finally {
     await c.cleanup();
   }
 });
 
-test('a pair with two processes each: an unpublish sent to the non-owner is passed on; then every process of both answers 410, the tombstone is in the peer\'s store', async () => {
+test("a pair with two processes each: an unpublish sent to the non-owner is passed on; then every process of both answers 410, the tombstone is in the peer's store", async () => {
   const c = await cluster('pair-unpublish', 2);
   try {
     const pairRoutes = ['0=0,1', '1=1,0'];
@@ -171,13 +225,20 @@ test('a pair with two processes each: an unpublish sent to the non-owner is pass
     const canonical = parseShareCode(code).canonical;
     await waitFor('B holds the share', async () => ((await held(c.dir, 1, canonical)).share?.verifiedAt ?? 0) > 0);
     const fetch = encodeShareRequest({ op: 'fetch', code });
-    for (let i = 0; i < 4; i++) assert.is((await fresh(b!.url, fetch)).status, 200, 'every process of B passes a fetch on to A');
+    for (let i = 0; i < 4; i++)
+      assert.is((await fresh(b!.url, fetch)).status, 200, 'every process of B passes a fetch on to A');
 
     // Someone else's key, and a stale timestamp: refused, the share stays.
     const other = identity();
     const signed = (signer: typeof id, timestamp: number): UnpublishRequest => {
       const n = randomBytes(16);
-      return { op: 'unpublish', code, timestamp, nonce: n, signature: signer.sign(unpublishSignedBytes(canonical, timestamp, n)) };
+      return {
+        op: 'unpublish',
+        code,
+        timestamp,
+        nonce: n,
+        signature: signer.sign(unpublishSignedBytes(canonical, timestamp, n)),
+      };
     };
     const forged = await fresh(b!.url, encodeShareRequest(signed(other, Date.now())));
     assert.is(forged.status, 403, forged.text);
@@ -196,7 +257,10 @@ test('a pair with two processes each: an unpublish sent to the non-owner is pass
     const replayed = await fresh(b!.url, request);
     assert.is(replayed.status, 410, 'a replayed request is refused: the share is gone');
 
-    await waitFor('the tombstone is in B\'s store', async () => (await held(c.dir, 1, canonical)).tombstone?.reason === 'deleted');
+    await waitFor(
+      "the tombstone is in B's store",
+      async () => (await held(c.dir, 1, canonical)).tombstone?.reason === 'deleted',
+    );
     assert.is((await held(c.dir, 1, canonical)).share, undefined);
     for (const server of [a!, b!]) {
       for (let i = 0; i < 4; i++) {
@@ -209,10 +273,15 @@ test('a pair with two processes each: an unpublish sent to the non-owner is pass
 
     // The client's own path, through A's processes: a second share, unpublished with unpublish().
     const second = await publishVerified(b!.url, c.sink, id.publicKey, 'pair2@example.org');
-    await waitFor('A holds the second share', async () => ((await held(c.dir, 0, parseShareCode(second).canonical)).share?.verifiedAt ?? 0) > 0);
+    await waitFor(
+      'A holds the second share',
+      async () => ((await held(c.dir, 0, parseShareCode(second).canonical)).share?.verifiedAt ?? 0) > 0,
+    );
     const gone = await unpublish(a!.url, second, id.sign);
     assert.is(gone.code, second);
-    for (const server of [a!, b!]) for (let i = 0; i < 2; i++) assert.is((await fresh(server.url, encodeShareRequest({ op: 'fetch', code: second }))).status, 410);
+    for (const server of [a!, b!])
+      for (let i = 0; i < 2; i++)
+        assert.is((await fresh(server.url, encodeShareRequest({ op: 'fetch', code: second }))).status, 410);
     assert.not.match(a!.stderr() + b!.stderr(), /ERROR/);
   } finally {
     await c.cleanup();

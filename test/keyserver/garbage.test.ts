@@ -34,7 +34,10 @@ test('300 random binary bodies: every one a 4xx with a message, never a 5xx', as
       const err = errorOf(res);
       assert.ok(err.message.length > 10, err.message);
     }
-    assert.not.ok([...statuses.keys()].some((st) => st >= 500), JSON.stringify([...statuses]));
+    assert.not.ok(
+      [...statuses.keys()].some((st) => st >= 500),
+      JSON.stringify([...statuses]),
+    );
     await alive(s);
   } finally {
     await s.stop();
@@ -49,14 +52,22 @@ test('every truncation of a valid request, trailing bytes and a wrong version ar
       assert.is(res.status, 400, `prefix ${n}`);
       assert.match(errorOf(res).message, /truncated request/);
     }
-    const trailing = await postBinary(s.url, Buffer.concat([validCreate, Buffer.from([0])]), { Accept: 'application/json' });
+    const trailing = await postBinary(s.url, Buffer.concat([validCreate, Buffer.from([0])]), {
+      Accept: 'application/json',
+    });
     assert.match(errorOf(trailing).message, /1 unexpected byte\(s\) after the end/);
     const wrongVersion = Buffer.from(validCreate);
     wrongVersion[0] = 2;
-    assert.match(errorOf(await postBinary(s.url, wrongVersion, { Accept: 'application/json' })).message, /unsupported encoding version 2/);
+    assert.match(
+      errorOf(await postBinary(s.url, wrongVersion, { Accept: 'application/json' })).message,
+      /unsupported encoding version 2/,
+    );
     const wrongType = Buffer.from(validCreate);
     wrongType[1] = 0x81;
-    assert.match(errorOf(await postBinary(s.url, wrongType, { Accept: 'application/json' })).message, /unexpected message type 0x81/);
+    assert.match(
+      errorOf(await postBinary(s.url, wrongType, { Accept: 'application/json' })).message,
+      /unexpected message type 0x81/,
+    );
     // Without Accept the error comes back in the binary encoding.
     const binErr = await postBinary(s.url, validCreate.subarray(0, 3));
     assert.is(binErr.headers['content-type'], BINARY);
@@ -94,9 +105,17 @@ test('wrong JSON types and shapes: 400 naming the field', async () => {
       const res = await postJson(s.url, body);
       assert.match(errorOf(res).message, pattern, JSON.stringify(body).slice(0, 60));
     }
-    const notJson = await http(`${s.url}/v1/share`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"op":' });
+    const notJson = await http(`${s.url}/v1/share`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: '{"op":',
+    });
     assert.match(errorOf(notJson).message, /not valid JSON/);
-    const badUtf8 = await http(`${s.url}/v1/share`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]) });
+    const badUtf8 = await http(`${s.url}/v1/share`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: Buffer.from([0x7b, 0xff, 0xfe, 0x7d]),
+    });
     assert.match(errorOf(badUtf8).message, /not valid JSON/);
     await alive(s);
   } finally {
@@ -111,7 +130,11 @@ test('bad public keys: wrong type, length, zeros, low-order and off-curve points
     withType[0] = 2;
     const allZero = Buffer.concat([Buffer.from([1]), Buffer.alloc(64)]);
     // A point of order 8 on Curve25519 (u = 325606250916557431795983626356110631294008115727848805560023387167927233504).
-    const lowOrder = Buffer.concat([Buffer.from([1]), Buffer.from('e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', 'hex'), key.subarray(33)]);
+    const lowOrder = Buffer.concat([
+      Buffer.from([1]),
+      Buffer.from('e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800', 'hex'),
+      key.subarray(33),
+    ]);
     const offCurve = Buffer.concat([key.subarray(0, 33), Buffer.from('02'.padEnd(64, '0'), 'hex')]);
     const cases: Array<[Buffer, RegExp]> = [
       [withType, /unsupported public key type 0x02/],
@@ -122,7 +145,9 @@ test('bad public keys: wrong type, length, zeros, low-order and off-curve points
       [offCurve, /Ed25519 part of the public key is not a valid point/],
     ];
     for (const [pk, pattern] of cases) {
-      const res = await postBinary(s.url, encodeShareRequest({ op: 'create', publicKey: pk, email: 'k@example.org' }), { Accept: 'application/json' });
+      const res = await postBinary(s.url, encodeShareRequest({ op: 'create', publicKey: pk, email: 'k@example.org' }), {
+        Accept: 'application/json',
+      });
       const err = errorOf(res);
       assert.is(err.code, 'INVALID_PUBLIC_KEY');
       assert.match(err.message, pattern);
@@ -143,7 +168,9 @@ test('bodies over 4 KiB get 413 (declared or streamed); wrong media types 415', 
     const streamed = await new Promise<number>((resolve, reject) => {
       const sock = connect(Number(new URL(s.url).port), '127.0.0.1');
       let answer = '';
-      sock.on('data', (d) => { answer += d.toString('latin1'); });
+      sock.on('data', (d) => {
+        answer += d.toString('latin1');
+      });
       sock.on('close', () => resolve(Number(answer.slice(9, 12))));
       sock.on('error', reject);
       sock.write(`POST /v1/share HTTP/1.1\r\nHost: x\r\nContent-Type: ${BINARY}\r\nTransfer-Encoding: chunked\r\n\r\n`);
@@ -154,14 +181,21 @@ test('bodies over 4 KiB get 413 (declared or streamed); wrong media types 415', 
     assert.is(streamed, 413);
     const noType = await http(`${s.url}/v1/share`, { method: 'POST', body: validCreate });
     assert.is(noType.status, 415);
-    const textPlain = await http(`${s.url}/v1/share`, { method: 'POST', headers: { 'Content-Type': 'text/plain', Accept: 'application/json' }, body: 'hi' });
+    const textPlain = await http(`${s.url}/v1/share`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'text/plain', Accept: 'application/json' },
+      body: 'hi',
+    });
     assert.is(textPlain.status, 415);
     assert.match(errorOf(textPlain).message, /not text\/plain/);
     const wrongMethod = await http(`${s.url}/v1/share`, { method: 'PUT', headers: { Accept: 'application/json' } });
     assert.is(wrongMethod.status, 405);
     assert.is(wrongMethod.headers.allow, 'POST');
     assert.is(wrongMethod.json().error.code, 'METHOD_NOT_ALLOWED');
-    assert.is((await http(`${s.url}/v1/share`, { method: 'PROPFIND', headers: { Accept: 'application/json' } })).status, 405);
+    assert.is(
+      (await http(`${s.url}/v1/share`, { method: 'PROPFIND', headers: { Accept: 'application/json' } })).status,
+      405,
+    );
     await alive(s);
   } finally {
     await s.stop();
@@ -200,17 +234,24 @@ test('slow clients are cut off: trickled headers and trickled bodies', async () 
         const timer = setInterval(() => {
           if (i < lines.length && !sock.destroyed) sock.write(lines[i++]!);
         }, intervalMs);
-        sock.on('data', (d) => { answer += d.toString('latin1'); });
+        sock.on('data', (d) => {
+          answer += d.toString('latin1');
+        });
         sock.on('error', () => undefined);
         sock.on('close', () => {
           clearInterval(timer);
           resolve({ ms: Date.now() - started, answer });
         });
       });
-    const headers = Array.from({ length: 100 }, (_, i) => (i === 0 ? 'GET /v1/status HTTP/1.1\r\n' : `X-Slow-${i}: 1\r\n`));
+    const headers = Array.from({ length: 100 }, (_, i) =>
+      i === 0 ? 'GET /v1/status HTTP/1.1\r\n' : `X-Slow-${i}: 1\r\n`,
+    );
     const slowHeaders = await trickle(headers, 200);
     assert.ok(slowHeaders.ms < 2500, `headers: closed after ${slowHeaders.ms} ms`);
-    const body = [`POST /v1/share HTTP/1.1\r\nHost: x\r\nContent-Type: ${BINARY}\r\nContent-Length: 100\r\n\r\n`, ...Array<string>(100).fill('A')];
+    const body = [
+      `POST /v1/share HTTP/1.1\r\nHost: x\r\nContent-Type: ${BINARY}\r\nContent-Length: 100\r\n\r\n`,
+      ...Array<string>(100).fill('A'),
+    ];
     const slowBody = await trickle(body, 200);
     assert.ok(slowBody.ms < 2500, `body: closed after ${slowBody.ms} ms`);
     assert.match(slowBody.answer, /^HTTP\/1\.1 (408|400)/);

@@ -59,7 +59,6 @@ export function identityPublicKey(): Buffer {
 
 // ---- servers, mail sink, raw HTTP ------------------------------------------
 
-
 export interface MailSink {
   command: string;
   dir: string;
@@ -78,17 +77,23 @@ export function mailSink(): MailSink & { remove(): void } {
   const log = join(dir.path, 'mails.log');
   const mails = () =>
     existsSync(log)
-      ? readFileSync(log, 'utf8').trim().split('\n').filter(Boolean).map((l) => {
-          const [argc, email, url] = l.split(' ');
-          return { argc: Number(argc), email: email!, url: url! };
-        })
+      ? readFileSync(log, 'utf8')
+          .trim()
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => {
+            const [argc, email, url] = l.split(' ');
+            return { argc: Number(argc), email: email!, url: url! };
+          })
       : [];
   return {
     command,
     dir: dir.path,
     mails,
     lastLink(email) {
-      const found = mails().filter((m) => m.email === email).pop();
+      const found = mails()
+        .filter((m) => m.email === email)
+        .pop();
       if (!found) throw new Error(`no mail to ${email}`);
       return found.url;
     },
@@ -182,7 +187,13 @@ export function http(
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const body = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8'), json: () => JSON.parse(body.toString('utf8')) });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body,
+          text: body.toString('utf8'),
+          json: () => JSON.parse(body.toString('utf8')),
+        });
       });
       res.on('error', reject);
     });
@@ -194,8 +205,17 @@ export function http(
 export const BINARY = 'application/vnd.stash.v1+binary';
 export const JSON_TYPE = 'application/json';
 
-export function postJson(base: string, body: unknown, path = '/v1/share', headers: Record<string, string> = {}): Promise<RawResponse> {
-  return http(`${base}${path}`, { method: 'POST', headers: { 'Content-Type': JSON_TYPE, ...headers }, body: JSON.stringify(body) });
+export function postJson(
+  base: string,
+  body: unknown,
+  path = '/v1/share',
+  headers: Record<string, string> = {},
+): Promise<RawResponse> {
+  return http(`${base}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': JSON_TYPE, ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 export function postBinary(base: string, body: Buffer, headers: Record<string, string> = {}): Promise<RawResponse> {

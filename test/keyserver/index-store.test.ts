@@ -9,20 +9,36 @@ import { ManualClock, MemoryLogger, tempDir } from './harness.js';
 const SHARES = 100_000;
 
 function options(dir: string, clock: ManualClock): StoreOptions {
-  return { dir, serverId: 0, originEpoch: 1_700_000_000_000, compactMinBytes: 1 << 30, clock, logger: new MemoryLogger(), sweepIntervalMs: 0, fetchFlushMs: 5 };
+  return {
+    dir,
+    serverId: 0,
+    originEpoch: 1_700_000_000_000,
+    compactMinBytes: 1 << 30,
+    clock,
+    logger: new MemoryLogger(),
+    sweepIntervalMs: 0,
+    fetchFlushMs: 5,
+  };
 }
 
-const shareOf = (l: Lookup): ShareState | undefined => (l.state === 'live' || l.state === 'pending' ? l.share : undefined);
+const shareOf = (l: Lookup): ShareState | undefined =>
+  l.state === 'live' || l.state === 'pending' ? l.share : undefined;
 
 /** Every share held, by code, with every field (stamps included). */
 function snapshot(store: ShareStore, codes: string[]): Map<string, ShareState | string> {
-  return new Map(codes.map((c) => {
-    const l = store.lookup(c);
-    return [c, shareOf(l) ?? l.state];
-  }));
+  return new Map(
+    codes.map((c) => {
+      const l = store.lookup(c);
+      return [c, shareOf(l) ?? l.state];
+    }),
+  );
 }
 
-function assertSame(actual: Map<string, ShareState | string>, expected: Map<string, ShareState | string>, when: string): void {
+function assertSame(
+  actual: Map<string, ShareState | string>,
+  expected: Map<string, ShareState | string>,
+  when: string,
+): void {
   assert.is(actual.size, expected.size);
   let checked = 0;
   for (const [code, want] of expected) {
@@ -42,24 +58,26 @@ test(`${SHARES} shares: every field exact after a restart and after compaction +
     const codes: string[] = [];
     const model = new Map<string, { publicKey: Buffer; email: string; tokenHash: Buffer; expiresAt: number }>();
     for (let done = 0; done < SHARES; done += 1000) {
-      await Promise.all(Array.from({ length: 1000 }, async (_, j) => {
-        const i = done + j;
-        let code = generateShareCode(0, 1).canonical;
-        while (store.has(code)) code = generateShareCode(0, 1).canonical;
-        // Keys of three widths: the usual 65 bytes, shorter, and wider than the slab column.
-        const publicKey = randomBytes(i % 10 === 0 ? 91 : i % 10 === 1 ? 32 : 65);
-        const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
-        const email = `u${i}-${randomBytes(3).toString('hex')}@exämple.org`;
-        const expiresAt = clock.now() + (i % 50 === 0 ? 60_000 : 3_600_000);
-        model.set(code, { publicKey, email, tokenHash, expiresAt });
-        codes.push(code);
-        await store.put({ code, publicKey, email, createdAt: clock.now(), expiresAt, tokenHash });
-        if (i % 4 !== 0) await store.verify(tokenHash);
-        for (let k = 0; i % 7 === 0 && k <= i % 3; k++) {
-          const l = store.lookup(code);
-          if (l.state === 'live') store.recordFetch(l.share);
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: 1000 }, async (_, j) => {
+          const i = done + j;
+          let code = generateShareCode(0, 1).canonical;
+          while (store.has(code)) code = generateShareCode(0, 1).canonical;
+          // Keys of three widths: the usual 65 bytes, shorter, and wider than the slab column.
+          const publicKey = randomBytes(i % 10 === 0 ? 91 : i % 10 === 1 ? 32 : 65);
+          const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
+          const email = `u${i}-${randomBytes(3).toString('hex')}@exämple.org`;
+          const expiresAt = clock.now() + (i % 50 === 0 ? 60_000 : 3_600_000);
+          model.set(code, { publicKey, email, tokenHash, expiresAt });
+          codes.push(code);
+          await store.put({ code, publicKey, email, createdAt: clock.now(), expiresAt, tokenHash });
+          if (i % 4 !== 0) await store.verify(tokenHash);
+          for (let k = 0; i % 7 === 0 && k <= i % 3; k++) {
+            const l = store.lookup(code);
+            if (l.state === 'live') store.recordFetch(l.share);
+          }
+        }),
+      );
     }
     await new Promise((r) => setTimeout(r, 50)); // fetch counts land
     const expected = snapshot(store, codes);
@@ -85,12 +103,22 @@ test(`${SHARES} shares: every field exact after a restart and after compaction +
     for (let i = 0; i < SHARES / 50; i++) {
       let code = generateShareCode(0, 1).canonical;
       while (store.has(code)) code = generateShareCode(0, 1).canonical;
-      await store.put({ code, publicKey: randomBytes(65), email: `n${i}@example.org`, createdAt: clock.now(), expiresAt: clock.now() + 600_000, tokenHash: randomBytes(32) });
+      await store.put({
+        code,
+        publicKey: randomBytes(65),
+        email: `n${i}@example.org`,
+        createdAt: clock.now(),
+        expiresAt: clock.now() + 600_000,
+        tokenHash: randomBytes(32),
+      });
       fresh.push(code);
     }
     for (const code of fresh) {
       const s = shareOf(store.lookup(code))!;
-      assert.ok(s.verifiedAt === 0 && s.fetchCount === 0 && s.fetchStamp === undefined && s.tokenHash?.length === 32, code);
+      assert.ok(
+        s.verifiedAt === 0 && s.fetchCount === 0 && s.fetchStamp === undefined && s.tokenHash?.length === 32,
+        code,
+      );
       expected.set(code, s);
     }
     const all = [...codes, ...fresh];

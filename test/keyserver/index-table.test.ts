@@ -134,13 +134,13 @@ test('a snapshot read while the table changes (copy on write) yields exactly the
       const pick = codes[randomInt(codes.length)]!;
       const op = randomInt(4);
       if (op === 0) put(share(n++));
-      else if (op === 1) put({ ...live.get(pick)!, email: `moved-${n++}@example.org`, publicKey: randomBytes(KEY_WIDTH) });
+      else if (op === 1)
+        put({ ...live.get(pick)!, email: `moved-${n++}@example.org`, publicKey: randomBytes(KEY_WIDTH) });
       else if (op === 2) {
         const stamp = { origin: 1, epoch: 2, seq: n };
         table.setFetchCount(pick, n, stamp);
         live.set(pick, { ...live.get(pick)!, fetchCount: n++, fetchStamp: stamp });
-      }
-      else {
+      } else {
         table.delete(pick);
         live.delete(pick);
       }
@@ -179,7 +179,10 @@ test('codes the code column cannot hold (too long, not ASCII, empty) round-trip 
   const narrow = share(6, { code: 'NARROW' });
   table.set(narrow); // takes the freed slot of the wide code
   assert.equal(table.get(narrow.code), narrow);
-  assert.equal(new Set(table.expiredCodes(Number.MAX_VALUE)), new Set([odd[0]!, odd[1]!, odd[3]!, odd[4]!, narrow].map((s) => s.code)));
+  assert.equal(
+    new Set(table.expiredCodes(Number.MAX_VALUE)),
+    new Set([odd[0]!, odd[1]!, odd[3]!, odd[4]!, narrow].map((s) => s.code)),
+  );
 });
 
 test('emails: a changed email is stored anew, dead bytes are rewritten away, non-ASCII and very long ones round-trip', () => {
@@ -197,7 +200,11 @@ test('emails: a changed email is stored anew, dead bytes are rewritten away, non
   for (const s of shares) assert.equal(table.get(s.code), s);
   // 6,000 changes wrote ~280 KB; the arena keeps only a bounded multiple of the ~1 KB alive.
   assert.ok(table.emailArenaBytes < (1 << 16) * 2, `arena ${table.emailArenaBytes} bytes`);
-  const wide = [share(100, { email: `${'x'.repeat(70_000)}@example.org` }), share(101, { email: 'ünïcode@example.org' }), share(102, { email: '' })];
+  const wide = [
+    share(100, { email: `${'x'.repeat(70_000)}@example.org` }),
+    share(101, { email: 'ünïcode@example.org' }),
+    share(102, { email: '' }),
+  ];
   for (const s of wide) table.set(s);
   for (const s of wide) assert.equal(table.get(s.code), s);
   // Back from the side map to the arena, and the other way.

@@ -39,14 +39,19 @@ function tree(root: string): string[] {
 /** A root with the folders every Linux system has. */
 function fakeRoot(): { path: string; remove(): void } {
   const root = tempDir('root');
-  for (const d of ['etc/systemd/system', 'var/lib', 'var/cache', 'var/log']) mkdirSync(join(root.path, d), { recursive: true });
+  for (const d of ['etc/systemd/system', 'var/lib', 'var/cache', 'var/log'])
+    mkdirSync(join(root.path, d), { recursive: true });
   return root;
 }
 
 const env = (root: string) => ({ ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
 /** install needs the certificate's source (install-https.test.ts has the rest): ACME here. */
 const ACME_FLAGS = ['--acme-domain', 'keys.example.org', '--acme-email', 'ops@example.org'];
-const withAcme = (extra: Partial<ReturnType<typeof defaultConfig>> = {}) => ({ ...defaultConfig(), acmeDomains: ['keys.example.org'], ...extra });
+const withAcme = (extra: Partial<ReturnType<typeof defaultConfig>> = {}) => ({
+  ...defaultConfig(),
+  acmeDomains: ['keys.example.org'],
+  ...extra,
+});
 /** systemd-analyze security's exposure of the unit before it served HTTPS on 443 (issue 28): it must not grow. */
 const EXPOSURE_BEFORE_443 = 1.5;
 
@@ -61,21 +66,37 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
     const p = installPaths(root.path);
     const unit = readFileSync(p.unit, 'utf8');
     assert.is(statSync(p.unit).mode & 0o777, 0o644);
-    for (const line of ['DynamicUser=yes', 'ProtectSystem=strict', 'NoNewPrivileges=yes', 'StateDirectory=stash-key-server', 'CacheDirectory=stash-key-server',
-      'LogsDirectory=stash-key-server', 'CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE',
-      'WantedBy=multi-user.target']) {
+    for (const line of [
+      'DynamicUser=yes',
+      'ProtectSystem=strict',
+      'NoNewPrivileges=yes',
+      'StateDirectory=stash-key-server',
+      'CacheDirectory=stash-key-server',
+      'LogsDirectory=stash-key-server',
+      'CapabilityBoundingSet=CAP_NET_BIND_SERVICE',
+      'AmbientCapabilities=CAP_NET_BIND_SERVICE',
+      'WantedBy=multi-user.target',
+    ]) {
       assert.ok(unit.split('\n').includes(line), `unit has ${line}`);
     }
     // The server writes server.log itself (--log-file, rotated within the disk cap): systemd appends nothing to it.
     assert.not.match(unit, /^Standard(Output|Error)=append:/m);
-    const exec = /^ExecStart=(\S+node\S*) \S+\/bin\/stash_key_server\.js run --processes auto --config \/etc\/stash\/key-server\.toml --log-file \/var\/log\/stash-key-server\/server\.log --replication-token-file %d\/replication-token$/m.exec(unit);
+    const exec =
+      /^ExecStart=(\S+node\S*) \S+\/bin\/stash_key_server\.js run --processes auto --config \/etc\/stash\/key-server\.toml --log-file \/var\/log\/stash-key-server\/server\.log --replication-token-file %d\/replication-token$/m.exec(
+        unit,
+      );
     assert.ok(exec, `ExecStart line as expected in:\n${unit}`);
     // The memory settings (docs/operations.md, "Memory"): node takes the flags from NODE_OPTIONS and they cap the heap; the allocator settings reach the process.
     const unitEnv = unitEnvironment(unit);
     assert.is(unitEnv.NODE_OPTIONS, '--max-semi-space-size=1 --max-old-space-size=64');
-    const probe = spawnSync(exec[1]!, ['-e',
-      'console.log(JSON.stringify({ limit: require("v8").getHeapStatistics().heap_size_limit, env: [process.env.MALLOC_ARENA_MAX, process.env.MALLOC_MMAP_THRESHOLD_, process.env.MALLOC_TRIM_THRESHOLD_] }))'],
-    { encoding: 'utf8', env: { ...process.env, ...unitEnv } });
+    const probe = spawnSync(
+      exec[1]!,
+      [
+        '-e',
+        'console.log(JSON.stringify({ limit: require("v8").getHeapStatistics().heap_size_limit, env: [process.env.MALLOC_ARENA_MAX, process.env.MALLOC_MMAP_THRESHOLD_, process.env.MALLOC_TRIM_THRESHOLD_] }))',
+      ],
+      { encoding: 'utf8', env: { ...process.env, ...unitEnv } },
+    );
     assert.is(probe.status, 0, probe.stderr);
     const seen = JSON.parse(probe.stdout) as { limit: number; env: string[] };
     assert.ok(seen.limit < 100 * 1024 * 1024, `heap limit ${seen.limit}`);
@@ -88,7 +109,10 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
     assert.not.ok(readFileSync(p.config, 'utf8').includes(token.trim()));
     const withToken = parseCommandLine(['run', '--config', p.config, '--replication-token-file', p.token]);
     assert.ok(withToken.command === 'run' && withToken.config.replicationToken === token.trim());
-    assert.throws(() => parseCommandLine(['run', '--replication-token', 'x'.repeat(20), '--replication-token-file', p.token]), /--replication-token or --replication-token-file, not both/);
+    assert.throws(
+      () => parseCommandLine(['run', '--replication-token', 'x'.repeat(20), '--replication-token-file', p.token]),
+      /--replication-token or --replication-token-file, not both/,
+    );
     for (const dir of [p.state, p.cache, p.logDir]) assert.ok(statSync(dir).isDirectory(), dir);
     assert.is(statSync(p.state).mode & 0o777, 0o700);
 
@@ -117,7 +141,10 @@ test('install writes a hardened unit that systemd-analyze verifies and rates OK,
 
     const keep = await runServerCommand(['uninstall'], env(root.path));
     assert.is(keep.code, 0, keep.stderr);
-    assert.ok(!existsSync(p.unit) && existsSync(p.config) && existsSync(p.token) && existsSync(p.state), 'plain uninstall keeps config, token and data');
+    assert.ok(
+      !existsSync(p.unit) && existsSync(p.config) && existsSync(p.token) && existsSync(p.state),
+      'plain uninstall keeps config, token and data',
+    );
     const purge = await runServerCommand(['uninstall', '--purge-data'], env(root.path));
     assert.is(purge.code, 0, purge.stderr);
     assert.equal(tree(root.path), before, 'everything install created is gone');
@@ -135,7 +162,12 @@ test('a second install keeps an edited config; --force-config rewrites it', asyn
   try {
     const p = installPaths(root.path);
     const lines: string[] = [];
-    const host: HostFacts = { platform: 'linux', uid: 0, systemdRunning: false, systemctl: () => ({ status: 1, output: 'must not run' }) };
+    const host: HostFacts = {
+      platform: 'linux',
+      uid: 0,
+      systemdRunning: false,
+      systemctl: () => ({ status: 1, output: 'must not run' }),
+    };
     await install(withAcme(), (l) => lines.push(l), host, p);
     // An edited config that names the certificate: install needs no flag.
     writeFileSync(p.config, 'server_id = 3\nacme_domain = "keys.example.org"\n');
@@ -147,7 +179,10 @@ test('a second install keeps an edited config; --force-config rewrites it', asyn
     // On a real root without systemd (this container) the files are written and the output says what was not done.
     lines.length = 0;
     await install(defaultConfig(), (l) => lines.push(l), host, { ...p, prefix: '' });
-    assert.match(lines.at(-1)!, /^systemd is not running on this system \(no \/run\/systemd\/system\): the files are written, but the service was NOT enabled or started; once systemd runs: systemctl daemon-reload && systemctl enable --now stash-key-server\.service$/);
+    assert.match(
+      lines.at(-1)!,
+      /^systemd is not running on this system \(no \/run\/systemd\/system\): the files are written, but the service was NOT enabled or started; once systemd runs: systemctl daemon-reload && systemctl enable --now stash-key-server\.service$/,
+    );
   } finally {
     root.remove();
   }
@@ -157,7 +192,15 @@ test('with systemd running, install enables and starts the service through syste
   const root = fakeRoot();
   try {
     const calls: string[] = [];
-    const host: HostFacts = { platform: 'linux', uid: 0, systemdRunning: true, systemctl: (a) => { calls.push(a.join(' ')); return { status: 0, output: 'enabled' }; } };
+    const host: HostFacts = {
+      platform: 'linux',
+      uid: 0,
+      systemdRunning: true,
+      systemctl: (a) => {
+        calls.push(a.join(' '));
+        return { status: 0, output: 'enabled' };
+      },
+    };
     const p = installPaths(root.path);
     await install(withAcme(), () => {}, host, p);
     assert.equal(calls, ['daemon-reload', 'enable --now stash-key-server.service']);
@@ -185,7 +228,12 @@ test('refusals: not root (a real second uid), not Linux', async () => {
   const root = fakeRoot();
   try {
     chmodSync(root.path, 0o755);
-    const host = (platform: NodeJS.Platform, uid: number): HostFacts => ({ platform, uid, systemdRunning: false, systemctl: () => ({ status: 0, output: '' }) });
+    const host = (platform: NodeJS.Platform, uid: number): HostFacts => ({
+      platform,
+      uid,
+      systemdRunning: false,
+      systemctl: () => ({ status: 0, output: '' }),
+    });
     for (const run of [install, uninstall]) {
       try {
         await run(defaultConfig(), () => {}, host('darwin', 0), installPaths(root.path));
@@ -199,7 +247,18 @@ test('refusals: not root (a real second uid), not Linux', async () => {
       // From a readable copy of the compiled package: nobody may not be able to enter the checkout.
       const copy = readableCopy();
       const [setpriv, ...asUser] = asNobody;
-      const nobody = spawnSync(setpriv, [...asUser, 'env', `STASH_KEY_SERVER_ROOT_PREFIX=${root.path}`, copy.node, join(copy.root, 'bin', 'stash_key_server.js'), 'install'], { encoding: 'utf8', timeout: 30_000 });
+      const nobody = spawnSync(
+        setpriv,
+        [
+          ...asUser,
+          'env',
+          `STASH_KEY_SERVER_ROOT_PREFIX=${root.path}`,
+          copy.node,
+          join(copy.root, 'bin', 'stash_key_server.js'),
+          'install',
+        ],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
       copy.remove();
       assert.is(nobody.status, 77, nobody.stderr);
       assert.match(nobody.stderr, /`install` must run as root/);

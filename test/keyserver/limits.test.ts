@@ -8,7 +8,8 @@ import { ManualClock, http, identityPublicKey, postJson, startTestServer } from 
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 
 const key = identityPublicKey();
-const status = (base: string, headers: Record<string, string> = {}) => http(`${base}/v1/status`, { headers: { Accept: 'application/json', ...headers } });
+const status = (base: string, headers: Record<string, string> = {}) =>
+  http(`${base}/v1/status`, { headers: { Accept: 'application/json', ...headers } });
 const create = (base: string, email: string, headers: Record<string, string> = {}) =>
   postJson(base, { op: 'create', public_key: key.toString('base64'), email }, '/v1/share', headers);
 
@@ -48,19 +49,25 @@ test('X-Forwarded-For is ignored unless --trust-proxy; with it, each client has 
   const plain = await startTestServer({ clock, config: { rateLimitBurst: 3 } });
   try {
     for (let i = 0; i < 3; i++) assert.is((await status(plain.url, { 'X-Forwarded-For': `10.0.0.${i}` })).status, 200);
-    assert.is((await status(plain.url, { 'X-Forwarded-For': '10.0.0.99' })).status, 429, 'forged header does not escape the limit');
+    assert.is(
+      (await status(plain.url, { 'X-Forwarded-For': '10.0.0.99' })).status,
+      429,
+      'forged header does not escape the limit',
+    );
   } finally {
     await plain.stop();
   }
   const proxied = await startTestServer({ clock, config: { rateLimitBurst: 3, trustProxy: true } });
   try {
-    for (let i = 0; i < 3; i++) assert.is((await status(proxied.url, { 'X-Forwarded-For': '203.0.113.7' })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.is((await status(proxied.url, { 'X-Forwarded-For': '203.0.113.7' })).status, 200);
     assert.is((await status(proxied.url, { 'X-Forwarded-For': '203.0.113.7' })).status, 429);
     assert.is((await status(proxied.url, { 'X-Forwarded-For': '203.0.113.8' })).status, 200, 'another client');
     // Only the last entry (added by our proxy) counts: a client-chosen first entry changes nothing.
     assert.is((await status(proxied.url, { 'X-Forwarded-For': '1.2.3.4, 203.0.113.7' })).status, 429);
     // IPv6 clients are counted per /64.
-    for (let i = 0; i < 3; i++) assert.is((await status(proxied.url, { 'X-Forwarded-For': `2001:db8:1:2::${i + 1}` })).status, 200);
+    for (let i = 0; i < 3; i++)
+      assert.is((await status(proxied.url, { 'X-Forwarded-For': `2001:db8:1:2::${i + 1}` })).status, 200);
     assert.is((await status(proxied.url, { 'X-Forwarded-For': '2001:db8:1:2:ffff::9' })).status, 429);
   } finally {
     await proxied.stop();
@@ -80,7 +87,10 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
       for (let i = 0; i < 60; i++) {
         const res = json
           ? await postJson(s.url, { op: 'fetch', code }, '/v1/share', from(ip))
-          : await postJson(s.url, { op: 'fetch', code }, '/v1/share', { ...from(ip), 'Content-Type': 'application/json; charset=utf-8' });
+          : await postJson(s.url, { op: 'fetch', code }, '/v1/share', {
+              ...from(ip),
+              'Content-Type': 'application/json; charset=utf-8',
+            });
         answers.push(res.status);
         if (res.status === 429) {
           assert.ok(Number(res.headers['retry-after']) >= 1);
@@ -98,7 +108,11 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
     // Content-Type with a parameter is answered by the Koa app, not the fast path: the same charge.
     assert.equal(await until429(pending, '198.51.100.4', false), [...Array(8).fill(409), 429]);
     clock.advance(60_000);
-    assert.is((await postJson(s.url, { op: 'fetch', code: live }, '/v1/share', from('198.51.100.2'))).status, 200, 'refilled after a minute');
+    assert.is(
+      (await postJson(s.url, { op: 'fetch', code: live }, '/v1/share', from('198.51.100.2'))).status,
+      200,
+      'refilled after a minute',
+    );
   } finally {
     await s.stop();
   }
@@ -107,18 +121,31 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
 test('guessing at the refill rate: 60 unknown-code fetches at 2 a second for 30 s get 8 + 12 = 20 answers of 404, whichever path answers', async () => {
   const clock = new ManualClock(Date.now());
   // The fast path takes exactly `application/json`; with a parameter the Koa app answers.
-  for (const [fastFetch, type] of [[true, 'application/json'], [false, 'application/json; charset=utf-8']] as const) {
+  for (const [fastFetch, type] of [
+    [true, 'application/json'],
+    [false, 'application/json; charset=utf-8'],
+  ] as const) {
     const s = await startTestServer({ clock });
     try {
       const statuses: number[] = [];
       for (let i = 0; i < 60; i++) {
-        statuses.push((await postJson(s.url, { op: 'fetch', code: generateShareCode(0, 0).display }, '/v1/share', { 'Content-Type': type })).status);
+        statuses.push(
+          (
+            await postJson(s.url, { op: 'fetch', code: generateShareCode(0, 0).display }, '/v1/share', {
+              'Content-Type': type,
+            })
+          ).status,
+        );
         clock.advance(500);
       }
       const misses = statuses.filter((st) => st === 404).length;
       assert.is(misses + statuses.filter((st) => st === 429).length, 60);
       // 40 tokens and one more every half second: the first 10 misses (40 + 10 - 50 = 0), then one in every five.
-      assert.equal(statuses.slice(0, 11), [...Array(10).fill(404), 429], `fast path ${fastFetch}: ${statuses.join(' ')}`);
+      assert.equal(
+        statuses.slice(0, 11),
+        [...Array(10).fill(404), 429],
+        `fast path ${fastFetch}: ${statuses.join(' ')}`,
+      );
       assert.is(misses, 20, `fast path ${fastFetch}: ${statuses.join(' ')}`);
     } finally {
       await s.stop();
@@ -174,7 +201,10 @@ test('5 verification mails per address per hour: the 6th is refused, others are 
     assert.is(limited.status, 429);
     assert.is(limited.headers['retry-after'], String(50 * 60), 'until the oldest mail leaves the window');
     assert.is(limited.json().error.limit, 'emails-per-address');
-    assert.match(limited.json().error.message, /too many verification emails for this address \(limit: 5 per hour\); try again in 50 minutes/);
+    assert.match(
+      limited.json().error.message,
+      /too many verification emails for this address \(limit: 5 per hour\); try again in 50 minutes/,
+    );
     assert.is(s.sink.mails().length, 5, 'no sixth mail');
     assert.is(s.store.stats().sharesLive, 5, 'no share stored for the refused publish');
     assert.is((await create(s.url, 'lee@example.org')).status, 201, 'another address is fine');
@@ -215,7 +245,11 @@ test('the mail limit counts per mailbox: sub-addresses (victim+N@) and upper-cas
     assert.is(c.status, 201);
     await http(s.sink.lastLink('Ann+Keys@example.org'), { method: 'POST' });
     const fetched = await fetchShare(s.url, c.json().code);
-    assert.is(fetched.email, 'Ann+Keys@example.org', 'the share keeps the sub-address and the case of the local part (domains are stored in lower case)');
+    assert.is(
+      fetched.email,
+      'Ann+Keys@example.org',
+      'the share keeps the sub-address and the case of the local part (domains are stored in lower case)',
+    );
     for (let i = 0; i < 4; i++) assert.is((await create(s.url, `ann+${i}@example.org`)).status, 201);
     assert.is((await create(s.url, 'ANN@example.org')).status, 429, 'one mailbox: ann');
   } finally {
@@ -228,13 +262,18 @@ test('30 verification mails per source IP per hour', async () => {
   const s = await startTestServer({ clock, config: { rateLimitPerMinute: 0, trustProxy: true } });
   try {
     const from = { 'X-Forwarded-For': '198.51.100.20' };
-    for (let i = 0; i < 30; i++) assert.is((await create(s.url, `user${i}@example.org`, from)).status, 201, `mail ${i + 1}`);
+    for (let i = 0; i < 30; i++)
+      assert.is((await create(s.url, `user${i}@example.org`, from)).status, 201, `mail ${i + 1}`);
     const limited = await create(s.url, 'user30@example.org', from);
     assert.is(limited.status, 429);
     assert.is(limited.json().error.limit, 'emails-per-ip');
     assert.match(limited.json().error.message, /limit: 30 per hour per source IP/);
     assert.ok(Number(limited.headers['retry-after']) > 3500);
-    assert.is((await create(s.url, 'user30@example.org', { 'X-Forwarded-For': '198.51.100.21' })).status, 201, 'another IP');
+    assert.is(
+      (await create(s.url, 'user30@example.org', { 'X-Forwarded-For': '198.51.100.21' })).status,
+      201,
+      'another IP',
+    );
     clock.advance(3_600_000);
     assert.is((await create(s.url, 'user31@example.org', from)).status, 201, 'recovered');
   } finally {

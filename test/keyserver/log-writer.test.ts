@@ -81,10 +81,15 @@ test('a second batch is written and synced while the first fdatasync runs; each 
     const acked: number[] = [];
     const appends: Array<Promise<void>> = [];
     const applied: number[] = [];
-    const add = (i: number) => appends.push(writer.append(record(i), () => applied.push(i)).then(() => {
-      acked.push(i);
-      events.push(`ack ${i}`);
-    }));
+    const add = (i: number) =>
+      appends.push(
+        writer
+          .append(record(i), () => applied.push(i))
+          .then(() => {
+            acked.push(i);
+            events.push(`ack ${i}`);
+          }),
+      );
     add(0);
     await sleep(30); // batch 1 (record 0) is in its slow fdatasync
     for (let i = 1; i <= 5; i++) add(i);
@@ -92,8 +97,14 @@ test('a second batch is written and synced while the first fdatasync runs; each 
     for (let i = 6; i <= 8; i++) add(i); // a third waits: at most MAX_IN_FLIGHT batches at once
     await Promise.all(appends);
     assert.is(MAX_IN_FLIGHT, 2);
-    assert.ok(events.indexOf('write 2 start') < events.indexOf('sync 1 end'), `batch 2 written during sync 1: ${events.join(', ')}`);
-    assert.ok(events.indexOf('write 3 start') > events.indexOf('sync 1 end'), `batch 3 only once a batch returned: ${events.join(', ')}`);
+    assert.ok(
+      events.indexOf('write 2 start') < events.indexOf('sync 1 end'),
+      `batch 2 written during sync 1: ${events.join(', ')}`,
+    );
+    assert.ok(
+      events.indexOf('write 3 start') > events.indexOf('sync 1 end'),
+      `batch 3 only once a batch returned: ${events.join(', ')}`,
+    );
     assert.equal(acked, [0, 1, 2, 3, 4, 5, 6, 7, 8], 'acknowledged in log order');
     assert.equal(applied, acked, 'onDurable in log order');
     // Record i is in batch b(i); its acknowledgement follows the end of an fdatasync that started after its write ended.
@@ -102,9 +113,15 @@ test('a second batch is written and synced while the first fdatasync runs; each 
       const b = batchOf(i);
       const ack = events.indexOf(`ack ${i}`);
       assert.ok(events.indexOf(`write ${b} start`) < events.indexOf(`sync ${b} start`), `sync ${b} follows write ${b}`);
-      assert.ok(events.indexOf(`sync ${b} end`) < ack, `record ${i} acknowledged after sync ${b}: ${events.join(', ')}`);
+      assert.ok(
+        events.indexOf(`sync ${b} end`) < ack,
+        `record ${i} acknowledged after sync ${b}: ${events.join(', ')}`,
+      );
     }
-    assert.is(writer.size, Array.from({ length: 9 }, (_, i) => record(i).length).reduce((a, b) => a + b));
+    assert.is(
+      writer.size,
+      Array.from({ length: 9 }, (_, i) => record(i).length).reduce((a, b) => a + b),
+    );
     await writer.close();
     assert.is(readFileSync(path, 'utf8'), Array.from({ length: 9 }, (_, i) => record(i).toString()).join(''));
   });
@@ -125,12 +142,25 @@ test('a failed write fails its batch; the durable one before it stays, the file 
     await sleep(30);
     const third = writer.append(record(3));
     const outcomes = await Promise.allSettled([first, second, third]);
-    assert.equal(outcomes.map((o) => o.status), ['fulfilled', 'rejected', 'fulfilled']);
+    assert.equal(
+      outcomes.map((o) => o.status),
+      ['fulfilled', 'rejected', 'fulfilled'],
+    );
     assert.is(((outcomes[1] as PromiseRejectedResult).reason as { code?: string }).code, 'STORE_UNAVAILABLE');
-    assert.ok(logger.lines.some((l) => l.includes(`cutting the log back to ${record(1).length} bytes`)), logger.lines.join('\n'));
-    assert.ok(events.indexOf('write 3 start') > events.indexOf('sync 1 end'), `the third batch started after the cut: ${events.join(', ')}`);
+    assert.ok(
+      logger.lines.some((l) => l.includes(`cutting the log back to ${record(1).length} bytes`)),
+      logger.lines.join('\n'),
+    );
+    assert.ok(
+      events.indexOf('write 3 start') > events.indexOf('sync 1 end'),
+      `the third batch started after the cut: ${events.join(', ')}`,
+    );
     await writer.close();
-    assert.is(readFileSync(path, 'utf8'), `${record(1)}${record(3)}`, 'the failed batch is gone, the next one right after the durable one');
+    assert.is(
+      readFileSync(path, 'utf8'),
+      `${record(1)}${record(3)}`,
+      'the failed batch is gone, the next one right after the durable one',
+    );
   });
 });
 
@@ -149,7 +179,10 @@ test('an fdatasync that fails fails its batch even when the batch behind it sync
     const second = writer.append(record(2));
     const outcomes = await Promise.allSettled([first, second]);
     assert.ok(events.includes('sync 2 end'), `batch 2 was written and synced: ${events.join(', ')}`);
-    assert.equal(outcomes.map((o) => o.status), ['rejected', 'rejected']);
+    assert.equal(
+      outcomes.map((o) => o.status),
+      ['rejected', 'rejected'],
+    );
     assert.is(writer.size, 0);
     assert.is(readFileSync(path, 'utf8'), '');
     await writer.append(record(3));
@@ -173,7 +206,11 @@ test('an exclusive section waits for every batch in flight, and no batch starts 
     appends.push(writer.append(record(3)));
     const sizeInside = await section;
     await Promise.all(appends);
-    assert.is(sizeInside, record(1).length + record(2).length, 'both batches in flight were durable before the section');
+    assert.is(
+      sizeInside,
+      record(1).length + record(2).length,
+      'both batches in flight were durable before the section',
+    );
     const start = events.indexOf('exclusive start');
     assert.ok(events.indexOf('sync 2 end') < start, events.join(', '));
     assert.ok(events.indexOf('write 3 start') > events.indexOf('exclusive end'), events.join(', '));

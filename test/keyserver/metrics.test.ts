@@ -42,19 +42,29 @@ function promtool(text: string): { ok: boolean; output: string } {
 
 test('counts match the requests made; loopback only; no address, code or token in any label', async () => {
   // trust_proxy: the client address is the last X-Forwarded-For entry, so one loopback socket can be any caller.
-  const s = await startTestServer({ config: { trustProxy: true, rateLimitPerMinute: 60, rateLimitBurst: 40, verificationEmailRateLimitPerHour: 2 } });
+  const s = await startTestServer({
+    config: { trustProxy: true, rateLimitPerMinute: 60, rateLimitBurst: 40, verificationEmailRateLimitPerHour: 2 },
+  });
   try {
     const asClient = (ip: string) => ({ 'X-Forwarded-For': ip });
     const email = 'alice.metrics@example.org';
     const created: string[] = [];
     for (let i = 0; i < 3; i++) {
-      const r = await postJson(s.url, { op: 'create', public_key: key.toString('base64'), email }, '/v1/share', asClient('198.51.100.7'));
+      const r = await postJson(
+        s.url,
+        { op: 'create', public_key: key.toString('base64'), email },
+        '/v1/share',
+        asClient('198.51.100.7'),
+      );
       if (r.status === 201) created.push(r.json().code);
       else assert.is(r.json().error.limit, 'emails-per-address', r.text);
     }
     assert.is(created.length, 2, 'two mails per hour for one address');
     const link = new URL(s.sink.lastLink(email));
-    assert.is((await http(`${s.url}${link.pathname}`, { method: 'POST', headers: asClient('198.51.100.7') })).status, 200);
+    assert.is(
+      (await http(`${s.url}${link.pathname}`, { method: 'POST', headers: asClient('198.51.100.7') })).status,
+      200,
+    );
     const fetch = (code: string) => postJson(s.url, { op: 'fetch', code }, '/v1/share', asClient('198.51.100.8'));
     const [confirmed, pending] = [created[1]!, created[0]!];
     assert.is((await fetch(confirmed)).status, 200);
@@ -63,10 +73,13 @@ test('counts match the requests made; loopback only; no address, code or token i
     assert.is((await fetch(generateShareCode(0, 0).display)).status, 404);
     // 5 tokens a miss: 40 of burst are soon gone.
     let refused = 0;
-    for (let i = 0; i < 12 && refused === 0; i++) if ((await fetch(generateShareCode(0, 0).display)).status === 429) refused++;
+    for (let i = 0; i < 12 && refused === 0; i++)
+      if ((await fetch(generateShareCode(0, 0).display)).status === 429) refused++;
     assert.is(refused, 1);
 
-    const outside = await http(`${s.url}/metrics`, { headers: { ...asClient('203.0.113.9'), Accept: 'application/json' } });
+    const outside = await http(`${s.url}/metrics`, {
+      headers: { ...asClient('203.0.113.9'), Accept: 'application/json' },
+    });
     assert.is(outside.status, 403);
     assert.is(outside.json().error.code, 'METRICS_FORBIDDEN');
     assert.match(outside.json().error.message, /loopback.*--metrics-bind/);
@@ -96,7 +109,13 @@ test('counts match the requests made; loopback only; no address, code or token i
     assert.ok(sample(text, `${P}event_loop_delay_p99_seconds{process="store"}`)! >= 0);
     assert.is(sample(text, `${P}tls_certificate_expiry_timestamp_seconds`), undefined, 'no TLS, no certificate');
     // Nothing that names a publisher, a share or a link.
-    for (const secret of ['alice', 'example.org', ...created, ...created.map((c) => c.replace(/-/g, '')), link.pathname.split('/').pop()!]) {
+    for (const secret of [
+      'alice',
+      'example.org',
+      ...created,
+      ...created.map((c) => c.replace(/-/g, '')),
+      link.pathname.split('/').pop()!,
+    ]) {
       assert.not.ok(text.includes(secret), `the metrics hold ${secret}`);
     }
     if (needFacility(haveCommand('promtool'), 'promtool', 'Debian package prometheus is not installed')) {
@@ -121,14 +140,20 @@ test('the certificate served: its notAfter, and the renewed one after a reload',
       writeFileSync(certPath, c.cert);
       writeFileSync(keyPath, c.key);
     };
-    const scrape = () => new Promise<string>((resolve, reject) => {
-      const req = httpsRequest(`${s!.url}/metrics`, { ca: ca.pem, agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (d) => { body += d; }).on('end', () => resolve(body));
+    const scrape = () =>
+      new Promise<string>((resolve, reject) => {
+        const req = httpsRequest(`${s!.url}/metrics`, { ca: ca.pem, agent: false }, (res) => {
+          let body = '';
+          res
+            .setEncoding('utf8')
+            .on('data', (d) => {
+              body += d;
+            })
+            .on('end', () => resolve(body));
+        });
+        req.on('error', reject);
+        req.end();
       });
-      req.on('error', reject);
-      req.end();
-    });
     const series = 'stash_keyserver_tls_certificate_expiry_timestamp_seconds';
     const first = new Date(Date.UTC(2031, 4, 6, 7, 8, 9));
     install(first);
@@ -150,8 +175,22 @@ test('under load with --processes 2: every scrape passes promtool, counters neve
   if (!needFacility(haveCommand('promtool'), 'promtool', 'Debian package prometheus is not installed')) return;
   const dir = tempDir('metrics-load');
   const sink = mailSink();
-  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dir.path, '--processes', '2', '--verification-email-command', sink.command,
-    '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
+  const server = await startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    dir.path,
+    '--processes',
+    '2',
+    '--verification-email-command',
+    sink.command,
+    '--rate-limit-per-minute',
+    '0',
+    '--verification-email-rate-limit-per-hour',
+    '0',
+    '--verification-email-ip-rate-limit-per-hour',
+    '0',
+  ]);
   try {
     await waitFor('the fetch process', () => /fetch process 1 started/.test(server.stderr()), 20_000);
     // 24 confirmed shares and 6 pending ones, published and confirmed through both processes (a connection each).
@@ -175,7 +214,12 @@ test('under load with --processes 2: every scrape passes promtool, counters neve
     const worker = async (w: number) => {
       for (let i = 0; i < 120; i++) {
         const kind = i % 10 === 0 ? 'missing' : i % 10 === 1 ? 'pending' : 'found';
-        const code = kind === 'missing' ? generateShareCode(0, 0).display : kind === 'pending' ? pending[(w + i) % pending.length]! : live[(w * 7 + i) % live.length]!;
+        const code =
+          kind === 'missing'
+            ? generateShareCode(0, 0).display
+            : kind === 'pending'
+              ? pending[(w + i) % pending.length]!
+              : live[(w * 7 + i) % live.length]!;
         const r = await postJson(server.url, { op: 'fetch', code });
         statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
         sent[kind]++;
@@ -202,8 +246,14 @@ test('under load with --processes 2: every scrape passes promtool, counters neve
     for (const [i, text] of scrapes.entries()) {
       const check = promtool(text);
       assert.ok(check.ok, `scrape ${i}: ${check.output}`);
-      const counters = new Map(text.split('\n').filter((l) => /^stash_keyserver_\w+_total[{ ]/.test(l)).map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))] as const));
-      for (const [s, v] of previous) assert.ok((counters.get(s) ?? 0) >= v, `scrape ${i}: ${s} fell from ${v} to ${counters.get(s)}`);
+      const counters = new Map(
+        text
+          .split('\n')
+          .filter((l) => /^stash_keyserver_\w+_total[{ ]/.test(l))
+          .map((l) => [l.slice(0, l.lastIndexOf(' ')), Number(l.slice(l.lastIndexOf(' ') + 1))] as const),
+      );
+      for (const [s, v] of previous)
+        assert.ok((counters.get(s) ?? 0) >= v, `scrape ${i}: ${s} fell from ${v} to ${counters.get(s)}`);
       previous = new Map(counters);
     }
     const last = scrapes[scrapes.length - 1]!;
@@ -217,7 +267,11 @@ test('under load with --processes 2: every scrape passes promtool, counters neve
     assert.is(total(last, `${P}http_requests_total`, ['endpoint="/v1/share"']), 30 + 720);
     assert.is(sample(last, `${P}publishes_total`), 30);
     assert.is(sample(last, `${P}confirmations_total`), 24);
-    assert.is(total(last, `${P}http_requests_total`, ['endpoint="/metrics"']), scrapes.length - 1, 'each scrape counts the ones before it');
+    assert.is(
+      total(last, `${P}http_requests_total`, ['endpoint="/metrics"']),
+      scrapes.length - 1,
+      'each scrape counts the ones before it',
+    );
   } finally {
     await server.kill();
     sink.remove();
@@ -229,24 +283,50 @@ test('--metrics-bind: a real Prometheus scrapes it; the main address still refus
   if (!needFacility(haveCommand('prometheus'), 'prometheus', 'Debian package prometheus is not installed')) return;
   const dir = tempDir('metrics-bind');
   const [metricsPort, promPort] = await freePorts(2);
-  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', join(dir.path, 'state'), '--metrics-bind', `127.0.0.1:${metricsPort}`,
-    '--developer', '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
+  const server = await startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    join(dir.path, 'state'),
+    '--metrics-bind',
+    `127.0.0.1:${metricsPort}`,
+    '--developer',
+    '--rate-limit-per-minute',
+    '0',
+    '--verification-email-rate-limit-per-hour',
+    '0',
+    '--verification-email-ip-rate-limit-per-hour',
+    '0',
+  ]);
   const promDir = join(dir.path, 'prometheus');
   mkdirSync(promDir);
-  writeFileSync(join(promDir, 'prometheus.yml'), [
-    'global:',
-    '  scrape_interval: 1s',
-    '  scrape_timeout: 1s',
-    'scrape_configs:',
-    '  - job_name: stash',
-    '    static_configs:',
-    `      - targets: ['127.0.0.1:${metricsPort}']`,
-    '',
-  ].join('\n'));
-  const prom = spawn('prometheus', [`--config.file=${join(promDir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(promDir, 'data')}`,
-    `--web.listen-address=127.0.0.1:${promPort}`, '--log.level=warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  writeFileSync(
+    join(promDir, 'prometheus.yml'),
+    [
+      'global:',
+      '  scrape_interval: 1s',
+      '  scrape_timeout: 1s',
+      'scrape_configs:',
+      '  - job_name: stash',
+      '    static_configs:',
+      `      - targets: ['127.0.0.1:${metricsPort}']`,
+      '',
+    ].join('\n'),
+  );
+  const prom = spawn(
+    'prometheus',
+    [
+      `--config.file=${join(promDir, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(promDir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${promPort}`,
+      '--log.level=warn',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let promLog = '';
-  prom.stderr!.on('data', (d) => { promLog += d; });
+  prom.stderr!.on('data', (d) => {
+    promLog += d;
+  });
   try {
     for (let i = 0; i < 5; i++) await publish(server.url, key, `scraped${i}@example.org`);
     const plain = await http(`http://127.0.0.1:${metricsPort}/metrics`);
@@ -256,20 +336,31 @@ test('--metrics-bind: a real Prometheus scrapes it; the main address still refus
     await fetchShare(server.url, generateShareCode(0, 0).display).catch(() => undefined);
 
     const query = async (q: string) => {
-      const r = await http(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(q)}`).catch(() => undefined);
+      const r = await http(`http://127.0.0.1:${promPort}/api/v1/query?query=${encodeURIComponent(q)}`).catch(
+        () => undefined,
+      );
       if (r?.status !== 200) return undefined;
       const result = r.json().data.result as Array<{ value: [number, string] }>;
       return result.length === 0 ? undefined : Number(result[0]!.value[1]);
     };
-    await waitFor(`Prometheus scrapes the server (its log: ${promLog})`, async () => (await query('stash_keyserver_publishes_total{job="stash"}')) === 5, 30_000);
+    await waitFor(
+      `Prometheus scrapes the server (its log: ${promLog})`,
+      async () => (await query('stash_keyserver_publishes_total{job="stash"}')) === 5,
+      30_000,
+    );
     assert.is(await query('up{job="stash"}'), 1);
     assert.is(await query('stash_keyserver_fetches_total{result="missing"}'), 1);
-    const targets = (await http(`http://127.0.0.1:${promPort}/api/v1/targets`)).json().data.activeTargets as Array<{ health: string; lastError: string }>;
+    const targets = (await http(`http://127.0.0.1:${promPort}/api/v1/targets`)).json().data.activeTargets as Array<{
+      health: string;
+      lastError: string;
+    }>;
     assert.is(targets[0]!.health, 'up');
     assert.is(targets[0]!.lastError, '');
   } finally {
     prom.kill('SIGTERM');
-    await new Promise<void>((r) => (prom.exitCode !== null || prom.signalCode !== null ? r() : prom.once('exit', () => r())));
+    await new Promise<void>((r) =>
+      prom.exitCode !== null || prom.signalCode !== null ? r() : prom.once('exit', () => r()),
+    );
     await server.kill();
     dir.remove();
   }

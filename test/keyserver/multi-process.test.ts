@@ -23,8 +23,22 @@ const key = identityPublicKey();
 const linux = process.platform === 'linux' && existsSync('/proc/net/tcp');
 
 function start(stateDir: string, sinkCommand: string, processes = '2'): Promise<ServerProcess> {
-  return startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', stateDir, '--processes', processes, '--verification-email-command', sinkCommand,
-    '--rate-limit-per-minute', '0', '--verification-email-rate-limit-per-hour', '0', '--verification-email-ip-rate-limit-per-hour', '0']);
+  return startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    stateDir,
+    '--processes',
+    processes,
+    '--verification-email-command',
+    sinkCommand,
+    '--rate-limit-per-minute',
+    '0',
+    '--verification-email-rate-limit-per-hour',
+    '0',
+    '--verification-email-ip-rate-limit-per-hour',
+    '0',
+  ]);
 }
 
 /**
@@ -34,44 +48,62 @@ function start(stateDir: string, sinkCommand: string, processes = '2'): Promise<
  * fetch process and every connection the real one held looked like nobody's).
  */
 function fetchProcessesOf(pid: number): number[] {
-  return readdirSync('/proc').filter((p) => /^\d+$/.test(p)).map(Number).filter((p) => {
-    try {
-      return Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid
-        && readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes('__fetch-process');
-    } catch {
-      return false;
-    }
-  });
+  return readdirSync('/proc')
+    .filter((p) => /^\d+$/.test(p))
+    .map(Number)
+    .filter((p) => {
+      try {
+        return (
+          Number(readFileSync(`/proc/${p}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]) === pid &&
+          readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0').includes('__fetch-process')
+        );
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Which of `pids` holds the server end of the loopback connection from client port `clientPort` to `serverPort`. */
 function holderOf(serverPort: number, clientPort: number, pids: number[]): number | undefined {
   const hex = (n: number) => n.toString(16).toUpperCase().padStart(4, '0');
-  const line = readFileSync('/proc/net/tcp', 'utf8').split('\n').find((l) => {
-    const f = l.trim().split(/\s+/);
-    return f[1]?.endsWith(`:${hex(serverPort)}`) && f[2]?.endsWith(`:${hex(clientPort)}`);
-  });
+  const line = readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .find((l) => {
+      const f = l.trim().split(/\s+/);
+      return f[1]?.endsWith(`:${hex(serverPort)}`) && f[2]?.endsWith(`:${hex(clientPort)}`);
+    });
   const inode = line?.trim().split(/\s+/)[9];
   if (!inode || inode === '0') return undefined;
-  return pids.find((pid) => readdirSync(`/proc/${pid}/fd`).some((fd) => {
-    try {
-      return readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`;
-    } catch {
-      return false;
-    }
-  }));
+  return pids.find((pid) =>
+    readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return readlinkSync(`/proc/${pid}/fd/${fd}`) === `socket:[${inode}]`;
+      } catch {
+        return false;
+      }
+    }),
+  );
 }
 
 /** One request on `agent` (a keep-alive agent with one socket: every request of a client on one connection). */
 function on(agent: Agent, url: string, method: string, body?: Buffer): Promise<RawResponse & { localPort: number }> {
   return new Promise((resolve, reject) => {
-    const headers: Record<string, string> = body ? { 'Content-Type': BINARY_MEDIA_TYPE, Accept: BINARY_MEDIA_TYPE } : {};
+    const headers: Record<string, string> = body
+      ? { 'Content-Type': BINARY_MEDIA_TYPE, Accept: BINARY_MEDIA_TYPE }
+      : {};
     const req = request(url, { method, agent, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const b = Buffer.concat(chunks);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: b, text: b.toString(), json: () => JSON.parse(b.toString()), localPort: req.socket!.localPort! });
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: b,
+          text: b.toString(),
+          json: () => JSON.parse(b.toString()),
+          localPort: req.socket!.localPort!,
+        });
       });
     });
     req.on('error', reject);
@@ -117,12 +149,24 @@ test('a share confirmed through one process is fetched through the other at once
       holders.push(holder);
       agents.push(agent);
     }
-    assert.equal(new Set(holders), new Set([p, f]), `a connection in each process (store ${p}, fetch ${f}): ${seen.join(', ')}\n${server.stderr()}`);
+    assert.equal(
+      new Set(holders),
+      new Set([p, f]),
+      `a connection in each process (store ${p}, fetch ${f}): ${seen.join(', ')}\n${server.stderr()}`,
+    );
 
     const codes: string[] = [];
-    for (const [confirmVia, fetchVia] of [[0, 1], [1, 0]] as const) {
+    for (const [confirmVia, fetchVia] of [
+      [0, 1],
+      [1, 0],
+    ] as const) {
       const email = `both-${confirmVia}@example.org`;
-      const created = await on(agents[confirmVia]!, `${server.url}/v1/share`, 'POST', encodeShareRequest({ op: 'create', publicKey: key, email }));
+      const created = await on(
+        agents[confirmVia]!,
+        `${server.url}/v1/share`,
+        'POST',
+        encodeShareRequest({ op: 'create', publicKey: key, email }),
+      );
       assert.is(created.status, 201, created.text);
       const code = decodeShareResponse(created.body, (m) => new Error(m)).code;
       codes.push(code);
@@ -133,7 +177,11 @@ test('a share confirmed through one process is fetched through the other at once
       assert.is(confirmed.status, 200, confirmed.text);
       // At once, through the other process.
       const fetched = await on(agents[fetchVia]!, `${server.url}/v1/share`, 'POST', fetchBody(code));
-      assert.is(fetched.status, 200, `confirmed through ${holders[confirmVia] === p ? 'the store' : 'the fetch'} process, fetched through the other: ${fetched.text}`);
+      assert.is(
+        fetched.status,
+        200,
+        `confirmed through ${holders[confirmVia] === p ? 'the store' : 'the fetch'} process, fetched through the other: ${fetched.text}`,
+      );
       assert.is(countOf(fetched), 1);
     }
     // The fetch process answers fetches of live shares from its own copy: with the store's process stopped, it still does.
@@ -156,7 +204,11 @@ test('a share confirmed through one process is fetched through the other at once
     }
     const canonical = codes[0]!.replace(/-/g, '');
     // Counts are coalesced (100 ms in the fetch process, 1 s in the store): the store must reach 18, and stay there.
-    await waitFor('18 fetches in the store', async () => (await readStateReadOnly(dir.path, 0)).index.shares.get(canonical)?.fetchCount === 18, 10_000);
+    await waitFor(
+      '18 fetches in the store',
+      async () => (await readStateReadOnly(dir.path, 0)).index.shares.get(canonical)?.fetchCount === 18,
+      10_000,
+    );
     // The next answer, from either process, counts on from there.
     const next = await on(agents[1]!, `${server.url}/v1/share`, 'POST', fetchBody(codes[0]!));
     assert.is(countOf(next), 19);
@@ -165,7 +217,10 @@ test('a share confirmed through one process is fetched through the other at once
     await server.stop();
     assert.is(server.child.exitCode, 0, server.stderr());
     assert.is((await readStateReadOnly(dir.path, 0)).index.shares.get(canonical)?.fetchCount, 19);
-    assert.ok(!existsSync(`/proc/${f}`) || readFileSync(`/proc/${f}/stat`, 'utf8').includes(') Z '), 'the fetch process ended with the server');
+    assert.ok(
+      !existsSync(`/proc/${f}`) || readFileSync(`/proc/${f}/stat`, 'utf8').includes(') Z '),
+      'the fetch process ended with the server',
+    );
   } finally {
     for (const a of agents) a.destroy();
     await server.kill();
@@ -174,8 +229,8 @@ test('a share confirmed through one process is fetched through the other at once
   }
 });
 
-test('--processes auto (the installed unit\'s setting) serves from the store\'s process alone: two do not fit in 100 MB', async () => {
-  if (!needFacility(linux, 'multi-process', 'needs /proc (Linux) to list a process\'s children')) return;
+test("--processes auto (the installed unit's setting) serves from the store's process alone: two do not fit in 100 MB", async () => {
+  if (!needFacility(linux, 'multi-process', "needs /proc (Linux) to list a process's children")) return;
   const dir = tempDir('multi');
   const sink = mailSink();
   const server = await start(dir.path, sink.command, 'auto');
@@ -238,7 +293,11 @@ test('kill -9 of the fetch process, then of the store process: every acknowledge
     stop = true;
     await Promise.all(workers);
     // The fetch process does not outlive the store's process.
-    await waitFor('the fetch process ends with the store process', () => !existsSync(`/proc/${second}`) || readFileSync(`/proc/${second}/stat`, 'utf8').includes(') Z '), 5_000);
+    await waitFor(
+      'the fetch process ends with the store process',
+      () => !existsSync(`/proc/${second}`) || readFileSync(`/proc/${second}/stat`, 'utf8').includes(') Z '),
+      5_000,
+    );
     assert.ok(confirmed.length >= 10, `confirmations were acknowledged (${confirmed.length})`);
 
     server = await start(dir.path, sink.command);
@@ -262,8 +321,20 @@ test('one request allowance per client address across both processes', async () 
   const dir = tempDir('multi-limit');
   const sink = mailSink();
   // A burst of 4, one token back every 10 s: 8 requests a little apart get 4 answers and 4 refusals.
-  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dir.path, '--processes', '2', '--verification-email-command', sink.command,
-    '--rate-limit-per-minute', '6', '--rate-limit-burst', '4']);
+  const server = await startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    dir.path,
+    '--processes',
+    '2',
+    '--verification-email-command',
+    sink.command,
+    '--rate-limit-per-minute',
+    '6',
+    '--rate-limit-burst',
+    '4',
+  ]);
   try {
     const p = server.child.pid!;
     let f: number | undefined;
@@ -305,10 +376,12 @@ const alone = (url: string, method: string, body?: Buffer) => on(new Agent({ kee
  */
 async function guessOnSchedule(url: string, n: number, intervalMs: number): Promise<number[]> {
   const start = Date.now();
-  return Promise.all(Array.from({ length: n }, async (_, i) => {
-    await new Promise((r) => setTimeout(r, start + i * intervalMs - Date.now()));
-    return (await alone(`${url}/v1/share`, 'POST', guess())).status;
-  }));
+  return Promise.all(
+    Array.from({ length: n }, async (_, i) => {
+      await new Promise((r) => setTimeout(r, start + i * intervalMs - Date.now()));
+      return (await alone(`${url}/v1/share`, 'POST', guess())).status;
+    }),
+  );
 }
 
 const count = (statuses: number[], status: number) => statuses.filter((s) => s === status).length;
@@ -319,17 +392,42 @@ test('the guessing penalty holds with one process and with two: unknown-code fet
   const sink = mailSink();
   // The documented case, 60 unknown-code fetches at 2 a second against 120 a minute and a burst of 40 (24 misses a
   // minute, 8 in a burst; at most 8 + 12 = 20 answered 404 in 30 s), at 2.5 times the speed: 300 a minute, 5 a second.
-  const servers = await Promise.all(['1', '2'].map((processes, i) => startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dirs[i]!.path,
-    '--processes', processes, '--verification-email-command', sink.command, '--rate-limit-per-minute', '300', '--rate-limit-burst', '40'])));
+  const servers = await Promise.all(
+    ['1', '2'].map((processes, i) =>
+      startServerProcess([
+        '--bind',
+        '127.0.0.1:0',
+        '--state-dir',
+        dirs[i]!.path,
+        '--processes',
+        processes,
+        '--verification-email-command',
+        sink.command,
+        '--rate-limit-per-minute',
+        '300',
+        '--rate-limit-burst',
+        '40',
+      ]),
+    ),
+  );
   try {
     await waitFor('the fetch process', () => fetchProcessesOf(servers[1]!.child.pid!).length > 0);
     const [one, two] = await Promise.all(servers.map((s) => guessOnSchedule(s.url, 60, 200)));
-    for (const [name, statuses] of [['one process', one!], ['two processes', two!]] as const) {
+    for (const [name, statuses] of [
+      ['one process', one!],
+      ['two processes', two!],
+    ] as const) {
       assert.equal(count(statuses, 404) + count(statuses, 429), 60, `${name}: ${statuses.join(' ')}`);
-      assert.ok(count(statuses, 404) <= 20, `${name}: ${count(statuses, 404)} answered 404 (at most 20): ${statuses.join(' ')}`);
+      assert.ok(
+        count(statuses, 404) <= 20,
+        `${name}: ${count(statuses, 404)} answered 404 (at most 20): ${statuses.join(' ')}`,
+      );
       // Not refused outright either: the first 8 are the burst, and guessing goes on at a fifth of the rate.
       assert.equal(statuses.slice(0, 8), Array(8).fill(404), `${name}: the burst`);
-      assert.ok(count(statuses, 404) >= 17, `${name}: ${count(statuses, 404)} answered 404 (about 20): ${statuses.join(' ')}`);
+      assert.ok(
+        count(statuses, 404) >= 17,
+        `${name}: ${count(statuses, 404)} answered 404 (about 20): ${statuses.join(' ')}`,
+      );
     }
   } finally {
     await Promise.all(servers.map((s) => s.kill()));
@@ -343,8 +441,20 @@ test('a burst of 200 unknown-code fetches through both processes gets the 8 of o
   const dir = tempDir('multi-burst');
   const sink = mailSink();
   // One token every 10 s: no refill to speak of while the burst is answered.
-  const server = await startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', dir.path, '--processes', '2', '--verification-email-command', sink.command,
-    '--rate-limit-per-minute', '6', '--rate-limit-burst', '40']);
+  const server = await startServerProcess([
+    '--bind',
+    '127.0.0.1:0',
+    '--state-dir',
+    dir.path,
+    '--processes',
+    '2',
+    '--verification-email-command',
+    sink.command,
+    '--rate-limit-per-minute',
+    '6',
+    '--rate-limit-burst',
+    '40',
+  ]);
   try {
     const p = server.child.pid!;
     let f: number | undefined;
@@ -354,16 +464,22 @@ test('a burst of 200 unknown-code fetches through both processes gets the 8 of o
     });
     const port = Number(new URL(server.url).port);
     const holders = new Set<number | undefined>();
-    const statuses = await Promise.all(Array.from({ length: 200 }, async () => {
-      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-      const r = await on(agent, `${server.url}/v1/share`, 'POST', guess());
-      holders.add(holderOf(port, r.localPort, [p, f!]));
-      agent.destroy();
-      return r.status;
-    }));
+    const statuses = await Promise.all(
+      Array.from({ length: 200 }, async () => {
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+        const r = await on(agent, `${server.url}/v1/share`, 'POST', guess());
+        holders.add(holderOf(port, r.localPort, [p, f!]));
+        agent.destroy();
+        return r.status;
+      }),
+    );
     assert.ok(holders.has(p) && holders.has(f), 'requests through both processes');
     assert.equal(count(statuses, 404) + count(statuses, 429), 200, statuses.join(' '));
-    assert.is(count(statuses, 404), 8, `8 guesses in a burst of 40 tokens, across both processes: ${count(statuses, 404)}`);
+    assert.is(
+      count(statuses, 404),
+      8,
+      `8 guesses in a burst of 40 tokens, across both processes: ${count(statuses, 404)}`,
+    );
   } finally {
     await server.kill();
     sink.remove();

@@ -35,10 +35,12 @@ function runServer(args: string[], opts: { asNobody?: boolean } = {}): { status:
 }
 
 test('--tls-cert / --tls-key that are not PEM, or do not belong together: the file is named, exit 78', () => {
-  if (!needFacility(haveCommand('openssl'), 'openssl', 'needed to make test certificates (apt-get install openssl)')) return;
+  if (!needFacility(haveCommand('openssl'), 'openssl', 'needed to make test certificates (apt-get install openssl)'))
+    return;
   const dir = tempDir('tls-errors');
   try {
-    const openssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir.path, stdio: ['ignore', 'ignore', 'pipe'] });
+    const openssl = (...args: string[]) =>
+      execFileSync('openssl', args, { cwd: dir.path, stdio: ['ignore', 'ignore', 'pipe'] });
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
     openssl('req', '-x509', ...ec, '-keyout', 'key.pem', '-out', 'cert.pem', '-days', '1', '-subj', '/CN=127.0.0.1');
     openssl('req', '-x509', ...ec, '-keyout', 'other.key', '-out', 'other.pem', '-days', '1', '-subj', '/CN=other');
@@ -47,11 +49,28 @@ test('--tls-cert / --tls-key that are not PEM, or do not belong together: the fi
     const p = (name: string) => join(dir.path, name);
     const state = ['--state-dir', p('state')];
     const cases: Array<[string[], RegExp]> = [
-      [['--tls-cert', p('notes.txt'), '--tls-key', p('key.pem')], new RegExp(`^stash_key_server: --tls-cert ${p('notes.txt')}: not a PEM certificate`)],
-      [['--tls-cert', p('cert.der'), '--tls-key', p('key.pem')], new RegExp(`^stash_key_server: --tls-cert ${p('cert.der')}: not a PEM certificate`)],
-      [['--tls-cert', p('cert.pem'), '--tls-key', p('notes.txt')], new RegExp(`^stash_key_server: --tls-key ${p('notes.txt')}: not an unencrypted PEM private key`)],
-      [['--tls-cert', p('cert.pem'), '--tls-key', p('cert.pem')], new RegExp(`^stash_key_server: --tls-key ${p('cert.pem')}: not an unencrypted PEM private key`)],
-      [['--tls-cert', p('cert.pem'), '--tls-key', p('other.key')], new RegExp(`^stash_key_server: --tls-key ${p('other.key')} is not the private key of the certificate in --tls-cert ${p('cert.pem')}\\n$`)],
+      [
+        ['--tls-cert', p('notes.txt'), '--tls-key', p('key.pem')],
+        new RegExp(`^stash_key_server: --tls-cert ${p('notes.txt')}: not a PEM certificate`),
+      ],
+      [
+        ['--tls-cert', p('cert.der'), '--tls-key', p('key.pem')],
+        new RegExp(`^stash_key_server: --tls-cert ${p('cert.der')}: not a PEM certificate`),
+      ],
+      [
+        ['--tls-cert', p('cert.pem'), '--tls-key', p('notes.txt')],
+        new RegExp(`^stash_key_server: --tls-key ${p('notes.txt')}: not an unencrypted PEM private key`),
+      ],
+      [
+        ['--tls-cert', p('cert.pem'), '--tls-key', p('cert.pem')],
+        new RegExp(`^stash_key_server: --tls-key ${p('cert.pem')}: not an unencrypted PEM private key`),
+      ],
+      [
+        ['--tls-cert', p('cert.pem'), '--tls-key', p('other.key')],
+        new RegExp(
+          `^stash_key_server: --tls-key ${p('other.key')} is not the private key of the certificate in --tls-cert ${p('cert.pem')}\\n$`,
+        ),
+      ],
     ];
     for (const [args, message] of cases) {
       const r = runServer([...args, ...state]);
@@ -72,7 +91,10 @@ test('an unprivileged run without --state-dir: says to use --state-dir or --deve
   const r = runServer([], { asNobody: true });
   assert.is(r.status, 77, r.stderr);
   const last = r.stderr.trim().split('\n').pop()!;
-  assert.match(last, /^stash_key_server: cannot use the state folder \/var\/lib\/stash-key-server: permission denied \(.*\); it is the installed service's folder; give --state-dir PATH for a folder of your own, or --developer for a throwaway one$/);
+  assert.match(
+    last,
+    /^stash_key_server: cannot use the state folder \/var\/lib\/stash-key-server: permission denied \(.*\); it is the installed service's folder; give --state-dir PATH for a folder of your own, or --developer for a throwaway one$/,
+  );
 });
 
 test('https:// to a plain-http port: "does not speak TLS", from the client and the CLI', async () => {
@@ -86,12 +108,28 @@ test('https:// to a plain-http port: "does not speak TLS", from the client and t
       assert.unreachable('a plain-http server answered over TLS');
     } catch (err) {
       assert.is((err as { code?: string }).code, 'SERVER_PROTOCOL', (err as Error).message);
-      assert.is((err as Error).message, `the server at ${url} does not speak TLS (is it a plain http:// server? then use http://${url.slice(8)})`);
+      assert.is(
+        (err as Error).message,
+        `the server at ${url} does not speak TLS (is it a plain http:// server? then use http://${url.slice(8)})`,
+      );
     }
     await t.initVault();
-    const r = await t.run(['vault', 'identity', 'publish', '--email', 'a@example.org', '--server', url, '--password-file', t.pwFile]);
+    const r = await t.run([
+      'vault',
+      'identity',
+      'publish',
+      '--email',
+      'a@example.org',
+      '--server',
+      url,
+      '--password-file',
+      t.pwFile,
+    ]);
     assert.is(r.code, 76, r.stderr);
-    assert.is(r.stderr, `stash: the server at ${url} does not speak TLS (is it a plain http:// server? then use http://${url.slice(8)})\n`);
+    assert.is(
+      r.stderr,
+      `stash: the server at ${url} does not speak TLS (is it a plain http:// server? then use http://${url.slice(8)})\n`,
+    );
   } finally {
     await t.dispose();
     await new Promise((done) => plain.close(done));

@@ -79,14 +79,58 @@ test('every option is in the help text', () => {
 
 test('every value option parses in both flag forms', () => {
   const c = config([
-    'run', '--bind=[::1]:0', '--state-dir', '/tmp/x', '--server-id', '9', '--cluster-id', 'eu-1', '--public-url', 'https://keys.example.org/',
-    '--topology-version', '7', '--topology-server', '0=https://a.example.org,active', '--topology-server', '1=https://b.example.org/,standby',
-    '--route', '0=0,1', '--route', '1=1', '--promoted-owner', '1', '--promoted-owner', '1', '--replication-token', 'x'.repeat(32),
-    '--replication-peer-url', 'https://b.example.org/v1/replicate', '--origin-epoch', '1700000000000',
-    '--compact-min-bytes', '8192',
-    '--rate-limit-per-minute', '0', '--rate-limit-burst', '5', '--verification-email-command', '/usr/local/bin/mail-link',
-    '--verification-email-rate-limit-per-hour', '2', '--verification-email-ip-rate-limit-per-hour', '3',
-    '--tls-cert', '/c.pem', '--tls-key', '/k.pem', '--share-ttl', '3600', '--trust-proxy', '--developer', '--processes', '3',
+    'run',
+    '--bind=[::1]:0',
+    '--state-dir',
+    '/tmp/x',
+    '--server-id',
+    '9',
+    '--cluster-id',
+    'eu-1',
+    '--public-url',
+    'https://keys.example.org/',
+    '--topology-version',
+    '7',
+    '--topology-server',
+    '0=https://a.example.org,active',
+    '--topology-server',
+    '1=https://b.example.org/,standby',
+    '--route',
+    '0=0,1',
+    '--route',
+    '1=1',
+    '--promoted-owner',
+    '1',
+    '--promoted-owner',
+    '1',
+    '--replication-token',
+    'x'.repeat(32),
+    '--replication-peer-url',
+    'https://b.example.org/v1/replicate',
+    '--origin-epoch',
+    '1700000000000',
+    '--compact-min-bytes',
+    '8192',
+    '--rate-limit-per-minute',
+    '0',
+    '--rate-limit-burst',
+    '5',
+    '--verification-email-command',
+    '/usr/local/bin/mail-link',
+    '--verification-email-rate-limit-per-hour',
+    '2',
+    '--verification-email-ip-rate-limit-per-hour',
+    '3',
+    '--tls-cert',
+    '/c.pem',
+    '--tls-key',
+    '/k.pem',
+    '--share-ttl',
+    '3600',
+    '--trust-proxy',
+    '--developer',
+    '--processes',
+    '3',
   ]);
   assert.equal(c.bind, { host: '::1', port: 0 });
   assert.is(c.serverId, 9);
@@ -95,7 +139,10 @@ test('every value option parses in both flag forms', () => {
     { id: 0, url: 'https://a.example.org', status: 'active' },
     { id: 1, url: 'https://b.example.org', status: 'standby' },
   ]);
-  assert.equal(c.routes, [{ owner: 0, primary: 0, failovers: [1] }, { owner: 1, primary: 1, failovers: [] }]);
+  assert.equal(c.routes, [
+    { owner: 0, primary: 0, failovers: [1] },
+    { owner: 1, primary: 1, failovers: [] },
+  ]);
   assert.equal(c.promotedOwners, [1]);
   assert.is(c.originEpoch, 1700000000000);
   assert.is(c.compactMinBytes, 8192);
@@ -123,25 +170,60 @@ test('config files are read first, later files win, flags override, repeatables 
     'promoted_owner = 0',
   ].join('\n');
   files['/b.conf'] = 'server_id = 2\ntopology_server = "1=https://b2.example.org,active"\n';
-  const c = config(['--config', '/a.conf', '--config=/b.conf', '--server-id', '3', '--route', '1=1', '--promoted-owner', '1']);
+  const c = config([
+    '--config',
+    '/a.conf',
+    '--config=/b.conf',
+    '--server-id',
+    '3',
+    '--route',
+    '1=1',
+    '--promoted-owner',
+    '1',
+  ]);
   assert.equal(c.bind, { host: '127.0.0.1', port: 9000 });
   assert.is(c.stateDir, '/srv/state # not a comment');
   assert.is(c.serverId, 3);
-  assert.equal(c.topologyServers.map((s) => `${s.id} ${s.url} ${s.status}`), ['0 https://a.example.org active', '1 https://b2.example.org active']);
-  assert.equal(c.routes, [{ owner: 0, primary: 0, failovers: [1] }, { owner: 1, primary: 1, failovers: [] }]);
+  assert.equal(
+    c.topologyServers.map((s) => `${s.id} ${s.url} ${s.status}`),
+    ['0 https://a.example.org active', '1 https://b2.example.org active'],
+  );
+  assert.equal(c.routes, [
+    { owner: 0, primary: 0, failovers: [1] },
+    { owner: 1, primary: 1, failovers: [] },
+  ]);
   assert.equal(c.promotedOwners, [0, 1]);
 });
 
-test('--public-url and --topology-server URLs written as the /v1/share endpoint (the spec\'s words) are kept as the base', () => {
-  const c = config(['--public-url', 'https://keys.example.org/v1/share', '--topology-server', '0=https://a.example.org/v1/share,active',
-    '--topology-server', '1=https://b.example.org:8443/stash/v1/share/,standby', '--replication-peer-url', 'https://b.example.org/v1/replicate']);
+test("--public-url and --topology-server URLs written as the /v1/share endpoint (the spec's words) are kept as the base", () => {
+  const c = config([
+    '--public-url',
+    'https://keys.example.org/v1/share',
+    '--topology-server',
+    '0=https://a.example.org/v1/share,active',
+    '--topology-server',
+    '1=https://b.example.org:8443/stash/v1/share/,standby',
+    '--replication-peer-url',
+    'https://b.example.org/v1/replicate',
+  ]);
   assert.is(c.publicUrl, 'https://keys.example.org');
-  assert.equal(c.topologyServers.map((s) => `${s.id} ${s.url} ${s.status}`), ['0 https://a.example.org active', '1 https://b.example.org:8443/stash standby']);
-  assert.equal(c.replicationPeerUrls, ['https://b.example.org/v1/replicate'], 'a replication URL names its endpoint and is left alone');
-  files['/spelled.conf'] = 'public_url = "https://keys.example.org/v1/share"\ntopology_server = ["0=https://a.example.org/v1/share", "1=https://b.example.org,standby"]\n';
+  assert.equal(
+    c.topologyServers.map((s) => `${s.id} ${s.url} ${s.status}`),
+    ['0 https://a.example.org active', '1 https://b.example.org:8443/stash standby'],
+  );
+  assert.equal(
+    c.replicationPeerUrls,
+    ['https://b.example.org/v1/replicate'],
+    'a replication URL names its endpoint and is left alone',
+  );
+  files['/spelled.conf'] =
+    'public_url = "https://keys.example.org/v1/share"\ntopology_server = ["0=https://a.example.org/v1/share", "1=https://b.example.org,standby"]\n';
   const f = config(['--config', '/spelled.conf']);
   assert.is(f.publicUrl, 'https://keys.example.org');
-  assert.equal(f.topologyServers.map((s) => s.url), ['https://a.example.org', 'https://b.example.org']);
+  assert.equal(
+    f.topologyServers.map((s) => s.url),
+    ['https://a.example.org', 'https://b.example.org'],
+  );
 });
 
 test('command-line errors name the option', () => {
@@ -161,7 +243,17 @@ test('command-line errors name the option', () => {
   for (const flag of ['--requests', '--payload-bytes', '--concurrency', '--preload-shares']) {
     fails(['run', '--developer', flag, '5'], new RegExp(`option ${flag} is not accepted by \`run\``));
   }
-  const bench = config(['bench-http', '--requests', '10', '--payload-bytes', '0', '--concurrency', '4', '--preload-shares', '100']);
+  const bench = config([
+    'bench-http',
+    '--requests',
+    '10',
+    '--payload-bytes',
+    '0',
+    '--concurrency',
+    '4',
+    '--preload-shares',
+    '100',
+  ]);
   assert.equal([bench.requests, bench.payloadBytes, bench.concurrency, bench.preloadShares], [10, 0, 4, 100]);
   fails(['--compact-min-bytes', '99999999999999999999'], /--compact-min-bytes must be a whole number/);
   fails(['--rate-limit-burst', '0'], /--rate-limit-burst must be 1\.\.1000000/);
@@ -182,10 +274,16 @@ test('command-line errors name the option', () => {
   fails(['--route', '1=x'], /--route primary id must be a whole number/);
   fails(['--route', '12=1'], /--route owner id must be 0\.\.9/);
   fails(['--topology-server', 'https://a.example.org'], /--topology-server must be ID=URL\[,STATUS\]/);
-  fails(['--topology-server', '1=https://a.example.org,sleeping'], /--topology-server status must be one of active, standby, promoted, disabled, got "sleeping"/);
+  fails(
+    ['--topology-server', '1=https://a.example.org,sleeping'],
+    /--topology-server status must be one of active, standby, promoted, disabled, got "sleeping"/,
+  );
   fails(['--topology-server', '1=,active'], /--topology-server has no URL/);
   fails(['--topology-server', '1=nope'], /--topology-server URL must be an absolute/);
-  fails(['--topology-server', '0=https://a.example.org', '--route', '0=0,5'], /--route 0=0,5: server 5 is not a --topology-server entry/);
+  fails(
+    ['--topology-server', '0=https://a.example.org', '--route', '0=0,5'],
+    /--route 0=0,5: server 5 is not a --topology-server entry/,
+  );
   fails(['--promoted-owner', '11'], /--promoted-owner must be 0\.\.9/);
   fails(['--cluster-id', 'a b'], /--cluster-id must be 1-64 characters/);
   fails(['--replication-token', 'short'], /--replication-token must be at least 16 characters/);
@@ -210,8 +308,14 @@ test('config-file errors carry file:line and the key', () => {
     ['peer_url = https://x.org', /unknown key "peer_url"/],
     ['just words', /\/e\.conf:1: expected key = value \(the line starts with "just"\)/],
     // A typo on a secret's line must not put the secret in the error (errors reach the service log).
-    ['replication_token: "tok-SECRET-0123456789abcdef"', /^(?![\s\S]*SECRET)[\s\S]*expected key = value \(the line starts with "replication_token"\)/],
-    ['replication_token = "tok-0123456789abcdef" SECRET-TAIL', /^(?![\s\S]*SECRET)[\s\S]*replication_token: unexpected text after the value \(not shown/],
+    [
+      'replication_token: "tok-SECRET-0123456789abcdef"',
+      /^(?![\s\S]*SECRET)[\s\S]*expected key = value \(the line starts with "replication_token"\)/,
+    ],
+    [
+      'replication_token = "tok-0123456789abcdef" SECRET-TAIL',
+      /^(?![\s\S]*SECRET)[\s\S]*replication_token: unexpected text after the value \(not shown/,
+    ],
     ['[server]', /sections are not supported/],
     ['route = 1=', /\/e\.conf:1: route has no primary server id/],
     ['topology_server = 1=https://a.org,broken', /\/e\.conf:1: topology_server status must be one of/],
@@ -262,7 +366,11 @@ test('the real entry: --help does not load koa, errors exit 64, usage errors of 
 
 test('--replication-token given as a flag draws a warning at start (the command line is readable by every local user); the token file and a config file do not', async () => {
   const token = 'flag-token-0123456789abcdef';
-  for (const argv of [['--replication-token', token], [`--replication-token=${token}`], ['resync-peer', '--peer-url', 'http://127.0.0.1:9/v1/replicate', '--replication-token', token]]) {
+  for (const argv of [
+    ['--replication-token', token],
+    [`--replication-token=${token}`],
+    ['resync-peer', '--peer-url', 'http://127.0.0.1:9/v1/replicate', '--replication-token', token],
+  ]) {
     const inv = parseCommandLine(argv, reader);
     assert.equal(inv.command !== 'help' && inv.warnings, [TOKEN_FLAG_WARNING], argv.join(' '));
   }
@@ -279,13 +387,23 @@ test('--replication-token given as a flag draws a warning at start (the command 
   const dir = tempDir('token-flag');
   try {
     writeFileSync(join(dir.path, 'token'), `${token}\n`, { mode: 0o600 });
-    const [withFlag, withFile] = await Promise.all([['--replication-token', token], ['--replication-token-file', join(dir.path, 'token')]].map((extra) =>
-      startServerProcess(['--developer', '--bind', '127.0.0.1:0', ...extra])));
+    const [withFlag, withFile] = await Promise.all(
+      [
+        ['--replication-token', token],
+        ['--replication-token-file', join(dir.path, 'token')],
+      ].map((extra) => startServerProcess(['--developer', '--bind', '127.0.0.1:0', ...extra])),
+    );
     try {
       await new Promise((r) => setTimeout(r, 300));
-      const warned = withFlag!.stderr().split('\n').filter((l) => l.includes('--replication-token on the command line'));
+      const warned = withFlag!
+        .stderr()
+        .split('\n')
+        .filter((l) => l.includes('--replication-token on the command line'));
       assert.is(warned.length, 1, withFlag!.stderr());
-      assert.match(warned[0]!, /^\S+ WARN --replication-token on the command line can be read by every user of this machine/);
+      assert.match(
+        warned[0]!,
+        /^\S+ WARN --replication-token on the command line can be read by every user of this machine/,
+      );
       assert.not.ok(withFlag!.stderr().includes(token));
       assert.not.ok(withFile!.stderr().includes('--replication-token on the command line'), withFile!.stderr());
     } finally {

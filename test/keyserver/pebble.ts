@@ -53,29 +53,52 @@ export async function startPebble(dir: string, opts: { tlsPort: number; validity
   const ca = makeCa(dir, 'pebble listener CA');
   const listener = issueCert(ca, { names: ['127.0.0.1', 'localhost'] });
   const config = join(dir, 'pebble-config.json');
-  writeFileSync(config, JSON.stringify({
-    pebble: {
-      listenAddress: `127.0.0.1:${acmePort}`,
-      managementListenAddress: `127.0.0.1:${managementPort}`,
-      certificate: listener.certPath,
-      privateKey: listener.keyPath,
-      httpPort,
-      tlsPort: opts.tlsPort,
-      ocspResponderURL: '',
-      externalAccountBindingRequired: false,
-      certificateValidityPeriod: opts.validitySeconds,
-    },
-  }));
+  writeFileSync(
+    config,
+    JSON.stringify({
+      pebble: {
+        listenAddress: `127.0.0.1:${acmePort}`,
+        managementListenAddress: `127.0.0.1:${managementPort}`,
+        certificate: listener.certPath,
+        privateKey: listener.keyPath,
+        httpPort,
+        tlsPort: opts.tlsPort,
+        ocspResponderURL: '',
+        externalAccountBindingRequired: false,
+        certificateValidityPeriod: opts.validitySeconds,
+      },
+    }),
+  );
   let output = '';
   const collect = (child: ChildProcess) => {
-    child.stdout!.on('data', (d) => { output += d; });
-    child.stderr!.on('data', (d) => { output += d; });
+    child.stdout!.on('data', (d) => {
+      output += d;
+    });
+    child.stderr!.on('data', (d) => {
+      output += d;
+    });
   };
   // Every name resolves to 127.0.0.1 (and has no AAAA record): Pebble's validations come to loopback.
-  const dns = spawn('pebble-challtestsrv', [
-    '-dns01', `127.0.0.1:${dnsPort}`, '-http01', '', '-https01', '', '-tlsalpn01', '',
-    '-management', `127.0.0.1:${dnsManagementPort}`, '-defaultIPv4', '127.0.0.1', '-defaultIPv6', '',
-  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const dns = spawn(
+    'pebble-challtestsrv',
+    [
+      '-dns01',
+      `127.0.0.1:${dnsPort}`,
+      '-http01',
+      '',
+      '-https01',
+      '',
+      '-tlsalpn01',
+      '',
+      '-management',
+      `127.0.0.1:${dnsManagementPort}`,
+      '-defaultIPv4',
+      '127.0.0.1',
+      '-defaultIPv6',
+      '',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   collect(dns);
   const pebble = spawn('pebble', ['-config', config, '-dnsserver', `127.0.0.1:${dnsPort}`], {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -89,7 +112,10 @@ export async function startPebble(dir: string, opts: { tlsPort: number; validity
   const directory = `https://127.0.0.1:${acmePort}/dir`;
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const up = await get(directory, ca.pem).then((r) => r.status === 200, () => false);
+    const up = await get(directory, ca.pem).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (up) break;
     if (Date.now() > deadline || pebble.exitCode !== null) {
       await stop();

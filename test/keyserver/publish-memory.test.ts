@@ -21,8 +21,12 @@ test('200 publishes: no sodium_malloc after the first, every token given back to
   const server = await startServer({
     // Developer mode prints the link instead of running a mail command; no request limits in the way.
     config: {
-      ...defaultConfig(), bind: { host: '127.0.0.1', port: 0 }, stateDir: dir.path, developer: true,
-      rateLimitPerMinute: 0, verificationEmailIpRateLimitPerHour: 0,
+      ...defaultConfig(),
+      bind: { host: '127.0.0.1', port: 0 },
+      stateDir: dir.path,
+      developer: true,
+      rateLimitPerMinute: 0,
+      verificationEmailIpRateLimitPerHour: 0,
     },
     logger: new MemoryLogger(),
     console: out,
@@ -38,7 +42,8 @@ test('200 publishes: no sodium_malloc after the first, every token given back to
       mallocs++;
       return realMalloc(size);
     }) as typeof realMalloc;
-    for (let i = 0; i < 200; i++) assert.is((await publish(server.url, key, `user${i}@example.org`)).verification, 'printed');
+    for (let i = 0; i < 200; i++)
+      assert.is((await publish(server.url, key, `user${i}@example.org`)).verification, 'printed');
     assert.is(mallocs, 0, `sodium_malloc was called ${mallocs} times for 200 publishes`);
     assert.is(securePool.stats().inUse, inUse, 'every token went back to the pool');
     assert.ok(securePool.stats().parkedZero, 'zeroed');

@@ -25,11 +25,24 @@ import { unitText } from '../../src/keyserver/install/unit.js';
 /** A verified share of owner 0 in the state folder of server 1 (as replication would have left it). */
 async function ownerZeroShare(dir: string): Promise<string> {
   const store = await ShareStore.open({
-    dir, serverId: 1, originEpoch: 1, compactMinBytes: 1 << 30, clock: { now: () => Date.now() }, logger: new MemoryLogger(), sweepIntervalMs: 0,
+    dir,
+    serverId: 1,
+    originEpoch: 1,
+    compactMinBytes: 1 << 30,
+    clock: { now: () => Date.now() },
+    logger: new MemoryLogger(),
+    sweepIntervalMs: 0,
   });
   const code = generateShareCode(0, 1);
   const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
-  await store.put({ code: code.canonical, publicKey: identityPublicKey(), email: 'owner0@example.org', createdAt: Date.now(), expiresAt: Date.now() + 3_600_000, tokenHash });
+  await store.put({
+    code: code.canonical,
+    publicKey: identityPublicKey(),
+    email: 'owner0@example.org',
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 3_600_000,
+    tokenHash,
+  });
   await store.verify(tokenHash);
   await store.close();
   return code.display;
@@ -59,13 +72,22 @@ test('SIGHUP with a new promoted_owner: served without a restart, in-flight requ
   const [port, otherPort] = await freePorts(2);
   const file = join(dir.path, 'key-server.toml');
   const state = join(dir.path, 'state');
-  const base = [`bind_addr = "127.0.0.1:${port}"`, `state_dir = "${state}"`, 'server_id = 1', 'rate_limit_per_minute = 0', 'verification_email_rate_limit_per_hour = 0'];
+  const base = [
+    `bind_addr = "127.0.0.1:${port}"`,
+    `state_dir = "${state}"`,
+    'server_id = 1',
+    'rate_limit_per_minute = 0',
+    'verification_email_rate_limit_per_hour = 0',
+  ];
   writeFileSync(file, `${base.join('\n')}\n`);
   const code = await ownerZeroShare(state);
   const server = await startServerProcess(['--config', file]);
   const sockets: Socket[] = [];
   try {
-    const notServed = await fetchShare(server.url, code).then(() => undefined, (err: Error) => err);
+    const notServed = await fetchShare(server.url, code).then(
+      () => undefined,
+      (err: Error) => err,
+    );
     assert.match(notServed?.message ?? '', /not served by server 1/);
     const before = (await http(`${server.url}/v1/status`, { headers: { Accept: 'application/json' } })).json();
 
@@ -77,10 +99,14 @@ test('SIGHUP with a new promoted_owner: served without a restart, in-flight requ
     const body = JSON.stringify({ op: 'fetch', code });
     const inFlight = connect(port!, '127.0.0.1');
     sockets.push(inFlight);
-    inFlight.write(`POST /v1/share HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`);
+    inFlight.write(
+      `POST /v1/share HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
+    );
     await new Promise((r) => setTimeout(r, 100));
 
-    const changed = base.map((l) => l.replace(String(port), String(otherPort))).filter((l) => !l.startsWith('rate_limit_per_minute'));
+    const changed = base
+      .map((l) => l.replace(String(port), String(otherPort)))
+      .filter((l) => !l.startsWith('rate_limit_per_minute'));
     writeFileSync(file, `${[...changed, 'promoted_owner = 0', 'rate_limit_per_minute = 600'].join('\n')}\n`);
     server.child.kill('SIGHUP');
     await waitFor('the reload', () => /reload: configuration loaded/.test(server.stderr()));
@@ -100,20 +126,34 @@ test('SIGHUP with a new promoted_owner: served without a restart, in-flight requ
     const after = (await http(`${server.url}/v1/status`, { headers: { Accept: 'application/json' } })).json();
     assert.ok(after.config_loaded_at > before.config_loaded_at, 'status says when the configuration was loaded');
     assert.is(after.uptime_seconds >= before.uptime_seconds, true, 'the same process');
-    assert.match(server.stderr(), /reload: configuration loaded; applied promoted_owner \[\] -> \[0\], rate_limit_per_minute 0 -> 600/);
-    assert.match(server.stderr(), new RegExp(`reload: bind_addr changed .*; it takes effect only at a restart, keeping .*${port}`));
+    assert.match(
+      server.stderr(),
+      /reload: configuration loaded; applied promoted_owner \[\] -> \[0\], rate_limit_per_minute 0 -> 600/,
+    );
+    assert.match(
+      server.stderr(),
+      new RegExp(`reload: bind_addr changed .*; it takes effect only at a restart, keeping .*${port}`),
+    );
 
     // `stash_key_server status` asks the running server of the installed config (here under a test root).
     const root = join(dir.path, 'root');
     mkdirSync(join(root, 'etc', 'stash'), { recursive: true });
     writeFileSync(join(root, 'etc', 'stash', 'key-server.toml'), `${base.join('\n')}\n`);
     const st = await runServerCommand(['status'], { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: root });
-    assert.match(st.stdout, new RegExp(`^server: answering at http://127\\.0\\.0\\.1:${port}/v1/status, configuration loaded ${new Date(after.config_loaded_at).toISOString()}$`, 'm'));
+    assert.match(
+      st.stdout,
+      new RegExp(
+        `^server: answering at http://127\\.0\\.0\\.1:${port}/v1/status, configuration loaded ${new Date(after.config_loaded_at).toISOString()}$`,
+        'm',
+      ),
+    );
 
     // A broken file: nothing changes, the log and status say why.
     writeFileSync(file, `${base.join('\n')}\nno_such_key = 1\n`);
     server.child.kill('SIGHUP');
-    await waitFor('the refused reload', () => /reload: the configuration was not applied: .*no_such_key/.test(server.stderr()));
+    await waitFor('the refused reload', () =>
+      /reload: the configuration was not applied: .*no_such_key/.test(server.stderr()),
+    );
     assert.is((await fetchShare(server.url, code)).email, 'owner0@example.org', 'the running configuration stays');
     const refused = (await http(`${server.url}/v1/status`, { headers: { Accept: 'application/json' } })).json();
     assert.match(refused.config_reload_error, /no_such_key/);
@@ -129,14 +169,19 @@ test('SIGHUP with a new promoted_owner: served without a restart, in-flight requ
 });
 
 test('reload applies limits, topology and routes in place; restart-only options and secrets are reported, never shown', async () => {
-  const s = await startTestServer({ config: { rateLimitPerMinute: 0, replicationToken: 'first-token-0123456789abcdef' } });
+  const s = await startTestServer({
+    config: { rateLimitPerMinute: 0, replicationToken: 'first-token-0123456789abcdef' },
+  });
   try {
     const next = {
       ...s.config,
       publicUrl: undefined,
       rateLimitPerMinute: 60,
       rateLimitBurst: 2,
-      topologyServers: [{ id: 0, url: s.url, status: 'active' as const }, { id: 1, url: 'http://127.0.0.1:9', status: 'standby' as const }],
+      topologyServers: [
+        { id: 0, url: s.url, status: 'active' as const },
+        { id: 1, url: 'http://127.0.0.1:9', status: 'standby' as const },
+      ],
       routes: [{ owner: 1, primary: 0, failovers: [] }],
       serverId: 3,
       replicationToken: 'second-token-0123456789abcdef',
@@ -164,10 +209,38 @@ test('reload applies limits, topology and routes in place; restart-only options 
 function issue(dir: string, name: string): { ca: Buffer; cert: Buffer; key: Buffer } {
   const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  run('req', '-x509', ...ec, '-keyout', `${name}-ca.key`, '-out', `${name}-ca.pem`, '-days', '2', '-subj', `/CN=${name} CA`);
+  run(
+    'req',
+    '-x509',
+    ...ec,
+    '-keyout',
+    `${name}-ca.key`,
+    '-out',
+    `${name}-ca.pem`,
+    '-days',
+    '2',
+    '-subj',
+    `/CN=${name} CA`,
+  );
   run('req', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', '/CN=127.0.0.1');
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n');
-  run('x509', '-req', '-in', `${name}.csr`, '-CA', `${name}-ca.pem`, '-CAkey', `${name}-ca.key`, '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', 'ext.cnf');
+  run(
+    'x509',
+    '-req',
+    '-in',
+    `${name}.csr`,
+    '-CA',
+    `${name}-ca.pem`,
+    '-CAkey',
+    `${name}-ca.key`,
+    '-CAcreateserial',
+    '-out',
+    `${name}.pem`,
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  );
   const read = (f: string) => readFileSync(join(dir, f));
   return { ca: read(`${name}-ca.pem`), cert: read(`${name}.pem`), key: read(`${name}.key`) };
 }
@@ -185,7 +258,8 @@ function handshake(url: string, ca: Buffer): Promise<string> {
 }
 
 test('a reload reads the TLS certificate again (a renewal); an unusable one keeps the one in use', async () => {
-  if (!needFacility(haveCommand('openssl'), 'openssl', 'needed to make test certificates (apt-get install openssl)')) return;
+  if (!needFacility(haveCommand('openssl'), 'openssl', 'needed to make test certificates (apt-get install openssl)'))
+    return;
   const dir = tempDir('reload-tls');
   try {
     const first = issue(dir.path, 'first');
@@ -207,7 +281,10 @@ test('a reload reads the TLS certificate again (a renewal); an unusable one keep
 
       writeFileSync(keyPath, 'not a key\n');
       await s.reload({ ...defaultConfig(), ...s.config });
-      assert.match(s.logger.text(), /ERROR reload: the TLS certificate or key cannot be used \(--tls-key \S+server\.key: not an unencrypted PEM private key .*\); keeping the one in use/);
+      assert.match(
+        s.logger.text(),
+        /ERROR reload: the TLS certificate or key cannot be used \(--tls-key \S+server\.key: not an unencrypted PEM private key .*\); keeping the one in use/,
+      );
       assert.is(await handshake(s.url, renewed.ca), 'trusted', 'still serving with the renewed certificate');
     } finally {
       await s.stop();

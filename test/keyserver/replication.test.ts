@@ -19,9 +19,19 @@ function rawExchange(base: string, request: string): Promise<string> {
   const { hostname, port } = new URL(base);
   return new Promise((resolve, reject) => {
     const sock = connect(Number(port), hostname, () => sock.write(request));
-    const timer = setTimeout(() => { sock.destroy(); resolve(''); }, 5000);
-    sock.once('data', (d) => { clearTimeout(timer); sock.destroy(); resolve(d.toString('latin1')); });
-    sock.once('error', (e) => { clearTimeout(timer); reject(e); });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      resolve('');
+    }, 5000);
+    sock.once('data', (d) => {
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(d.toString('latin1'));
+    });
+    sock.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
   });
 }
 
@@ -41,13 +51,18 @@ async function stopAll(servers: Array<TestServer | undefined>): Promise<void> {
 async function publishVerified(s: TestServer, email: string, confirmOn: TestServer = s): Promise<string> {
   const pub = await publish(s.url, key, email);
   const token = s.sink.lastLink(email).split('/').pop()!;
-  if (confirmOn !== s) await waitFor(`${email} replicated before confirming`, () => confirmOn.store.lookup(parseShareCode(pub.code).canonical).state === 'pending');
+  if (confirmOn !== s)
+    await waitFor(
+      `${email} replicated before confirming`,
+      () => confirmOn.store.lookup(parseShareCode(pub.code).canonical).state === 'pending',
+    );
   const res = await http(`${confirmOn.url}/verify/${token}`, { method: 'POST' });
   assert.is(res.status, 200, `confirmation of ${email} on ${confirmOn.url}`);
   return pub.code;
 }
 
-const holds = (s: TestServer, code: string, state = 'live') => s.store.lookup(parseShareCode(code).canonical).state === state;
+const holds = (s: TestServer, code: string, state = 'live') =>
+  s.store.lookup(parseShareCode(code).canonical).state === state;
 
 test('two nodes replicate both ways: publish, verification on the other node, fetch counts, status drains to 0', async () => {
   const [a, b] = await startRing(2);
@@ -67,7 +82,10 @@ test('two nodes replicate both ways: publish, verification on the other node, fe
     await waitFor('B share reaches A', () => holds(a!, fromB));
     assert.equal(a!.store.liveCodes(), b!.store.liveCodes());
 
-    await waitFor('queues drain', async () => (await status(a!.url)).replication_pending === 0 && (await status(b!.url)).replication_pending === 0);
+    await waitFor(
+      'queues drain',
+      async () => (await status(a!.url)).replication_pending === 0 && (await status(b!.url)).replication_pending === 0,
+    );
     const sa = await status(a!.url);
     assert.ok(sa.replication_last_sequence >= 2, 'A stamped its publish and fetch count');
     const json = (await http(`${a!.url}/v1/status`, { headers: { Accept: 'application/json' } })).json();
@@ -90,11 +108,17 @@ test('three nodes form a ring: every share reaches every node, nothing circulate
     const codes: string[] = [];
     for (const [i, n] of nodes.entries()) codes.push(await publishVerified(n, `user${i}@example.org`));
     await waitFor('all nodes hold all shares', () => nodes.every((n) => codes.every((c) => holds(n, c))));
-    await waitFor('queues drain', async () => (await Promise.all(nodes.map((n) => status(n.url)))).every((s) => s.replication_pending === 0));
+    await waitFor('queues drain', async () =>
+      (await Promise.all(nodes.map((n) => status(n.url)))).every((s) => s.replication_pending === 0),
+    );
     // A's events reach C through B and stop there: C does not send them back to A (their origin).
     const sentBy = nodes.map((n) => n.replicator!.peers()[0]!.sent_events);
     await new Promise((r) => setTimeout(r, 300));
-    assert.equal(nodes.map((n) => n.replicator!.peers()[0]!.sent_events), sentBy, 'quiet once converged');
+    assert.equal(
+      nodes.map((n) => n.replicator!.peers()[0]!.sent_events),
+      sentBy,
+      'quiet once converged',
+    );
     // Each share: a pending put and a verification at the origin, forwarded once: at most 2 events x 2 hops.
     assert.ok(sentBy.reduce((x, y) => x + y, 0) <= codes.length * 2 * 2, `events sent: ${sentBy}`);
     for (const n of nodes) assert.equal(n.store.liveCodes(), [...codes].map((c) => parseShareCode(c).canonical).sort());
@@ -113,7 +137,15 @@ async function sourceAndTarget(): Promise<{ source: TestServer; target: TestServ
 
 function batchFor(server: TestServer, code: string, extra: Partial<ReplicateBatch> = {}): Buffer {
   const ev = server.store.eventFor({ kind: 'share', code: parseShareCode(code).canonical })!;
-  return encodeBatch({ clusterId: CLUSTER, sender: 0, stream: Date.now(), batchSeq: 1, flags: 0, events: [ev], ...extra });
+  return encodeBatch({
+    clusterId: CLUSTER,
+    sender: 0,
+    stream: Date.now(),
+    batchSeq: 1,
+    flags: 0,
+    events: [ev],
+    ...extra,
+  });
 }
 
 test('HMAC: wrong token, tampered body, stale time, replay, other cluster and unknown peers are refused; nothing is applied', async () => {
@@ -131,11 +163,42 @@ test('HMAC: wrong token, tampered body, stale time, replay, other cluster and un
     const wrong = await postSigned(target.url, body, { token: 'another-token-0123456789abcdef' });
     await refused(wrong, 401, 'REPLICATION_UNAUTHORIZED');
     assert.match(wrong.json().error.message, /ReplicationUnauthorized/);
-    await refused(await http(`${target.url}/v1/replicate`, { method: 'POST', headers: { 'Content-Type': 'application/vnd.stash.v1+binary', Accept: 'application/json' }, body }), 401, 'REPLICATION_UNAUTHORIZED');
-    await refused(await postSigned(target.url, body, { mutate: (_h, b) => { const t = Buffer.from(b); t[t.length - 9]! ^= 1; return t; } }), 401, 'REPLICATION_UNAUTHORIZED');
-    await refused(await postSigned(target.url, body, { mutate: (h, b) => { h['x-stash-timestamp'] = String(Number(h['x-stash-timestamp']) + 1); return b; } }), 401, 'REPLICATION_UNAUTHORIZED');
+    await refused(
+      await http(`${target.url}/v1/replicate`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/vnd.stash.v1+binary', Accept: 'application/json' },
+        body,
+      }),
+      401,
+      'REPLICATION_UNAUTHORIZED',
+    );
+    await refused(
+      await postSigned(target.url, body, {
+        mutate: (_h, b) => {
+          const t = Buffer.from(b);
+          t[t.length - 9]! ^= 1;
+          return t;
+        },
+      }),
+      401,
+      'REPLICATION_UNAUTHORIZED',
+    );
+    await refused(
+      await postSigned(target.url, body, {
+        mutate: (h, b) => {
+          h['x-stash-timestamp'] = String(Number(h['x-stash-timestamp']) + 1);
+          return b;
+        },
+      }),
+      401,
+      'REPLICATION_UNAUTHORIZED',
+    );
     await refused(await postSigned(target.url, body, { nowMs: Date.now() - 10 * 60_000 }), 401, 'REPLICATION_STALE');
-    await refused(await postSigned(target.url, batchFor(source, code, { clusterId: 'elsewhere' }), { clusterId: 'elsewhere' }), 403, 'REPLICATION_FORBIDDEN');
+    await refused(
+      await postSigned(target.url, batchFor(source, code, { clusterId: 'elsewhere' }), { clusterId: 'elsewhere' }),
+      403,
+      'REPLICATION_FORBIDDEN',
+    );
     await refused(await postSigned(target.url, batchFor(source, code, { sender: 7 })), 403, 'REPLICATION_FORBIDDEN');
     const self = await postSigned(target.url, batchFor(source, code, { sender: 1 }));
     await refused(self, 403, 'REPLICATION_FORBIDDEN');
@@ -143,7 +206,12 @@ test('HMAC: wrong token, tampered body, stale time, replay, other cluster and un
 
     // The good request is applied once; the same request again is a replay.
     const headersSeen: Record<string, string> = {};
-    const ok = await postSigned(target.url, body, { mutate: (h, b) => { Object.assign(headersSeen, h); return b; } });
+    const ok = await postSigned(target.url, body, {
+      mutate: (h, b) => {
+        Object.assign(headersSeen, h);
+        return b;
+      },
+    });
     assert.is(ok.status, 200, ok.text);
     assert.equal(ok.json(), { server_id: 1, applied: 1, unchanged: 0 });
     assert.is(target.store.stats().sharesLive, before + 1);
@@ -167,17 +235,41 @@ test('a tombstone outlives a late put; last writer wins but a verification is ne
     const put = source.store.eventFor({ kind: 'share', code: canonical })!;
     assert.is(put.type, 'putShare');
     if (put.type !== 'putShare') return;
-    const verified = { ...put, stamp: { ...put.stamp, seq: put.stamp.seq + 5 }, share: { ...put.share, verifiedAt: Date.now(), tokenHash: undefined, stamp: { ...put.stamp, seq: put.stamp.seq + 5 } } };
+    const verified = {
+      ...put,
+      stamp: { ...put.stamp, seq: put.stamp.seq + 5 },
+      share: {
+        ...put.share,
+        verifiedAt: Date.now(),
+        tokenHash: undefined,
+        stamp: { ...put.stamp, seq: put.stamp.seq + 5 },
+      },
+    };
     let seq = 0;
-    const send = (events: ReplicateBatch['events']) => postSigned(target.url, encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events }));
+    const send = (events: ReplicateBatch['events']) =>
+      postSigned(
+        target.url,
+        encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events }),
+      );
     // Verified first, the older pending put later: still verified.
     assert.is((await send([verified])).json().applied, 1);
     assert.is((await send([put])).json().applied, 0);
     assert.is(target.store.lookup(canonical).state, 'live');
-    const tomb = { type: 'tombstone' as const, stamp: { ...put.stamp, seq: put.stamp.seq + 6 }, code: canonical, deletedAt: Date.now(), expiresAt: put.share.expiresAt, reason: 'deleted' as const };
+    const tomb = {
+      type: 'tombstone' as const,
+      stamp: { ...put.stamp, seq: put.stamp.seq + 6 },
+      code: canonical,
+      deletedAt: Date.now(),
+      expiresAt: put.share.expiresAt,
+      reason: 'deleted' as const,
+    };
     assert.is((await send([tomb])).json().applied, 1);
     // A put with a later stamp arrives after the tombstone: the share stays deleted.
-    const late = { ...verified, stamp: { ...put.stamp, seq: put.stamp.seq + 50 }, share: { ...verified.share, stamp: { ...put.stamp, seq: put.stamp.seq + 50 } } };
+    const late = {
+      ...verified,
+      stamp: { ...put.stamp, seq: put.stamp.seq + 50 },
+      share: { ...verified.share, stamp: { ...put.stamp, seq: put.stamp.seq + 50 } },
+    };
     assert.is((await send([late])).json().applied, 0);
     assert.is(target.store.lookup(canonical).state, 'expired');
   } finally {
@@ -188,7 +280,11 @@ test('a tombstone outlives a late put; last writer wins but a verification is ne
 test('durable queue: peer down, origin restarted, peer up: the pending events arrive', async () => {
   const ports = await freePorts(2);
   const state = tempDir('durable');
-  let a: TestServer | undefined = await startTestServer({ config: ringConfig(0, ports), stateDir: state.path, replication: fast });
+  let a: TestServer | undefined = await startTestServer({
+    config: ringConfig(0, ports),
+    stateDir: state.path,
+    replication: fast,
+  });
   let b: TestServer | undefined;
   try {
     const codes = [await publishVerified(a, 'erin@example.org'), await publishVerified(a, 'frank@example.org')];
@@ -241,7 +337,9 @@ test('a sender restarted with a fixed origin_epoch is not refused as a replay by
 test('an expiry on one node reaches the other as a tombstone', async () => {
   const ports = await freePorts(2);
   const clock = new ManualClock(Date.now());
-  const [a, b] = await Promise.all([0, 1].map((i) => startTestServer({ config: ringConfig(i, ports), clock, replication: fast })));
+  const [a, b] = await Promise.all(
+    [0, 1].map((i) => startTestServer({ config: ringConfig(i, ports), clock, replication: fast })),
+  );
   try {
     const code = await publishVerified(a!, 'ivan@example.org');
     await waitFor('B holds the share', () => holds(b!, code));
@@ -256,21 +354,35 @@ test('an expiry on one node reaches the other as a tombstone', async () => {
   }
 });
 
-test('refused replication attempts count against the caller\'s address; signed traffic does not', async () => {
+test("refused replication attempts count against the caller's address; signed traffic does not", async () => {
   const ports = await freePorts(2);
-  const target = await startTestServer({ config: { ...ringConfig(1, ports), replicationPeerUrls: [], rateLimitPerMinute: 1, rateLimitBurst: 3 } });
+  const target = await startTestServer({
+    config: { ...ringConfig(1, ports), replicationPeerUrls: [], rateLimitPerMinute: 1, rateLimitBurst: 3 },
+  });
   try {
     let seq = 0;
-    const good = () => postSigned(target.url, encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events: [] }));
+    const good = () =>
+      postSigned(
+        target.url,
+        encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events: [] }),
+      );
     for (let i = 0; i < 6; i++) assert.is((await good()).status, 200, 'a peer is never rate limited');
-    const bad = () => postSigned(target.url, encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events: [] }), { token: 'wrong-token-wrong-token-wrong' });
+    const bad = () =>
+      postSigned(
+        target.url,
+        encodeBatch({ clusterId: CLUSTER, sender: 0, stream: 1, batchSeq: ++seq, flags: 0, events: [] }),
+        { token: 'wrong-token-wrong-token-wrong' },
+      );
     const statuses = [];
     for (let i = 0; i < 5; i++) statuses.push((await bad()).status);
     assert.equal(statuses, [401, 401, 401, 429, 429]);
     // Exhausted: the next POST is turned away before its body is read. Only the head of a 1 MB body is sent:
     // a server that waited for the rest would answer only at its body timeout.
     const started = Date.now();
-    const head = await rawExchange(target.url, `POST /v1/replicate HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n`);
+    const head = await rawExchange(
+      target.url,
+      `POST /v1/replicate HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\n`,
+    );
     assert.match(head, /^HTTP\/1\.1 429 /, head);
     assert.ok(Date.now() - started < 2000, 'answered without waiting for the body');
   } finally {
@@ -280,10 +392,13 @@ test('refused replication attempts count against the caller\'s address; signed t
 
 test('other methods on /v1/replicate count against the request limit like any request', async () => {
   const ports = await freePorts(2);
-  const target = await startTestServer({ config: { ...ringConfig(1, ports), replicationPeerUrls: [], rateLimitPerMinute: 1, rateLimitBurst: 3 } });
+  const target = await startTestServer({
+    config: { ...ringConfig(1, ports), replicationPeerUrls: [], rateLimitPerMinute: 1, rateLimitBurst: 3 },
+  });
   try {
     const statuses = [];
-    for (const method of ['GET', 'PUT', 'DELETE', 'GET', 'PUT']) statuses.push((await http(`${target.url}/v1/replicate`, { method })).status);
+    for (const method of ['GET', 'PUT', 'DELETE', 'GET', 'PUT'])
+      statuses.push((await http(`${target.url}/v1/replicate`, { method })).status);
     assert.equal(statuses, [405, 405, 405, 429, 429]);
   } finally {
     await target.stop();

@@ -15,14 +15,25 @@ import { CLUSTER, TOKEN, freePorts, replicateUrl, ringConfig, runServerCommand }
 const key = identityPublicKey();
 
 const resyncArgs = (from: TestServer, peerPort: number, token = TOKEN) => [
-  'resync-peer', '--peer-url', replicateUrl(peerPort), '--state-dir', from.stateDir, '--server-id', String(from.config.serverId),
-  '--cluster-id', CLUSTER, '--replication-token', token,
+  'resync-peer',
+  '--peer-url',
+  replicateUrl(peerPort),
+  '--state-dir',
+  from.stateDir,
+  '--server-id',
+  String(from.config.serverId),
+  '--cluster-id',
+  CLUSTER,
+  '--replication-token',
+  token,
 ];
 
-test('resync-peer streams live shares and pending verifications from a running server\'s folder; a second run changes nothing', async () => {
+test("resync-peer streams live shares and pending verifications from a running server's folder; a second run changes nothing", async () => {
   const ports = await freePorts(2);
   // Two nodes of one cluster that do not replicate on their own (no peer URLs).
-  const [a, b] = await Promise.all([0, 1].map((i) => startTestServer({ config: ringConfig(i, ports, { replicationPeerUrls: [] }) })));
+  const [a, b] = await Promise.all(
+    [0, 1].map((i) => startTestServer({ config: ringConfig(i, ports, { replicationPeerUrls: [] }) })),
+  );
   try {
     const codes: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -35,7 +46,10 @@ test('resync-peer streams live shares and pending verifications from a running s
 
     const first = await runServerCommand(resyncArgs(a!, ports[1]!));
     assert.is(first.code, 0, first.stderr);
-    assert.match(first.stdout, /resync-peer: sent 5 share\(s\) \(1 pending verification\) and 0 tombstone\(s\) .* \(server 1\) in 1 batch\(es\): 5 applied, 0 already there/);
+    assert.match(
+      first.stdout,
+      /resync-peer: sent 5 share\(s\) \(1 pending verification\) and 0 tombstone\(s\) .* \(server 1\) in 1 batch\(es\): 5 applied, 0 already there/,
+    );
     const expected = [...codes.map((c) => parseShareCode(c).canonical), parseShareCode(onlyB).canonical].sort();
     assert.equal(b!.store.liveCodes(), expected);
     assert.is(b!.store.lookup(parseShareCode(codes[4]!).canonical).state, 'pending');
@@ -65,7 +79,13 @@ test('resync-peer refuses without a token, and reports a wrong one as Replicatio
     assert.is(wrong.code, 77, wrong.stderr);
     assert.match(wrong.stderr, /ReplicationUnauthorized/);
     assert.not.match(wrong.stderr, /not-the-cluster-token/, 'the token is never printed');
-    const none = await runServerCommand(['resync-peer', '--peer-url', replicateUrl(ports[1]!), '--state-dir', a.stateDir]);
+    const none = await runServerCommand([
+      'resync-peer',
+      '--peer-url',
+      replicateUrl(ports[1]!),
+      '--state-dir',
+      a.stateDir,
+    ]);
     assert.is(none.code, 64);
     assert.match(none.stderr, /resync-peer needs --replication-token/);
     const missing = await runServerCommand(['resync-peer', '--state-dir', a.stateDir]);

@@ -13,30 +13,56 @@ import { identityPublicKey, type TestServer } from './harness.js';
 import { confirmLink, deadUrl, startRoutedServer } from '../cli/keyserver-harness.js';
 
 const topo = (servers: TopologyResponse['servers'], routes: TopologyResponse['routes']): TopologyResponse => ({
-  clusterId: 'default', topologyVersion: 1, serverId: 0, servers, routes, promotedOwners: [],
+  clusterId: 'default',
+  topologyVersion: 1,
+  serverId: 0,
+  servers,
+  routes,
+  promotedOwners: [],
 });
-const s = (id: number, status: TopologyResponse['servers'][number]['status'] = 'active') => ({ id, url: `https://k${id}.example.org/`, status });
+const s = (id: number, status: TopologyResponse['servers'][number]['status'] = 'active') => ({
+  id,
+  url: `https://k${id}.example.org/`,
+  status,
+});
 
 test('candidates: the owner route (primary, then failovers in order); URLs without a trailing slash', () => {
   const code = generateShareCode(1, 2);
   const t = topo([s(0), s(1), s(2), s(3)], [{ owner: 1, primary: 3, failovers: [0, 2] }]);
   assert.equal(candidateServers(t, code, 'https://configured.example.org'), [
-    { id: 3, url: 'https://k3.example.org' }, { id: 0, url: 'https://k0.example.org' }, { id: 2, url: 'https://k2.example.org' },
+    { id: 3, url: 'https://k3.example.org' },
+    { id: 0, url: 'https://k0.example.org' },
+    { id: 2, url: 'https://k2.example.org' },
     { id: null, url: 'https://configured.example.org' },
   ]);
-  assert.equal(candidateServers(t, code, 'https://k0.example.org').map((c) => c.id), [3, 0, 2], 'the configured server is not tried twice');
+  assert.equal(
+    candidateServers(t, code, 'https://k0.example.org').map((c) => c.id),
+    [3, 0, 2],
+    'the configured server is not tried twice',
+  );
 });
 
 test('candidates: no route for the owner -> the primary then the secondary of the code', () => {
   const t = topo([s(0), s(1), s(2)], [{ owner: 0, primary: 0, failovers: [] }]);
-  assert.equal(candidateServers(t, generateShareCode(2, 1), 'x').map((c) => c.id), [2, 1, null]);
+  assert.equal(
+    candidateServers(t, generateShareCode(2, 1), 'x').map((c) => c.id),
+    [2, 1, null],
+  );
 });
 
 test('candidates: disabled and unknown servers are skipped; the configured server comes last', () => {
-  const t = topo([s(0, 'disabled'), s(1, 'standby'), s(2, 'promoted')], [{ owner: 0, primary: 0, failovers: [7, 1, 2] }]);
-  assert.equal(candidateServers(t, generateShareCode(0, 1), 'x').map((c) => c.id), [1, 2, null]);
+  const t = topo(
+    [s(0, 'disabled'), s(1, 'standby'), s(2, 'promoted')],
+    [{ owner: 0, primary: 0, failovers: [7, 1, 2] }],
+  );
+  assert.equal(
+    candidateServers(t, generateShareCode(0, 1), 'x').map((c) => c.id),
+    [1, 2, null],
+  );
   const none = topo([s(0, 'disabled')], []);
-  assert.equal(candidateServers(none, generateShareCode(0, 5), 'https://configured.example.org'), [{ id: null, url: 'https://configured.example.org' }]);
+  assert.equal(candidateServers(none, generateShareCode(0, 5), 'https://configured.example.org'), [
+    { id: null, url: 'https://configured.example.org' },
+  ]);
 });
 
 let server: TestServer;
@@ -52,8 +78,10 @@ test.before(async () => {
     serverId: 1,
     others: [{ id: 0, url: dead, status: 'active' }],
     routes: [
-      { owner: 1, primary: 0, failovers: [1] }, { owner: 2, primary: 1, failovers: [0] },
-      { owner: 3, primary: 0, failovers: [] }, { owner: 4, primary: 0, failovers: [1] },
+      { owner: 1, primary: 0, failovers: [1] },
+      { owner: 2, primary: 1, failovers: [0] },
+      { owner: 3, primary: 0, failovers: [] },
+      { owner: 4, primary: 0, failovers: [1] },
     ],
     promotedOwners: [1],
   });
@@ -71,7 +99,10 @@ test('real servers: the primary is down, the failover answers; both attempts are
   assert.equal(routed.answeredBy, { id: 1, url: server.url });
   assert.is(routed.attempts.length, 2);
   assert.equal({ id: routed.attempts[0]!.id, url: routed.attempts[0]!.url }, { id: 0, url: dead });
-  assert.match(routed.attempts[0]!.error ?? '', /cannot reach the key server at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/);
+  assert.match(
+    routed.attempts[0]!.error ?? '',
+    /cannot reach the key server at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\)/,
+  );
   assert.is(routed.attempts[1]!.error, undefined);
 });
 
@@ -102,18 +133,25 @@ test('real servers: every server of the route down -> SERVER_UNREACHABLE naming 
     assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
     assert.match((err as Error).message, `server 0 (${dead}): cannot reach`);
     // Asked last, the configured server forwarded the fetch along the same route, and said so (502).
-    assert.match((err as Error).message, `server (${server.url}): server 1 passed this request on, but no server of the share's owner answered it: server 0 (${dead}): cannot reach`, 'the configured server was asked last');
+    assert.match(
+      (err as Error).message,
+      `server (${server.url}): server 1 passed this request on, but no server of the share's owner answered it: server 0 (${dead}): cannot reach`,
+      'the configured server was asked last',
+    );
   }
 });
 
-test('real servers: a live server whose forward reaches none of the owner\'s servers (502) is passed over like a dead one', async () => {
+test("real servers: a live server whose forward reaches none of the owner's servers (502) is passed over like a dead one", async () => {
   try {
     await fetchAlongRoute(server.url, generateShareCode(4, 0).display);
     assert.unreachable('fetched from a server that does not serve owner 4');
   } catch (err) {
     assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
     assert.match((err as Error).message, `server 0 (${dead}): cannot reach`);
-    assert.match((err as Error).message, `server 1 (${server.url}): server 1 passed this request on, but no server of the share's owner answered it`);
+    assert.match(
+      (err as Error).message,
+      `server 1 (${server.url}): server 1 passed this request on, but no server of the share's owner answered it`,
+    );
   }
 });
 
@@ -123,7 +161,10 @@ test('real servers: a server with no route to the owner at all answers 421, pass
     assert.unreachable('fetched from a server that knows no server of owner 5');
   } catch (err) {
     assert.is((err as { code?: string }).code, 'SERVER_UNREACHABLE');
-    assert.match((err as Error).message, `server (${server.url}): shares of owner 5 are not served by server 1; this server knows no server for it`);
+    assert.match(
+      (err as Error).message,
+      `server (${server.url}): shares of owner 5 are not served by server 1; this server knows no server for it`,
+    );
   }
 });
 
@@ -148,10 +189,23 @@ test('the configured server down, a cached topology: its servers are asked for a
   const published = await publish(server.url, identityPublicKey(), 'cached@example.org');
   await confirmLink(server, 'cached@example.org');
   // Learned earlier (from the now dead server 0): server 1 at its real URL.
-  const cached = { ...topo([{ id: 0, url: dead, status: 'active' }, { id: 1, url: server.url, status: 'standby' }], [{ owner: 1, primary: 0, failovers: [1] }]), clusterId: 'default' };
+  const cached = {
+    ...topo(
+      [
+        { id: 0, url: dead, status: 'active' },
+        { id: 1, url: server.url, status: 'standby' },
+      ],
+      [{ owner: 1, primary: 0, failovers: [1] }],
+    ),
+    clusterId: 'default',
+  };
   const routed = await fetchAlongRoute(dead, published.code, { cached });
   assert.is(routed.share.email, 'cached@example.org');
-  assert.equal(routed.topologySource, { kind: 'server', url: server.url }, 'the live server of the cached topology answered');
+  assert.equal(
+    routed.topologySource,
+    { kind: 'server', url: server.url },
+    'the live server of the cached topology answered',
+  );
   assert.match(routed.topologyError ?? '', /ECONNREFUSED/);
   assert.equal(routed.answeredBy, { id: 1, url: server.url });
 });
@@ -161,9 +215,22 @@ test('a cached topology of another cluster is not replaced by its servers; none 
   await confirmLink(server, 'cached2@example.org');
   // Only dead servers to ask: the cached topology itself routes (server 1 reached under another URL alias).
   const alias = server.url.replace('127.0.0.1', 'localhost');
-  const cached = { ...topo([{ id: 0, url: dead, status: 'active' }, { id: 1, url: alias, status: 'active' }], [{ owner: 1, primary: 0, failovers: [1] }]), clusterId: 'elsewhere' };
+  const cached = {
+    ...topo(
+      [
+        { id: 0, url: dead, status: 'active' },
+        { id: 1, url: alias, status: 'active' },
+      ],
+      [{ owner: 1, primary: 0, failovers: [1] }],
+    ),
+    clusterId: 'elsewhere',
+  };
   const routed = await fetchAlongRoute(dead, published.code, { cached });
-  assert.equal(routed.topologySource, { kind: 'cache' }, "server 1 answered for cluster 'default', not the cached cluster");
+  assert.equal(
+    routed.topologySource,
+    { kind: 'cache' },
+    "server 1 answered for cluster 'default', not the cached cluster",
+  );
   assert.equal(routed.answeredBy, { id: 1, url: alias });
   // A cached version newer than the live answer (same cluster) routes.
   const newer = { ...cached, clusterId: 'default', topologyVersion: 5 };

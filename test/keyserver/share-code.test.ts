@@ -56,7 +56,8 @@ test('Crockford aliases in the random part read as the same code; U is refused',
   const base = generateShareCode(2, 3, new Uint8Array([1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0]));
   const r = base.canonical;
   // Random part is made only of 0 and 1: fold every 1 to I or L and every 0 to O.
-  const aliased = r.slice(0, 2) + [...r.slice(2, 14)].map((ch, i) => (ch === '1' ? (i % 2 ? 'i' : 'L') : 'o')).join('') + r.slice(14);
+  const aliased =
+    r.slice(0, 2) + [...r.slice(2, 14)].map((ch, i) => (ch === '1' ? (i % 2 ? 'i' : 'L') : 'o')).join('') + r.slice(14);
   assert.equal(parseShareCode(aliased), base);
   assert.ok(isTypo(`${r.slice(0, 5)}U${r.slice(6)}`));
 });
@@ -108,7 +109,10 @@ test('wrong length, strange characters and huge input: a typo with a clear messa
   for (const bad of [code.slice(0, -1), 'x'.repeat(1000), '']) assert.ok(isTypo(bad));
   // Letters whose case mapping lands on ASCII (Kelvin sign -> k, dotless i -> I) are not symbols.
   assert.throws(() => parseShareCode(`0\u212a${code.slice(2)}`), /character 2 \("\u212a"\) is not used there/);
-  assert.throws(() => parseShareCode(`${code.slice(0, 3)}\u0131${code.slice(4)}`), /character 3 \("\u0131"\) is not used there/);
+  assert.throws(
+    () => parseShareCode(`${code.slice(0, 3)}\u0131${code.slice(4)}`),
+    /character 3 \("\u0131"\) is not used there/,
+  );
 });
 
 test('random parts are spread out: 5000 codes, no repeats, every symbol used at every position', () => {

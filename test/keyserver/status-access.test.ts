@@ -27,8 +27,19 @@ test('a remote caller gets only replication_pending and replication_last_sequenc
     assert.is(d.shares_live, 0);
     assert.is(d.server_id, 0);
     // An IPv6 client, and a forged loopback entry before the proxy's own, are remote too.
-    assert.is(Object.keys((await http(`${s.url}/v1/status`, { headers: { ...json, 'X-Forwarded-For': '2001:db8::1' } })).json()).length, 2);
-    assert.is(Object.keys((await http(`${s.url}/v1/status`, { headers: { ...json, 'X-Forwarded-For': '127.0.0.1, 203.0.113.7' } })).json()).length, 2);
+    assert.is(
+      Object.keys((await http(`${s.url}/v1/status`, { headers: { ...json, 'X-Forwarded-For': '2001:db8::1' } })).json())
+        .length,
+      2,
+    );
+    assert.is(
+      Object.keys(
+        (
+          await http(`${s.url}/v1/status`, { headers: { ...json, 'X-Forwarded-For': '127.0.0.1, 203.0.113.7' } })
+        ).json(),
+      ).length,
+      2,
+    );
     // Loopback (no X-Forwarded-For: the socket's address) sees everything.
     const local = (await http(`${s.url}/v1/status`, { headers: json })).json();
     assert.ok('shares_live' in local && 'replication_peers' in local && 'store_skipped' in local);
@@ -51,16 +62,28 @@ test('a request signed with the replication token gets everything from anywhere;
       const res = await http(`${s.url}/v1/status`, { headers: { ...json, ...remote, ...headers } });
       return [res.status, res.json().error?.code];
     };
-    assert.equal(await refused(statusSignatureHeaders('another-token-0123456789', 'eu', Date.now())), [401, 'REPLICATION_UNAUTHORIZED']);
+    assert.equal(await refused(statusSignatureHeaders('another-token-0123456789', 'eu', Date.now())), [
+      401,
+      'REPLICATION_UNAUTHORIZED',
+    ]);
     assert.equal(await refused(statusSignatureHeaders(TOKEN, 'other', Date.now())), [401, 'REPLICATION_UNAUTHORIZED']);
-    assert.equal(await refused(statusSignatureHeaders(TOKEN, 'eu', Date.now() - 6 * 60_000)), [401, 'REPLICATION_STALE']);
-    assert.equal(await refused(signatureHeaders(TOKEN, 'eu', new Uint8Array(0), Date.now())), [401, 'REPLICATION_UNAUTHORIZED'], 'a replication signature is not a status one');
+    assert.equal(await refused(statusSignatureHeaders(TOKEN, 'eu', Date.now() - 6 * 60_000)), [
+      401,
+      'REPLICATION_STALE',
+    ]);
+    assert.equal(
+      await refused(signatureHeaders(TOKEN, 'eu', new Uint8Array(0), Date.now())),
+      [401, 'REPLICATION_UNAUTHORIZED'],
+      'a replication signature is not a status one',
+    );
   } finally {
     await s.stop();
   }
   const noToken = await startTestServer({ config: { trustProxy: true } });
   try {
-    const res = await http(`${noToken.url}/v1/status`, { headers: { ...json, ...remote, ...statusSignatureHeaders(TOKEN, 'default', Date.now()) } });
+    const res = await http(`${noToken.url}/v1/status`, {
+      headers: { ...json, ...remote, ...statusSignatureHeaders(TOKEN, 'default', Date.now()) },
+    });
     assert.is(res.status, 401);
   } finally {
     await noToken.stop();

@@ -19,7 +19,16 @@ import { status } from '../../src/keyserver/client.js';
 const key = identityPublicKey();
 
 function options(dir: string, clock: ManualClock, logger = new MemoryLogger()): StoreOptions {
-  return { dir, serverId: 0, originEpoch: 1, compactMinBytes: 1 << 30, clock, logger, sweepIntervalMs: 0, fetchFlushMs: 5 };
+  return {
+    dir,
+    serverId: 0,
+    originEpoch: 1,
+    compactMinBytes: 1 << 30,
+    clock,
+    logger,
+    sweepIntervalMs: 0,
+    fetchFlushMs: 5,
+  };
 }
 
 function newShare(clock: ManualClock, publicKey: Buffer = key) {
@@ -71,11 +80,22 @@ test('200 shares and one flipped bit in the middle: every share but the damaged 
     assert.is(missing.length, 1, `lost: ${missing.join(', ')}\n${logger.text()}`);
     const range = store.recovery.skipped;
     assert.is(range.length, 1);
-    assert.ok(range[0]!.from <= mid && mid < range[0]!.to, `the skipped range ${range[0]!.from}-${range[0]!.to} holds the flipped byte ${mid}`);
+    assert.ok(
+      range[0]!.from <= mid && mid < range[0]!.to,
+      `the skipped range ${range[0]!.from}-${range[0]!.to} holds the flipped byte ${mid}`,
+    );
     const lostAt = where(pristine, missing[0]!);
     assert.ok(range[0]!.from <= lostAt && lostAt < range[0]!.to, 'the lost share is the one whose record was damaged');
-    assert.match(logger.text(), new RegExp(`WARN store: skipped 1 damaged range\\(s\\), ${range[0]!.to - range[0]!.from} of ${bytes.length} bytes, .*: ${range[0]!.from}-${range[0]!.to} \\(`));
-    assert.match(logger.text(), /kept every record outside them \(199\) and saved the damaged file as .*store\.log\.damaged-/);
+    assert.match(
+      logger.text(),
+      new RegExp(
+        `WARN store: skipped 1 damaged range\\(s\\), ${range[0]!.to - range[0]!.from} of ${bytes.length} bytes, .*: ${range[0]!.from}-${range[0]!.to} \\(`,
+      ),
+    );
+    assert.match(
+      logger.text(),
+      /kept every record outside them \(199\) and saved the damaged file as .*store\.log\.damaged-/,
+    );
     assert.ok(readFileSync(store.recovery.damagedCopy!).equals(bytes), 'the damaged file is kept as it was');
     assert.ok(!existsSync(join(dir.path, 'store.log.repair')));
 
@@ -101,7 +121,8 @@ test('one flipped bit anywhere in a record (length, stamp, payload, checksum, de
     const pristine = readFileSync(log);
     // Record 6 runs from just after record 5's delimiter to its own delimiter (inclusive).
     const starts = [8];
-    for (let at = pristine.indexOf(0, 8) + 1; at > 0 && at < pristine.length; at = pristine.indexOf(0, at) + 1) starts.push(at);
+    for (let at = pristine.indexOf(0, 8) + 1; at > 0 && at < pristine.length; at = pristine.indexOf(0, at) + 1)
+      starts.push(at);
     assert.ok(starts.length >= 12, `${starts.length} records found by their delimiters`);
     const from = starts[5]!;
     const to = starts[6]!;
@@ -113,7 +134,11 @@ test('one flipped bit anywhere in a record (length, stamp, payload, checksum, de
       const { store, missing, logger } = await states(dir.path, clock, codes);
       await store.close();
       const expected = at === to - 1 ? [] : [codes[5]];
-      assert.equal(missing, expected, `bit ${at % 8} of byte ${at - from} of the record (${at === to - 1 ? 'its delimiter' : 'inside'}):\n${logger.text()}`);
+      assert.equal(
+        missing,
+        expected,
+        `bit ${at % 8} of byte ${at - from} of the record (${at === to - 1 ? 'its delimiter' : 'inside'}):\n${logger.text()}`,
+      );
     }
   } finally {
     dir.remove();
@@ -176,7 +201,7 @@ test('a share whose put_share record was lost does not come back half-made from 
   }
 });
 
-test('a record hidden inside a value (a publisher\'s key bytes) is never taken for a record when its own record is damaged', async () => {
+test("a record hidden inside a value (a publisher's key bytes) is never taken for a record when its own record is damaged", async () => {
   const dir = tempDir('recover');
   const clock = new ManualClock();
   try {
@@ -184,7 +209,12 @@ test('a record hidden inside a value (a publisher\'s key bytes) is never taken f
     const victim = newShare(clock);
     await store.put(victim);
     // The key carries a whole, checksummed verify record of the victim's code.
-    const forged = encodeRecord({ type: 'verify', stamp: { origin: 0, epoch: 9e12, seq: 1e9 }, code: victim.code, verifiedAt: clock.now() });
+    const forged = encodeRecord({
+      type: 'verify',
+      stamp: { origin: 0, epoch: 9e12, seq: 1e9 },
+      code: victim.code,
+      verifiedAt: clock.now(),
+    });
     const evilKey = Buffer.concat([Buffer.from([1]), forged, Buffer.alloc(64 - forged.length, 7)]);
     assert.is(evilKey.length, 65);
     const evil = newShare(clock, evilKey);
@@ -263,7 +293,7 @@ test('a version 1 log is read and rewritten as version 2; a damaged one keeps ev
   }
 });
 
-test('resync-peer\'s read-only reader skips the damage as the server does', async () => {
+test("resync-peer's read-only reader skips the damage as the server does", async () => {
   const dir = tempDir('recover');
   const clock = new ManualClock();
   try {
@@ -305,7 +335,10 @@ test('a server started on a damaged log says in /v1/status what its start-up che
       const bin = await status(s.url);
       assert.is(bin.store_skipped_ranges, 1);
       assert.is(bin.store_skipped_bytes, to - from);
-      assert.match(s.logger.text(), new RegExp(`skipped 1 damaged range\\(s\\), ${to - from} of ${bytes.length} bytes`));
+      assert.match(
+        s.logger.text(),
+        new RegExp(`skipped 1 damaged range\\(s\\), ${to - from} of ${bytes.length} bytes`),
+      );
     } finally {
       await s.stop();
     }

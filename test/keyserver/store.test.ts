@@ -12,8 +12,23 @@ import { ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness
 
 const key = identityPublicKey();
 
-function options(dir: string, clock: ManualClock, logger = new MemoryLogger(), extra: Partial<StoreOptions> = {}): StoreOptions {
-  return { dir, serverId: 0, originEpoch: 1, compactMinBytes: 1 << 30, clock, logger, sweepIntervalMs: 0, fetchFlushMs: 5, ...extra };
+function options(
+  dir: string,
+  clock: ManualClock,
+  logger = new MemoryLogger(),
+  extra: Partial<StoreOptions> = {},
+): StoreOptions {
+  return {
+    dir,
+    serverId: 0,
+    originEpoch: 1,
+    compactMinBytes: 1 << 30,
+    clock,
+    logger,
+    sweepIntervalMs: 0,
+    fetchFlushMs: 5,
+    ...extra,
+  };
 }
 
 function newShare(clock: ManualClock, ttl = 900_000) {
@@ -101,7 +116,11 @@ test('two verifications of one token at once: exactly one succeeds', async () =>
     const store = await ShareStore.open(options(dir.path, clock));
     const s = newShare(clock);
     await store.put(s.input);
-    const results = await Promise.all([store.verify(s.input.tokenHash), store.verify(s.input.tokenHash), store.verify(s.input.tokenHash)]);
+    const results = await Promise.all([
+      store.verify(s.input.tokenHash),
+      store.verify(s.input.tokenHash),
+      store.verify(s.input.tokenHash),
+    ]);
     assert.is(results.filter(Boolean).length, 1);
     await store.close();
   } finally {
@@ -134,7 +153,10 @@ test('a torn tail is cut at the last good record; the damaged file is kept aside
     for (const c of codes.slice(0, 19)) assert.is(store.lookup(c).state, 'pending', c);
     assert.is(store.lookup(codes[19]!).state, 'missing');
     assert.ok(store.recovery.damagedCopy, 'damaged copy recorded');
-    assert.ok(readFileSync(store.recovery.damagedCopy!).equals(full.subarray(0, full.length - 7)), 'the copy holds the damaged bytes');
+    assert.ok(
+      readFileSync(store.recovery.damagedCopy!).equals(full.subarray(0, full.length - 7)),
+      'the copy holds the damaged bytes',
+    );
     assert.match(logger.text(), /torn record at the end/);
     const s = newShare(clock);
     await store.put(s.input); // appends after the cut, not after the garbage
@@ -208,16 +230,18 @@ test('compaction under load keeps every live share, drops expired ones, and surv
     const verified: string[] = [];
     for (let round = 0; round < 40; round++) {
       const batch = Array.from({ length: 25 }, () => newShare(clock));
-      await Promise.all(batch.map(async (s) => {
-        await store.put(s.input);
-        live.push(s.input.code);
-        if (live.length % 3 === 0) {
-          await store.verify(s.input.tokenHash);
-          verified.push(s.input.code);
-          const l = store.lookup(s.input.code);
-          if (l.state === 'live') store.recordFetch(l.share);
-        }
-      }));
+      await Promise.all(
+        batch.map(async (s) => {
+          await store.put(s.input);
+          live.push(s.input.code);
+          if (live.length % 3 === 0) {
+            await store.verify(s.input.tokenHash);
+            verified.push(s.input.code);
+            const l = store.lookup(s.input.code);
+            if (l.state === 'live') store.recordFetch(l.share);
+          }
+        }),
+      );
       if (round === 2) clock.advance(60_000); // `doomed` expires
     }
     await new Promise((r) => setTimeout(r, 20)); // let the fetch counts land

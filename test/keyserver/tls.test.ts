@@ -16,12 +16,78 @@ const key = identityPublicKey();
 
 function makeCa(dir: string): { ca: string; cert: string; key: string; otherCa: string } {
   const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  run('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=stash test CA');
-  run('req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1');
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=stash test CA',
+  );
+  run(
+    'req',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'server.key',
+    '-out',
+    'server.csr',
+    '-subj',
+    '/CN=127.0.0.1',
+  );
   writeFileSync(join(dir, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  run('x509', '-req', '-in', 'server.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.pem', '-days', '2', '-extfile', 'ext.cnf');
-  run('req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', 'other.key', '-out', 'other.pem', '-days', '2', '-subj', '/CN=another CA');
-  return { ca: join(dir, 'ca.pem'), cert: join(dir, 'server.pem'), key: join(dir, 'server.key'), otherCa: join(dir, 'other.pem') };
+  run(
+    'x509',
+    '-req',
+    '-in',
+    'server.csr',
+    '-CA',
+    'ca.pem',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'server.pem',
+    '-days',
+    '2',
+    '-extfile',
+    'ext.cnf',
+  );
+  run(
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    'other.key',
+    '-out',
+    'other.pem',
+    '-days',
+    '2',
+    '-subj',
+    '/CN=another CA',
+  );
+  return {
+    ca: join(dir, 'ca.pem'),
+    cert: join(dir, 'server.pem'),
+    key: join(dir, 'server.key'),
+    otherCa: join(dir, 'other.pem'),
+  };
 }
 
 test('HTTPS with a test CA: verified clients work, unverified ones are refused', async () => {
@@ -54,27 +120,37 @@ test('HTTPS with a test CA: verified clients work, unverified ones are refused',
         await topology(s.url.replace('https:', 'http:'), { timeoutMs: 3000 });
         assert.unreachable();
       } catch (err) {
-        assert.ok(['SERVER_UNREACHABLE', 'SERVER_PROTOCOL'].includes((err as { code: string }).code), (err as Error).message);
+        assert.ok(
+          ['SERVER_UNREACHABLE', 'SERVER_PROTOCOL'].includes((err as { code: string }).code),
+          (err as Error).message,
+        );
       }
 
       // A child process that only has NODE_EXTRA_CA_CERTS (what the CLI relies on).
       const script = join(dir.path, 'confirm-and-fetch.mts');
       const clientUrl = new URL('../../src/keyserver/client.ts', import.meta.url).href;
-      writeFileSync(script, [
-        `import { fetchShare } from ${JSON.stringify(clientUrl)};`,
-        `import { request } from 'node:https';`,
-        `await new Promise((ok, bad) => request(${JSON.stringify(link)}, { method: 'POST' }, (r) => { r.resume(); r.on('end', ok); }).on('error', bad).end());`,
-        `const f = await fetchShare(${JSON.stringify(s.url)}, ${JSON.stringify(pub.code)});`,
-        'console.log(JSON.stringify({ email: f.email, count: f.fetchCount }));',
-      ].join('\n'));
+      writeFileSync(
+        script,
+        [
+          `import { fetchShare } from ${JSON.stringify(clientUrl)};`,
+          `import { request } from 'node:https';`,
+          `await new Promise((ok, bad) => request(${JSON.stringify(link)}, { method: 'POST' }, (r) => { r.resume(); r.on('end', ok); }).on('error', bad).end());`,
+          `const f = await fetchShare(${JSON.stringify(s.url)}, ${JSON.stringify(pub.code)});`,
+          'console.log(JSON.stringify({ email: f.email, count: f.fetchCount }));',
+        ].join('\n'),
+      );
       const [node, ...prefix] = tsxNodeArgs;
       // Asynchronous: the server runs in this process and must keep answering.
       const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
         const p = spawn(node!, [...prefix, script], { env: { ...process.env, NODE_EXTRA_CA_CERTS: pki.ca } });
         let stdout = '';
         let stderr = '';
-        p.stdout.on('data', (d) => { stdout += d; });
-        p.stderr.on('data', (d) => { stderr += d; });
+        p.stdout.on('data', (d) => {
+          stdout += d;
+        });
+        p.stderr.on('data', (d) => {
+          stderr += d;
+        });
         const timer = setTimeout(() => p.kill('SIGKILL'), 30_000);
         p.on('close', (status) => {
           clearTimeout(timer);

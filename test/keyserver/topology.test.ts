@@ -30,29 +30,47 @@ test('GET /v1/topology: cluster id, version, servers with status, routes (JSON a
       cluster_id: CLUSTER,
       topology_version: 7,
       server_id: 0,
-      servers: [{ id: 0, url: baseUrl(ports[0]!), status: 'active' }, { id: 1, url: baseUrl(ports[1]!), status: 'standby' }],
-      routes: [{ owner: 0, primary: 0, failovers: [1] }, { owner: 1, primary: 1, failovers: [0] }],
+      servers: [
+        { id: 0, url: baseUrl(ports[0]!), status: 'active' },
+        { id: 1, url: baseUrl(ports[1]!), status: 'standby' },
+      ],
+      routes: [
+        { owner: 0, primary: 0, failovers: [1] },
+        { owner: 1, primary: 1, failovers: [0] },
+      ],
       promoted_owners: [],
     });
     const bin = await topology(a.url);
-    assert.equal(bin, { clusterId: CLUSTER, topologyVersion: 7, serverId: 0, servers: bin.servers, routes: bin.routes, promotedOwners: [] });
-    assert.equal(bin.servers.map((s) => s.status), ['active', 'standby']);
+    assert.equal(bin, {
+      clusterId: CLUSTER,
+      topologyVersion: 7,
+      serverId: 0,
+      servers: bin.servers,
+      routes: bin.routes,
+      promotedOwners: [],
+    });
+    assert.equal(
+      bin.servers.map((s) => s.status),
+      ['active', 'standby'],
+    );
     assert.equal(bin.routes[1], { owner: 1, primary: 1, failovers: [0] });
   } finally {
     await a.stop();
   }
 });
 
-test('a fetch is served by the owner\'s primary; the standby passes it on there; the routed client goes there first', async () => {
+test("a fetch is served by the owner's primary; the standby passes it on there; the routed client goes there first", async () => {
   const ports = await freePorts(2);
-  const [a, b] = await Promise.all([0, 1].map((i) => startTestServer({ config: ringConfig(i, ports), replication: fast })));
+  const [a, b] = await Promise.all(
+    [0, 1].map((i) => startTestServer({ config: ringConfig(i, ports), replication: fast })),
+  );
   try {
     const code = await verified(a!, 'grace@example.org');
-    assert.is(parseShareCode(code).primary, 0, 'A\'s codes name owner 0');
+    assert.is(parseShareCode(code).primary, 0, "A's codes name owner 0");
     assert.is(parseShareCode(code).secondary, 1, 'and B as its ring successor');
     await waitFor('B holds the replica', () => b!.store.lookup(parseShareCode(code).canonical).state === 'live');
     const forwarded = await postJson(b!.url, { op: 'fetch', code });
-    assert.is(forwarded.status, 200, 'B forwards the fetch to owner 0\'s primary');
+    assert.is(forwarded.status, 200, "B forwards the fetch to owner 0's primary");
     assert.is(forwarded.json().email, 'grace@example.org');
     // What B answers itself (as to a request another server forwarded): not its owner, 421 naming the primary.
     const refused = await postJson(b!.url, { op: 'fetch', code }, '/v1/share', { 'X-Stash-Forwarded-By': '2' });
@@ -81,11 +99,18 @@ test('a topology that lists its URLs as the /v1/share endpoint (an older server 
   try {
     const code = await verified(a!, 'ivan@example.org');
     await waitFor('B holds the replica', () => b!.store.lookup(parseShareCode(code).canonical).state === 'live');
-    assert.equal((await topology(b!.url)).servers.map((s) => s.url), [0, 1].map((i) => `${baseUrl(ports[i]!)}/v1/share`));
+    assert.equal(
+      (await topology(b!.url)).servers.map((s) => s.url),
+      [0, 1].map((i) => `${baseUrl(ports[i]!)}/v1/share`),
+    );
     for (const configured of [b!.url, `${b!.url}/v1/share`]) {
       const routed = await fetchAlongRoute([configured], code);
       assert.is(routed.answeredBy.url, baseUrl(ports[0]!), configured);
-      assert.equal(routed.attempts.map((x) => x.url), [baseUrl(ports[0]!)], 'A, the primary, answered first: no request went to .../v1/share/v1/share');
+      assert.equal(
+        routed.attempts.map((x) => x.url),
+        [baseUrl(ports[0]!)],
+        'A, the primary, answered first: no request went to .../v1/share/v1/share',
+      );
       assert.equal(routed.share.publicKey, key);
     }
     // The client functions take either spelling.
@@ -108,18 +133,31 @@ test('--promoted-owner: the standby serves the owner, reports itself promoted; t
     await b.close();
     // Failover steps 1-3: promote owner 0 on B, mark A disabled and B promoted, route owner 0 to B first, restart.
     const promoted = ringConfig(1, ports, { promotedOwners: [0] });
-    promoted.topologyServers = [{ id: 0, url: baseUrl(ports[0]!), status: 'disabled' }, { id: 1, url: b.url, status: 'promoted' }];
-    promoted.routes = [{ owner: 0, primary: 1, failovers: [0] }, { owner: 1, primary: 1, failovers: [0] }];
+    promoted.topologyServers = [
+      { id: 0, url: baseUrl(ports[0]!), status: 'disabled' },
+      { id: 1, url: b.url, status: 'promoted' },
+    ];
+    promoted.routes = [
+      { owner: 0, primary: 1, failovers: [0] },
+      { owner: 1, primary: 1, failovers: [0] },
+    ];
     b = await startTestServer({ config: promoted, stateDir: b.stateDir, replication: fast });
     const t = await topology(b.url);
     assert.equal(t.promotedOwners, [0]);
-    assert.equal(t.servers.map((s) => `${s.id}:${s.status}`), ['0:disabled', '1:promoted']);
+    assert.equal(
+      t.servers.map((s) => `${s.id}:${s.status}`),
+      ['0:disabled', '1:promoted'],
+    );
     assert.equal((await fetchShare(b.url, code)).publicKey, key);
     const routed = await fetchAlongRoute([baseUrl(ports[0]!), b.url], code, { timeoutMs: 2000 });
     assert.is(routed.answeredBy.url, b.url, 'A unreachable, the topology from B routes owner 0 to B');
     // Only the promotion makes B answer: with the old routes but the promoted owner, B still serves.
     await b.close();
-    b = await startTestServer({ config: ringConfig(1, ports, { promotedOwners: [0] }), stateDir: b.stateDir, replication: fast });
+    b = await startTestServer({
+      config: ringConfig(1, ports, { promotedOwners: [0] }),
+      stateDir: b.stateDir,
+      replication: fast,
+    });
     const viaFailover = await fetchAlongRoute([baseUrl(ports[0]!), b.url], code, { timeoutMs: 2000 });
     assert.is(viaFailover.answeredBy.url, b.url, 'primary 0 unreachable, failover 1 answered');
   } finally {

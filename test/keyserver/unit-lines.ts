@@ -31,7 +31,10 @@ export function systemdWords(line: string): string[] {
 
 /** The words of every `KEY=` line of the unit (one list per line). */
 export function unitLines(unit: string, key: string): string[][] {
-  return unit.split('\n').filter((l) => l.startsWith(`${key}=`)).map((l) => systemdWords(l.slice(key.length + 1)));
+  return unit
+    .split('\n')
+    .filter((l) => l.startsWith(`${key}=`))
+    .map((l) => systemdWords(l.slice(key.length + 1)));
 }
 
 /** ExecStart=: the program and its arguments. */

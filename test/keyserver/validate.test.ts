@@ -47,7 +47,7 @@ function multiplicationRefuses(x: Buffer): boolean {
   }
 }
 
-const P = (2n ** 255n) - 19n;
+const P = 2n ** 255n - 19n;
 const le = (n: bigint) => Buffer.from(n.toString(16).padStart(64, '0'), 'hex').reverse();
 
 test('the known small-order X25519 points are refused, as the multiplication refused them', () => {
@@ -58,7 +58,11 @@ test('the known small-order X25519 points are refused, as the multiplication ref
     39382357235489614581723060781553021112529911719440698176882885853963445705823n,
     P - 1n,
   ].map(le);
-  for (const x of known) assert.ok(SMALL_ORDER_X25519.some((b) => b.equals(x)), x.toString('hex'));
+  for (const x of known)
+    assert.ok(
+      SMALL_ORDER_X25519.some((b) => b.equals(x)),
+      x.toString('hex'),
+    );
   for (const x of SMALL_ORDER_X25519) {
     assert.ok(multiplicationRefuses(x), `libsodium refuses ${x.toString('hex')}`);
     const message = refusal(keyOf(x, goodEd));
@@ -103,7 +107,11 @@ test('Ed25519: small-order, mixed-order and off-curve points are refused, each t
   const offCurve = Buffer.from('02'.padEnd(64, '0'), 'hex');
   for (const ed of [...torsion, mixed, offCurve]) {
     for (let round = 0; round < 2; round++) {
-      assert.match(refusal(keyOf(goodX, ed)) ?? 'accepted', /Ed25519 part of the public key is not a valid point/, `${ed.toString('hex')} round ${round}`);
+      assert.match(
+        refusal(keyOf(goodX, ed)) ?? 'accepted',
+        /Ed25519 part of the public key is not a valid point/,
+        `${ed.toString('hex')} round ${round}`,
+      );
     }
   }
 });

@@ -27,8 +27,34 @@ test('the writer grows past its first buffer and writes every field big-endian, 
   const w = new Writer(16);
   const expected: number[] = [];
   for (let i = 0; i < 200; i++) {
-    w.u8(i).u16(0xbeef).u32(0xdeadbeef).u64(2 ** 53 - 1 - i).text('é', 1).bytes(Uint8Array.of(i, 255 - i));
-    expected.push(i, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef, 0x00, 0x1f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff - i, 2, 0xc3, 0xa9, i, 255 - i);
+    w.u8(i)
+      .u16(0xbeef)
+      .u32(0xdeadbeef)
+      .u64(2 ** 53 - 1 - i)
+      .text('é', 1)
+      .bytes(Uint8Array.of(i, 255 - i));
+    expected.push(
+      i,
+      0xbe,
+      0xef,
+      0xde,
+      0xad,
+      0xbe,
+      0xef,
+      0x00,
+      0x1f,
+      0xff,
+      0xff,
+      0xff,
+      0xff,
+      0xff,
+      0xff - i,
+      2,
+      0xc3,
+      0xa9,
+      i,
+      255 - i,
+    );
   }
   w.setU32(1, 0x01020304).setU8(0, 9);
   expected.splice(1, 4, 1, 2, 3, 4);
@@ -50,9 +76,23 @@ test('share requests and responses round-trip through the binary encoding', () =
   const fetchReq = { op: 'fetch' as const, code: '0A-7K3M-9QXD-W2HF-Z' };
   assert.equal(decodeShareRequest(encodeShareRequest(fetchReq), fail), fetchReq);
 
-  const created = { type: 'created' as const, code: '0A-7K3M-9QXD-W2HF-Z', expiresAt: 1_900_000_000_123, verification: 'failed' as const, message: 'é ok' };
+  const created = {
+    type: 'created' as const,
+    code: '0A-7K3M-9QXD-W2HF-Z',
+    expiresAt: 1_900_000_000_123,
+    verification: 'failed' as const,
+    message: 'é ok',
+  };
   assert.equal(decodeShareResponse(encodeShareResponse(created), fail), created);
-  const fetched = { type: 'fetched' as const, code: '0A-7K3M-9QXD-W2HF-Z', publicKey: key, email: 'a@example.org', verifiedAt: 1, fetchCount: 4_000_000_000, expiresAt: 2 ** 53 - 1 };
+  const fetched = {
+    type: 'fetched' as const,
+    code: '0A-7K3M-9QXD-W2HF-Z',
+    publicKey: key,
+    email: 'a@example.org',
+    verifiedAt: 1,
+    fetchCount: 4_000_000_000,
+    expiresAt: 2 ** 53 - 1,
+  };
   assert.equal(decodeShareResponse(encodeShareResponse(fetched), fail), fetched);
 });
 
@@ -67,7 +107,10 @@ test('unpublish: the request and answer byte by byte (docs/http-api.md), the sig
   assert.is(bytes[47], 64);
   assert.is(bytes.length, 3 + 19 + 8 + 1 + 16 + 1 + 64);
   assert.equal(decodeShareRequest(bytes, fail), req);
-  assert.throws(() => decodeShareRequest(Buffer.concat([bytes, Buffer.from([0])]), fail), /unexpected byte\(s\) after the end/);
+  assert.throws(
+    () => decodeShareRequest(Buffer.concat([bytes, Buffer.from([0])]), fail),
+    /unexpected byte\(s\) after the end/,
+  );
 
   const signed = unpublishSignedBytes('0A7K3M9QXDW2HFZ', req.timestamp, nonce);
   assert.equal(signed.subarray(0, 19).toString('latin1'), 'stash-unpublish-v1\n');
@@ -83,12 +126,28 @@ test('unpublish: the request and answer byte by byte (docs/http-api.md), the sig
   assert.is(answer.length, 3 + 19 + 8);
   assert.equal(decodeShareResponse(answer, fail), done);
 
-  const json = { op: 'unpublish', code: req.code, timestamp: '2030-01-01T00:00:00.123Z', nonce: nonce.toString('base64'), signature: signature.toString('base64') };
-  assert.equal(decodeJsonShareRequest(Buffer.from(JSON.stringify(json)), fail), { ...req, timestamp: Date.UTC(2030, 0, 1, 0, 0, 0, 123) });
+  const json = {
+    op: 'unpublish',
+    code: req.code,
+    timestamp: '2030-01-01T00:00:00.123Z',
+    nonce: nonce.toString('base64'),
+    signature: signature.toString('base64'),
+  };
+  assert.equal(decodeJsonShareRequest(Buffer.from(JSON.stringify(json)), fail), {
+    ...req,
+    timestamp: Date.UTC(2030, 0, 1, 0, 0, 0, 123),
+  });
   for (const timestamp of ['2030-01-01T00:00:00Z', '2030-01-01 00:00:00.123Z', 'soon', '']) {
-    assert.throws(() => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, timestamp })), fail), /field "timestamp" must be a time/, timestamp);
+    assert.throws(
+      () => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, timestamp })), fail),
+      /field "timestamp" must be a time/,
+      timestamp,
+    );
   }
-  assert.throws(() => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, extra: 1 })), fail), /unknown field "extra" for op "unpublish"/);
+  assert.throws(
+    () => decodeJsonShareRequest(Buffer.from(JSON.stringify({ ...json, extra: 1 })), fail),
+    /unknown field "extra" for op "unpublish"/,
+  );
 });
 
 test('topology, status and errors round-trip; unknown status fields are skipped', () => {
@@ -96,14 +155,26 @@ test('topology, status and errors round-trip; unknown status fields are skipped'
     clusterId: 'eu',
     topologyVersion: 0xffffffff,
     serverId: 9,
-    servers: [{ id: 0, url: 'https://a.example.org', status: 'active' }, { id: 9, url: 'https://b.example.org', status: 'promoted' }],
+    servers: [
+      { id: 0, url: 'https://a.example.org', status: 'active' },
+      { id: 9, url: 'https://b.example.org', status: 'promoted' },
+    ],
     routes: [{ owner: 0, primary: 0, failovers: [9, 1] }],
     promotedOwners: [0],
   };
   assert.equal(decodeTopology(encodeTopology(t), fail), t);
   const st: StatusResponse = {
-    replication_pending: 3, replication_last_sequence: 99, shares_live: 5, shares_pending: 1,
-    store_bytes: 12345, uptime_seconds: 60, server_id: 2, origin_epoch: 1_700_000_000_000, store_skipped_ranges: 2, store_skipped_bytes: 300, config_loaded_at: 1_700_000_000_500,
+    replication_pending: 3,
+    replication_last_sequence: 99,
+    shares_live: 5,
+    shares_pending: 1,
+    store_bytes: 12345,
+    uptime_seconds: 60,
+    server_id: 2,
+    origin_epoch: 1_700_000_000_000,
+    store_skipped_ranges: 2,
+    store_skipped_bytes: 300,
+    config_loaded_at: 1_700_000_000_500,
   };
   assert.equal(decodeStatus(encodeStatus(st), fail), { ...st, unknown: 0 });
   // A newer server adds field 200: an older client reads the rest.
@@ -117,11 +188,24 @@ test('topology, status and errors round-trip; unknown status fields are skipped'
 });
 
 test('decoders refuse values beyond 2^53, bad UTF-8 and unknown enum values', () => {
-  const big = new Writer().u8(1).u8(0x84).u8(1).u8(1).bytes(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0])).finish();
+  const big = new Writer()
+    .u8(1)
+    .u8(0x84)
+    .u8(1)
+    .u8(1)
+    .bytes(Buffer.from([0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]))
+    .finish();
   assert.throws(() => decodeStatus(big, fail), /too large/);
-  const badText = new Writer().u8(1).u8(0x02).u8(2).bytes(Buffer.from([0xc3, 0x28])).finish();
+  const badText = new Writer()
+    .u8(1)
+    .u8(0x02)
+    .u8(2)
+    .bytes(Buffer.from([0xc3, 0x28]))
+    .finish();
   assert.throws(() => decodeShareRequest(badText, fail), /share code is not valid UTF-8/);
-  const badVerification = Buffer.from(encodeShareResponse({ type: 'created', code: 'x', expiresAt: 0, verification: 'sent', message: '' }));
+  const badVerification = Buffer.from(
+    encodeShareResponse({ type: 'created', code: 'x', expiresAt: 0, verification: 'sent', message: '' }),
+  );
   badVerification[3 + 8 + 1] = 9;
   assert.throws(() => decodeShareResponse(badVerification, fail), /unknown verification state 9/);
 });
@@ -133,7 +217,10 @@ test('the JSON request decoder accepts exactly the documented shapes', () => {
   assert.is(req.op, 'create');
   if (req.op === 'create') assert.ok(Buffer.from(req.publicKey).equals(key));
   assert.equal(decodeJsonShareRequest(body({ op: 'fetch', code: 'abc' }), fail), { op: 'fetch', code: 'abc' });
-  assert.throws(() => decodeJsonShareRequest(body({ op: 'create', public_key: `-${b64.slice(1)}`, email: 'a@b.org' }), fail), /base64/);
+  assert.throws(
+    () => decodeJsonShareRequest(body({ op: 'create', public_key: `-${b64.slice(1)}`, email: 'a@b.org' }), fail),
+    /base64/,
+  );
 });
 
 test('email validation: accepted and refused addresses', () => {

@@ -32,7 +32,8 @@ test('native/sources.json lists every native source once, each OS folder only fo
       assert.ok(readFileSync(f).length > 0, `${f} exists`);
     }
   }
-  for (const f of ['pipe_windows.cc', 'pipe_core_windows.cc', 'console_windows.cc']) assert.ok(sources.win.includes(`native/windows/${f}`), f);
+  for (const f of ['pipe_windows.cc', 'pipe_core_windows.cc', 'console_windows.cc'])
+    assert.ok(sources.win.includes(`native/windows/${f}`), f);
 });
 
 test('neither build file names a source of its own', () => {
@@ -58,7 +59,11 @@ function gypSources(dir: string, os: 'linux' | 'win' | 'mac'): string[] {
   const nodeGyp = require.resolve('node-gyp/bin/node-gyp.js');
   // The running Node's headers, as scripts/install-addon.js finds them; configuring reads only common.gypi.
   const env = { ...process.env, npm_config_nodedir: resolve(process.execPath, '..', '..') };
-  const r = spawnSync(process.execPath, [nodeGyp, 'configure', '--', `-DOS=${os}`], { cwd: dir, env, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [nodeGyp, 'configure', '--', `-DOS=${os}`], {
+    cwd: dir,
+    env,
+    encoding: 'utf8',
+  });
   assert.is(r.status, 0, `node-gyp configure (OS=${os}):\n${r.stdout}${r.stderr}`);
   const mk = readFileSync(join(dir, 'build', 'stash_native.target.mk'), 'utf8');
   const objs = /^OBJS := \\\n((?:\t.*\\?\n)+)/m.exec(mk)?.[1] ?? '';
@@ -80,10 +85,14 @@ function cmakeSources(dir: string, args: string[]): string[] {
   const r = spawnSync(process.execPath, [cmakeJs, 'configure', '--out', out, ...args], { cwd: dir, encoding: 'utf8' });
   assert.is(r.status, 0, `cmake-js configure ${args.join(' ')}:\n${r.stdout}${r.stderr}`);
   const reply = join(out, '.cmake', 'api', 'v1', 'reply');
-  const index = JSON.parse(readFileSync(join(reply, readdirSync(reply).find((f) => f.startsWith('index-'))!), 'utf8')) as {
+  const index = JSON.parse(
+    readFileSync(join(reply, readdirSync(reply).find((f) => f.startsWith('index-'))!), 'utf8'),
+  ) as {
     objects: Array<{ kind: string; jsonFile: string }>;
   };
-  const model = JSON.parse(readFileSync(join(reply, index.objects.find((o) => o.kind === 'codemodel')!.jsonFile), 'utf8')) as {
+  const model = JSON.parse(
+    readFileSync(join(reply, index.objects.find((o) => o.kind === 'codemodel')!.jsonFile), 'utf8'),
+  ) as {
     configurations: Array<{ targets: Array<{ name: string; jsonFile: string }> }>;
   };
   const entry = model.configurations[0]!.targets.find((t) => t.name === 'stash_native')!;
@@ -105,11 +114,31 @@ test('cmake-js (CMakeLists.txt) would compile exactly native/sources.json for ea
   const dir = sandbox();
   try {
     assert.equal(cmakeSources(dir, []), expected('linux'), 'linux-x64');
-    if (needFacility(haveCommand('aarch64-linux-gnu-g++'), 'aarch64 cross compiler', 'apt-get install g++-aarch64-linux-gnu')) {
-      assert.equal(cmakeSources(dir, ['--arch', 'arm64', `--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'aarch64-linux-gnu.cmake')}`]), expected('linux'), 'linux-arm64');
+    if (
+      needFacility(
+        haveCommand('aarch64-linux-gnu-g++'),
+        'aarch64 cross compiler',
+        'apt-get install g++-aarch64-linux-gnu',
+      )
+    ) {
+      assert.equal(
+        cmakeSources(dir, [
+          '--arch',
+          'arm64',
+          `--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'aarch64-linux-gnu.cmake')}`,
+        ]),
+        expected('linux'),
+        'linux-arm64',
+      );
     }
-    if (needFacility(haveCommand('x86_64-w64-mingw32-g++-posix'), 'mingw-w64', 'apt-get install g++-mingw-w64-x86-64')) {
-      assert.equal(cmakeSources(dir, [`--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'x86_64-w64-mingw32.cmake')}`]), expected('win'), 'win32-x64');
+    if (
+      needFacility(haveCommand('x86_64-w64-mingw32-g++-posix'), 'mingw-w64', 'apt-get install g++-mingw-w64-x86-64')
+    ) {
+      assert.equal(
+        cmakeSources(dir, [`--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'x86_64-w64-mingw32.cmake')}`]),
+        expected('win'),
+        'win32-x64',
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -121,11 +150,22 @@ test('a source the two lists disagree on is caught (the comparison bites)', () =
   try {
     // A CMakeLists that adds one more file than sources.json says: the CMake side must differ.
     const cmake = readFileSync(join(dir, 'CMakeLists.txt'), 'utf8');
-    writeFileSync(join(dir, 'CMakeLists.txt'), cmake.replace('list(APPEND STASH_SOURCES ${STASH_OS_SOURCES})',
-      'list(APPEND STASH_SOURCES ${STASH_OS_SOURCES} "${CMAKE_CURRENT_SOURCE_DIR}/native/macos/peer_macos.cc")'));
+    writeFileSync(
+      join(dir, 'CMakeLists.txt'),
+      cmake.replace(
+        'list(APPEND STASH_SOURCES ${STASH_OS_SOURCES})',
+        'list(APPEND STASH_SOURCES ${STASH_OS_SOURCES} "${CMAKE_CURRENT_SOURCE_DIR}/native/macos/peer_macos.cc")',
+      ),
+    );
     if (haveCommand('cmake')) assert.not.equal(cmakeSources(dir, []), expected('linux'));
     const gyp = readFileSync(join(dir, 'binding.gyp'), 'utf8');
-    writeFileSync(join(dir, 'binding.gyp'), gyp.replace('"<!@(node native/sources.cjs linux)"', '"<!@(node native/sources.cjs linux)", "native/macos/peer_macos.cc"'));
+    writeFileSync(
+      join(dir, 'binding.gyp'),
+      gyp.replace(
+        '"<!@(node native/sources.cjs linux)"',
+        '"<!@(node native/sources.cjs linux)", "native/macos/peer_macos.cc"',
+      ),
+    );
     assert.not.equal(gypSources(dir, 'linux'), expected('linux'));
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -35,8 +35,11 @@ test(`node-gyp on Node ${process.version}, headers from a closed port: a connect
     const env: NodeJS.ProcessEnv = { ...process.env, HOME: home };
     for (const k of Object.keys(env)) if (/^npm_config_/i.test(k)) delete env[k];
     const nodeGyp = require.resolve('node-gyp/bin/node-gyp.js');
-    const r = spawnSync(process.execPath, [nodeGyp, 'install', '--devdir', devdir, '--dist-url', `http://127.0.0.1:${port}/`],
-      { env, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(
+      process.execPath,
+      [nodeGyp, 'install', '--devdir', devdir, '--dist-url', `http://127.0.0.1:${port}/`],
+      { env, encoding: 'utf8', timeout: 60_000 },
+    );
     const out = `${r.stdout}${r.stderr}`;
     assert.is.not(r.status, 0, out);
     assert.match(out, new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`), out);
@@ -47,8 +50,10 @@ test(`node-gyp on Node ${process.version}, headers from a closed port: a connect
   }
 });
 
-test('the install script finds the running Node\'s headers beside it (no download needed)', async () => {
-  const { localHeaders } = (await import(pathToFileURL(resolve('scripts/install-addon.js')).href)) as { localHeaders?: (p: string) => string | null };
+test("the install script finds the running Node's headers beside it (no download needed)", async () => {
+  const { localHeaders } = (await import(pathToFileURL(resolve('scripts/install-addon.js')).href)) as {
+    localHeaders?: (p: string) => string | null;
+  };
   assert.type(localHeaders, 'function');
   const prefix = resolve(dirname(process.execPath), '..');
   const expected = existsSync(join(prefix, 'include', 'node', 'node_api.h')) ? prefix : null;

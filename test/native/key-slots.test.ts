@@ -26,12 +26,22 @@ test('a key is copied into a slot of a secure slab; release zeroes the slot and 
   assert.ok(view.equals(key(0x5a)));
   assert.is(view.length, 32);
   assert.is(view.buffer.byteLength, SLOT_BYTES * SLOTS_PER_SLAB, 'a view of a one-page slab');
-  assert.is((view as Buffer & { secure?: boolean }).secure, undefined, 'not secure-flagged: sodium_free on it would free the slab');
+  assert.is(
+    (view as Buffer & { secure?: boolean }).secure,
+    undefined,
+    'not secure-flagged: sodium_free on it would free the slab',
+  );
   assert.equal(slots.stats(), { slabs: 1, inUse: 1, freeSlotsZero: true });
   const whole = Buffer.from(view.buffer, view.byteOffset, SLOT_BYTES);
   assert.ok(slots.release(view));
-  assert.ok(whole.every((b) => b === 0), 'the slot is zeroed');
-  assert.ok(view.every((b) => b === 0), 'a late read of the wiped key sees zeros');
+  assert.ok(
+    whole.every((b) => b === 0),
+    'the slot is zeroed',
+  );
+  assert.ok(
+    view.every((b) => b === 0),
+    'a late read of the wiped key sees zeros',
+  );
   assert.equal(slots.stats(), { slabs: 1, inUse: 0, freeSlotsZero: true });
   assert.not.ok(slots.release(view), 'a second release does nothing');
   assert.not.ok(slots.release(Buffer.alloc(32)), 'any other buffer is not a slot');
@@ -44,7 +54,10 @@ test('a slot given back is reused only after every other free slot', () => {
   slots.release(first);
   const next: Buffer[] = [];
   for (let i = 0; i < SLOTS_PER_SLAB - 1; i++) next.push(slots.copy(key(2)));
-  assert.not.ok(next.some((v) => v.byteOffset === offset), 'the 63 keys after it went to other slots');
+  assert.not.ok(
+    next.some((v) => v.byteOffset === offset),
+    'the 63 keys after it went to other slots',
+  );
   const reused = slots.copy(key(3));
   assert.is(reused.byteOffset, offset, 'then it is reused');
   assert.ok(first.equals(key(3)), 'a Buffer used after wipe() can show a later key: the contract is to drop it');
@@ -55,7 +68,10 @@ test('slabs are added while more keys are held than a slab has slots, and freed 
   const slots = new KeySlots();
   const held = Array.from({ length: 3 * SLOTS_PER_SLAB + 5 }, (_, i) => slots.copy(key(i & 0xff)));
   assert.is(slots.stats().slabs, 4);
-  assert.ok(held.every((v, i) => v.every((b) => b === (i & 0xff))), 'every key is intact');
+  assert.ok(
+    held.every((v, i) => v.every((b) => b === (i & 0xff))),
+    'every key is intact',
+  );
   for (const v of held) slots.release(v);
   assert.equal(slots.stats(), { slabs: 1, inUse: 0, freeSlotsZero: true });
 });
@@ -104,9 +120,16 @@ test('a key dropped without wipe() is zeroed when it is garbage collected, and i
       await new Promise((r) => setTimeout(r, 10));
     }
     console.log(JSON.stringify({ zero: whole.every((b) => b === 0), stats: slots.stats(), kept: keep.every((b) => b === 0x66) }));`;
-  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.is(r.status, 0, r.stderr);
-  const out = JSON.parse(r.stdout) as { zero: boolean; stats: { slabs: number; inUse: number; freeSlotsZero: boolean }; kept: boolean };
+  const out = JSON.parse(r.stdout) as {
+    zero: boolean;
+    stats: { slabs: number; inUse: number; freeSlotsZero: boolean };
+    kept: boolean;
+  };
   assert.ok(out.zero, 'the dropped key was zeroed');
   assert.equal(out.stats, { slabs: 1, inUse: 1, freeSlotsZero: true });
   assert.ok(out.kept, 'the key still held is intact');

@@ -31,14 +31,22 @@ function throwsWith(fn: () => unknown, code: string, message: RegExp): void {
 test('a source that this OS does not have is refused with EINVAL', () => {
   if (!Watcher) return;
   for (const source of ['wts', 'distributed', '']) {
-    throwsWith(() => new Watcher({ source, sessionId: null }, () => {}), 'EINVAL', new RegExp(`^no lock source ${source} on Linux$`));
+    throwsWith(
+      () => new Watcher({ source, sessionId: null }, () => {}),
+      'EINVAL',
+      new RegExp(`^no lock source ${source} on Linux$`),
+    );
   }
 });
 
 test('a watcher without a callback is refused with EINVAL', () => {
   if (!Watcher) return;
   const Untyped = Watcher as unknown as new (options: unknown, callback?: unknown) => unknown;
-  throwsWith(() => new Untyped({ source: 'logind', sessionId: null }), 'EINVAL', /^stash\.LockWatcher needs a callback$/);
+  throwsWith(
+    () => new Untyped({ source: 'logind', sessionId: null }),
+    'EINVAL',
+    /^stash\.LockWatcher needs a callback$/,
+  );
 });
 
 test('a bus that is not there: one error event naming the source; pump() is false; stop() twice is fine', async () => {

@@ -16,7 +16,9 @@ const child = join(process.cwd(), 'test', 'fixtures', 'native-child.ts');
 function listen(path: string): Promise<{ server: Server; accepted: Promise<Socket> }> {
   return new Promise((resolveListen, reject) => {
     let acceptResolve: (s: Socket) => void = () => {};
-    const accepted = new Promise<Socket>((r) => { acceptResolve = r; });
+    const accepted = new Promise<Socket>((r) => {
+      acceptResolve = r;
+    });
     const server = createServer((s) => acceptResolve(s));
     server.on('error', reject);
     server.listen(path, () => resolveListen({ server, accepted }));
@@ -47,7 +49,9 @@ test('peerCredentials reports a child client by its real pid', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'stash-peer-'));
   const path = join(dir, 's.sock');
   const { server, accepted } = await listen(path);
-  const proc = spawn(tsxNode[0]!, [...tsxNode.slice(1), child, 'connect', path], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const proc = spawn(tsxNode[0]!, [...tsxNode.slice(1), child, 'connect', path], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const serverSide = await accepted;
   const cred = peerCredentials(serverSide);
   assert.is(cred.pid, proc.pid);
@@ -60,7 +64,8 @@ test('peerCredentials reports a child client by its real pid', async () => {
 });
 
 test('peerCredentials reports the uid of a client running as another user', async () => {
-  if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run a client as nobody')) return;
+  if (!needFacility(isRoot && haveCommand('setpriv'), 'second uid', 'needs root and setpriv to run a client as nobody'))
+    return;
   const dir = mkdtempSync(join(tmpdir(), 'stash-peer-'));
   chmodSync(dir, 0o755);
   const path = join(dir, 's.sock');
@@ -96,12 +101,17 @@ test('peerCredentials on a bad descriptor throws with an errno code', () => {
 
 function abortIn(dir: string, mode: string): void {
   // ulimit -c unlimited first, so that only hardenProcess can be what stops the core file.
-  const r = spawnSync('sh', ['-c', `ulimit -c unlimited; exec "$@"`, 'sh', ...tsxNode, child, mode], { cwd: dir, stdio: 'ignore' });
+  const r = spawnSync('sh', ['-c', `ulimit -c unlimited; exec "$@"`, 'sh', ...tsxNode, child, mode], {
+    cwd: dir,
+    stdio: 'ignore',
+  });
   assert.is(r.signal, 'SIGABRT', `child ${mode} should die of SIGABRT`);
 }
 
 test('after hardenProcess a crashing child leaves no core file', () => {
-  const corePattern = existsSync('/proc/sys/kernel/core_pattern') ? spawnSync('cat', ['/proc/sys/kernel/core_pattern']).stdout.toString().trim() : '';
+  const corePattern = existsSync('/proc/sys/kernel/core_pattern')
+    ? spawnSync('cat', ['/proc/sys/kernel/core_pattern']).stdout.toString().trim()
+    : '';
   const plainDir = mkdtempSync(join(tmpdir(), 'stash-core-plain-'));
   const hardDir = mkdtempSync(join(tmpdir(), 'stash-core-hard-'));
   try {
@@ -111,7 +121,13 @@ test('after hardenProcess a crashing child leaves no core file', () => {
     const hardCores = readdirSync(hardDir).filter((f) => f.startsWith('core'));
     assert.equal(hardCores, [], 'hardened child wrote a core file');
     // The control proves the test can fail: where cores go to files in the cwd, the unhardened child writes one.
-    if (needFacility(corePattern.startsWith('core'), 'core files in the working folder', `core_pattern is ${JSON.stringify(corePattern)}, so cores do not land in the cwd and the control cannot show the test can fail`)) {
+    if (
+      needFacility(
+        corePattern.startsWith('core'),
+        'core files in the working folder',
+        `core_pattern is ${JSON.stringify(corePattern)}, so cores do not land in the cwd and the control cannot show the test can fail`,
+      )
+    ) {
       assert.ok(plainCores.length > 0, 'control child wrote no core file, so the test proves nothing');
     }
   } finally {
@@ -130,7 +146,14 @@ test('hardenProcess makes the process non-dumpable, as /proc shows', async () =>
   assert.equal(report.coreLimit, { soft: 0, hard: 0 });
   assert.ok(report.actions.length >= 2);
   // The report is native/common/harden.cc's on every OS; the steps are the OS's.
-  assert.equal(Object.keys(report), ['dumpable', 'coreLimit', 'memlockLimit', 'actions', 'coreDumpsDisabled', 'ptraceBlocked']);
+  assert.equal(Object.keys(report), [
+    'dumpable',
+    'coreLimit',
+    'memlockLimit',
+    'actions',
+    'coreDumpsDisabled',
+    'ptraceBlocked',
+  ]);
   if (process.platform === 'linux') {
     assert.equal(report.actions, ['setrlimit(RLIMIT_CORE, 0)', 'prctl(PR_SET_DUMPABLE, 0)']);
     // A non-dumpable process's /proc/<pid>/status belongs to root, and its
@@ -150,7 +173,11 @@ test('a non-root hardened child is shown as not dumpable in /proc', async () => 
   const copy = readableCopy();
   const [setpriv, ...asUser] = asNobody;
   const nobody = (args: string[]) => spawn(setpriv, [...asUser, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const plain = nobody([copy.node, '-e', `console.log(process.pid);process.stdin.once('data',()=>{});setTimeout(()=>{},60000)`]);
+  const plain = nobody([
+    copy.node,
+    '-e',
+    `console.log(process.pid);process.stdin.once('data',()=>{});setTimeout(()=>{},60000)`,
+  ]);
   await once(plain.stdout!, 'data');
   assert.is(statSync(`/proc/${plain.pid}/status`).uid, 65534, 'an ordinary process owns its /proc entries');
   plain.kill();
@@ -160,7 +187,11 @@ test('a non-root hardened child is shown as not dumpable in /proc', async () => 
   const hard = nobody([copy.node, '--input-type=module', '-e', hardenWait]);
   const [line] = (await once(hard.stdout!, 'data')) as [Buffer];
   assert.is(JSON.parse(line.toString()).dumpable, false);
-  assert.is(statSync(`/proc/${hard.pid}/status`).uid, 0, 'the hardened nobody process: /proc/<pid>/status now belongs to root');
+  assert.is(
+    statSync(`/proc/${hard.pid}/status`).uid,
+    0,
+    'the hardened nobody process: /proc/<pid>/status now belongs to root',
+  );
   hard.stdin!.end();
   await once(hard, 'close');
   copy.remove();

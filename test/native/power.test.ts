@@ -8,7 +8,15 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, readFileSync } from 'node:fs';
-import { pidfdOpen, pidfdSendSignal, powerInhibit, powerProbe, powerRelease, watchPower, type NativePowerEvent } from '../../src/native/power.js';
+import {
+  pidfdOpen,
+  pidfdSendSignal,
+  powerInhibit,
+  powerProbe,
+  powerRelease,
+  watchPower,
+  type NativePowerEvent,
+} from '../../src/native/power.js';
 import { errorCode } from '../../src/errors.js';
 import { logindBusFacility, startLogindBus, type LogindBus } from '../fixtures/logind-bus.js';
 import { needFacility } from '../helpers/facility.js';
@@ -66,7 +74,10 @@ test('powerInhibit returns a close-on-exec fd that is the lock; powerRelease dro
   const flags = /flags:\s+([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))![1]!;
   assert.ok((parseInt(flags, 8) & 0o2000000) !== 0, `O_CLOEXEC set (flags ${flags})`);
   const mine = async () => (await bus!.listInhibitors()).filter((i) => i.who === 'stash-native-test');
-  assert.equal((await mine()).map((i) => [i.what, i.why, i.mode]), [['sleep', 'testing', 'delay']]);
+  assert.equal(
+    (await mine()).map((i) => [i.what, i.why, i.mode]),
+    [['sleep', 'testing', 'delay']],
+  );
   powerRelease(fd);
   await until('logind to drop the inhibitor', async () => (await mine()).length === 0);
 });
@@ -93,11 +104,26 @@ test('the watcher reports ready, PrepareForSleep from logind, and owner changes'
     await bus.emitPrepareForSleep(false);
     await until('two sleep events', () => events.filter((e) => e.type === 'sleep').length === 2);
     const sleeps = events.filter((e): e is Extract<NativePowerEvent, { type: 'sleep' }> => e.type === 'sleep');
-    assert.equal(sleeps.map((e) => [e.start, e.sender]), [[true, owner], [false, owner]]);
+    assert.equal(
+      sleeps.map((e) => [e.start, e.sender]),
+      [
+        [true, owner],
+        [false, owner],
+      ],
+    );
     // The same event object as macOS and Windows (native/common/power_event.h), less their allowSleep id.
-    assert.equal(sleeps.map((e) => Object.keys(e)), [['type', 'start', 'sender', 'at'], ['type', 'start', 'sender', 'at']]);
+    assert.equal(
+      sleeps.map((e) => Object.keys(e)),
+      [
+        ['type', 'start', 'sender', 'at'],
+        ['type', 'start', 'sender', 'at'],
+      ],
+    );
     const at = sleeps[0]!.at!;
-    assert.ok(at >= before && at <= Number(process.hrtime.bigint() / 1000n), 'receipt time is on the process.hrtime clock');
+    assert.ok(
+      at >= before && at <= Number(process.hrtime.bigint() / 1000n),
+      'receipt time is on the process.hrtime clock',
+    );
     await bus.emitPrepareForSleep(true, { fromOtherSender: true });
     await bus.stopLogind();
     await until('owner gone', () => events.some((e) => e.type === 'owner' && e.owner === null));
@@ -118,7 +144,10 @@ test('no system bus: probe says why, the watcher reports ENOENT, Inhibit rejects
   try {
     const probe = await powerProbe();
     assert.is(probe.available, false);
-    assert.match(probe.reason ?? '', /cannot connect to the system bus at unix:path=\/nonexistent\/stash-native\/bus: No such file/);
+    assert.match(
+      probe.reason ?? '',
+      /cannot connect to the system bus at unix:path=\/nonexistent\/stash-native\/bus: No such file/,
+    );
     const events: NativePowerEvent[] = [];
     const watcher = watchPower((e) => events.push(e));
     await until('the error event', () => events.length > 0);
@@ -144,10 +173,17 @@ test('a process with a running watcher (stopped or not) exits by itself', async 
         ${stop ? 'w.stop();' : ''}
       });
       setTimeout(() => {}, 300);`;
-    const child = spawn(process.execPath, ['-e', script], { env: { ...process.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
-    child.stdout.on('data', (d) => { out += d; });
-    child.stderr.on('data', (d) => { out += d; });
+    child.stdout.on('data', (d) => {
+      out += d;
+    });
+    child.stderr.on('data', (d) => {
+      out += d;
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), 8000);
     const [code, signal] = await once(child, 'exit');
     clearTimeout(timer);

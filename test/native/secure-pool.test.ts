@@ -21,13 +21,30 @@ const linux = process.platform === 'linux';
 
 test('take() gives a zero-filled view at the end of a buffer of the smallest class that holds it', () => {
   const pool = new SecurePool();
-  for (const [size, cls] of [[0, 64], [1, 64], [32, 64], [64, 64], [65, 1024], [1024, 1024], [4096, 4096], [5000, 16384], [128 * 1024, 128 * 1024]] as const) {
+  for (const [size, cls] of [
+    [0, 64],
+    [1, 64],
+    [32, 64],
+    [64, 64],
+    [65, 1024],
+    [1024, 1024],
+    [4096, 4096],
+    [5000, 16384],
+    [128 * 1024, 128 * 1024],
+  ] as const) {
     const view = pool.take(size);
     assert.is(view.length, size);
     assert.is(view.buffer.byteLength, cls, `${size} bytes come from the ${cls}-byte class`);
     assert.is(view.byteOffset + size, cls, 'the view ends where the allocation ends (next to the guard page)');
-    assert.ok(new Uint8Array(view.buffer).every((b) => b === 0), 'the whole buffer is zero (sodium_malloc fills with 0xdb)');
-    assert.is((view as Buffer & { secure?: boolean }).secure, undefined, 'not secure-flagged: sodium_free on it does nothing');
+    assert.ok(
+      new Uint8Array(view.buffer).every((b) => b === 0),
+      'the whole buffer is zero (sodium_malloc fills with 0xdb)',
+    );
+    assert.is(
+      (view as Buffer & { secure?: boolean }).secure,
+      undefined,
+      'not secure-flagged: sodium_free on it does nothing',
+    );
     pool.release(view);
   }
   for (const bad of [-1, 1.5, Number.NaN, SIZE_CLASSES.at(-1)! + 1]) {
@@ -44,10 +61,13 @@ test('release() zeroes the whole buffer and parks it; parked buffers are reused 
   const aBuffer = a.buffer;
   assert.equal(pool.stats(), { buffers: 2, inUse: 2, parkedZero: true });
   assert.ok(pool.release(a));
-  assert.ok(new Uint8Array(aBuffer).every((x) => x === 0), 'zeroed');
+  assert.ok(
+    new Uint8Array(aBuffer).every((x) => x === 0),
+    'zeroed',
+  );
   assert.is(a.length, 32, 'not detached: a late read sees zeros (the contract is still: drop it)');
   assert.not.ok(pool.release(a), 'a second release does nothing');
-  assert.not.ok(pool.release(Buffer.alloc(32)), 'any other buffer is not the pool\'s');
+  assert.not.ok(pool.release(Buffer.alloc(32)), "any other buffer is not the pool's");
   pool.release(b);
   const c = pool.take(40);
   assert.is(c.buffer, aBuffer, 'the oldest parked buffer is handed out first');
@@ -115,7 +135,10 @@ test('a view dropped without release() is zeroed and parked when it is garbage c
       await new Promise((r) => setTimeout(r, 10));
     }
     console.log(JSON.stringify({ zero: whole.every((b) => b === 0), stats: pool.stats(), kept: keep.every((b) => b === 0x66) }));`;
-  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+  const r = spawnSync(process.execPath, ['--expose-gc', '--input-type=module', '-e', script], {
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
   assert.is(r.status, 0, r.stderr);
   const out = JSON.parse(r.stdout) as { zero: boolean; stats: object; kept: boolean };
   assert.ok(out.zero, 'the dropped view was zeroed');
@@ -123,7 +146,7 @@ test('a view dropped without release() is zeroed and parked when it is garbage c
   assert.ok(out.kept, 'the view still held is intact');
 });
 
-test('why: sodium-native\'s sodium_free leaves the mapping until GC, the pool adds none once warm', () => {
+test("why: sodium-native's sodium_free leaves the mapping until GC, the pool adds none once warm", () => {
   if (!linux) {
     console.log('SKIP: /proc/self/maps is Linux only');
     return;
@@ -134,7 +157,10 @@ test('why: sodium-native\'s sodium_free leaves the mapping until GC, the pool ad
   const start = mapsCount();
   for (let i = 0; i < 1000; i++) sodium.sodium_free(sodium.sodium_malloc(32));
   const grown = mapsCount() - start;
-  assert.ok(grown > 1000, `1,000 sodium_malloc/sodium_free left ${grown} mappings (want more than 1,000: each leaves about 4)`);
+  assert.ok(
+    grown > 1000,
+    `1,000 sodium_malloc/sodium_free left ${grown} mappings (want more than 1,000: each leaves about 4)`,
+  );
   const pool = new SecurePool();
   pool.release(pool.take(32));
   const warm = mapsCount();

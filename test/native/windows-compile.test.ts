@@ -1,7 +1,16 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { haveCommand, needFacility } from '../helpers/facility.js';
@@ -9,7 +18,8 @@ import { haveCommand, needFacility } from '../helpers/facility.js';
 const haveMingw = (): boolean =>
   needFacility(haveCommand('x86_64-w64-mingw32-g++-posix'), 'mingw-w64', 'apt-get install g++-mingw-w64-x86-64');
 
-const check = (...files: string[]) => spawnSync('bash', ['scripts/check-windows-native.sh', ...files], { encoding: 'utf8' });
+const check = (...files: string[]) =>
+  spawnSync('bash', ['scripts/check-windows-native.sh', ...files], { encoding: 'utf8' });
 
 /** An asynchronous spawnSync: {status, stdout, stderr}. */
 function runAsync(cmd: string, args: string[]): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -45,11 +55,22 @@ test('native/windows and native/common compile (syntax) with mingw-w64', () => {
   assert.not.match(r.stdout, /FAIL/);
   // Every Windows source and header is in the run, the named pipe and the console prompt included.
   const expected = readdirSync('native/windows').filter((f) => /\.(cc|h)$/.test(f));
-  for (const f of ['pipe_windows.cc', 'pipe_windows.h', 'pipe_core_windows.cc', 'pipe_core_windows.h', 'console_windows.cc']) assert.ok(expected.includes(f), f);
+  for (const f of [
+    'pipe_windows.cc',
+    'pipe_windows.h',
+    'pipe_core_windows.cc',
+    'pipe_core_windows.h',
+    'console_windows.cc',
+  ])
+    assert.ok(expected.includes(f), f);
   for (const f of expected) assert.match(r.stdout, new RegExp(`^ok {3}native/windows/${f.replace('.', '\\.')}$`, 'm'));
   // And what every build shares: native/sources.json's common sources and native/common's headers (not the Unix-only *_posix ones).
-  const common = [...(JSON.parse(readFileSync('native/sources.json', 'utf8')) as { common: string[] }).common,
-    ...readdirSync('native/common').filter((f) => f.endsWith('.h') && !f.endsWith('_posix.h')).map((f) => `native/common/${f}`)];
+  const common = [
+    ...(JSON.parse(readFileSync('native/sources.json', 'utf8')) as { common: string[] }).common,
+    ...readdirSync('native/common')
+      .filter((f) => f.endsWith('.h') && !f.endsWith('_posix.h'))
+      .map((f) => `native/common/${f}`),
+  ];
   assert.ok(common.includes('native/common/harden.cc'), 'harden.cc');
   for (const f of common) assert.match(r.stdout, new RegExp(`^ok {3}${f.replace(/\./g, '\\.')}$`, 'm'));
 });
@@ -61,7 +82,8 @@ test('the check fails when a Win32 call in the pipe source is wrong', () => {
   try {
     mkdirSync(join(root, 'windows'));
     symlinkSync(resolve('native/common'), join(root, 'common'));
-    for (const f of readdirSync('native/windows').filter((n) => /\.(cc|h)$/.test(n))) copyFileSync(join('native/windows', f), join(root, 'windows', f));
+    for (const f of readdirSync('native/windows').filter((n) => /\.(cc|h)$/.test(n)))
+      copyFileSync(join('native/windows', f), join(root, 'windows', f));
     const source = readFileSync('native/windows/pipe_core_windows.cc', 'utf8');
     const call = 'GetNamedPipeClientProcessId(instance_, &pid)';
     assert.ok(source.includes(call), 'the pipe server reads the client pid');
@@ -105,7 +127,10 @@ test('the Win32 pipe core runs under Wine: claim, stored DACL, pid and SID check
       'Stop() ends a waiting Next()',
       'the name is free again once the last handle is closed',
     ]) {
-      assert.ok(out.split('\n').some((l) => l.startsWith(`ok   ${line}`)), `missing: ok   ${line}\n${out}`);
+      assert.ok(
+        out.split('\n').some((l) => l.startsWith(`ok   ${line}`)),
+        `missing: ok   ${line}\n${out}`,
+      );
     }
     assert.match(out, /^0 failure\(s\)$/m);
   } finally {

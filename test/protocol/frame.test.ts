@@ -1,7 +1,15 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
-import { FrameDecoder, encodeFrame, decodeHeader, HEADER_BYTES, MAX_FRAME_BYTES, MAX_PAYLOAD_BYTES, ProtocolError } from '../../src/protocol/index.js';
+import {
+  FrameDecoder,
+  encodeFrame,
+  decodeHeader,
+  HEADER_BYTES,
+  MAX_FRAME_BYTES,
+  MAX_PAYLOAD_BYTES,
+  ProtocolError,
+} from '../../src/protocol/index.js';
 
 function code(fn: () => unknown): string | undefined {
   try {
@@ -38,12 +46,31 @@ test('decoder reassembles frames split at every byte boundary', () => {
 test('bad magic is fatal, even before a whole header arrives', () => {
   const d = new FrameDecoder();
   d.push(Buffer.from('SBX1'));
-  assert.is(code(() => d.next()), 'AGENT_BAD_MAGIC');
+  assert.is(
+    code(() => d.next()),
+    'AGENT_BAD_MAGIC',
+  );
   const e = new FrameDecoder();
   e.push(Buffer.from('GE'));
-  assert.is(code(() => e.next()), 'AGENT_BAD_MAGIC');
-  assert.is(code(() => e.push(Buffer.from('x'))), 'AGENT_BAD_MAGIC', 'a broken decoder refuses more input');
-  assert.ok((() => { try { e.next(); } catch (err) { return (err as ProtocolError).fatal; } return false; })());
+  assert.is(
+    code(() => e.next()),
+    'AGENT_BAD_MAGIC',
+  );
+  assert.is(
+    code(() => e.push(Buffer.from('x'))),
+    'AGENT_BAD_MAGIC',
+    'a broken decoder refuses more input',
+  );
+  assert.ok(
+    (() => {
+      try {
+        e.next();
+      } catch (err) {
+        return (err as ProtocolError).fatal;
+      }
+      return false;
+    })(),
+  );
 });
 
 test('oversized frames are rejected as INVALID_SIZE', () => {
@@ -52,10 +79,19 @@ test('oversized frames are rejected as INVALID_SIZE', () => {
   h.writeUInt32LE(MAX_PAYLOAD_BYTES + 1, 5);
   const d = new FrameDecoder();
   d.push(Buffer.from(h)); // the decoder zeroes what it consumes
-  assert.is(code(() => d.next()), 'AGENT_INVALID_SIZE');
+  assert.is(
+    code(() => d.next()),
+    'AGENT_INVALID_SIZE',
+  );
   h.writeUInt32LE(0xffffffff, 5);
-  assert.is(code(() => decodeHeader(h)), 'AGENT_INVALID_SIZE');
-  assert.is(code(() => encodeFrame(1, Buffer.alloc(MAX_PAYLOAD_BYTES + 1))), 'AGENT_INVALID_SIZE');
+  assert.is(
+    code(() => decodeHeader(h)),
+    'AGENT_INVALID_SIZE',
+  );
+  assert.is(
+    code(() => encodeFrame(1, Buffer.alloc(MAX_PAYLOAD_BYTES + 1))),
+    'AGENT_INVALID_SIZE',
+  );
   // exactly the limit is fine
   const max = encodeFrame(1, Buffer.alloc(MAX_PAYLOAD_BYTES));
   assert.is(max.length, MAX_FRAME_BYTES);
@@ -77,15 +113,25 @@ test('input is zeroed once consumed, also when a chunk spans two frames, and cle
   const a = encodeFrame(5, Buffer.from('first-secret'));
   const b = encodeFrame(6, Buffer.from('second-secret'));
   const wire = Buffer.concat([a, b]);
-  const chunks = [Buffer.from(wire.subarray(0, 4)), Buffer.from(wire.subarray(4, a.length + 5)), Buffer.from(wire.subarray(a.length + 5))];
+  const chunks = [
+    Buffer.from(wire.subarray(0, 4)),
+    Buffer.from(wire.subarray(4, a.length + 5)),
+    Buffer.from(wire.subarray(a.length + 5)),
+  ];
   const d = new FrameDecoder();
   d.push(chunks[0]!);
   assert.is(d.next(), null);
-  assert.ok(chunks[0]!.every((x) => x === 0), 'a chunk taken whole into the header is zeroed');
+  assert.ok(
+    chunks[0]!.every((x) => x === 0),
+    'a chunk taken whole into the header is zeroed',
+  );
   d.push(chunks[1]!);
   assert.is(d.next()!.payload.toString(), 'first-secret');
   assert.is(d.next(), null);
-  assert.ok(chunks[1]!.every((x) => x === 0), 'the chunk that ends one frame and starts the next is zeroed once used up');
+  assert.ok(
+    chunks[1]!.every((x) => x === 0),
+    'the chunk that ends one frame and starts the next is zeroed once used up',
+  );
   d.push(chunks[2]!);
   assert.is(d.next()!.payload.toString(), 'second-secret');
   assert.ok(chunks[2]!.every((x) => x === 0));
@@ -133,7 +179,9 @@ test('reassembly is linear: a frame 8x larger pushed a byte at a time takes abou
   byteAtATimeMs(4096); // warm-up
   const small = byteAtATimeMs(MAX_FRAME_BYTES / 8);
   const large = byteAtATimeMs(MAX_FRAME_BYTES);
-  console.log(`byte-at-a-time decoding: ${MAX_FRAME_BYTES / 8} bytes ${small.toFixed(1)} ms, ${MAX_FRAME_BYTES} bytes ${large.toFixed(1)} ms`);
+  console.log(
+    `byte-at-a-time decoding: ${MAX_FRAME_BYTES / 8} bytes ${small.toFixed(1)} ms, ${MAX_FRAME_BYTES} bytes ${large.toFixed(1)} ms`,
+  );
   assert.ok(large < 24 * Math.max(small, 1), `8x the bytes took ${(large / small).toFixed(1)}x as long`);
 });
 

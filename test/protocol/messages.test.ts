@@ -2,8 +2,15 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import {
-  decodeReply, decodeRequest, encodeReply, encodeRequest, MsgType, ProtocolError, ProtocolErrorCode,
-  type Reply, type Request,
+  decodeReply,
+  decodeRequest,
+  encodeReply,
+  encodeRequest,
+  MsgType,
+  ProtocolError,
+  ProtocolErrorCode,
+  type Reply,
+  type Request,
 } from '../../src/protocol/index.js';
 
 function errCode(fn: () => unknown): string | undefined {
@@ -42,10 +49,15 @@ const replies: Reply[] = [
   { type: 'status', status: { pid: 1, entries: 2, nested: { a: [1, 2] } } },
   { type: 'cache-miss' },
   { type: 'cache-key', key: randomBytes(32), ttl: 900 },
-  { type: 'list', total: 2, offset: 0, entries: [
-    { id, path: 'p', ttl: 5, expiresInMs: 4000, ageMs: 10 },
-    { id: randomBytes(3), path: null, ttl: 900, expiresInMs: 1, ageMs: 0 },
-  ] },
+  {
+    type: 'list',
+    total: 2,
+    offset: 0,
+    entries: [
+      { id, path: 'p', ttl: 5, expiresInMs: 4000, ageMs: 10 },
+      { id: randomBytes(3), path: null, ttl: 900, expiresInMs: 1, ageMs: 0 },
+    ],
+  },
   { type: 'error', code: ProtocolErrorCode.BAD_TOKEN, message: 'bad token ✓' },
 ];
 
@@ -53,12 +65,16 @@ test('every reply round-trips', () => {
   for (const reply of replies) assert.equal(decodeReply(encodeReply(reply)), reply, reply.type);
 });
 
-test('HELLO with a flag this version does not define is refused with UNKNOWN_FLAGS; another version\'s flags are left to the version check', () => {
+test("HELLO with a flag this version does not define is refused with UNKNOWN_FLAGS; another version's flags are left to the version check", () => {
   const hello = encodeRequest({ type: 'hello', version: 2, publicKey: randomBytes(32) });
   for (const flags of [0x01, 0x80, 0xff]) {
     const payload = Buffer.from(hello.payload);
     payload[1] = flags;
-    assert.is(errCode(() => decodeRequest({ type: MsgType.HELLO, payload })), 'AGENT_UNKNOWN_FLAGS', `flags ${flags}`);
+    assert.is(
+      errCode(() => decodeRequest({ type: MsgType.HELLO, payload })),
+      'AGENT_UNKNOWN_FLAGS',
+      `flags ${flags}`,
+    );
   }
   const v3 = Buffer.from(hello.payload);
   v3[0] = 3;
@@ -74,34 +90,68 @@ test('put key payload keeps the spec order: id, key length, key, path, TTL', () 
 
 test('put uses the allocator it is given (secure memory for key bytes)', () => {
   let asked = 0;
-  const f = encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 1 }, (n) => { asked = n; return Buffer.alloc(n); });
+  const f = encodeRequest({ type: 'put', id, key: randomBytes(32), path: null, ttl: 1 }, (n) => {
+    asked = n;
+    return Buffer.alloc(n);
+  });
   assert.is(asked, f.payload.length);
 });
 
 test('non-positive TTL is refused on both sides', () => {
-  assert.is(errCode(() => encodeRequest({ type: 'put', id, key: randomBytes(4), path: null, ttl: 0 })), 'AGENT_NON_POSITIVE_TTL');
-  assert.is(errCode(() => encodeRequest({ type: 'put', id, key: randomBytes(4), path: null, ttl: -5 })), 'AGENT_NON_POSITIVE_TTL');
+  assert.is(
+    errCode(() => encodeRequest({ type: 'put', id, key: randomBytes(4), path: null, ttl: 0 })),
+    'AGENT_NON_POSITIVE_TTL',
+  );
+  assert.is(
+    errCode(() => encodeRequest({ type: 'put', id, key: randomBytes(4), path: null, ttl: -5 })),
+    'AGENT_NON_POSITIVE_TTL',
+  );
   const good = encodeRequest({ type: 'put', id, key: randomBytes(4), path: null, ttl: 5 });
   for (const bad of [0, -1, -2147483648]) {
     const p = Buffer.from(good.payload);
     p.writeInt32LE(bad, p.length - 4);
-    assert.is(errCode(() => decodeRequest({ type: MsgType.PUT, payload: p })), 'AGENT_NON_POSITIVE_TTL', String(bad));
+    assert.is(
+      errCode(() => decodeRequest({ type: MsgType.PUT, payload: p })),
+      'AGENT_NON_POSITIVE_TTL',
+      String(bad),
+    );
   }
   const flagless = Buffer.from(good.payload);
   flagless.writeUInt8(0, flagless.length - 5);
-  assert.is(errCode(() => decodeRequest({ type: MsgType.PUT, payload: flagless })), 'AGENT_MALFORMED_PAYLOAD');
+  assert.is(
+    errCode(() => decodeRequest({ type: MsgType.PUT, payload: flagless })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
 });
 
 test('malformed payloads name the field', () => {
   const put = encodeRequest({ type: 'put', id, key: randomBytes(32), path: 'abc', ttl: 9 }).payload;
   for (let cut = 0; cut < put.length; cut++) {
-    assert.is(errCode(() => decodeRequest({ type: MsgType.PUT, payload: put.subarray(0, cut) })), 'AGENT_MALFORMED_PAYLOAD', `cut at ${cut}`);
+    assert.is(
+      errCode(() => decodeRequest({ type: MsgType.PUT, payload: put.subarray(0, cut) })),
+      'AGENT_MALFORMED_PAYLOAD',
+      `cut at ${cut}`,
+    );
   }
-  assert.is(errCode(() => decodeRequest({ type: MsgType.GET, payload: Buffer.concat([Buffer.from([16]), id, Buffer.from([0])]) })), 'AGENT_MALFORMED_PAYLOAD');
-  assert.is(errCode(() => decodeRequest({ type: MsgType.GET, payload: Buffer.from([0]) })), 'AGENT_MALFORMED_PAYLOAD');
-  assert.is(errCode(() => decodeRequest({ type: MsgType.GET, payload: Buffer.from([65, ...randomBytes(65)]) })), 'AGENT_MALFORMED_PAYLOAD');
+  assert.is(
+    errCode(() =>
+      decodeRequest({ type: MsgType.GET, payload: Buffer.concat([Buffer.from([16]), id, Buffer.from([0])]) }),
+    ),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
+  assert.is(
+    errCode(() => decodeRequest({ type: MsgType.GET, payload: Buffer.from([0]) })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
+  assert.is(
+    errCode(() => decodeRequest({ type: MsgType.GET, payload: Buffer.from([65, ...randomBytes(65)]) })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
   const badUtf8 = Buffer.concat([Buffer.from([1, 9, 1, 0, 7, 2, 0, 0xc3, 0x28, 0, 0, 0, 0, 0])]);
-  assert.is(errCode(() => decodeRequest({ type: MsgType.PUT, payload: badUtf8 })), 'AGENT_MALFORMED_PAYLOAD');
+  assert.is(
+    errCode(() => decodeRequest({ type: MsgType.PUT, payload: badUtf8 })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
   try {
     decodeRequest({ type: MsgType.PUT, payload: put.subarray(0, 20) });
   } catch (err) {
@@ -112,11 +162,26 @@ test('malformed payloads name the field', () => {
 test('unknown kind and unsupported type', () => {
   const reg = encodeRequest({ type: 'register', pid: 5, kind: 'env' }).payload;
   const bad = Buffer.concat([reg.subarray(0, 4), Buffer.from([4]), Buffer.from('evil')]);
-  assert.is(errCode(() => decodeRequest({ type: MsgType.REGISTER_ACTIVITY, payload: bad })), 'AGENT_UNKNOWN_KIND');
-  assert.is(errCode(() => decodeRequest({ type: 0x42, payload: Buffer.alloc(0) })), 'AGENT_UNSUPPORTED_TYPE');
-  assert.is(errCode(() => decodeReply({ type: 0x42, payload: Buffer.alloc(0) })), 'AGENT_UNSUPPORTED_TYPE');
-  assert.is(errCode(() => decodeReply({ type: MsgType.STATUS_REPLY, payload: Buffer.from('[1]') })), 'AGENT_MALFORMED_PAYLOAD');
-  assert.is(errCode(() => decodeReply({ type: MsgType.STATUS_REPLY, payload: Buffer.from('{') })), 'AGENT_MALFORMED_PAYLOAD');
+  assert.is(
+    errCode(() => decodeRequest({ type: MsgType.REGISTER_ACTIVITY, payload: bad })),
+    'AGENT_UNKNOWN_KIND',
+  );
+  assert.is(
+    errCode(() => decodeRequest({ type: 0x42, payload: Buffer.alloc(0) })),
+    'AGENT_UNSUPPORTED_TYPE',
+  );
+  assert.is(
+    errCode(() => decodeReply({ type: 0x42, payload: Buffer.alloc(0) })),
+    'AGENT_UNSUPPORTED_TYPE',
+  );
+  assert.is(
+    errCode(() => decodeReply({ type: MsgType.STATUS_REPLY, payload: Buffer.from('[1]') })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
+  assert.is(
+    errCode(() => decodeReply({ type: MsgType.STATUS_REPLY, payload: Buffer.from('{') })),
+    'AGENT_MALFORMED_PAYLOAD',
+  );
 });
 
 test('random payloads never throw anything but ProtocolError', () => {

@@ -2,8 +2,19 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes } from 'node:crypto';
 import {
-  decodeRequest, decodeReply, encodeReply, encodeRequest, ephemeralKeys, FrameDecoder, MAX_PAYLOAD_BYTES, MsgType, ProtocolError,
-  SCRATCH_BYTES, SecureChannel, SecureScratch, type Frame,
+  decodeRequest,
+  decodeReply,
+  encodeReply,
+  encodeRequest,
+  ephemeralKeys,
+  FrameDecoder,
+  MAX_PAYLOAD_BYTES,
+  MsgType,
+  ProtocolError,
+  SCRATCH_BYTES,
+  SecureChannel,
+  SecureScratch,
+  type Frame,
 } from '../../src/protocol/index.js';
 import { securePool } from '../../src/native/secure-pool.js';
 
@@ -68,9 +79,15 @@ test('replayed and reordered frames are rejected', () => {
   const { client, server } = pair();
   const a = client.seal(encodeRequest({ type: 'list', offset: 0 }));
   const b = client.seal(encodeRequest({ type: 'list', offset: 1 }));
-  assert.is(errCode(() => server.open(frameOf(b))), 'AGENT_OUT_OF_ORDER');
+  assert.is(
+    errCode(() => server.open(frameOf(b))),
+    'AGENT_OUT_OF_ORDER',
+  );
   server.open(frameOf(a)).release();
-  assert.is(errCode(() => server.open(frameOf(a))), 'AGENT_OUT_OF_ORDER');
+  assert.is(
+    errCode(() => server.open(frameOf(a))),
+    'AGENT_OUT_OF_ORDER',
+  );
   server.open(frameOf(b)).release();
 });
 
@@ -78,22 +95,40 @@ test('a frame sealed for another session does not open', () => {
   const one = pair();
   const two = pair();
   const wire = one.client.seal(encodeRequest({ type: 'forget-all' }));
-  assert.is(errCode(() => two.server.open(frameOf(wire))), 'AGENT_DECRYPT_FAILED');
+  assert.is(
+    errCode(() => two.server.open(frameOf(wire))),
+    'AGENT_DECRYPT_FAILED',
+  );
 });
 
 test('an all-zero handshake key is refused; destroyed channels refuse work', () => {
-  for (const [side, bad] of [['server', Buffer.alloc(32)], ['client', Buffer.alloc(32)], ['server', Buffer.alloc(31, 1)]] as const) {
+  for (const [side, bad] of [
+    ['server', Buffer.alloc(32)],
+    ['client', Buffer.alloc(32)],
+    ['server', Buffer.alloc(31, 1)],
+  ] as const) {
     const before = securePool.stats().inUse;
     const ours = ephemeralKeys();
     const secret = Buffer.from(ours.secretKey.buffer); // the whole pool buffer behind it
-    const open = side === 'server' ? () => SecureChannel.forServer(ours, bad) : () => SecureChannel.forClient(ours, bad);
+    const open =
+      side === 'server' ? () => SecureChannel.forServer(ours, bad) : () => SecureChannel.forClient(ours, bad);
     assert.is(errCode(open), 'AGENT_MALFORMED_PAYLOAD', `${side}, ${bad.length}-byte key`);
-    assert.ok(secret.every((b) => b === 0), `${side}: our secret key is wiped even when the peer key is refused`);
-    assert.is(securePool.stats().inUse, before, `${side}: the secret key and both session keys went back to the secure pool`);
+    assert.ok(
+      secret.every((b) => b === 0),
+      `${side}: our secret key is wiped even when the peer key is refused`,
+    );
+    assert.is(
+      securePool.stats().inUse,
+      before,
+      `${side}: the secret key and both session keys went back to the secure pool`,
+    );
   }
   const { client } = pair();
   client.destroy();
-  assert.is(errCode(() => client.seal(encodeRequest({ type: 'forget-all' }))), 'AGENT_NO_SESSION');
+  assert.is(
+    errCode(() => client.seal(encodeRequest({ type: 'forget-all' }))),
+    'AGENT_NO_SESSION',
+  );
 });
 
 test('the scratch buffers are all zero after every seal and open, lent while a frame is open, freed on destroy', () => {
@@ -101,11 +136,15 @@ test('the scratch buffers are all zero after every seal and open, lent while a f
   assert.equal(client.scratchState(), { seal: 'unused', open: 'unused' });
   const key = randomBytes(32);
   for (let i = 0; i < 50; i++) {
-    const opened = server.open(frameOf(client.seal(encodeRequest({ type: 'put', id: randomBytes(16), key, path: '/p', ttl: 30 }))));
+    const opened = server.open(
+      frameOf(client.seal(encodeRequest({ type: 'put', id: randomBytes(16), key, path: '/p', ttl: 30 }))),
+    );
     assert.is(server.scratchState().open, 'lent');
     assert.ok((decodeRequest(opened.inner) as { key: Buffer }).key.equals(key));
     opened.release();
-    const reply = client.open(frameOf(server.sealEncoded((alloc) => encodeReply({ type: 'cache-key', key, ttl: 30 }, alloc))));
+    const reply = client.open(
+      frameOf(server.sealEncoded((alloc) => encodeReply({ type: 'cache-key', key, ttl: 30 }, alloc))),
+    );
     assert.ok((decodeReply(reply.inner) as { key: Buffer }).key.equals(key));
     reply.release();
     assert.equal(client.scratchState(), { seal: 'zero', open: 'zero' });
@@ -114,7 +153,13 @@ test('the scratch buffers are all zero after every seal and open, lent while a f
   // A second frame opened while the first is held gets its own memory; both stay readable.
   const a = server.open(frameOf(client.seal(encodeRequest({ type: 'list', offset: 1 }))));
   const b = server.open(frameOf(client.seal(encodeRequest({ type: 'list', offset: 2 }))));
-  assert.equal([decodeRequest(a.inner), decodeRequest(b.inner)], [{ type: 'list', offset: 1 }, { type: 'list', offset: 2 }]);
+  assert.equal(
+    [decodeRequest(a.inner), decodeRequest(b.inner)],
+    [
+      { type: 'list', offset: 1 },
+      { type: 'list', offset: 2 },
+    ],
+  );
   b.release();
   a.release();
   a.release();
@@ -137,7 +182,10 @@ test('a message near the 128 KiB cap seals and opens after many small ones, and 
   const opened = server.open(frameOf(client.seal({ type: MsgType.LIST_REPLY, payload: big })));
   assert.ok(opened.inner.payload.equals(big));
   opened.release();
-  assert.is(errCode(() => client.seal({ type: MsgType.LIST_REPLY, payload: Buffer.alloc(big.length + 1) })), 'AGENT_INVALID_SIZE');
+  assert.is(
+    errCode(() => client.seal({ type: MsgType.LIST_REPLY, payload: Buffer.alloc(big.length + 1) })),
+    'AGENT_INVALID_SIZE',
+  );
   assert.equal(client.scratchState(), { seal: 'zero', open: 'unused' });
   const after = server.open(frameOf(client.seal(encodeRequest({ type: 'get', id }))));
   assert.equal(decodeRequest(after.inner), { type: 'get', id });
@@ -161,7 +209,10 @@ test('SecureScratch lends one view at a time, falls back beyond its size, zeroes
   s.give(b);
   s.give(c);
   s.give(empty);
-  assert.ok(backings.every((m) => m.every((x) => x === 0)), 'a fallback buffer is zeroed when given back');
+  assert.ok(
+    backings.every((m) => m.every((x) => x === 0)),
+    'a fallback buffer is zeroed when given back',
+  );
   assert.is(securePool.stats().inUse, inUse + 1, 'and goes back to the pool');
   s.give(c); // twice: the pool no longer knows the view, nothing happens
   assert.is(securePool.stats().inUse, inUse + 1);

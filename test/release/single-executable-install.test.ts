@@ -12,7 +12,17 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { UNIT_NAME, installPaths, realPaths } from '../../src/keyserver/install/paths.js';
@@ -31,7 +41,8 @@ const ACME_FLAGS = ['--acme-domain', 'keys.example.org', '--acme-email', 'ops@ex
 /** A root with the folders every Linux system has. */
 function fakeRoot(): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), 'stash-sea-root-'));
-  for (const d of ['etc/systemd/system', 'var/lib', 'var/cache', 'var/log', 'usr/local/bin']) mkdirSync(join(path, d), { recursive: true });
+  for (const d of ['etc/systemd/system', 'var/lib', 'var/cache', 'var/log', 'usr/local/bin'])
+    mkdirSync(join(path, d), { recursive: true });
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
@@ -76,7 +87,18 @@ test('install from the single executable copies it to /usr/local/bin and writes 
     assert.ok(readFileSync(p.executable).equals(readFileSync(exe)), 'the installed file is the executable');
 
     const unit = readFileSync(p.unit, 'utf8');
-    assert.equal(execStart(unit), [realPaths.executable, 'run', '--processes', 'auto', '--config', realPaths.config, '--log-file', realPaths.log, '--replication-token-file', '%d/replication-token']);
+    assert.equal(execStart(unit), [
+      realPaths.executable,
+      'run',
+      '--processes',
+      'auto',
+      '--config',
+      realPaths.config,
+      '--log-file',
+      realPaths.log,
+      '--replication-token-file',
+      '%d/replication-token',
+    ]);
     assert.is(unitEnvironment(unit).NODE_OPTIONS, '--max-semi-space-size=1 --max-old-space-size=64');
     assert.match(unit, /^ProtectHome=yes$/m);
 
@@ -88,7 +110,10 @@ test('install from the single executable copies it to /usr/local/bin and writes 
       assert.is(verify.status, 0, verify.stderr);
       assert.is(verify.stderr.trim(), '', 'no warnings');
       // Today's unit: the one `install` writes from the npm package (node and bin/stash_key_server.js).
-      const npm = await runServerCommand(['install', ...ACME_FLAGS], { ...process.env, STASH_KEY_SERVER_ROOT_PREFIX: npmRoot.path });
+      const npm = await runServerCommand(['install', ...ACME_FLAGS], {
+        ...process.env,
+        STASH_KEY_SERVER_ROOT_PREFIX: npmRoot.path,
+      });
       assert.is(npm.code, 0, npm.stderr);
       const seaScore = exposure(p.unit);
       const npmScore = exposure(installPaths(npmRoot.path).unit);
@@ -106,7 +131,10 @@ test('install from the single executable copies it to /usr/local/bin and writes 
     symlinkSync('../lib/node_modules/stash-vault/bin/stash_key_server.js', p.executable);
     const conflict = inRoot(exe, root.path, ['install']);
     assert.is(conflict.status, 73, conflict.stderr);
-    assert.match(conflict.stderr, /^stash_key_server: .*\/usr\/local\/bin\/stash_key_server is a link to \.\.\/lib\/node_modules\/stash-vault\/bin\/stash_key_server\.js \(npm's command, if that is bin\/stash_key_server\.js\); install the single executable after removing it/);
+    assert.match(
+      conflict.stderr,
+      /^stash_key_server: .*\/usr\/local\/bin\/stash_key_server is a link to \.\.\/lib\/node_modules\/stash-vault\/bin\/stash_key_server\.js \(npm's command, if that is bin\/stash_key_server\.js\); install the single executable after removing it/,
+    );
     rmSync(p.executable);
     assert.is(inRoot(exe, root.path, ['install']).status, 0);
 
@@ -121,8 +149,15 @@ test('install from the single executable copies it to /usr/local/bin and writes 
   }
 });
 
-test('the installed copy, run with exactly the unit\'s ExecStart= and Environment= lines, serves from two processes a publish and fetches; NODE_OPTIONS caps its heap', async () => {
-  if (!needFacility(isRoot && haveCommand('openssl'), 'root and openssl', 'install refuses to run without root; openssl makes the test CA')) return;
+test("the installed copy, run with exactly the unit's ExecStart= and Environment= lines, serves from two processes a publish and fetches; NODE_OPTIONS caps its heap", async () => {
+  if (
+    !needFacility(
+      isRoot && haveCommand('openssl'),
+      'root and openssl',
+      'install refuses to run without root; openssl makes the test CA',
+    )
+  )
+    return;
   const exe = singleExecutable('linux-x64');
   const root = fakeRoot();
   const sink = mailSink();
@@ -155,36 +190,66 @@ test('the installed copy, run with exactly the unit\'s ExecStart= and Environmen
     const args = unitArgs.map((a) => (a === 'auto' ? '2' : a));
     assert.is(command, p.executable);
     // Exactly the unit's Environment= lines, plus what systemd sets for CacheDirectory= and LoadCredential=. No PATH, no HOME.
-    const env: Record<string, string> = { ...unitEnvironment(unit), CACHE_DIRECTORY: p.cache, CREDENTIALS_DIRECTORY: credentials };
+    const env: Record<string, string> = {
+      ...unitEnvironment(unit),
+      CACHE_DIRECTORY: p.cache,
+      CREDENTIALS_DIRECTORY: credentials,
+    };
     const server = await startSea([command!], args, env, 60_000, ca.pem);
     assert.match(server.url, /^https:/);
     // The unit's --log-file (inside this root): the log is there, not on stderr.
     const log = () => `${server.stderr()}${readFileSync(p.log, 'utf8')}`;
     try {
       assert.match(log(), /fetch process 1 started \(pid \d+\)/);
-      const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+      const children = readFileSync(`/proc/${server.child.pid}/task/${server.child.pid}/children`, 'utf8')
+        .trim()
+        .split(/\s+/)
+        .filter(Boolean);
       assert.is(children.length, 1, 'one fetch process');
       // The fetch process is the same executable, started with __fetch-process alone, with the unit's NODE_OPTIONS.
-      assert.equal(readFileSync(`/proc/${children[0]}/cmdline`, 'utf8').split('\0').filter(Boolean), [p.executable, '__fetch-process']);
-      assert.ok(readFileSync(`/proc/${children[0]}/environ`, 'utf8').split('\0').includes(`NODE_OPTIONS=${env.NODE_OPTIONS}`));
+      assert.equal(readFileSync(`/proc/${children[0]}/cmdline`, 'utf8').split('\0').filter(Boolean), [
+        p.executable,
+        '__fetch-process',
+      ]);
+      assert.ok(
+        readFileSync(`/proc/${children[0]}/environ`, 'utf8').split('\0').includes(`NODE_OPTIONS=${env.NODE_OPTIONS}`),
+      );
 
       // Four fetches on connections of their own: handed to the two processes in turn (multi/store-side.ts).
-      const flow = await publishVerifyFetch(server.url, 'carol@example.org', () => sink.mails().find((m) => m.email === 'carol@example.org')?.url, 4, ca.pem);
+      const flow = await publishVerifyFetch(
+        server.url,
+        'carol@example.org',
+        () => sink.mails().find((m) => m.email === 'carol@example.org')?.url,
+        4,
+        ca.pem,
+      );
       assert.is(flow.verification, 'sent');
       assert.ok(flow.refusedBeforeConfirm);
-      assert.equal(flow.fetched, Array.from({ length: 4 }, () => ({ sameKey: true, email: 'carol@example.org' })));
+      assert.equal(
+        flow.fetched,
+        Array.from({ length: 4 }, () => ({ sameKey: true, email: 'carol@example.org' })),
+      );
       assert.not.match(log(), /ERROR|Warning/);
     } finally {
       assert.is(await server.stop(), 0, log());
     }
-    assert.ok(statSync(join(p.cache, readdirSync(p.cache)[0]!, 'sodium-native.node')).isFile(), 'the addon was cached in CACHE_DIRECTORY');
+    assert.ok(
+      statSync(join(p.cache, readdirSync(p.cache)[0]!, 'sodium-native.node')).isFile(),
+      'the addon was cached in CACHE_DIRECTORY',
+    );
 
     // NODE_OPTIONS reaches node in a single executable: a probe required through it reads the heap limit,
     // which is the old generation plus three semi-spaces (64 + 3 x 1 MiB here, 64 + 3 x 16 MiB without the semi-space flag).
     const probe = join(credentials, 'probe.cjs');
-    writeFileSync(probe, 'process.stdout.write(String(require("v8").getHeapStatistics().heap_size_limit)); process.exit(0);\n');
+    writeFileSync(
+      probe,
+      'process.stdout.write(String(require("v8").getHeapStatistics().heap_size_limit)); process.exit(0);\n',
+    );
     const limit = (nodeOptions: string) => {
-      const r = spawnSync(p.executable, ['--version'], { env: { ...env, NODE_OPTIONS: `${nodeOptions} --require ${probe}` }, encoding: 'utf8' });
+      const r = spawnSync(p.executable, ['--version'], {
+        env: { ...env, NODE_OPTIONS: `${nodeOptions} --require ${probe}` },
+        encoding: 'utf8',
+      });
       assert.is(r.status, 0, r.stderr);
       return Number(r.stdout);
     };

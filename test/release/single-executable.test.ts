@@ -14,11 +14,22 @@ import { chmodSync, chownSync, existsSync, mkdtempSync, readFileSync, rmSync, st
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
-import { AARCH64_SYSROOT, consoleLink, freePort, publishVerifyFetch, removeBuilt, singleExecutable, startSea, version, which } from './sea-harness.js';
+import {
+  AARCH64_SYSROOT,
+  consoleLink,
+  freePort,
+  publishVerifyFetch,
+  removeBuilt,
+  singleExecutable,
+  startSea,
+  version,
+  which,
+} from './sea-harness.js';
 
 const uid = process.getuid?.() ?? 0;
 const sha256 = (path: string) => createHash('sha256').update(readFileSync(path)).digest('hex');
-const sodiumPrebuild = (target: string) => join('node_modules', 'sodium-native', 'prebuilds', target, 'sodium-native.node');
+const sodiumPrebuild = (target: string) =>
+  join('node_modules', 'sodium-native', 'prebuilds', target, 'sodium-native.node');
 
 test.after(() => removeBuilt());
 
@@ -59,7 +70,12 @@ test('x64, empty environment: --version, node flags refused as arguments, and a 
 /** Starts a developer server with CACHE_DIRECTORY=cache; its exit status and output, or 'listening'. */
 async function startWithCache(exe: string, cache: string): Promise<{ listening: boolean; output: string }> {
   try {
-    const s = await startSea([exe], ['run', '--developer', '--bind', `127.0.0.1:${await freePort()}`], { CACHE_DIRECTORY: cache }, 30_000);
+    const s = await startSea(
+      [exe],
+      ['run', '--developer', '--bind', `127.0.0.1:${await freePort()}`],
+      { CACHE_DIRECTORY: cache },
+      30_000,
+    );
     const status = await s.stop();
     assert.is(status, 0, s.stderr());
     return { listening: true, output: s.stdout() + s.stderr() };
@@ -101,7 +117,14 @@ test('x64 addon cache: a cached addon that differs from the embedded one is repl
 });
 
 test('arm64 under qemu-user, empty environment: --version, then run --developer serves a publish, verification and fetch', async () => {
-  if (!needFacility(haveCommand('qemu-aarch64') && existsSync(AARCH64_SYSROOT), 'qemu-user', `needs qemu-aarch64 and the arm64 C library in ${AARCH64_SYSROOT} (apt-get install qemu-user g++-aarch64-linux-gnu)`)) return;
+  if (
+    !needFacility(
+      haveCommand('qemu-aarch64') && existsSync(AARCH64_SYSROOT),
+      'qemu-user',
+      `needs qemu-aarch64 and the arm64 C library in ${AARCH64_SYSROOT} (apt-get install qemu-user g++-aarch64-linux-gnu)`,
+    )
+  )
+    return;
   const exe = singleExecutable('linux-arm64');
   // ELF e_machine (2 bytes at offset 18): 183 is EM_AARCH64.
   assert.is(readFileSync(exe).readUInt16LE(18), 183, 'an arm64 executable');
@@ -111,14 +134,22 @@ test('arm64 under qemu-user, empty environment: --version, then run --developer 
   assert.is(v.stdout, `stash_key_server ${version}\n`);
   const cache = mkdtempSync(join(tmpdir(), 'stash-sea-arm64-'));
   try {
-    const server = await startSea(qemu, ['run', '--developer', '--bind', `127.0.0.1:${await freePort()}`], { CACHE_DIRECTORY: cache }, 180_000);
+    const server = await startSea(
+      qemu,
+      ['run', '--developer', '--bind', `127.0.0.1:${await freePort()}`],
+      { CACHE_DIRECTORY: cache },
+      180_000,
+    );
     try {
       const flow = await publishVerifyFetch(server.url, 'bob@example.org', () => consoleLink(server.stdout()));
       assert.equal(flow.fetched, [{ sameKey: true, email: 'bob@example.org' }]);
     } finally {
       assert.is(await server.stop(), 0, server.stderr());
     }
-    assert.is(sha256(join(cache, `${version}-linux-arm64`, 'sodium-native.node')), sha256(sodiumPrebuild('linux-arm64')));
+    assert.is(
+      sha256(join(cache, `${version}-linux-arm64`, 'sodium-native.node')),
+      sha256(sodiumPrebuild('linux-arm64')),
+    );
   } finally {
     rmSync(cache, { recursive: true, force: true });
   }

@@ -7,7 +7,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  containerInfo, createContainer, readEntries, unwrapContentKey, vaultPaths, writeEntry, deleteEntry,
+  containerInfo,
+  createContainer,
+  readEntries,
+  unwrapContentKey,
+  vaultPaths,
+  writeEntry,
+  deleteEntry,
 } from '../../src/vault/index.js';
 import { cleanup, expectCode, newVault, type TestVault } from './vault-fixture.js';
 
@@ -25,9 +31,18 @@ async function sample(): Promise<{ v: TestVault; ck: Buffer; path: string; good:
 
 // Regions of a version-1 file with the 4-character name "prod" (docs/container-format.md).
 const REGIONS: Array<[string, number, number]> = [
-  ['magic', 0, 8], ['version', 8, 10], ['vault id', 10, 26], ['container id', 26, 42], ['wrap nonce', 42, 66],
-  ['wrapped key', 66, 114], ['key commitment', 114, 146], ['body nonce', 146, 170], ['name', 170, 175],
-  ['header checksum', 175, 191], ['ciphertext', 191, -16], ['tag', -16, 0],
+  ['magic', 0, 8],
+  ['version', 8, 10],
+  ['vault id', 10, 26],
+  ['container id', 26, 42],
+  ['wrap nonce', 42, 66],
+  ['wrapped key', 66, 114],
+  ['key commitment', 114, 146],
+  ['body nonce', 146, 170],
+  ['name', 170, 175],
+  ['header checksum', 175, 191],
+  ['ciphertext', 191, -16],
+  ['tag', -16, 0],
 ];
 
 test('flipping any bit pattern in any byte gives CONTAINER_CORRUPT and leaves the file as it was', async () => {
@@ -41,11 +56,17 @@ test('flipping any bit pattern in any byte gives CONTAINER_CORRUPT and leaves th
       const e = expectCode(() => readEntries(v.dir, 'prod', ck), 'CONTAINER_CORRUPT', `byte ${i} ^ ${mask}`);
       assert.ok(e.message.includes(path), `byte ${i}: message names the file: ${e.message}`);
       if (mask === 0x01) {
-        expectCode(() => writeEntry(v.dir, 'prod', ck, 'NEW', Buffer.from('x')), 'CONTAINER_CORRUPT', `write, byte ${i}`);
+        expectCode(
+          () => writeEntry(v.dir, 'prod', ck, 'NEW', Buffer.from('x')),
+          'CONTAINER_CORRUPT',
+          `write, byte ${i}`,
+        );
         expectCode(() => deleteEntry(v.dir, 'prod', ck, 'API_KEY'), 'CONTAINER_CORRUPT', `delete, byte ${i}`);
       }
       assert.ok(readFileSync(path).equals(bad), `byte ${i}: refused writes changed the file`);
-      const region = REGIONS.find(([, from, to]) => i >= (from < 0 ? good.length + from : from) && i < (to <= 0 ? good.length + to : to));
+      const region = REGIONS.find(
+        ([, from, to]) => i >= (from < 0 ? good.length + from : from) && i < (to <= 0 ? good.length + to : to),
+      );
       seen.add(region![0]);
     }
   }
@@ -78,7 +99,10 @@ test('truncated and extended files are CONTAINER_CORRUPT', async () => {
     expectCode(() => readEntries(v.dir, 'prod', ck), 'CONTAINER_CORRUPT', `extended by ${extra.length}`);
   }
   writeFileSync(path, Buffer.alloc(3 * 1024 * 1024));
-  assert.match(expectCode(() => readEntries(v.dir, 'prod', ck), 'CONTAINER_CORRUPT').message, /larger than any container/);
+  assert.match(
+    expectCode(() => readEntries(v.dir, 'prod', ck), 'CONTAINER_CORRUPT').message,
+    /larger than any container/,
+  );
 });
 
 test('an older copy of the same container still opens (rollback is out of scope, documented)', async () => {

@@ -3,8 +3,21 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { sealWithNonce } from '../../src/vault/aead.js';
 import {
-  changeTime, containerInfo, createContainer, deleteEntry, listContainers, MAX_VALUE_BYTES, readEntries, readEntry, removeContainer,
-  unwrapContentKey, updateEntries, vaultPaths, wipe, wipeEntries, writeEntry,
+  changeTime,
+  containerInfo,
+  createContainer,
+  deleteEntry,
+  listContainers,
+  MAX_VALUE_BYTES,
+  readEntries,
+  readEntry,
+  removeContainer,
+  unwrapContentKey,
+  updateEntries,
+  vaultPaths,
+  wipe,
+  wipeEntries,
+  writeEntry,
 } from '../../src/vault/index.js';
 import { assertSameTree, cleanup, expectCode, newVault, snapshot } from './vault-fixture.js';
 
@@ -25,7 +38,13 @@ test('create, info, list and remove containers', async () => {
   const info = containerInfo(v.dir, 'prod');
   assert.equal({ name: info.name, id: info.id, path: info.path }, { name: 'prod', id: c.id, path: c.path });
   const list = listContainers(v.dir);
-  assert.equal(list.map((x) => [x.name, x.id, x.problem]), [['dev.local_2-x', d.id, null], ['prod', c.id, null]]);
+  assert.equal(
+    list.map((x) => [x.name, x.id, x.problem]),
+    [
+      ['dev.local_2-x', d.id, null],
+      ['prod', c.id, null],
+    ],
+  );
   assert.is(list[1]!.size, statSync(c.path).size);
   assert.instance(list[1]!.modified, Date);
   expectCode(() => createContainer(v.dir, v.key, 'prod'), 'CONTAINER_EXISTS');
@@ -33,7 +52,10 @@ test('create, info, list and remove containers', async () => {
   expectCode(() => removeContainer(v.dir, 'prod'), 'CONTAINER_NOT_FOUND');
   expectCode(() => containerInfo(v.dir, 'prod'), 'CONTAINER_NOT_FOUND');
   expectCode(() => unwrapContentKey(v.dir, v.key, 'prod'), 'CONTAINER_NOT_FOUND');
-  assert.equal(listContainers(v.dir).map((x) => x.name), ['dev.local_2-x']);
+  assert.equal(
+    listContainers(v.dir).map((x) => x.name),
+    ['dev.local_2-x'],
+  );
 });
 
 test('entries: write, read, replace, delete; values are binary-safe', async () => {
@@ -70,12 +92,34 @@ test('updateEntries applies several changes in one write', async () => {
   createContainer(v.dir, v.key, 'c');
   const ck = unwrapContentKey(v.dir, v.key, 'c');
   writeEntry(v.dir, 'c', ck, 'A', Buffer.from('1'));
-  const changed = updateEntries(v.dir, 'c', ck, new Map([['A', null], ['B', Buffer.from('2')], ['C', Buffer.from('3')], ['Z', null]]));
+  const changed = updateEntries(
+    v.dir,
+    'c',
+    ck,
+    new Map([
+      ['A', null],
+      ['B', Buffer.from('2')],
+      ['C', Buffer.from('3')],
+      ['Z', null],
+    ]),
+  );
   assert.equal(changed, ['A', 'B', 'C']);
   assert.equal([...readEntries(v.dir, 'c', ck).keys()], ['B', 'C']);
   const before = snapshot(v.dir);
   assert.equal(updateEntries(v.dir, 'c', ck, new Map([['B', Buffer.from('2')]])), [], 'same value: no change');
-  expectCode(() => updateEntries(v.dir, 'c', ck, new Map([['D', Buffer.from('4')], ['bad-name', Buffer.from('5')]])), 'INVALID_NAME');
+  expectCode(
+    () =>
+      updateEntries(
+        v.dir,
+        'c',
+        ck,
+        new Map([
+          ['D', Buffer.from('4')],
+          ['bad-name', Buffer.from('5')],
+        ]),
+      ),
+    'INVALID_NAME',
+  );
   assertSameTree(before, snapshot(v.dir), 'no-op and invalid updates write nothing');
 });
 
@@ -102,7 +146,23 @@ test('keys are secure buffers; a foreign vault key or content key is refused', a
 test('container and entry names are validated', async () => {
   const v = await newVault();
   const before = snapshot(v.dir);
-  const badContainers = ['', '.hidden', '-x', '_x', '../etc', 'a/b', 'a\\b', 'a b', 'é', 'x'.repeat(65), 'con', 'NUL.txt', 'com1', 'x.', 'a\0b'];
+  const badContainers = [
+    '',
+    '.hidden',
+    '-x',
+    '_x',
+    '../etc',
+    'a/b',
+    'a\\b',
+    'a b',
+    'é',
+    'x'.repeat(65),
+    'con',
+    'NUL.txt',
+    'com1',
+    'x.',
+    'a\0b',
+  ];
   for (const name of badContainers) {
     const e = expectCode(() => createContainer(v.dir, v.key, name), 'INVALID_NAME', JSON.stringify(name));
     assert.ok(e.message.length < 300);
@@ -175,7 +235,13 @@ test('a container written before change times existed opens unchanged; its next 
   const header = file.subarray(0, 187 + 'old'.length);
   writeFileSync(c.path, Buffer.concat([header, sealWithNonce(plain, header, header.subarray(146, 170), ck)]));
   const old = readEntries(v.dir, 'old', ck);
-  assert.equal([...old.entries()].map(([k, val]) => [k, val.toString()]), [['A', 'one'], ['B', 'two']]);
+  assert.equal(
+    [...old.entries()].map(([k, val]) => [k, val.toString()]),
+    [
+      ['A', 'one'],
+      ['B', 'two'],
+    ],
+  );
   assert.equal([changeTime(old, 'A'), changeTime(old, 'B')], [0, 0], 'no times: unknown');
   wipeEntries(old);
   writeEntry(v.dir, 'old', ck, 'B', Buffer.from('TWO'));
@@ -204,7 +270,10 @@ test('a container filled to 1 MiB keeps working: the change times are left out r
   deleteEntry(v.dir, 'full', ck, 'V00');
   const smaller = readEntries(v.dir, 'full', ck);
   assert.is(smaller.size, 15);
-  assert.ok(changeTime(smaller, 'W') === 0 && changeTime(smaller, 'V01') === 0, 'room again, but the times are still unknown');
+  assert.ok(
+    changeTime(smaller, 'W') === 0 && changeTime(smaller, 'V01') === 0,
+    'room again, but the times are still unknown',
+  );
   wipeEntries(smaller);
 });
 
@@ -238,13 +307,16 @@ test('a renamed or swapped container file is refused (the name is authenticated)
   assert.ok(listContainers(v.dir).every((c) => c.problem !== null && c.id === ''));
 });
 
-test("a container copied in from another vault is refused", async () => {
+test('a container copied in from another vault is refused', async () => {
   const v = await newVault();
   const other = await newVault();
   createContainer(other.dir, other.key, 'theirs');
   const theirKey = unwrapContentKey(other.dir, other.key, 'theirs');
   copyFileSync(vaultPaths(other.dir).container('theirs'), vaultPaths(v.dir).container('theirs'));
-  assert.match(expectCode(() => readEntries(v.dir, 'theirs', theirKey), 'CONTAINER_CORRUPT').message, /different vault/);
+  assert.match(
+    expectCode(() => readEntries(v.dir, 'theirs', theirKey), 'CONTAINER_CORRUPT').message,
+    /different vault/,
+  );
   expectCode(() => unwrapContentKey(v.dir, v.key, 'theirs'), 'CONTAINER_CORRUPT');
   assert.match(listContainers(v.dir)[0]!.problem ?? '', /different vault/);
 });
@@ -259,7 +331,10 @@ test('listing skips temp files and foreign names, and reports damaged headers', 
   writeFileSync(p.container('junk'), 'not a container');
   mkdirSync(p.container('folder'));
   const list = listContainers(v.dir);
-  assert.equal(list.map((c) => c.name), ['folder', 'good', 'junk']);
+  assert.equal(
+    list.map((c) => c.name),
+    ['folder', 'good', 'junk'],
+  );
   assert.match(list[0]!.problem ?? '', /not a regular file/);
   assert.is(list[1]!.problem, null);
   assert.match(list[2]!.problem ?? '', /junk\.stash.*magic/);

@@ -6,14 +6,33 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { decodeBody, encodeBody, historyOf, PAD_BLOCK, withChangeTimes, withHistory, type Entries } from '../../src/vault/container-body.js';
+import {
+  decodeBody,
+  encodeBody,
+  historyOf,
+  PAD_BLOCK,
+  withChangeTimes,
+  withHistory,
+  type Entries,
+} from '../../src/vault/container-body.js';
 import { applyChanges } from '../../src/vault/entry-history.js';
 import { historyBlockSize, MAX_HISTORY_KEEP, type History } from '../../src/vault/history-block.js';
 import {
-  createContainer, MAX_VALUE_BYTES, readEntries, unwrapContentKey, updateEntries, wipe, wipeEntries,
+  createContainer,
+  MAX_VALUE_BYTES,
+  readEntries,
+  unwrapContentKey,
+  updateEntries,
+  wipe,
+  wipeEntries,
 } from '../../src/vault/index.js';
 import { renameContainer } from '../../src/vault/containers.js';
-import { mergeShared, openSharedContentKey, readSharedEntries, updateSharedEntries } from '../../src/vault/sharing/index.js';
+import {
+  mergeShared,
+  openSharedContentKey,
+  readSharedEntries,
+  updateSharedEntries,
+} from '../../src/vault/sharing/index.js';
 import { diverge, read, threeMembers, write } from './sharing-people.js';
 import { cleanup, expectCode, newVault } from './vault-fixture.js';
 
@@ -51,7 +70,9 @@ function version(value: Buffer, changedAt = 1n, replacedAt = 2n, declared = valu
 function block(names: Array<[string, Buffer[]]>, opts: { count?: number; length?: number; k?: number } = {}): Buffer {
   const content = Buffer.concat([
     u32(opts.count ?? names.length),
-    ...names.map(([n, vs]) => Buffer.concat([Buffer.from([n.length]), b(n), Buffer.from([opts.k ?? vs.length]), ...vs])),
+    ...names.map(([n, vs]) =>
+      Buffer.concat([Buffer.from([n.length]), b(n), Buffer.from([opts.k ?? vs.length]), ...vs]),
+    ),
   ]);
   return Buffer.concat([Buffer.from([2]), u32(opts.length ?? content.length), content]);
 }
@@ -62,9 +83,23 @@ function entry(name: string, value: Buffer): Buffer {
 
 test('codec: the history block round-trips after the entries and times; an old body has none', () => {
   const source = decodeBody(encodeBody(new Map([['A', b('1')]])), 'x');
-  const next = withChangeTimes(new Map([['A', b('1')], ['B', b('22')]]), source, ['B'], 1_700_000_000_000);
+  const next = withChangeTimes(
+    new Map([
+      ['A', b('1')],
+      ['B', b('22')],
+    ]),
+    source,
+    ['B'],
+    1_700_000_000_000,
+  );
   const history = new Map([
-    ['A', [{ value: b('old-a'), changedAt: 5, replacedAt: 9 }, { value: b(''), changedAt: 0, replacedAt: 4 }]],
+    [
+      'A',
+      [
+        { value: b('old-a'), changedAt: 5, replacedAt: 9 },
+        { value: b(''), changedAt: 0, replacedAt: 4 },
+      ],
+    ],
     ['GONE', [{ value: b('removed'), changedAt: 7, replacedAt: 8 }]],
   ]);
   const plain = encodeBody(withHistory(next, history));
@@ -76,7 +111,13 @@ test('codec: the history block round-trips after the entries and times; an old b
   const h = historyOf(back);
   assert.equal([...h.keys()], ['A', 'GONE']);
   assert.equal(text(h, 'A'), ['old-a', '']);
-  assert.equal(h.get('A')!.map((v) => [v.changedAt, v.replacedAt]), [[5, 9], [0, 4]]);
+  assert.equal(
+    h.get('A')!.map((v) => [v.changedAt, v.replacedAt]),
+    [
+      [5, 9],
+      [0, 4],
+    ],
+  );
   assert.equal(text(h, 'GONE'), ['removed']);
   // Zero entries, a history only: no times block, the history right after the count.
   const only = encodeBody(withHistory(new Map(), new Map([['X', [{ value: b('x'), changedAt: 1, replacedAt: 2 }]]])));
@@ -91,21 +132,79 @@ test('codec: the history block round-trips after the entries and times; an old b
 test('codec: malformed history blocks are CONTAINER_CORRUPT with a specific reason', () => {
   const ok = version(b('v'));
   const cases: Array<[string, Buffer, RegExp]> = [
-    ['tag with no length', body(0, [Buffer.from([2])]).subarray(0, PAD_BLOCK), /truncated history block|history block length past the end/],
-    ['block length past the end of the body', body(0, [block([['A', [ok]]], { length: 5000 })]), /history block length past the end/],
-    ['block cut short: the name count claims more names', body(0, [block([['A', [ok]]], { count: 2 })]), /truncated history block/],
-    ['a value length past the block', body(0, [block([['A', [version(b('v'), 1n, 2n, 300)]]])]), /history value length out of range/],
-    ['a value over 64 KiB', body(0, [block([['A', [version(Buffer.alloc(MAX_VALUE_BYTES + 1))]]])]), /history value length out of range/],
-    ['a version count over the cap', body(0, [block([['A', [ok]]], { k: MAX_HISTORY_KEEP + 1 })]), /holds 101 versions/],
+    [
+      'tag with no length',
+      body(0, [Buffer.from([2])]).subarray(0, PAD_BLOCK),
+      /truncated history block|history block length past the end/,
+    ],
+    [
+      'block length past the end of the body',
+      body(0, [block([['A', [ok]]], { length: 5000 })]),
+      /history block length past the end/,
+    ],
+    [
+      'block cut short: the name count claims more names',
+      body(0, [block([['A', [ok]]], { count: 2 })]),
+      /truncated history block/,
+    ],
+    [
+      'a value length past the block',
+      body(0, [block([['A', [version(b('v'), 1n, 2n, 300)]]])]),
+      /history value length out of range/,
+    ],
+    [
+      'a value over 64 KiB',
+      body(0, [block([['A', [version(Buffer.alloc(MAX_VALUE_BYTES + 1))]]])]),
+      /history value length out of range/,
+    ],
+    [
+      'a version count over the cap',
+      body(0, [block([['A', [ok]]], { k: MAX_HISTORY_KEEP + 1 })]),
+      /holds 101 versions/,
+    ],
     ['a version count of zero', body(0, [block([['A', []]])]), /holds 0 versions/],
-    ['names out of order', body(0, [block([['B', [ok]], ['A', [ok]]])]), /history names out of order/],
-    ['a name twice', body(0, [block([['A', [ok]], ['A', [ok]]])]), /history names out of order or repeated/],
+    [
+      'names out of order',
+      body(0, [
+        block([
+          ['B', [ok]],
+          ['A', [ok]],
+        ]),
+      ]),
+      /history names out of order/,
+    ],
+    [
+      'a name twice',
+      body(0, [
+        block([
+          ['A', [ok]],
+          ['A', [ok]],
+        ]),
+      ]),
+      /history names out of order or repeated/,
+    ],
     ['an invalid name', body(0, [block([['1A', [ok]]])]), /invalid entry name in the history/],
     ['a time past 2^53', body(0, [block([['A', [version(b('v'), 1n << 60n)]]])]), /history time out of range/],
-    ['bytes left over inside the block', body(0, [block([['A', [ok]]], { length: 4 + 1 + 1 + 1 + ok.length + 3 })]), /does not match its content/],
+    [
+      'bytes left over inside the block',
+      body(0, [block([['A', [ok]]], { length: 4 + 1 + 1 + 1 + ok.length + 3 })]),
+      /does not match its content/,
+    ],
     ['too many names', body(0, [block([], { count: 5000 })]), /too many names in the history/],
-    ['an unknown block after the history', body(0, [block([['A', [ok]]]), Buffer.from([3])]), /unknown block \(tag 3\)/],
-    ['non-zero padding after the history', (() => { const x = body(0, [block([['A', [ok]]])]); x[x.length - 1] = 9; return x; })(), /non-zero padding/],
+    [
+      'an unknown block after the history',
+      body(0, [block([['A', [ok]]]), Buffer.from([3])]),
+      /unknown block \(tag 3\)/,
+    ],
+    [
+      'non-zero padding after the history',
+      (() => {
+        const x = body(0, [block([['A', [ok]]])]);
+        x[x.length - 1] = 9;
+        return x;
+      })(),
+      /non-zero padding/,
+    ],
   ];
   for (const [what, plain, why] of cases) {
     const e = expectCode(() => decodeBody(plain, '/v/containers/x.stash'), 'CONTAINER_CORRUPT', what);
@@ -118,9 +217,15 @@ test('codec: history is what fits in 1 MiB, oldest versions dropped first; the e
   const big = (c: string) => Buffer.alloc(MAX_VALUE_BYTES, c);
   const entries = new Map<string, Uint8Array>();
   for (let i = 0; i < 14; i++) entries.set(`E${i}`, big('e'));
-  const history = new Map([['E0', Array.from({ length: 3 }, (_, i) => ({ value: big(String(i)), changedAt: 1, replacedAt: 100 - i }))]]);
+  const history = new Map([
+    ['E0', Array.from({ length: 3 }, (_, i) => ({ value: big(String(i)), changedAt: 1, replacedAt: 100 - i }))],
+  ]);
   const back = decodeBody(encodeBody(withHistory(entries, history)), 'x');
-  assert.equal(text(historyOf(back), 'E0').map((s) => s[0]), ['0'], '14 x 64 KiB of entries leave room for one 64 KiB version (not two): the newest');
+  assert.equal(
+    text(historyOf(back), 'E0').map((s) => s[0]),
+    ['0'],
+    '14 x 64 KiB of entries leave room for one 64 KiB version (not two): the newest',
+  );
   wipeEntries(back);
 });
 
@@ -154,8 +259,16 @@ test('private writes: each set keeps the value it replaced, newest first, with i
   e = c.entries();
   assert.is(historyOf(e).size, 0);
   wipeEntries(e);
-  expectCode(() => updateEntries(c.dir, 'c', c.key, new Map([['K', b('x')]]), { keep: 101 }), 'INVALID_ARGUMENT', 'keep over the cap');
-  expectCode(() => updateEntries(c.dir, 'c', c.key, new Map([['K', b('x')]]), { keep: -1 }), 'INVALID_ARGUMENT', 'negative keep');
+  expectCode(
+    () => updateEntries(c.dir, 'c', c.key, new Map([['K', b('x')]]), { keep: 101 }),
+    'INVALID_ARGUMENT',
+    'keep over the cap',
+  );
+  expectCode(
+    () => updateEntries(c.dir, 'c', c.key, new Map([['K', b('x')]]), { keep: -1 }),
+    'INVALID_ARGUMENT',
+    'negative keep',
+  );
   wipe(c.key);
 });
 
@@ -206,7 +319,14 @@ test('applyChanges: rm --purge removes the value and the history in one write', 
 test('applyChanges: a move within the container takes the history to the new name, and leaves no copy behind', async () => {
   const c = await privateWith(['one', 'two']);
   const e = c.entries();
-  const { next, changed } = applyChanges(e, new Map([['K', null], ['L', Buffer.from(e.get('K')!)]]), { keep: 10, moves: [['K', 'L']] });
+  const { next, changed } = applyChanges(
+    e,
+    new Map([
+      ['K', null],
+      ['L', Buffer.from(e.get('K')!)],
+    ]),
+    { keep: 10, moves: [['K', 'L']] },
+  );
   assert.equal(changed.sort(), ['K', 'L']);
   assert.equal([next.has('K'), Buffer.from(next.get('L')!).toString()], [false, 'two']);
   assert.equal([historyOf(next).has('K'), text(historyOf(next), 'L')], [false, ['one']]);
@@ -247,10 +367,14 @@ test('shared: a member sees the history other members wrote; share and unshare k
 
 test('merge: the histories of both sides are united, and the value that lost a conflict joins them', async () => {
   const { alice, bob, file } = await threeMembers();
-  const bobs = diverge(file, () => {
-    write(alice, 'team', 'A', 'alice-1');
-    write(alice, 'team', 'A', 'alice-2');
-  }, () => write(bob, 'team', 'A', 'bob-1'));
+  const bobs = diverge(
+    file,
+    () => {
+      write(alice, 'team', 'A', 'alice-1');
+      write(alice, 'team', 'A', 'alice-2');
+    },
+    () => write(bob, 'team', 'A', 'bob-1'),
+  );
   assert.equal(mergeShared(alice.dir, alice.key, 'team', bobs, 'container').conflicts, ['A']);
   assert.is(read(bob, 'team').get('A'), 'alice-2');
   sharedAs(bob, (e) => {

@@ -2,7 +2,12 @@ import { createRequire } from 'node:module';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  decodePublicKey, encodePublicKey, fingerprintOf, fingerprintsEqual, formatFingerprint, parseFingerprint,
+  decodePublicKey,
+  encodePublicKey,
+  fingerprintOf,
+  fingerprintsEqual,
+  formatFingerprint,
+  parseFingerprint,
 } from '../../src/vault/index.js';
 import { expectCode } from './vault-fixture.js';
 
@@ -60,7 +65,10 @@ test('parse rejects garbage with a specific message', () => {
   const good = 'ZEA7-AXWW-390G-QKAD-Q1A1-W22Q';
   assert.match(expectCode(() => parseFingerprint(good.slice(0, -1)), 'BAD_FINGERPRINT').message, /24 characters.*23/);
   assert.match(expectCode(() => parseFingerprint(`${good}7`), 'BAD_FINGERPRINT').message, /25/);
-  assert.match(expectCode(() => parseFingerprint(good.replace('Q', 'U')), 'BAD_FINGERPRINT').message, /U is never used/);
+  assert.match(
+    expectCode(() => parseFingerprint(good.replace('Q', 'U')), 'BAD_FINGERPRINT').message,
+    /U is never used/,
+  );
   assert.match(expectCode(() => parseFingerprint(good.replace('Q', '*')), 'BAD_FINGERPRINT').message, /"\*"/);
   expectCode(() => parseFingerprint(''), 'BAD_FINGERPRINT');
   expectCode(() => parseFingerprint('x'.repeat(10_000)), 'BAD_FINGERPRINT');
@@ -119,10 +127,18 @@ test('public key decoding is strict', () => {
     ['empty', Buffer.alloc(0), /got 0/],
     ['unknown tag', Buffer.concat([Buffer.from([2]), good.subarray(1)]), /type 0x02/],
     ['X25519 zero point', withX(Buffer.alloc(32)), /low-order/],
-    ['X25519 order-2 point', withX(Buffer.from('ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex')), /low-order/],
+    [
+      'X25519 order-2 point',
+      withX(Buffer.from('ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex')),
+      /low-order/,
+    ],
     ['X25519 point 1', withX(Buffer.concat([Buffer.from([1]), Buffer.alloc(31)])), /low-order/],
     ['X25519 high bit', withX(Buffer.from(k.x25519.map((b, i) => (i === 31 ? b | 0x80 : b)))), /canonical/],
-    ['X25519 >= p', withX(Buffer.from('edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex')), /canonical/],
+    [
+      'X25519 >= p',
+      withX(Buffer.from('edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex')),
+      /canonical/,
+    ],
     ['Ed25519 identity', withEd(Buffer.concat([Buffer.from([1]), Buffer.alloc(31)])), /Ed25519/],
     ['Ed25519 zero', withEd(Buffer.alloc(32)), /Ed25519/],
   ];

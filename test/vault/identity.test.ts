@@ -3,7 +3,14 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  decodePublicKey, encodePublicKey, fingerprintOf, formatFingerprint, identityPublic, identitySecret, vaultPaths, wipe,
+  decodePublicKey,
+  encodePublicKey,
+  fingerprintOf,
+  formatFingerprint,
+  identityPublic,
+  identitySecret,
+  vaultPaths,
+  wipe,
 } from '../../src/vault/index.js';
 import { cleanup, expectCode, newVault } from './vault-fixture.js';
 
@@ -65,8 +72,20 @@ test('swapped public keys are caught when the vault key is given', async () => {
   const doc = JSON.parse(readFileSync(path, 'utf8'));
   const theirs = identityPublic(other.dir);
   // A careful attacker also updates the displayed fingerprint.
-  writeFileSync(path, JSON.stringify({ ...doc, x25519: theirs.x25519.toString('hex'), ed25519: theirs.ed25519.toString('hex'), fingerprint: theirs.fingerprint }));
-  assert.is(identityPublic(v.dir).fingerprint, theirs.fingerprint, 'unauthenticated read shows the file as is (documented)');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      ...doc,
+      x25519: theirs.x25519.toString('hex'),
+      ed25519: theirs.ed25519.toString('hex'),
+      fingerprint: theirs.fingerprint,
+    }),
+  );
+  assert.is(
+    identityPublic(v.dir).fingerprint,
+    theirs.fingerprint,
+    'unauthenticated read shows the file as is (documented)',
+  );
   assert.match(expectCode(() => identityPublic(v.dir, v.key), 'VAULT_CORRUPT').message, /identity\.json/);
   expectCode(() => identitySecret(v.dir, v.key), 'VAULT_CORRUPT');
 });
@@ -80,7 +99,10 @@ test('damaged identity.json is VAULT_CORRUPT', async () => {
   const cases: Array<[string, string]> = [
     ['not JSON', '{'],
     ['fingerprint field edited', JSON.stringify({ ...doc, fingerprint: '0000-0000-0000-0000-0000-0000' })],
-    ['secret ciphertext edited', JSON.stringify({ ...doc, secret: { ...doc.secret, wrapped: flip(doc.secret.wrapped) } })],
+    [
+      'secret ciphertext edited',
+      JSON.stringify({ ...doc, secret: { ...doc.secret, wrapped: flip(doc.secret.wrapped) } }),
+    ],
     ['secret nonce edited', JSON.stringify({ ...doc, secret: { ...doc.secret, nonce: flip(doc.secret.nonce) } })],
     ['other vault id', JSON.stringify({ ...doc, vaultId: flip(doc.vaultId) })],
     ['bad public key', JSON.stringify({ ...doc, x25519: '00'.repeat(32) })],

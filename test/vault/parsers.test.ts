@@ -29,13 +29,21 @@ function entry(name: string, value: Buffer, declaredLength = value.length): Buff
 }
 
 test('the body encoder and decoder agree', () => {
-  const entries = new Map([['B', Buffer.from('2')], ['A', Buffer.from('1')], ['E', Buffer.alloc(0)]]);
+  const entries = new Map([
+    ['B', Buffer.from('2')],
+    ['A', Buffer.from('1')],
+    ['E', Buffer.alloc(0)],
+  ]);
   const plain = encodeBody(entries);
   assert.is(plain.length % PAD_BLOCK, 0);
   const back = decodeBody(plain, 'x');
   assert.equal([...back.keys()], ['A', 'B', 'E']);
   assert.ok(back.get('B')!.equals(Buffer.from('2')));
-  assert.ok(decodeBody(body(1, [entry('A', Buffer.from('1'))]), 'x').get('A')!.equals(Buffer.from('1')));
+  assert.ok(
+    decodeBody(body(1, [entry('A', Buffer.from('1'))]), 'x')
+      .get('A')!
+      .equals(Buffer.from('1')),
+  );
   // A body exactly filling its blocks still carries one full padding block.
   const exact = encodeBody(new Map([['A', Buffer.alloc(PAD_BLOCK - 4 - 1 - 1 - 4)]]));
   assert.is(exact.length, 2 * PAD_BLOCK);
@@ -44,7 +52,15 @@ test('the body encoder and decoder agree', () => {
 
 test('change times: written after the entries (tag 1, u64 each), read back; an old body has none', () => {
   const source = decodeBody(encodeBody(new Map([['A', Buffer.from('1')]])), 'x');
-  const next = withChangeTimes(new Map([['A', Buffer.from('1')], ['B', Buffer.from('22')]]), source, ['B'], 1_700_000_000_123);
+  const next = withChangeTimes(
+    new Map([
+      ['A', Buffer.from('1')],
+      ['B', Buffer.from('22')],
+    ]),
+    source,
+    ['B'],
+    1_700_000_000_123,
+  );
   const plain = encodeBody(next);
   const afterEntries = 4 + (1 + 1 + 4 + 1) + (1 + 1 + 4 + 2);
   assert.is(plain[afterEntries], 1, 'the tag');
@@ -72,10 +88,26 @@ test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {
     ['empty entry name', body(1, [entry('', v('1'))])],
     ['value length past the end', body(1, [entry('A', v('1'), 10_000)])],
     ['value over 64 KiB', body(1, [entry('A', Buffer.alloc(MAX_VALUE_BYTES + 1))])],
-    ['non-zero padding', (() => { const b = body(1, [entry('A', v('1'))]); b[b.length - 1] = 1; return b; })()],
-    ['no padding', (() => { const raw = body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 10))], false); return raw; })()],
+    [
+      'non-zero padding',
+      (() => {
+        const b = body(1, [entry('A', v('1'))]);
+        b[b.length - 1] = 1;
+        return b;
+      })(),
+    ],
+    [
+      'no padding',
+      (() => {
+        const raw = body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 10))], false);
+        return raw;
+      })(),
+    ],
     ['a whole extra block of padding', Buffer.concat([body(1, [entry('A', v('1'))]), Buffer.alloc(PAD_BLOCK)])],
-    ['change times cut short by the end of the body', body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 14)), Buffer.from([1, 0, 0, 0])], false)],
+    [
+      'change times cut short by the end of the body',
+      body(1, [entry('A', Buffer.alloc(PAD_BLOCK - 14)), Buffer.from([1, 0, 0, 0])], false),
+    ],
     ['change times of an empty container', body(0, [Buffer.from([1])])],
     ['a change time past 2^53', body(1, [entry('A', v('1')), Buffer.from([1]), Buffer.alloc(8, 0xff)])],
     ['an unknown block after the entries', body(1, [entry('A', v('1')), Buffer.from([3])])],
@@ -91,7 +123,14 @@ test('authentic but malformed contact lists are VAULT_CORRUPT', async () => {
   const path = vaultPaths(t.dir).contacts;
   const header = readFileSync(path).subarray(0, 50);
   const nonce = header.subarray(26, 50);
-  const good = { name: 'Bob', email: 'b@x.y', x25519: '11'.repeat(32), ed25519: '22'.repeat(32), fingerprint: 'x', addedAt: 'now' };
+  const good = {
+    name: 'Bob',
+    email: 'b@x.y',
+    x25519: '11'.repeat(32),
+    ed25519: '22'.repeat(32),
+    fingerprint: 'x',
+    addedAt: 'now',
+  };
   const cases: Array<[string, string]> = [
     ['not JSON', '{"contacts": ['],
     ['null', 'null'],

@@ -17,19 +17,26 @@ test('Linux and other Unix: XDG_DATA_HOME (absolute only), else ~/.local/share',
 });
 
 test('macOS: ~/Library/Application Support/stash/vault', () => {
-  assert.is(defaultVaultDir({ HOME: '/Users/u', XDG_DATA_HOME: '/ignored' }, 'darwin'), '/Users/u/Library/Application Support/stash/vault');
+  assert.is(
+    defaultVaultDir({ HOME: '/Users/u', XDG_DATA_HOME: '/ignored' }, 'darwin'),
+    '/Users/u/Library/Application Support/stash/vault',
+  );
 });
 
 test('Windows: %APPDATA%\\stash\\vault, else under the profile', () => {
-  assert.is(defaultVaultDir({ APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, 'win32'), 'C:\\Users\\u\\AppData\\Roaming\\stash\\vault');
+  assert.is(
+    defaultVaultDir({ APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, 'win32'),
+    'C:\\Users\\u\\AppData\\Roaming\\stash\\vault',
+  );
   assert.is(defaultVaultDir({ USERPROFILE: 'C:\\Users\\u' }, 'win32'), 'C:\\Users\\u\\AppData\\Roaming\\stash\\vault');
 });
 
 test('vault paths and existence', () => {
   const p = vaultPaths('/v');
-  assert.equal([p.meta, p.identity, p.contacts, p.containers, p.container('prod')], [
-    '/v/vault.json', '/v/identity.json', '/v/contacts.stash', '/v/containers', '/v/containers/prod.stash',
-  ]);
+  assert.equal(
+    [p.meta, p.identity, p.contacts, p.containers, p.container('prod')],
+    ['/v/vault.json', '/v/identity.json', '/v/contacts.stash', '/v/containers', '/v/containers/prod.stash'],
+  );
   assert.not.ok(vaultExists('/nonexistent/stash/vault'));
 });
 

@@ -8,7 +8,13 @@ import * as assert from 'uvu/assert';
 import { VaultError } from '../../src/vault/index.js';
 import { generateKeyPairs, wipeKeyPairs, type KeyPairs } from '../../src/vault/identity.js';
 import {
-  decodeStatement, makeStatement, parseStatement, statementHash, statementText, STATEMENT_BYTES, TEXT_PREFIX,
+  decodeStatement,
+  makeStatement,
+  parseStatement,
+  statementHash,
+  statementText,
+  STATEMENT_BYTES,
+  TEXT_PREFIX,
 } from '../../src/vault/rotation/index.js';
 
 let a: KeyPairs;
@@ -59,7 +65,11 @@ test('signatures: by another old key, by another new key, or any changed byte, i
   for (const at of [9 + 40, 74 + 40, 140, 150, 230, 274]) {
     const t = Buffer.from(s.bytes);
     t[at] = t[at]! ^ 0x01;
-    assert.throws(() => decodeStatement(t), (err: VaultError) => err.code === 'BAD_ROTATION', `byte ${at} changed`);
+    assert.throws(
+      () => decodeStatement(t),
+      (err: VaultError) => err.code === 'BAD_ROTATION',
+      `byte ${at} changed`,
+    );
   }
 });
 

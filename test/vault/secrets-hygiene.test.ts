@@ -8,8 +8,19 @@ import { inspect } from 'node:util';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  createContainer, identitySecret, readEntries, readEntry, secureAlloc, secureCopy, unlockVault, unwrapContentKey,
-  vaultPaths, verifyVaultKey, wipe, wipeEntries, writeEntry,
+  createContainer,
+  identitySecret,
+  readEntries,
+  readEntry,
+  secureAlloc,
+  secureCopy,
+  unlockVault,
+  unwrapContentKey,
+  vaultPaths,
+  verifyVaultKey,
+  wipe,
+  wipeEntries,
+  writeEntry,
 } from '../../src/vault/index.js';
 import { cleanup, newVault } from './vault-fixture.js';
 
@@ -30,7 +41,9 @@ function allFiles(dir: string): Buffer[] {
 /** Every rendering of an error a program or a person might see. */
 function renderings(err: unknown): string {
   const e = err as Error;
-  return [String(e), e.message, e.stack ?? '', inspect(e, { depth: 10, showHidden: true }), JSON.stringify(e)].join('\n');
+  return [String(e), e.message, e.stack ?? '', inspect(e, { depth: 10, showHidden: true }), JSON.stringify(e)].join(
+    '\n',
+  );
 }
 
 function forms(b: Buffer): string[] {
@@ -45,8 +58,13 @@ test('no key, password or secret value reaches the disk in the clear', async () 
   writeEntry(v.dir, 'prod', ck, 'STRIPE_SECRET_ENTRY', secret);
   const sec = identitySecret(v.dir, v.key);
   const needles = [
-    Buffer.from('pa55-phrase-that-is-unique'), secret, Buffer.from('STRIPE_SECRET_ENTRY'),
-    Buffer.from(v.key), Buffer.from(ck), Buffer.from(sec.x25519), Buffer.from(sec.ed25519.subarray(0, 32)),
+    Buffer.from('pa55-phrase-that-is-unique'),
+    secret,
+    Buffer.from('STRIPE_SECRET_ENTRY'),
+    Buffer.from(v.key),
+    Buffer.from(ck),
+    Buffer.from(sec.x25519),
+    Buffer.from(sec.ed25519.subarray(0, 32)),
   ];
   for (const file of allFiles(v.dir)) {
     const text = file.toString('latin1');

@@ -21,12 +21,26 @@ test.after.each(cleanup);
 const childPath = fileURLToPath(new URL('./fixtures/sharing-child.ts', import.meta.url));
 
 /** Starts a slow write of `entry` by `p`; resolves once it is waiting at `at`, with a promise of its output. */
-async function slowWrite(p: Person, file: string, entry: string, at: 'rename' | 'check', ms: number): Promise<{ done: Promise<string> }> {
-  const child = spawn(tsxNode[0]!, [...tsxNode.slice(1), childPath, 'slow', p.dir, 'team', PASSWORD, file, entry, String(ms), at], { stdio: ['ignore', 'pipe', 'pipe'] });
+async function slowWrite(
+  p: Person,
+  file: string,
+  entry: string,
+  at: 'rename' | 'check',
+  ms: number,
+): Promise<{ done: Promise<string> }> {
+  const child = spawn(
+    tsxNode[0]!,
+    [...tsxNode.slice(1), childPath, 'slow', p.dir, 'team', PASSWORD, file, entry, String(ms), at],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   let err = '';
-  child.stderr.on('data', (d) => { err += d; });
-  const done = new Promise<string>((resolve) => child.on('close', (code) => resolve(`${out}exit ${code}${err ? `\n${err}` : ''}`)));
+  child.stderr.on('data', (d) => {
+    err += d;
+  });
+  const done = new Promise<string>((resolve) =>
+    child.on('close', (code) => resolve(`${out}exit ${code}${err ? `\n${err}` : ''}`)),
+  );
   await new Promise<void>((resolve, reject) => {
     child.stdout.on('data', (d) => {
       out += d;
@@ -37,7 +51,7 @@ async function slowWrite(p: Person, file: string, entry: string, at: 'rename' | 
   return { done }; // not `done` itself: an async function would wait for it
 }
 
-test('a writer stalled between its check and its rename holds the lock: the other member\'s write waits and lands on top', async () => {
+test("a writer stalled between its check and its rename holds the lock: the other member's write waits and lands on top", async () => {
   const { alice, bob, carol, file } = await threeMembers();
   const { done: bobDone } = await slowWrite(bob, file, 'FROM_BOB', 'rename', 1500);
   const started = Date.now();
@@ -64,7 +78,12 @@ test('a program that takes no lock replacing the file under a write: nothing wri
   writeFileSync(`${file}.go`, '');
   const copy = join(bob.dir, 'shared', 'team.last-write.stash');
   const out = await bobDone;
-  assert.match(out, new RegExp(`^waiting\\nSHARE_CHANGED: .*changed while this write was being made .*nothing was written: run the command again \\(or take this version as it was made: stash container merge team ${copy}\\)\\nexit 0`));
+  assert.match(
+    out,
+    new RegExp(
+      `^waiting\\nSHARE_CHANGED: .*changed while this write was being made .*nothing was written: run the command again \\(or take this version as it was made: stash container merge team ${copy}\\)\\nexit 0`,
+    ),
+  );
   assert.not.ok(read(carol, 'team').has('FROM_BOB'));
   assert.is(mergeShared(bob.dir, bob.key, 'team', copy).outcome, 'merged');
   const seen = read(carol, 'team');
@@ -81,7 +100,12 @@ test('a write that something else replaced afterwards is kept in the vault: the 
   write(bob, 'team', 'THEIRS', 't'); // and Bob writes on top of it: another version 2
   const copy = join(alice.dir, 'shared', 'team.last-write.stash');
   const err = expectCode(() => write(alice, 'team', 'X', 'x'), 'SHARE_DIVERGED');
-  assert.match(err.message, new RegExp(`Your own last version \\(2\\), which this file lacks, is kept in ${copy}: stash container merge team ${copy} brings it back\\.$`));
+  assert.match(
+    err.message,
+    new RegExp(
+      `Your own last version \\(2\\), which this file lacks, is kept in ${copy}: stash container merge team ${copy} brings it back\\.$`,
+    ),
+  );
   assert.is(mergeShared(alice.dir, alice.key, 'team', copy).outcome, 'merged');
   write(alice, 'team', 'X', 'x');
   write(bob, 'team', 'Y', 'y'); // Bob takes the merged version as a later one

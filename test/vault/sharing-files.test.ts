@@ -22,7 +22,11 @@ const isPosix = process.platform !== 'win32';
 const CHILD_TIMEOUT_MS = 45_000;
 
 function run(args: string[]) {
-  return spawnSync(tsxNode[0]!, [...tsxNode.slice(1), child, ...args], { encoding: 'utf8', timeout: CHILD_TIMEOUT_MS, killSignal: 'SIGKILL' });
+  return spawnSync(tsxNode[0]!, [...tsxNode.slice(1), child, ...args], {
+    encoding: 'utf8',
+    timeout: CHILD_TIMEOUT_MS,
+    killSignal: 'SIGKILL',
+  });
 }
 
 test('a FIFO put at a linked path is refused at once, not waited on', async () => {
@@ -36,7 +40,11 @@ test('a FIFO put at a linked path is refused at once, not waited on', async () =
   assert.is(mk.status, 0, `mkfifo: ${mk.stderr}`);
   const started = Date.now();
   const r = run(['members', alice.dir, 'team']);
-  assert.is(r.signal, null, `the read was still blocked after ${Date.now() - started} ms (opening a FIFO waits for a writer)`);
+  assert.is(
+    r.signal,
+    null,
+    `the read was still blocked after ${Date.now() - started} ms (opening a FIFO waits for a writer)`,
+  );
   assert.is(r.stdout.trim(), 'CONTAINER_CORRUPT', r.stderr);
 });
 
@@ -46,7 +54,10 @@ test('a write killed before its rename leaves the linked file as it was; its tem
   const r = run(['crash', bob.dir, 'team', PASSWORD]);
   if (isPosix) assert.is(r.signal, 'SIGKILL', `the child should die mid-write: ${r.stderr}`);
   const folder = dirname(file);
-  const temps = () => readdirSync(folder).filter((n) => n.startsWith(`.${basename(file)}.tmp-`)).sort();
+  const temps = () =>
+    readdirSync(folder)
+      .filter((n) => n.startsWith(`.${basename(file)}.tmp-`))
+      .sort();
   const [crashed] = temps();
   assert.ok(crashed, 'the crashed write left its temp file beside the linked file');
   const lock = join(folder, `.${basename(file)}.lock`);
@@ -60,7 +71,7 @@ test('a write killed before its rename leaves the linked file as it was; its tem
   utimesSync(join(folder, crashed!), old, old);
   const started = Date.now();
   write(alice, 'team', 'NEXT', 'n');
-  assert.ok(Date.now() - started < 2000, 'the dead writer\'s lock is broken at once, not waited for');
+  assert.ok(Date.now() - started < 2000, "the dead writer's lock is broken at once, not waited for");
   assert.not.ok(existsSync(lock));
   assert.equal(temps(), [basename(fresh)], 'the stale temp file is gone, the fresh one kept');
   assert.is(read(bob, 'team').get('NEXT'), 'n');

@@ -30,7 +30,13 @@ test.after.each(cleanup);
 const CASES = 600;
 const TIME_LIMIT_MS = 60_000;
 const ALLOWED = new Set([
-  'CONTAINER_CORRUPT', 'SHARE_BAD_SIGNATURE', 'SHARE_MEMBERSHIP_INVALID', 'SHARE_SIGNER_NOT_MEMBER', 'SHARE_ROLLBACK', 'SHARE_DIVERGED', 'SHARE_NOT_RECIPIENT',
+  'CONTAINER_CORRUPT',
+  'SHARE_BAD_SIGNATURE',
+  'SHARE_MEMBERSHIP_INVALID',
+  'SHARE_SIGNER_NOT_MEMBER',
+  'SHARE_ROLLBACK',
+  'SHARE_DIVERGED',
+  'SHARE_NOT_RECIPIENT',
 ]);
 const SECRET = 'fuzz-secret-value-0123456789';
 
@@ -60,7 +66,8 @@ function mutate(good: Buffer, rand: () => number): Buffer {
     case 3: // the recipient count
       b[62] = int(256);
       return b;
-    case 4: { // a u64 counter of the write block set to something wild
+    case 4: {
+      // a u64 counter of the write block set to something wild
       const r = b[62]!;
       const w = 63 + STANZA_BYTES * r + SIGNATURE_BYTES;
       const at = w + 8 * [0, 1, 6, 7][int(4)]!; // revision, written at, a last write
@@ -71,8 +78,9 @@ function mutate(good: Buffer, rand: () => number): Buffer {
     case 5: // the epoch
       b.writeUInt32LE([0, 1, 2, 0xffffffff][int(4)]!, 26);
       return b;
-    default: // a random run of bytes overwritten
+    default:
       {
+        // a random run of bytes overwritten
         const at = int(b.length);
         for (let i = at; i < Math.min(b.length, at + 1 + int(64)); i++) b[i] = int(256);
       }
@@ -108,7 +116,13 @@ function changeTimeAt(p: Buffer, i: number): number {
  * `good` with its body plaintext changed by `change` (and its header by
  * `patchHeader`), encrypted under the real key, signed by the real writer.
  */
-function rewriteBody(good: Buffer, key: Buffer, writer: Person, change: (plain: Buffer) => Buffer, patchHeader: (header: Buffer) => void = () => {}): Buffer {
+function rewriteBody(
+  good: Buffer,
+  key: Buffer,
+  writer: Person,
+  change: (plain: Buffer) => Buffer,
+  patchHeader: (header: Buffer) => void = () => {},
+): Buffer {
   const f = decodeShared(good, 'fuzz');
   const header = Buffer.from(f.headerBytes);
   patchHeader(header);
@@ -116,7 +130,10 @@ function rewriteBody(good: Buffer, key: Buffer, writer: Person, change: (plain: 
   const p = change(Buffer.from(plain));
   wipe(plain);
   const out = Buffer.concat([header, sealWithNonce(p, header, f.write.bodyNonce, key), Buffer.alloc(SIGNATURE_BYTES)]);
-  signWrite(out.subarray(0, out.length - SIGNATURE_BYTES), writer.secret.ed25519).copy(out, out.length - SIGNATURE_BYTES);
+  signWrite(out.subarray(0, out.length - SIGNATURE_BYTES), writer.secret.ed25519).copy(
+    out,
+    out.length - SIGNATURE_BYTES,
+  );
   return out;
 }
 
@@ -132,7 +149,10 @@ function badBody(good: Buffer, key: Buffer, writer: Person, rand: () => number):
         p.writeUInt32LE([0, 1, 3, 4096, 4097, 0xffffffff][int(6)]!, 0);
         return p;
       case 2:
-        p.writeBigUInt64LE([2n ** 53n - 1n, 8_640_000_000_000_001n, 2n ** 64n - 1n][int(3)]!, changeTimeAt(p, int(p.readUInt32LE(0))));
+        p.writeBigUInt64LE(
+          [2n ** 53n - 1n, 8_640_000_000_000_001n, 2n ** 64n - 1n][int(3)]!,
+          changeTimeAt(p, int(p.readUInt32LE(0))),
+        );
         return p;
       default: // one padding block less or more
         return rand() < 0.5 ? p.subarray(0, p.length - 256) : Buffer.concat([p, Buffer.alloc(256)]);
@@ -166,7 +186,12 @@ test(`${CASES} damaged shared files: each read succeeds or is refused with a doc
   try {
     for (let i = 0; i < CASES; i++) {
       const kind = i % 3;
-      const bytes = kind === 2 ? badBody(good, key, bob, rand) : kind === 1 ? resign(mutate(good, rand), alice, [alice, bob, carol]) : mutate(good, rand);
+      const bytes =
+        kind === 2
+          ? badBody(good, key, bob, rand)
+          : kind === 1
+            ? resign(mutate(good, rand), alice, [alice, bob, carol])
+            : mutate(good, rand);
       writeFileSync(file, bytes);
       let outcome = 'read';
       try {
@@ -178,7 +203,10 @@ test(`${CASES} damaged shared files: each read succeeds or is refused with a doc
           throw new Error(`case ${i} (kind ${kind}): not a VaultError: ${(err as Error).stack}`);
         }
         assert.ok(ALLOWED.has(err.code), `case ${i} (kind ${kind}): unexpected code ${err.code}: ${err.message}`);
-        assert.not.ok(err.message.includes(SECRET) || err.message.includes('alpha'), `case ${i}: a value in the message`);
+        assert.not.ok(
+          err.message.includes(SECRET) || err.message.includes('alpha'),
+          `case ${i}: a value in the message`,
+        );
         outcome = err.code;
       }
       seen.set(outcome, (seen.get(outcome) ?? 0) + 1);
@@ -204,29 +232,57 @@ test('a write time or change time that no date can hold, signed by a member, is 
   const w = headerLength(f.membership.stanzas.length) - 72 - 8 * f.membership.stanzas.length;
   try {
     // Year +275760-09-13 is the last day a Date holds (8.64e15 ms); one millisecond later is not a clock.
-    writeFileSync(file, rewriteBody(good, key, bob, (p) => p, (h) => h.writeBigUInt64LE(8_640_000_000_000_001n, w + 8)));
+    writeFileSync(
+      file,
+      rewriteBody(
+        good,
+        key,
+        bob,
+        (p) => p,
+        (h) => h.writeBigUInt64LE(8_640_000_000_000_001n, w + 8),
+      ),
+    );
     writeFileSync(record, before);
-    assert.match(expectCode(() => read(alice, 'team'), 'CONTAINER_CORRUPT', 'write time').message, /write time is out of range/);
-    writeFileSync(file, rewriteBody(good, key, bob, (p) => {
-      p.writeBigUInt64LE(8_640_000_000_000_001n, changeTimeAt(p, 1));
-      return p;
-    }));
+    assert.match(
+      expectCode(() => read(alice, 'team'), 'CONTAINER_CORRUPT', 'write time').message,
+      /write time is out of range/,
+    );
+    writeFileSync(
+      file,
+      rewriteBody(good, key, bob, (p) => {
+        p.writeBigUInt64LE(8_640_000_000_000_001n, changeTimeAt(p, 1));
+        return p;
+      }),
+    );
     writeFileSync(record, before);
-    assert.match(expectCode(() => read(alice, 'team'), 'CONTAINER_CORRUPT', 'change time').message, /change time of B is out of range/);
-    writeFileSync(file, rewriteBody(good, key, bob, (p) => {
-      p.writeBigUInt64LE(8_640_000_000_000_000n, changeTimeAt(p, 1));
-      return p;
-    }));
+    assert.match(
+      expectCode(() => read(alice, 'team'), 'CONTAINER_CORRUPT', 'change time').message,
+      /change time of B is out of range/,
+    );
+    writeFileSync(
+      file,
+      rewriteBody(good, key, bob, (p) => {
+        p.writeBigUInt64LE(8_640_000_000_000_000n, changeTimeAt(p, 1));
+        return p;
+      }),
+    );
     writeFileSync(record, before);
     const e = readSharedEntries(alice.dir, 'team', key);
-    assert.is(new Date(changeTime(e, 'B')).toISOString(), '+275760-09-13T00:00:00.000Z', 'the last instant a Date holds is accepted');
+    assert.is(
+      new Date(changeTime(e, 'B')).toISOString(),
+      '+275760-09-13T00:00:00.000Z',
+      'the last instant a Date holds is accepted',
+    );
     wipeEntries(e);
     // The vault's own record of the last revision seen is held to the same bound.
     const doc = JSON.parse(before.toString());
     doc.seen.writtenAt = 8_640_000_000_000_001;
     writeFileSync(record, JSON.stringify(doc));
     writeFileSync(file, good);
-    assert.match(expectCode(() => read(alice, 'team'), 'VAULT_CORRUPT', 'record').message, /seen.writtenAt is not a date/);
+    assert.match(
+      expectCode(() => read(alice, 'team'), 'VAULT_CORRUPT', 'record').message,
+      /seen.writtenAt is not a date/,
+    );
   } finally {
     wipe(key);
   }

@@ -10,7 +10,15 @@ import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { wipe, wipeEntries } from '../../src/vault/index.js';
-import { acceptShared, containerMembers, mergeShared, openSharedContentKey, readSharedEntries, shareContainer, unshareContainer } from '../../src/vault/sharing/index.js';
+import {
+  acceptShared,
+  containerMembers,
+  mergeShared,
+  openSharedContentKey,
+  readSharedEntries,
+  shareContainer,
+  unshareContainer,
+} from '../../src/vault/sharing/index.js';
 import { decodeShared, SIGNATURE_BYTES } from '../../src/vault/sharing/format.js';
 import { assembleFile } from '../../src/vault/sharing/revisions.js';
 import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
@@ -25,16 +33,34 @@ test('a member removed and added again reads on without a false divergence, and 
   assert.is(read(carol, 'team').get('B'), 'bravo'); // Carol saw Bob's write
   unshareContainer(alice.dir, alice.key, 'team', [bob.pub]); // version 3, Bob out, a new key
   shareContainer(alice.dir, alice.key, 'team', [bob.pub]); // version 4, Bob back in
-  assert.equal([...read(bob, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Bob, back in, reads the current version');
-  assert.equal([...read(carol, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Carol, who read neither change, reads it too');
+  assert.equal(
+    [...read(bob, 'team')],
+    [
+      ['A', 'alpha'],
+      ['B', 'bravo'],
+    ],
+    'Bob, back in, reads the current version',
+  );
+  assert.equal(
+    [...read(carol, 'team')],
+    [
+      ['A', 'alpha'],
+      ['B', 'bravo'],
+    ],
+    'Carol, who read neither change, reads it too',
+  );
   const m = containerMembers(carol.dir, 'team');
   // Alice (owner, wrote 4), Carol (added in 1, never wrote), Bob (added again in 4).
-  assert.equal(m.members.map((x) => x.lastWrite), [4, 1, 4], 'Bob starts again at the version that added him, not at 0');
+  assert.equal(
+    m.members.map((x) => x.lastWrite),
+    [4, 1, 4],
+    'Bob starts again at the version that added him, not at 0',
+  );
   write(bob, 'team', 'C', 'charlie');
   assert.is(read(alice, 'team').get('C'), 'charlie');
 });
 
-test('a version that lacks a member\'s write is still a divergence when the owner added someone on the way', async () => {
+test("a version that lacks a member's write is still a divergence when the owner added someone on the way", async () => {
   const { alice, bob, carol, file } = await threeMembers();
   const dave = await person();
   befriend(alice, dave, 'dave');
@@ -44,7 +70,7 @@ test('a version that lacks a member\'s write is still a divergence when the owne
   writeFileSync(file, base); // Alice never did: she works from version 1
   shareContainer(alice.dir, alice.key, 'team', [dave.pub]); // another version 2, a new recipient list
   write(alice, 'team', 'X', 'x-ray'); // version 3, without Bob's write
-  expectCode(() => read(carol, 'team'), 'SHARE_DIVERGED', 'Bob\'s write would be lost');
+  expectCode(() => read(carol, 'team'), 'SHARE_DIVERGED', "Bob's write would be lost");
 });
 
 test('accept never takes an older recipient list back: a removed member could read what is written next', async () => {
@@ -59,7 +85,10 @@ test('accept never takes an older recipient list back: a removed member could re
   assert.not.match(refused.message, /stash container accept/, 'accept is not offered for an older list');
   for (const p of [carol, alice]) {
     const err = expectCode(() => acceptShared(p.dir, p.key, 'team'), 'SHARE_ROLLBACK', 'accept of an older list');
-    assert.match(err.message, /on recipient list 1, older than list 2 that this vault already saw, so it cannot be accepted\. It names [0-9A-Z-]{29}, removed since/);
+    assert.match(
+      err.message,
+      /on recipient list 1, older than list 2 that this vault already saw, so it cannot be accepted\. It names [0-9A-Z-]{29}, removed since/,
+    );
   }
   expectCode(() => write(carol, 'team', 'NEW_SECRET', 'after the removal'), 'SHARE_ROLLBACK');
   assert.ok(readFileSync(file).equals(old), 'nothing was written on the old list');
@@ -75,7 +104,7 @@ test('accept never takes an older recipient list back: a removed member could re
   assert.is(acceptShared(carol.dir, carol.key, 'team').revision, 3);
 });
 
-test('merge does not carry a removed member\'s write on the old list into the newer list', async () => {
+test("merge does not carry a removed member's write on the old list into the newer list", async () => {
   const { alice, bob, carol, file } = await threeMembers();
   const base = readFileSync(file);
   unshareContainer(alice.dir, alice.key, 'team', [carol.pub]); // version 2 on list 2, without Carol
@@ -87,13 +116,24 @@ test('merge does not carry a removed member\'s write on the old list into the ne
   copyFileSync(file, carols);
   writeFileSync(file, newer); // git pull
   expectCode(() => read(bob, 'team'), 'SHARE_DIVERGED');
-  const err = expectCode(() => mergeShared(bob.dir, bob.key, 'team', carols), 'SHARE_SIGNER_NOT_MEMBER', 'merge of the removed member\'s version');
-  assert.match(err.message, /written by [0-9A-Z-]{29} on recipient list 1, who is not on the newer list 2 .*a member removed since/);
+  const err = expectCode(
+    () => mergeShared(bob.dir, bob.key, 'team', carols),
+    'SHARE_SIGNER_NOT_MEMBER',
+    "merge of the removed member's version",
+  );
+  assert.match(
+    err.message,
+    /written by [0-9A-Z-]{29} on recipient list 1, who is not on the newer list 2 .*a member removed since/,
+  );
   assert.ok(readFileSync(file).equals(newer), 'nothing was written');
   writeFileSync(file, readFileSync(carols)); // the other way round: Carol's version in place, the newer one in a file
   const theirs = join(tempRoot(), 'newer.stash');
   writeFileSync(theirs, newer);
-  expectCode(() => mergeShared(bob.dir, bob.key, 'team', theirs), 'SHARE_SIGNER_NOT_MEMBER', 'Carol\'s version in place');
+  expectCode(
+    () => mergeShared(bob.dir, bob.key, 'team', theirs),
+    'SHARE_SIGNER_NOT_MEMBER',
+    "Carol's version in place",
+  );
   writeFileSync(file, newer);
   acceptShared(bob.dir, bob.key, 'team'); // the newer list is a later epoch: accept takes it
   assert.not.ok(read(bob, 'team').has('DB_HOST'));
@@ -110,8 +150,21 @@ function forgeNumbers(file: string, writer: Person, revision: number, lastWrite:
   const key = openSharedContentKey(writer.dir, 'team', writer.secret);
   const entries = readSharedEntries(writer.dir, 'team', key);
   try {
-    const write = { revision, writtenAt: Date.now(), writer: writer.pub.ed25519, lastWrites: f.membership.stanzas.map((s) => (s.ed25519.equals(writer.pub.ed25519) ? revision : lastWrite)), bodyNonce: randomBytes(24) };
-    const bytes = assembleFile(current.subarray(0, f.membershipBytes.length + SIGNATURE_BYTES), f.membership.stanzas.length, write, key, entries, writer.secret.ed25519);
+    const write = {
+      revision,
+      writtenAt: Date.now(),
+      writer: writer.pub.ed25519,
+      lastWrites: f.membership.stanzas.map((s) => (s.ed25519.equals(writer.pub.ed25519) ? revision : lastWrite)),
+      bodyNonce: randomBytes(24),
+    };
+    const bytes = assembleFile(
+      current.subarray(0, f.membershipBytes.length + SIGNATURE_BYTES),
+      f.membership.stanzas.length,
+      write,
+      key,
+      entries,
+      writer.secret.ed25519,
+    );
     writeFileSync(file, bytes);
     return bytes;
   } finally {
@@ -130,19 +183,38 @@ test('a signed version numbered 2^53-1 is refused naming its writer, and the own
   const frozen = forgeNumbers(file, bob, max, max); // every counter at the largest exact number
   for (const p of [alice, carol]) {
     const err = expectCode(() => read(p, 'team'), 'CONTAINER_CORRUPT', 'the maximum revision');
-    assert.match(err.message, new RegExp(`version ${max} .*written by ${bobFp}.*no room for later versions.*stash container unshare team ${bobFp}`));
+    assert.match(
+      err.message,
+      new RegExp(
+        `version ${max} .*written by ${bobFp}.*no room for later versions.*stash container unshare team ${bobFp}`,
+      ),
+    );
     expectCode(() => write(p, 'team', 'X', 'x'), 'CONTAINER_CORRUPT', 'a write on top of it');
   }
   assert.ok(readFileSync(file).equals(frozen), 'nothing was written over it');
   expectCode(() => acceptShared(carol.dir, carol.key, 'team'), 'CONTAINER_CORRUPT', 'accept of the maximum revision');
-  expectCode(() => unshareContainer(alice.dir, alice.key, 'team', [carol.pub]), 'CONTAINER_CORRUPT', 'removing someone else than its writer');
+  expectCode(
+    () => unshareContainer(alice.dir, alice.key, 'team', [carol.pub]),
+    'CONTAINER_CORRUPT',
+    'removing someone else than its writer',
+  );
 
   const r = unshareContainer(alice.dir, alice.key, 'team', [bob.pub]);
   assert.ok(r.revision < 2 ** 52, `a revision with room after it: ${r.revision}`);
-  assert.equal([...read(carol, 'team')], [['A', 'alpha'], ['B', 'bravo']], 'Carol takes the owner\'s version as a later one, entries kept');
+  assert.equal(
+    [...read(carol, 'team')],
+    [
+      ['A', 'alpha'],
+      ['B', 'bravo'],
+    ],
+    "Carol takes the owner's version as a later one, entries kept",
+  );
   write(carol, 'team', 'C', 'charlie');
   write(alice, 'team', 'D', 'delta');
-  assert.equal([...read(carol, 'team')].map(([k]) => k), ['A', 'B', 'C', 'D']);
+  assert.equal(
+    [...read(carol, 'team')].map(([k]) => k),
+    ['A', 'B', 'C', 'D'],
+  );
   expectCode(() => read(bob, 'team'), 'SHARE_NOT_RECIPIENT', 'Bob was removed');
   const m = containerMembers(alice.dir, 'team');
   assert.equal(m.members.length, 2);
@@ -154,7 +226,10 @@ test('last writes above the revision, and a jump far past the version seen, are 
   const bobFp = formatFingerprint(fingerprintOf(bob.pub.x25519, bob.pub.ed25519));
   forgeNumbers(file, bob, 2, Number.MAX_SAFE_INTEGER); // revision 2, every other member's last write at the maximum
   for (const p of [alice, carol]) {
-    assert.match(expectCode(() => read(p, 'team'), 'CONTAINER_CORRUPT', 'last writes above the revision').message, new RegExp(`written by ${bobFp}.*last write .* above the version itself`));
+    assert.match(
+      expectCode(() => read(p, 'team'), 'CONTAINER_CORRUPT', 'last writes above the revision').message,
+      new RegExp(`written by ${bobFp}.*last write .* above the version itself`),
+    );
   }
   unshareContainer(alice.dir, alice.key, 'team', [bob.pub]);
   assert.is(read(carol, 'team').get('A'), 'alpha');

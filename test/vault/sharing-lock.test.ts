@@ -22,18 +22,23 @@ const holderPath = fileURLToPath(new URL('./fixtures/lock-holder.ts', import.met
 
 /** A process holding the lock of `file` until killed. */
 async function holder(file: string): Promise<ChildProcess> {
-  const child = spawn(tsxNode[0]!, [...tsxNode.slice(1), holderPath, file, '60000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(tsxNode[0]!, [...tsxNode.slice(1), holderPath, file, '60000'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (d) => { if (String(d).includes('held')) resolve(); });
+    child.stdout!.on('data', (d) => {
+      if (String(d).includes('held')) resolve();
+    });
     child.on('close', (code) => reject(new Error(`the holder ended (${code}) before it held the lock`)));
   });
   return child;
 }
 
-const killed = (child: ChildProcess) => new Promise<void>((resolve) => {
-  child.on('close', () => resolve());
-  child.kill('SIGKILL');
-});
+const killed = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    child.on('close', () => resolve());
+    child.kill('SIGKILL');
+  });
 
 /** Runs `fn` under the lock of `file` with a short wait; returns how long it took to get it. */
 function timedLock(file: string, waitMs: number): number {
@@ -45,7 +50,13 @@ function timedLock(file: string, waitMs: number): number {
 /** A lock file as another writer leaves it. */
 function plant(file: string, holderFields: Record<string, unknown> | null, ageMs = 0): string {
   const lock = lockPathOf(file);
-  writeFileSync(lock, holderFields === null ? '' : JSON.stringify({ uid: 0, at: Date.now() - ageMs, token: 'f'.repeat(24), ...holderFields }), { mode: 0o644 });
+  writeFileSync(
+    lock,
+    holderFields === null
+      ? ''
+      : JSON.stringify({ uid: 0, at: Date.now() - ageMs, token: 'f'.repeat(24), ...holderFields }),
+    { mode: 0o644 },
+  );
   const then = new Date(Date.now() - ageMs);
   utimesSync(lock, then, then);
   return lock;
@@ -56,9 +67,17 @@ test('a live holder is waited for a bounded time, then 75 naming it; killed with
   const child = await holder(file);
   try {
     const started = Date.now();
-    const err = expectCode(() => withFileLock(file, () => assert.unreachable('ran under a held lock'), 400), 'SHARE_CHANGED');
+    const err = expectCode(
+      () => withFileLock(file, () => assert.unreachable('ran under a held lock'), 400),
+      'SHARE_CHANGED',
+    );
     assert.ok(Date.now() - started >= 400, 'it waited');
-    assert.match(err.message, new RegExp(`is being written by another member \\(process ${child.pid} of user \\d+ on ${hostname()}, since .*\\); nothing was written: run the command again`));
+    assert.match(
+      err.message,
+      new RegExp(
+        `is being written by another member \\(process ${child.pid} of user \\d+ on ${hostname()}, since .*\\); nothing was written: run the command again`,
+      ),
+    );
   } finally {
     await killed(child);
   }
@@ -84,9 +103,15 @@ test('a holder whose lock was taken over writes nothing, and leaves the new lock
   withFileLock(file, () => {
     assertLockHeld(file);
     plant(file, { pid: process.pid, host: hostname() }); // someone judged us crashed and took it
-    assert.throws(() => assertLockHeld(file), (e: unknown) => e instanceof VaultError && e.code === 'SHARE_CHANGED' && /took longer than 15 s, and another writer took over its lock/.test(e.message));
+    assert.throws(
+      () => assertLockHeld(file),
+      (e: unknown) =>
+        e instanceof VaultError &&
+        e.code === 'SHARE_CHANGED' &&
+        /took longer than 15 s, and another writer took over its lock/.test(e.message),
+    );
   });
-  assert.ok(readFileSync(lockPathOf(file), 'utf8').includes('f'.repeat(24)), 'the other writer\'s lock was not removed');
+  assert.ok(readFileSync(lockPathOf(file), 'utf8').includes('f'.repeat(24)), "the other writer's lock was not removed");
 });
 
 test('another Unix user breaks a stale lock in a group-writable folder; in a sticky folder the refusal says who can remove it', () => {
@@ -95,7 +120,11 @@ test('another Unix user breaks a stale lock in a group-writable folder; in a sti
   chmodSync(root, 0o755);
   const copy = readableCopy(['test/vault/fixtures/lock-child.mjs'], { dependencies: true });
   try {
-    const asOther = (file: string) => spawnSync(asNobody[0], [...asNobody.slice(1), copy.node, join(copy.root, 'fixtures', 'lock-child.mjs'), file], { encoding: 'utf8', timeout: 30_000 });
+    const asOther = (file: string) =>
+      spawnSync(asNobody[0], [...asNobody.slice(1), copy.node, join(copy.root, 'fixtures', 'lock-child.mjs'), file], {
+        encoding: 'utf8',
+        timeout: 30_000,
+      });
     const dead = spawnSync(process.execPath, ['-e', '0']).pid!; // a pid that no longer runs
     const group = join(root, 'group');
     mkdirSync(group);
@@ -111,7 +140,13 @@ test('another Unix user breaks a stale lock in a group-writable folder; in a sti
     chmodSync(sticky, 0o1777); // like /tmp
     const lock = plant(join(sticky, 'team.stash'), { pid: dead, host: hostname() });
     const s = asOther(join(sticky, 'team.stash'));
-    assert.match(s.stdout, new RegExp(`^PERMISSION: ${lock} was left by a write that did not finish \\(process ${dead} of user 0 on .*\\), and you may not remove it: the folder ${sticky} is sticky \\(like /tmp\\), so only user 0 or the folder's owner can\\. If no stash command of theirs is running, they run: rm ${lock}\\n$`), s.stderr);
+    assert.match(
+      s.stdout,
+      new RegExp(
+        `^PERMISSION: ${lock} was left by a write that did not finish \\(process ${dead} of user 0 on .*\\), and you may not remove it: the folder ${sticky} is sticky \\(like /tmp\\), so only user 0 or the folder's owner can\\. If no stash command of theirs is running, they run: rm ${lock}\\n$`,
+      ),
+      s.stderr,
+    );
   } finally {
     copy.remove();
   }

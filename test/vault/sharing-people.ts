@@ -8,10 +8,23 @@ import * as assert from 'uvu/assert';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  addContact, createContainer, identityPublic, identitySecret, unwrapContentKey, wipe, wipeEntries, writeEntry, type IdentitySecret,
+  addContact,
+  createContainer,
+  identityPublic,
+  identitySecret,
+  unwrapContentKey,
+  wipe,
+  wipeEntries,
+  writeEntry,
+  type IdentitySecret,
 } from '../../src/vault/index.js';
 import {
-  exportShared, linkShared, openSharedContentKey, readSharedEntries, shareContainer, updateSharedEntries,
+  exportShared,
+  linkShared,
+  openSharedContentKey,
+  readSharedEntries,
+  shareContainer,
+  updateSharedEntries,
 } from '../../src/vault/sharing/index.js';
 import { newVault, tempRoot, type TestVault } from './vault-fixture.js';
 
@@ -75,7 +88,13 @@ export function diverge(file: string, ours: () => void, theirs: () => void): str
 /** Alice owns `team` (A=alpha), shared with Bob and Carol, exported to a folder and linked there by all three. */
 export async function threeMembers(): Promise<{ alice: Person; bob: Person; carol: Person; file: string }> {
   const [alice, bob, carol] = [await person(), await person(), await person()];
-  for (const [a, b, n] of [[alice, bob, 'bob'], [alice, carol, 'carol'], [bob, alice, 'alice'], [carol, alice, 'alice']] as const) befriend(a, b, n);
+  for (const [a, b, n] of [
+    [alice, bob, 'bob'],
+    [alice, carol, 'carol'],
+    [bob, alice, 'alice'],
+    [carol, alice, 'alice'],
+  ] as const)
+    befriend(a, b, n);
   createContainer(alice.dir, alice.key, 'team');
   const ck = unwrapContentKey(alice.dir, alice.key, 'team');
   writeEntry(alice.dir, 'team', ck, 'A', Buffer.from('alpha'));

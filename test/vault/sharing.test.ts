@@ -11,12 +11,32 @@ import * as assert from 'uvu/assert';
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
-  addContact, containerInfo, createContainer, identityPublic, identitySecret, listContainers, readEntries, removeContainer,
-  unwrapContentKey, wipe, wipeEntries, writeEntry, type IdentitySecret,
+  addContact,
+  containerInfo,
+  createContainer,
+  identityPublic,
+  identitySecret,
+  listContainers,
+  readEntries,
+  removeContainer,
+  unwrapContentKey,
+  wipe,
+  wipeEntries,
+  writeEntry,
+  type IdentitySecret,
 } from '../../src/vault/index.js';
 import {
-  acceptShared, containerMembers, exportShared, importShared, linkShared, mergeShared, openSharedContentKey, readSharedEntries,
-  shareContainer, unshareContainer, updateSharedEntries,
+  acceptShared,
+  containerMembers,
+  exportShared,
+  importShared,
+  linkShared,
+  mergeShared,
+  openSharedContentKey,
+  readSharedEntries,
+  shareContainer,
+  unshareContainer,
+  updateSharedEntries,
 } from '../../src/vault/sharing/index.js';
 import { sealKey, signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
@@ -107,7 +127,10 @@ test('sharing a private container converts it in place: same id, same content ke
   assert.equal([again.changed.length, again.unchanged.length, again.revision], [0, 1, 1]);
   assert.ok(readFileSync(c.path).equals(after), 'nothing written');
   const listed = listContainers(alice.dir);
-  assert.equal(listed.map((x) => [x.name, x.shared, x.members, x.problem]), [['team', true, 2, null]]);
+  assert.equal(
+    listed.map((x) => [x.name, x.shared, x.members, x.problem]),
+    [['team', true, 2, null]],
+  );
 });
 
 test('private containers are untouched: version 1, no record, members = the owner alone', async () => {
@@ -116,13 +139,23 @@ test('private containers are untouched: version 1, no record, members = the owne
   assert.is(readFileSync(c.path).readUInt16LE(8), 1);
   assert.equal([containerInfo(alice.dir, 'solo').shared, listContainers(alice.dir)[0]!.members], [false, null]);
   const m = containerMembers(alice.dir, 'solo');
-  assert.equal([m.shared, m.members.length, m.members[0]!.owner, m.members[0]!.you, m.writer], [false, 1, true, true, null]);
+  assert.equal(
+    [m.shared, m.members.length, m.members[0]!.owner, m.members[0]!.you, m.writer],
+    [false, 1, true, true, null],
+  );
   expectCode(() => exportShared(alice.dir, 'solo', join(alice.root, 'x.stash')), 'SHARE_NOT_SHARED');
   const bob = await person();
-  const err = expectCode(() => linkShared(bob.dir, bob.key, c.path, 'solo'), 'SHARE_NOT_SHARED', 'a private container file elsewhere');
+  const err = expectCode(
+    () => linkShared(bob.dir, bob.key, c.path, 'solo'),
+    'SHARE_NOT_SHARED',
+    'a private container file elsewhere',
+  );
   assert.match(err.message, /is a private container of one vault/);
   writeFileSync(join(bob.root, 'notes.txt'), 'hello');
-  assert.match(expectCode(() => importShared(bob.dir, bob.key, join(bob.root, 'notes.txt')), 'CONTAINER_CORRUPT').message, /is not a stash container file/);
+  assert.match(
+    expectCode(() => importShared(bob.dir, bob.key, join(bob.root, 'notes.txt')), 'CONTAINER_CORRUPT').message,
+    /is not a stash container file/,
+  );
   expectCode(() => unshareContainer(alice.dir, alice.key, 'solo', []), 'SHARE_NOT_SHARED');
 });
 
@@ -131,13 +164,28 @@ test('a linked file: Bob reads with his own identity, writes; Alice reads it and
   assert.equal(containerInfo(bob.dir, 'team').link, file);
   assert.is(read(bob, 'team').get('A'), 'alpha');
   write(bob, 'team', 'B', 'bravo');
-  assert.equal([...read(alice, 'team')], [['A', 'alpha'], ['B', 'bravo']]);
+  assert.equal(
+    [...read(alice, 'team')],
+    [
+      ['A', 'alpha'],
+      ['B', 'bravo'],
+    ],
+  );
   const m = containerMembers(alice.dir, 'team');
   assert.equal([m.shared, m.revision, m.epoch, m.link], [true, 2, 1, file]);
   assert.ok(m.writer!.ed25519.equals(bob.pub.ed25519), 'Bob signed the current revision');
-  assert.equal(m.members.map((x) => [x.owner, x.you, x.lastWrite]), [[true, true, 1], [false, false, 2]]);
+  assert.equal(
+    m.members.map((x) => [x.owner, x.you, x.lastWrite]),
+    [
+      [true, true, 1],
+      [false, false, 2],
+    ],
+  );
   // The vault copy was replaced by the link: one container, at the linked path.
-  assert.equal(listContainers(alice.dir).map((x) => [x.name, x.link, x.problem]), [['team', file, null]]);
+  assert.equal(
+    listContainers(alice.dir).map((x) => [x.name, x.link, x.problem]),
+    [['team', file, null]],
+  );
 });
 
 test('Carol, not a recipient, cannot take the file in; a file re-signed by Carol is refused', async () => {
@@ -170,34 +218,50 @@ test('tampering: recipient list, sealed keys, truncation, a flipped body byte ea
   };
   // Bob's stanza replaced by Carol's keys with the key sealed to her.
   const key = openSharedContentKey(alice.dir, 'team', alice.secret);
-  tamper((b) => {
-    const o = 63 + STANZA_BYTES;
-    carol.pub.x25519.copy(b, o);
-    carol.pub.ed25519.copy(b, o + 32);
-    sealKey(key, carol.pub.x25519).copy(b, o + 64);
-    return b;
-  }, 'SHARE_MEMBERSHIP_INVALID', 'recipient list changed');
+  tamper(
+    (b) => {
+      const o = 63 + STANZA_BYTES;
+      carol.pub.x25519.copy(b, o);
+      carol.pub.ed25519.copy(b, o + 32);
+      sealKey(key, carol.pub.x25519).copy(b, o + 64);
+      return b;
+    },
+    'SHARE_MEMBERSHIP_INVALID',
+    'recipient list changed',
+  );
   // The same change, re-signed by Bob as the writer: still not the owner's list.
-  tamper((b) => {
-    const o = 63 + STANZA_BYTES;
-    carol.pub.x25519.copy(b, o);
-    sealKey(key, carol.pub.x25519).copy(b, o + 64);
-    signWrite(b.subarray(0, b.length - 64), bob.secret.ed25519).copy(b, b.length - 64);
-    return b;
-  }, 'SHARE_MEMBERSHIP_INVALID', 'recipient list changed and re-signed by a member');
+  tamper(
+    (b) => {
+      const o = 63 + STANZA_BYTES;
+      carol.pub.x25519.copy(b, o);
+      sealKey(key, carol.pub.x25519).copy(b, o + 64);
+      signWrite(b.subarray(0, b.length - 64), bob.secret.ed25519).copy(b, b.length - 64);
+      return b;
+    },
+    'SHARE_MEMBERSHIP_INVALID',
+    'recipient list changed and re-signed by a member',
+  );
   wipe(key);
-  tamper((b) => {
-    const a = Buffer.from(b.subarray(63 + 64, 63 + 144));
-    b.subarray(63 + STANZA_BYTES + 64, 63 + STANZA_BYTES + 144).copy(b, 63 + 64);
-    a.copy(b, 63 + STANZA_BYTES + 64);
-    return b;
-  }, 'SHARE_MEMBERSHIP_INVALID', 'sealed keys swapped');
+  tamper(
+    (b) => {
+      const a = Buffer.from(b.subarray(63 + 64, 63 + 144));
+      b.subarray(63 + STANZA_BYTES + 64, 63 + STANZA_BYTES + 144).copy(b, 63 + 64);
+      a.copy(b, 63 + STANZA_BYTES + 64);
+      return b;
+    },
+    'SHARE_MEMBERSHIP_INVALID',
+    'sealed keys swapped',
+  );
   tamper((b) => b.subarray(0, b.length - 100), 'SHARE_BAD_SIGNATURE', 'truncated body');
   tamper((b) => b.subarray(0, headerLength(r) - 10), 'CONTAINER_CORRUPT', 'truncated inside the header');
-  tamper((b) => {
-    b[headerLength(r) + 5]! ^= 1;
-    return b;
-  }, 'SHARE_BAD_SIGNATURE', 'a body byte flipped');
+  tamper(
+    (b) => {
+      b[headerLength(r) + 5]! ^= 1;
+      return b;
+    },
+    'SHARE_BAD_SIGNATURE',
+    'a body byte flipped',
+  );
   tamper((b) => Buffer.concat([b, Buffer.from('x')]), 'SHARE_BAD_SIGNATURE', 'a byte appended');
   assert.is(read(alice, 'team').get('A'), 'alpha', 'the restored file opens');
 });
@@ -227,7 +291,7 @@ test('divergence: two members writing from the same base are never silently merg
   write(bob, 'team', 'FROM_BOB', '1'); // another revision 3, by Bob (he never saw Alice's)
   expectCode(() => read(alice, 'team'), 'SHARE_DIVERGED', 'same revision number, other content');
   write(bob, 'team', 'MORE', '2'); // revision 4 on Bob's branch
-  const err = expectCode(() => read(alice, 'team'), 'SHARE_DIVERGED', 'a later revision that lacks Alice\'s write');
+  const err = expectCode(() => read(alice, 'team'), 'SHARE_DIVERGED', "a later revision that lacks Alice's write");
   assert.match(err.message, /nothing is lost yet/);
   // And the other way round: Bob, who saw his own revision 4, refuses Alice's branch.
   const bobVersion = readFileSync(file);
@@ -242,7 +306,11 @@ test('divergence: two members writing from the same base are never silently merg
 test('merge: two diverged versions become one that both members accept; conflicts need a side', async () => {
   const { alice, bob, file } = await teamSetup();
   // Alice's side is in place; Bob's is in another file.
-  const bobs = diverge(file, () => write(alice, 'team', 'FROM_ALICE', '1'), () => write(bob, 'team', 'FROM_BOB', '2'));
+  const bobs = diverge(
+    file,
+    () => write(alice, 'team', 'FROM_ALICE', '1'),
+    () => write(bob, 'team', 'FROM_BOB', '2'),
+  );
   expectCode(() => read(bob, 'team'), 'SHARE_DIVERGED');
   await new Promise((r) => setTimeout(r, 20));
   const mergedAt = Date.now();
@@ -252,13 +320,35 @@ test('merge: two diverged versions become one that both members accept; conflict
   const key = openSharedContentKey(alice.dir, 'team', alice.secret);
   const e = readSharedEntries(alice.dir, 'team', key);
   const times = ['A', 'FROM_ALICE', 'FROM_BOB'].map((n) => changeTime(e, n));
-  assert.ok(times.every((t) => t > 0 && t < mergedAt), `each entry keeps the change time of its side, not the merge's: ${times}`);
+  assert.ok(
+    times.every((t) => t > 0 && t < mergedAt),
+    `each entry keeps the change time of its side, not the merge's: ${times}`,
+  );
   wipeEntries(e);
   wipe(key);
-  assert.equal([...read(alice, 'team')], [['A', 'alpha'], ['FROM_ALICE', '1'], ['FROM_BOB', '2']]);
-  assert.equal([...read(bob, 'team')], [['A', 'alpha'], ['FROM_ALICE', '1'], ['FROM_BOB', '2']], 'Bob accepts the merge as a later version, no accept needed');
+  assert.equal(
+    [...read(alice, 'team')],
+    [
+      ['A', 'alpha'],
+      ['FROM_ALICE', '1'],
+      ['FROM_BOB', '2'],
+    ],
+  );
+  assert.equal(
+    [...read(bob, 'team')],
+    [
+      ['A', 'alpha'],
+      ['FROM_ALICE', '1'],
+      ['FROM_BOB', '2'],
+    ],
+    'Bob accepts the merge as a later version, no accept needed',
+  );
   const m = containerMembers(bob.dir, 'team');
-  assert.equal(m.members.map((x) => x.lastWrite), [3, 2], 'Alice merged (3); Bob\'s write (2) is carried');
+  assert.equal(
+    m.members.map((x) => x.lastWrite),
+    [3, 2],
+    "Alice merged (3); Bob's write (2) is carried",
+  );
   // Merging again, or an older file, changes nothing; a later one is taken as it is.
   assert.is(mergeShared(alice.dir, alice.key, 'team', bobs).outcome, 'unchanged');
   const merged = readFileSync(file);
@@ -266,10 +356,17 @@ test('merge: two diverged versions become one that both members accept; conflict
   const later = join(tempRoot(), 'later.stash');
   copyFileSync(file, later);
   writeFileSync(file, merged);
-  assert.equal([mergeShared(alice.dir, alice.key, 'team', later).outcome, readFileSync(file).equals(readFileSync(later))], ['fast-forward', true]);
+  assert.equal(
+    [mergeShared(alice.dir, alice.key, 'team', later).outcome, readFileSync(file).equals(readFileSync(later))],
+    ['fast-forward', true],
+  );
 
   // Both change A: refused without a side, and no byte written; --prefer picks one.
-  const bobsA = diverge(file, () => write(alice, 'team', 'A', 'alice-says'), () => write(bob, 'team', 'A', 'bob-says'));
+  const bobsA = diverge(
+    file,
+    () => write(alice, 'team', 'A', 'alice-says'),
+    () => write(bob, 'team', 'A', 'bob-says'),
+  );
   const alicesA = readFileSync(file);
   const err = expectCode(() => mergeShared(alice.dir, alice.key, 'team', bobsA), 'SHARE_DIVERGED');
   assert.match(err.message, /both versions changed A; nothing was written/);
@@ -280,7 +377,7 @@ test('merge: two diverged versions become one that both members accept; conflict
   assert.is(read(bob, 'team').get('A'), 'bob-says');
 });
 
-test('merge across a membership change: the newer recipient list and its key win, the other side\'s writes are kept', async () => {
+test("merge across a membership change: the newer recipient list and its key win, the other side's writes are kept", async () => {
   const { alice, bob, carol, file } = await teamSetup();
   befriend(alice, carol, 'carol');
   befriend(carol, alice, 'alice');
@@ -293,10 +390,14 @@ test('merge across a membership change: the newer recipient list and its key win
   const r = mergeShared(bob.dir, bob.key, 'team', alices);
   assert.equal([r.outcome, r.revision, r.fromOther], ['merged', 3, []]);
   const merged = decodeShared(readFileSync(file), file);
-  assert.equal([merged.membership.epoch, merged.membership.stanzas.length], [2, 3], "Alice's list (with Carol), as she signed it");
+  assert.equal(
+    [merged.membership.epoch, merged.membership.stanzas.length],
+    [2, 3],
+    "Alice's list (with Carol), as she signed it",
+  );
   assert.is(read(alice, 'team').get('FROM_BOB'), 'b', 'Alice accepts it as a later version');
   linkShared(carol.dir, carol.key, file, 'team');
-  assert.is(read(carol, 'team').get('FROM_BOB'), 'b', 'Carol, added on the other side, reads Bob\'s write');
+  assert.is(read(carol, 'team').get('FROM_BOB'), 'b', "Carol, added on the other side, reads Bob's write");
 });
 
 test('unshare: the key is rotated, Bob is out of the new revision, his old copy still opens', async () => {
@@ -312,10 +413,19 @@ test('unshare: the key is rotated, Bob is out of the new revision, his old copy 
   assert.equal([r.revision, r.epoch, r.changed.length], [2, 2, 1]);
   const newKey = openSharedContentKey(alice.dir, 'team', alice.secret);
   assert.not.ok(newKey.equals(oldKey), 'a new content key');
-  assert.not.ok(decodeShared(readFileSync(file), file).membership.commitment.equals(decodeShared(before, file).membership.commitment), 'a new key commitment');
-  expectCode(() => readSharedEntries(alice.dir, 'team', oldKey), 'CONTENT_KEY_MISMATCH', 'the old key does not open the new revision');
+  assert.not.ok(
+    decodeShared(readFileSync(file), file).membership.commitment.equals(
+      decodeShared(before, file).membership.commitment,
+    ),
+    'a new key commitment',
+  );
+  expectCode(
+    () => readSharedEntries(alice.dir, 'team', oldKey),
+    'CONTENT_KEY_MISMATCH',
+    'the old key does not open the new revision',
+  );
   assert.equal([...read(alice, 'team')], [['A', 'alpha']]);
-  assert.equal([...read(bob, 'team')], [['A', 'alpha']], 'Bob\'s checkout, not pulled yet, still opens');
+  assert.equal([...read(bob, 'team')], [['A', 'alpha']], "Bob's checkout, not pulled yet, still opens");
   copyFileSync(file, bobFile); // git pull
   expectCode(() => read(bob, 'team'), 'SHARE_NOT_RECIPIENT', 'Bob and the new revision');
   writeFileSync(bobFile, before); // git checkout HEAD~1 -- team.stash
@@ -374,16 +484,27 @@ test('export refuses to overwrite a newer or diverged file; import updates a cop
 test('history relations: one number with two contents is neither contained nor newer (one identity on two machines)', async () => {
   const { covers, relate } = await import('../../src/vault/sharing/history.js');
   const seen = (revision: number, hash: number, writes: Record<string, number>, epoch = 1) => ({
-    revision, epoch, hash: Buffer.alloc(32, hash), lastWrites: new Map(Object.entries(writes)), writer: 'a', writtenAt: 0,
+    revision,
+    epoch,
+    hash: Buffer.alloc(32, hash),
+    lastWrites: new Map(Object.entries(writes)),
+    writer: 'a',
+    writtenAt: 0,
   });
   const x = seen(3, 1, { a: 3, b: 1 });
   const y = seen(3, 2, { a: 3, b: 1 });
   assert.equal([covers(x, y), covers(y, x), relate(x, y)], [false, false, 'diverged']);
   assert.equal([covers(x, x), relate(x, x)], [true, 'same']);
   const later = seen(4, 3, { a: 3, b: 4 });
-  assert.equal([covers(later, x), covers(x, later), relate(x, later), relate(later, x)], [true, false, 'newer', 'rollback']);
+  assert.equal(
+    [covers(later, x), covers(x, later), relate(x, later), relate(later, x)],
+    [true, false, 'newer', 'rollback'],
+  );
   const fork = seen(4, 4, { a: 2, b: 4 });
-  assert.equal([covers(fork, x), relate(x, fork), relate(x, seen(5, 5, { a: 3, b: 1 }, 0))], [false, 'diverged', 'rollback']);
+  assert.equal(
+    [covers(fork, x), relate(x, fork), relate(x, seen(5, 5, { a: 3, b: 1 }, 0))],
+    [false, 'diverged', 'rollback'],
+  );
 });
 
 test('compare-and-swap: a file changed between read and rename is not overwritten', async () => {

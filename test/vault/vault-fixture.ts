@@ -77,7 +77,11 @@ export function expectCode(fn: () => unknown, code: string, what = code): Error 
 }
 
 /** The async form of expectCode. */
-export async function expectCodeAsync(fn: () => Promise<unknown>, code: string, what = code): Promise<Error & { code: string }> {
+export async function expectCodeAsync(
+  fn: () => Promise<unknown>,
+  code: string,
+  what = code,
+): Promise<Error & { code: string }> {
   try {
     await fn();
   } catch (err) {

@@ -3,11 +3,32 @@ import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import {
-  changePassword, createContainer, identityPublic, initVault, kdfPreset, readEntries, readVaultInfo, unlockVault,
-  unwrapContentKey, vaultExists, vaultPaths, verifyVaultKey, wipe, writeEntry,
+  changePassword,
+  createContainer,
+  identityPublic,
+  initVault,
+  kdfPreset,
+  readEntries,
+  readVaultInfo,
+  unlockVault,
+  unwrapContentKey,
+  vaultExists,
+  vaultPaths,
+  verifyVaultKey,
+  wipe,
+  writeEntry,
 } from '../../src/vault/index.js';
 import { decodeMeta, encodeMeta } from '../../src/vault/vault-meta.js';
-import { assertSameTree, cleanup, expectCode, expectCodeAsync, newVault, PASSWORD, snapshot, tempRoot } from './vault-fixture.js';
+import {
+  assertSameTree,
+  cleanup,
+  expectCode,
+  expectCodeAsync,
+  newVault,
+  PASSWORD,
+  snapshot,
+  tempRoot,
+} from './vault-fixture.js';
 
 test.after.each(cleanup);
 
@@ -24,7 +45,11 @@ test('init creates a vault that unlocks with its password', async () => {
   const key = await unlockVault(dir, Buffer.from('pw'));
   assert.is(key.length, 32);
   verifyVaultKey(dir, key);
-  assert.ok(existsSync(vaultPaths(dir).identity) && existsSync(vaultPaths(dir).contacts) && existsSync(vaultPaths(dir).containers));
+  assert.ok(
+    existsSync(vaultPaths(dir).identity) &&
+      existsSync(vaultPaths(dir).contacts) &&
+      existsSync(vaultPaths(dir).containers),
+  );
 });
 
 test('each vault gets its own id and key', async () => {
@@ -89,7 +114,12 @@ test('change password: the old one fails, the new one works, data and identity s
   assert.is.not(JSON.parse(readFileSync(vaultPaths(v.dir).meta, 'utf8')).kdf.salt, saltBefore, 'a fresh salt');
   assert.ok(readFileSync(vaultPaths(v.dir).container('prod')).equals(container), 'containers are not rewritten');
   assert.is(identityPublic(v.dir, key2).fingerprint, id);
-  assert.is(readEntries(v.dir, 'prod', unwrapContentKey(v.dir, key2, 'prod')).get('TOKEN')!.toString(), 'abc');
+  assert.is(
+    readEntries(v.dir, 'prod', unwrapContentKey(v.dir, key2, 'prod'))
+      .get('TOKEN')!
+      .toString(),
+    'abc',
+  );
 });
 
 test('change password can raise the KDF cost', async () => {
@@ -140,7 +170,11 @@ test('absurd KDF parameters are refused before the KDF runs', async () => {
   const v = await newVault();
   const path = vaultPaths(v.dir).meta;
   const m = decodeMeta(readFileSync(path), path);
-  for (const kdf of [{ opslimit: 1, memlimit: 2 ** 40 }, { opslimit: 10_000, memlimit: 8192 }, { opslimit: 0, memlimit: 8192 }]) {
+  for (const kdf of [
+    { opslimit: 1, memlimit: 2 ** 40 },
+    { opslimit: 10_000, memlimit: 8192 },
+    { opslimit: 0, memlimit: 8192 },
+  ]) {
     writeFileSync(path, encodeMeta({ ...m, kdf: { ...m.kdf, ...kdf } }));
     const e = await expectCodeAsync(() => unlockVault(v.dir, v.password), 'VAULT_CORRUPT');
     assert.match(e.message, /out of range/);

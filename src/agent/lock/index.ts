@@ -28,11 +28,24 @@ export const MAC_PUMP_MS = 250;
  * WTS_SESSION_LOCK. With `enabled` false, or without the addon, nothing is
  * watched and status() says why. Never throws.
  */
-export function createSessionLock(opts: { enabled: boolean; env?: NodeJS.ProcessEnv; platform?: NodeJS.Platform } & Pick<SessionLockOptions, 'retryMinMs' | 'retryMaxMs'>): SessionLockIntegration {
+export function createSessionLock(
+  opts: { enabled: boolean; env?: NodeJS.ProcessEnv; platform?: NodeJS.Platform } & Pick<
+    SessionLockOptions,
+    'retryMinMs' | 'retryMaxMs'
+  >,
+): SessionLockIntegration {
   const { enabled, env = process.env, platform = process.platform, ...rest } = opts;
-  if (!enabled) return new SessionLockIntegration({ sources: [], enabled: false, reason: 'agent.lock_on_screen_lock is off: keys stay cached while the session is locked' });
-  const sources: readonly LockSourceName[] | undefined = (lockSources as Partial<Record<NodeJS.Platform, readonly LockSourceName[]>>)[platform];
-  if (!sources) return new SessionLockIntegration({ sources: [], reason: `no session lock notification on ${platform}` });
+  if (!enabled)
+    return new SessionLockIntegration({
+      sources: [],
+      enabled: false,
+      reason: 'agent.lock_on_screen_lock is off: keys stay cached while the session is locked',
+    });
+  const sources: readonly LockSourceName[] | undefined = (
+    lockSources as Partial<Record<NodeJS.Platform, readonly LockSourceName[]>>
+  )[platform];
+  if (!sources)
+    return new SessionLockIntegration({ sources: [], reason: `no session lock notification on ${platform}` });
   try {
     loadBinding();
   } catch (err) {

@@ -66,14 +66,17 @@ export class SessionLockIntegration {
   private started = false;
 
   constructor(private readonly opts: SessionLockOptions) {
-    this.sources = opts.sources.map((name) => new LockSource(name, {
-      sessionId: opts.sessionId ?? null,
-      retryMinMs: opts.retryMinMs ?? 1000,
-      retryMaxMs: opts.retryMaxMs ?? 60_000,
-      pumpMs: opts.pumpMs ?? null,
-      onEvent: (event) => this.onEvent(event),
-      log: (level, message) => this.log(level, message),
-    }));
+    this.sources = opts.sources.map(
+      (name) =>
+        new LockSource(name, {
+          sessionId: opts.sessionId ?? null,
+          retryMinMs: opts.retryMinMs ?? 1000,
+          retryMaxMs: opts.retryMaxMs ?? 60_000,
+          pumpMs: opts.pumpMs ?? null,
+          onEvent: (event) => this.onEvent(event),
+          log: (level, message) => this.log(level, message),
+        }),
+    );
   }
 
   /** True from a lock until the next unlock: the agent must not cache keys then. */
@@ -86,7 +89,8 @@ export class SessionLockIntegration {
     if (this.started) return;
     this.started = true;
     this.hooks = hooks;
-    if (this.sources.length === 0 && this.opts.reason) this.log('info', `session lock not watched: ${this.opts.reason}`);
+    if (this.sources.length === 0 && this.opts.reason)
+      this.log('info', `session lock not watched: ${this.opts.reason}`);
     for (const s of this.sources) s.start();
   }
 
@@ -97,7 +101,7 @@ export class SessionLockIntegration {
   status(): SessionLockStatus {
     return {
       enabled: this.opts.enabled ?? true,
-      reason: this.sources.length === 0 ? this.opts.reason ?? 'no lock source' : null,
+      reason: this.sources.length === 0 ? (this.opts.reason ?? 'no lock source') : null,
       locked: this.isLocked,
       lockedBy: this.lockedBy ? { ...this.lockedBy } : null,
       sources: this.sources.map((s) => s.status()),
@@ -122,7 +126,8 @@ export class SessionLockIntegration {
         // unlock counts only against a lock this same source reported (it may
         // have been missed while the listener was down), never another's.
         if (event.locked === true) this.lock(event.source, 'locked when watching started', 0);
-        else if (event.locked === false && this.lockedBy?.source === event.source) this.unlock(event.source, 'unlocked when watching started again');
+        else if (event.locked === false && this.lockedBy?.source === event.source)
+          this.unlock(event.source, 'unlocked when watching started again');
         break;
       case 'lock':
         if (event.locked) this.lock(event.source, event.signal, event.at);
@@ -130,7 +135,10 @@ export class SessionLockIntegration {
         break;
       case 'ignored':
         this.ignored++;
-        this.log('warning', `ignored ${event.signal} from ${event.sender ?? 'an unknown sender'}: it does not own the name it speaks for`);
+        this.log(
+          'warning',
+          `ignored ${event.signal} from ${event.sender ?? 'an unknown sender'}: it does not own the name it speaks for`,
+        );
         break;
       default:
         break;
@@ -153,7 +161,10 @@ export class SessionLockIntegration {
     const wipeLatencyMs = Math.max(0, nowUs() - start) / 1000;
     this.lockCount++;
     this.lastLock = { at: new Date().toISOString(), source, signal, wiped, wipeLatencyMs };
-    this.log('info', `session locked (${source}: ${signal}): wiped ${wiped} key(s) ${wipeLatencyMs.toFixed(2)} ms after the signal; no key is cached until it is unlocked`);
+    this.log(
+      'info',
+      `session locked (${source}: ${signal}): wiped ${wiped} key(s) ${wipeLatencyMs.toFixed(2)} ms after the signal; no key is cached until it is unlocked`,
+    );
   }
 
   private unlock(source: string, signal: string): void {

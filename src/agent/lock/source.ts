@@ -5,7 +5,12 @@
  * it said last. Its events go to the integration, which holds the policy.
  */
 import { errorMessage } from '../../errors.js';
-import { watchSessionLock, type LockSourceName, type NativeLockEvent, type NativeLockWatcher } from '../../native/session-lock.js';
+import {
+  watchSessionLock,
+  type LockSourceName,
+  type NativeLockEvent,
+  type NativeLockWatcher,
+} from '../../native/session-lock.js';
 
 export interface LockSourceStatus {
   source: LockSourceName;
@@ -43,7 +48,10 @@ export class LockSource {
   private readonly owners = new Map<string, string>();
   locked: boolean | null = null;
 
-  constructor(readonly name: LockSourceName, private readonly opts: LockSourceOptions) {
+  constructor(
+    readonly name: LockSourceName,
+    private readonly opts: LockSourceOptions,
+  ) {
     this.retryMs = opts.retryMinMs;
   }
 
@@ -81,17 +89,28 @@ export class LockSource {
 
   status(): LockSourceStatus {
     const owned = [...this.owners].filter(([, owner]) => owner !== '');
-    const watching = this.name === 'screensaver'
-      ? (this.owners.size === 0 ? null : [...this.owners].map(([n, o]) => `${n} (${o === '' ? 'no owner' : o})`).join(', '))
-      : this.name === 'wts' && this.session !== null ? `session ${this.session}` : this.session;
+    const watching =
+      this.name === 'screensaver'
+        ? this.owners.size === 0
+          ? null
+          : [...this.owners].map(([n, o]) => `${n} (${o === '' ? 'no owner' : o})`).join(', ')
+        : this.name === 'wts' && this.session !== null
+          ? `session ${this.session}`
+          : this.session;
     // A bus source sees a lock only while someone owns the name it listens to.
-    const owner = this.name === 'screensaver' ? owned.length > 0 : this.name === 'logind' ? (this.owners.get('org.freedesktop.login1') ?? '') !== '' : true;
+    const owner =
+      this.name === 'screensaver'
+        ? owned.length > 0
+        : this.name === 'logind'
+          ? (this.owners.get('org.freedesktop.login1') ?? '') !== ''
+          : true;
     const available = this.state === 'watching' && owner;
     let reason = this.state === 'watching' ? null : this.reason;
     if (this.state === 'watching' && !owner) {
-      reason = this.name === 'screensaver'
-        ? 'no screensaver on the session bus owns org.freedesktop.ScreenSaver or org.gnome.ScreenSaver'
-        : 'org.freedesktop.login1 left the system bus (systemd-logind/elogind not running)';
+      reason =
+        this.name === 'screensaver'
+          ? 'no screensaver on the session bus owns org.freedesktop.ScreenSaver or org.gnome.ScreenSaver'
+          : 'org.freedesktop.login1 left the system bus (systemd-logind/elogind not running)';
     }
     return { source: this.name, state: this.state, available, watching, reason, locked: this.locked };
   }
@@ -99,7 +118,8 @@ export class LockSource {
   private onEvent(event: NativeLockEvent): void {
     switch (event.type) {
       case 'ready':
-        if (this.state !== 'watching' && this.reason !== null) this.opts.log('info', `session lock source ${this.name} is back`);
+        if (this.state !== 'watching' && this.reason !== null)
+          this.opts.log('info', `session lock source ${this.name} is back`);
         this.state = 'watching';
         this.reason = null;
         this.retryMs = this.opts.retryMinMs;
@@ -129,7 +149,8 @@ export class LockSource {
   private failed(message: string): void {
     this.watcher?.stop();
     this.watcher = null;
-    if (this.reason !== message) this.opts.log('warning', `session lock source ${this.name} stopped: ${message}; retrying`);
+    if (this.reason !== message)
+      this.opts.log('warning', `session lock source ${this.name} stopped: ${message}; retrying`);
     this.state = 'unavailable';
     this.reason = message;
     this.locked = null;

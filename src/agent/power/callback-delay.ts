@@ -6,7 +6,14 @@
  * (macOS) or a power request (Windows), both taken through powerInhibit(...,
  * 'block') and released through powerRelease.
  */
-import { powerInhibit, powerProbe, powerRelease, watchPower, type NativePowerEvent, type NativePowerWatcher } from '../../native/power.js';
+import {
+  powerInhibit,
+  powerProbe,
+  powerRelease,
+  watchPower,
+  type NativePowerEvent,
+  type NativePowerWatcher,
+} from '../../native/power.js';
 import { PowerIntegration } from './power-integration.js';
 
 export abstract class CallbackDelayPowerIntegration extends PowerIntegration {

@@ -11,7 +11,14 @@
  *   taken again from the new owner).
  */
 import { errorMessage } from '../../errors.js';
-import { powerInhibit, powerProbe, powerRelease, watchPower, type NativePowerEvent, type NativePowerWatcher } from '../../native/power.js';
+import {
+  powerInhibit,
+  powerProbe,
+  powerRelease,
+  watchPower,
+  type NativePowerEvent,
+  type NativePowerWatcher,
+} from '../../native/power.js';
 import { PowerIntegration, type PowerOptions } from './power-integration.js';
 
 export class LogindPowerIntegration extends PowerIntegration {
@@ -111,7 +118,10 @@ export class LogindPowerIntegration extends PowerIntegration {
         this.setOwner(event.owner);
         break;
       case 'owner':
-        this.log('info', event.owner ? `logind is now ${event.owner}; taking the locks again` : 'logind left the system bus');
+        this.log(
+          'info',
+          event.owner ? `logind is now ${event.owner}; taking the locks again` : 'logind left the system bus',
+        );
         this.setOwner(event.owner);
         break;
       case 'sleep':
@@ -119,7 +129,10 @@ export class LogindPowerIntegration extends PowerIntegration {
         else this.handleResume();
         break;
       case 'ignored':
-        this.log('warning', `ignored PrepareForSleep from ${event.sender ?? 'an unknown sender'}, which does not own org.freedesktop.login1`);
+        this.log(
+          'warning',
+          `ignored PrepareForSleep from ${event.sender ?? 'an unknown sender'}, which does not own org.freedesktop.login1`,
+        );
         break;
       case 'error':
         this.onWatcherError(`${event.message} (${event.code})`);
@@ -187,7 +200,12 @@ export class LogindPowerIntegration extends PowerIntegration {
     const generation = this.generation;
     const done = (async () => {
       try {
-        const fd = await powerInhibit({ what: 'sleep', who: this.opts.who, why: 'wipe cached keys before sleep', mode: 'delay' });
+        const fd = await powerInhibit({
+          what: 'sleep',
+          who: this.opts.who,
+          why: 'wipe cached keys before sleep',
+          mode: 'delay',
+        });
         // Taken for a logind that is gone, after stop(), or while a suspend is
         // under way (logind is not waiting for a lock it did not see): let go.
         if (generation !== this.generation || this.stopped || this.phase !== 'idle' || this.delayFd !== null) {
@@ -200,7 +218,10 @@ export class LogindPowerIntegration extends PowerIntegration {
       } catch (err) {
         if (generation === this.generation && !this.stopped) {
           this.delayReason = errorMessage(err);
-          this.log('error', `could not take the sleep delay lock: ${this.delayReason}; retrying in ${this.delayRetryMs} ms`);
+          this.log(
+            'error',
+            `could not take the sleep delay lock: ${this.delayReason}; retrying in ${this.delayRetryMs} ms`,
+          );
           this.scheduleDelayRetry();
         }
       } finally {

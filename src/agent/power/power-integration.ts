@@ -148,7 +148,11 @@ export abstract class PowerIntegration {
    * Returns when the lock state has caught up (callers may ignore it; it never rejects).
    */
   setActivityInhibit(kinds: string[]): Promise<void> {
-    if (!Array.isArray(kinds) || kinds.length > 16 || !kinds.every((k) => typeof k === 'string' && kindPattern.test(k))) {
+    if (
+      !Array.isArray(kinds) ||
+      kinds.length > 16 ||
+      !kinds.every((k) => typeof k === 'string' && kindPattern.test(k))
+    ) {
       throw new PowerError('POWER_BAD_KINDS', 'activity kinds must be at most 16 short lowercase names');
     }
     this.desiredKinds = [...new Set(kinds)].sort();
@@ -174,7 +178,7 @@ export abstract class PowerIntegration {
       blockLock: {
         held: this.block !== null,
         kinds: this.block ? [...this.block.kinds] : [],
-        reason: this.block || this.desiredKinds.length === 0 ? null : this.blockReason ?? 'not taken yet',
+        reason: this.block || this.desiredKinds.length === 0 ? null : (this.blockReason ?? 'not taken yet'),
       },
       listener: this.listener,
       phase: this.phase,
@@ -221,9 +225,10 @@ export abstract class PowerIntegration {
    * (process.hrtime microseconds), so the latencies include the native hop.
    */
   protected async handleSleep(release: () => void, receivedUs?: number): Promise<void> {
-    const startUs = receivedUs !== undefined && receivedUs > 0 && receivedUs <= Number(process.hrtime.bigint() / 1000n)
-      ? receivedUs
-      : Number(process.hrtime.bigint() / 1000n);
+    const startUs =
+      receivedUs !== undefined && receivedUs > 0 && receivedUs <= Number(process.hrtime.bigint() / 1000n)
+        ? receivedUs
+        : Number(process.hrtime.bigint() / 1000n);
     if (this.phase === 'preparing') {
       this.log('warning', 'suspend signal while the previous one is still being handled; ignored');
       return;
@@ -234,9 +239,14 @@ export abstract class PowerIntegration {
     let timer: NodeJS.Timeout | undefined;
     try {
       const hook = this.hooks ? Promise.resolve().then(() => this.hooks!.beforeSleep()) : Promise.resolve();
-      const timeout = new Promise<'timeout'>((resolve) => { timer = setTimeout(() => resolve('timeout'), this.opts.sleepTimeoutMs); });
+      const timeout = new Promise<'timeout'>((resolve) => {
+        timer = setTimeout(() => resolve('timeout'), this.opts.sleepTimeoutMs);
+      });
       if ((await Promise.race([hook, timeout])) === 'timeout') {
-        this.log('error', `beforeSleep did not finish within ${this.opts.sleepTimeoutMs} ms; letting the system sleep anyway`);
+        this.log(
+          'error',
+          `beforeSleep did not finish within ${this.opts.sleepTimeoutMs} ms; letting the system sleep anyway`,
+        );
       }
     } catch (err) {
       this.log('error', `beforeSleep failed: ${errorMessage(err)}`);

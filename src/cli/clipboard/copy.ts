@@ -32,7 +32,9 @@ export async function clipRequest(values: Invocation['values']): Promise<ClipReq
   let seconds: number;
   if (typeof option === 'string') {
     if (!/^[0-9]+$/.test(option) || Number(option) < 1 || Number(option) > MAX_CLIP_SECONDS) {
-      throw new UsageError(`--clip-seconds must be a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, got ${JSON.stringify(option.slice(0, 40))}`);
+      throw new UsageError(
+        `--clip-seconds must be a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, got ${JSON.stringify(option.slice(0, 40))}`,
+      );
     }
     seconds = Number(option);
   } else {
@@ -54,7 +56,15 @@ function readReport(child: ReturnType<typeof spawn>, timeoutMs: number): Promise
       child.stdout!.destroy();
       resolve(r);
     };
-    const timer = setTimeout(() => finish({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: `the clipboard helper did not answer within ${timeoutMs / 1000} s` }), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        finish({
+          ok: false,
+          code: 'CLIPBOARD_UNAVAILABLE',
+          message: `the clipboard helper did not answer within ${timeoutMs / 1000} s`,
+        }),
+      timeoutMs,
+    );
     child.stdout!.on('data', (d: Buffer) => {
       text += d.toString('utf8');
       const nl = text.indexOf('\n');
@@ -62,11 +72,23 @@ function readReport(child: ReturnType<typeof spawn>, timeoutMs: number): Promise
       try {
         finish(JSON.parse(text.slice(0, nl)) as HelperReport);
       } catch {
-        finish({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: 'the clipboard helper answered something unexpected' });
+        finish({
+          ok: false,
+          code: 'CLIPBOARD_UNAVAILABLE',
+          message: 'the clipboard helper answered something unexpected',
+        });
       }
     });
-    child.stdout!.once('end', () => finish({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: 'the clipboard helper exited without copying' }));
-    child.once('error', (err) => finish({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: `cannot start the clipboard helper: ${err.message}` }));
+    child.stdout!.once('end', () =>
+      finish({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: 'the clipboard helper exited without copying' }),
+    );
+    child.once('error', (err) =>
+      finish({
+        ok: false,
+        code: 'CLIPBOARD_UNAVAILABLE',
+        message: `cannot start the clipboard helper: ${err.message}`,
+      }),
+    );
   });
 }
 
@@ -77,21 +99,31 @@ function readReport(child: ReturnType<typeof spawn>, timeoutMs: number): Promise
  */
 export async function copyToClipboard(value: Buffer, what: string, req: ClipRequest): Promise<void> {
   const { packageRoot } = await import('../../native/binding.js');
-  const child = spawn(process.execPath, [join(packageRoot, 'bin', 'stash.js'), '__clip-clear', '--tool', req.tool, '--seconds', String(req.seconds)], {
-    // Its own session: the helper outlives this command and must not get the terminal's Ctrl-C or hang-up.
-    detached: true,
-    stdio: ['pipe', 'pipe', 'ignore'],
-    env: process.env,
-    windowsHide: true,
+  const child = spawn(
+    process.execPath,
+    [join(packageRoot, 'bin', 'stash.js'), '__clip-clear', '--tool', req.tool, '--seconds', String(req.seconds)],
+    {
+      // Its own session: the helper outlives this command and must not get the terminal's Ctrl-C or hang-up.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'ignore'],
+      env: process.env,
+      windowsHide: true,
+    },
+  );
+  child.stdin!.on('error', () => {
+    /* the helper failed before reading; its report says why */
   });
-  child.stdin!.on('error', () => { /* the helper failed before reading; its report says why */ });
   child.stdin!.end(value);
   // The copy itself may take a moment (wl-copy, PowerShell); the wait covers replacing an earlier helper too.
   const r = await readReport(child, 20_000);
   child.unref();
   if (!r.ok) throw new StashError(r.code, r.message);
-  note(`Copied ${what} to the clipboard; it is cleared in ${req.seconds} s${r.marked ? ' (marked as sensitive for clipboard managers)' : ''}.`);
+  note(
+    `Copied ${what} to the clipboard; it is cleared in ${req.seconds} s${r.marked ? ' (marked as sensitive for clipboard managers)' : ''}.`,
+  );
   if (!r.registered) {
-    warn(`the session agent does not know of the clipboard clear (${r.agentProblem ?? 'unavailable'}), so a suspend before then will not clear it`);
+    warn(
+      `the session agent does not know of the clipboard clear (${r.agentProblem ?? 'unavailable'}), so a suspend before then will not clear it`,
+    );
   }
 }

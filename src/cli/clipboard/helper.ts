@@ -90,7 +90,10 @@ async function replacePrevious(path: string): Promise<void> {
 /** Registers the `form` activity; the token, or the reason there is none. */
 async function register(): Promise<{ token: string | null; code?: string; problem?: string }> {
   try {
-    const [{ connectAgent }, { transportChoice }] = await Promise.all([import('../../agent/autostart.js'), import('../../agent/transport.js')]);
+    const [{ connectAgent }, { transportChoice }] = await Promise.all([
+      import('../../agent/autostart.js'),
+      import('../../agent/transport.js'),
+    ]);
     const agent = await connectAgent({ autostart: true, transport: transportChoice(process.env) });
     try {
       return { token: await agent.registerActivity(process.pid, 'form') };
@@ -130,7 +133,11 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean>
 export async function runClipHelper(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
   if (args === null || !isToolName(args.tool)) {
-    report({ ok: false, code: 'USAGE', message: '__clip-clear takes --tool NAME --seconds N (it is started by get --clip)' });
+    report({
+      ok: false,
+      code: 'USAGE',
+      message: '__clip-clear takes --tool NAME --seconds N (it is started by get --clip)',
+    });
     process.exitCode = 64;
     return;
   }
@@ -197,6 +204,11 @@ export async function runClipHelper(argv: string[]): Promise<void> {
     if (pidfile !== null && existsSync(pidfile)) unlinkSync(pidfile);
     process.exit(1);
   }
-  report({ ok: true, marked, registered: token !== null, ...(registered.problem ? { agentProblem: registered.problem } : {}) });
+  report({
+    ok: true,
+    marked,
+    registered: token !== null,
+    ...(registered.problem ? { agentProblem: registered.problem } : {}),
+  });
   setTimeout(() => void finish('timeout'), args.seconds * 1000);
 }

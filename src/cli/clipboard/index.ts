@@ -23,12 +23,13 @@ const loaders: Record<ToolName, () => Promise<ClipboardTool>> = {
 export const TOOL_NAMES = Object.keys(loaders) as ToolName[];
 
 export function isToolName(name: string): name is ToolName {
-  return  Object.hasOwn(loaders, name);
+  return Object.hasOwn(loaders, name);
 }
 
 /** True when `program` is an executable file in one of PATH's folders. */
 export function onPath(program: string, env: NodeJS.ProcessEnv = process.env): boolean {
-  const exts = process.platform === 'win32' && !/\.[a-z]+$/i.test(program) ? (env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
+  const exts =
+    process.platform === 'win32' && !/\.[a-z]+$/i.test(program) ? (env.PATHEXT ?? '.EXE;.CMD;.BAT').split(';') : [''];
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (!dir) continue;
     for (const ext of exts) {
@@ -55,14 +56,19 @@ export async function clipboardTool(name: ToolName, env: NodeJS.ProcessEnv = pro
 export function toolFor(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.Platform = process.platform): ToolName {
   const forced = env.STASH_CLIPBOARD;
   if (forced) {
-    if (!isToolName(forced)) throw new ClipboardError(`STASH_CLIPBOARD must be one of ${TOOL_NAMES.join(', ')}, got ${JSON.stringify(forced.slice(0, 40))}`);
+    if (!isToolName(forced))
+      throw new ClipboardError(
+        `STASH_CLIPBOARD must be one of ${TOOL_NAMES.join(', ')}, got ${JSON.stringify(forced.slice(0, 40))}`,
+      );
     return forced;
   }
   if (platform === 'win32') return 'powershell';
   if (platform === 'darwin') return 'pbcopy';
   if (env.WAYLAND_DISPLAY) return 'wl-clipboard';
   if (env.DISPLAY) return onPath('xclip', env) || !onPath('xsel', env) ? 'xclip' : 'xsel';
-  throw new ClipboardError('there is no clipboard to use: neither WAYLAND_DISPLAY nor DISPLAY is set (is this a graphical session?)');
+  throw new ClipboardError(
+    'there is no clipboard to use: neither WAYLAND_DISPLAY nor DISPLAY is set (is this a graphical session?)',
+  );
 }
 
 /** The clipboard tool of this session, checked to be installed. */

@@ -85,7 +85,9 @@ export function runTool(program: string, args: string[], opts: RunOptions = {}):
       }
       d.fill(0);
     });
-    child.stdin?.on('error', () => { /* a tool that exits without reading; its status says why */ });
+    child.stdin?.on('error', () => {
+      /* a tool that exits without reading; its status says why */
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 5000);
     const done = (code: number | null, signal: NodeJS.Signals | null): void => {
       clearTimeout(timer);
@@ -103,7 +105,11 @@ export function runTool(program: string, args: string[], opts: RunOptions = {}):
       clearTimeout(timer);
       wipe(out);
       out = null;
-      reject(err.code === 'ENOENT' ? new ClipboardError(`${program} is not installed`) : new ClipboardError(`cannot run ${program}: ${err.message}`));
+      reject(
+        err.code === 'ENOENT'
+          ? new ClipboardError(`${program} is not installed`)
+          : new ClipboardError(`cannot run ${program}: ${err.message}`),
+      );
     });
     if (opts.capture !== undefined) {
       // A reader's stdout is its own: wait for all of it (the close), not just the exit.

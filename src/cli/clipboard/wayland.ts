@@ -38,10 +38,12 @@ function bufferFolder(caps: Capabilities): NodeJS.ProcessEnv {
   const runtime = process.env.XDG_RUNTIME_DIR;
   if (caps.sensitive && runtime && inMemory(runtime) === true) return { ...process.env, TMPDIR: runtime };
   if (inMemory(caps.sensitive ? process.env.TMPDIR || '/tmp' : '/tmp') === true) return process.env;
-  throw new ClipboardError(caps.sensitive
-    ? 'wl-copy writes what it copies to a file in $TMPDIR, and neither XDG_RUNTIME_DIR nor TMPDIR (or /tmp) is a tmpfs here; nothing was copied'
-    : 'this wl-copy (wl-clipboard before 2.3) writes what it copies to a file in /tmp, which is not a tmpfs here; nothing was copied. '
-      + 'Install wl-clipboard 2.3 or later, mount /tmp as a tmpfs, or use the X11 clipboard through Xwayland (STASH_CLIPBOARD=xclip)');
+  throw new ClipboardError(
+    caps.sensitive
+      ? 'wl-copy writes what it copies to a file in $TMPDIR, and neither XDG_RUNTIME_DIR nor TMPDIR (or /tmp) is a tmpfs here; nothing was copied'
+      : 'this wl-copy (wl-clipboard before 2.3) writes what it copies to a file in /tmp, which is not a tmpfs here; nothing was copied. ' +
+          'Install wl-clipboard 2.3 or later, mount /tmp as a tmpfs, or use the X11 clipboard through Xwayland (STASH_CLIPBOARD=xclip)',
+  );
 }
 
 export const wayland: ClipboardTool = {

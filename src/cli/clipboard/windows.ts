@@ -10,22 +10,30 @@
  */
 import { check, readResult, runTool, type ClipboardTool } from './tool.js';
 
-const prelude = '$ErrorActionPreference = "Stop"; Add-Type -AssemblyName System.Windows.Forms; '
-  + '[Console]::InputEncoding = [Text.Encoding]::UTF8; [Console]::OutputEncoding = New-Object Text.UTF8Encoding $false; ';
+const prelude =
+  '$ErrorActionPreference = "Stop"; Add-Type -AssemblyName System.Windows.Forms; ' +
+  '[Console]::InputEncoding = [Text.Encoding]::UTF8; [Console]::OutputEncoding = New-Object Text.UTF8Encoding $false; ';
 
-const COPY = `${prelude}$text = [Console]::In.ReadToEnd(); $data = New-Object System.Windows.Forms.DataObject; `
-  + '$data.SetData([System.Windows.Forms.DataFormats]::UnicodeText, $text); '
-  + '$zero = [BitConverter]::GetBytes([int32]0); '
-  + '$data.SetData("ExcludeClipboardContentFromMonitorProcessing", (New-Object IO.MemoryStream (,$zero))); '
-  + '$data.SetData("CanIncludeInClipboardHistory", (New-Object IO.MemoryStream (,$zero))); '
-  + '$data.SetData("CanUploadToCloudClipboard", (New-Object IO.MemoryStream (,$zero))); '
-  + '[System.Windows.Forms.Clipboard]::SetDataObject($data, $true)';
+const COPY =
+  `${prelude}$text = [Console]::In.ReadToEnd(); $data = New-Object System.Windows.Forms.DataObject; ` +
+  '$data.SetData([System.Windows.Forms.DataFormats]::UnicodeText, $text); ' +
+  '$zero = [BitConverter]::GetBytes([int32]0); ' +
+  '$data.SetData("ExcludeClipboardContentFromMonitorProcessing", (New-Object IO.MemoryStream (,$zero))); ' +
+  '$data.SetData("CanIncludeInClipboardHistory", (New-Object IO.MemoryStream (,$zero))); ' +
+  '$data.SetData("CanUploadToCloudClipboard", (New-Object IO.MemoryStream (,$zero))); ' +
+  '[System.Windows.Forms.Clipboard]::SetDataObject($data, $true)';
 const READ = `${prelude}$t = [System.Windows.Forms.Clipboard]::GetText(); if ($t) { [Console]::Out.Write($t) }`;
 const CLEAR = `${prelude}[System.Windows.Forms.Clipboard]::Clear()`;
 
 /** powershell.exe arguments for a script: -STA, which the clipboard API needs. */
 function args(script: string): string[] {
-  return ['-NoProfile', '-NonInteractive', '-STA', '-EncodedCommand', Buffer.from(script, 'utf16le').toString('base64')];
+  return [
+    '-NoProfile',
+    '-NonInteractive',
+    '-STA',
+    '-EncodedCommand',
+    Buffer.from(script, 'utf16le').toString('base64'),
+  ];
 }
 
 export const windows: ClipboardTool = {

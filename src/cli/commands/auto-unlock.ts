@@ -7,7 +7,13 @@
 import { errorMessage } from '../../errors.js';
 import { readVaultInfo, unlockVault, wipe } from '../../vault/index.js';
 import {
-  autoUnlockEnabled, backendName, keyringDelete, keyringGet, keyringSet, setAutoUnlockEnabled, statePath,
+  autoUnlockEnabled,
+  backendName,
+  keyringDelete,
+  keyringGet,
+  keyringSet,
+  setAutoUnlockEnabled,
+  statePath,
 } from '../keyring.js';
 import { out, outJson } from '../output.js';
 import { promptPassword, readExplicitPassword } from '../password.js';
@@ -24,12 +30,18 @@ export async function run(inv: Invocation): Promise<number> {
         return await enable(session, vaultId);
       case 'disable':
         setAutoUnlockEnabled(vaultId, session.dir, false);
-        out('Auto-unlock disabled. The stored password stays in the keyring; `stash vault sessions auto-unlock forget` deletes it.');
+        out(
+          'Auto-unlock disabled. The stored password stays in the keyring; `stash vault sessions auto-unlock forget` deletes it.',
+        );
         return 0;
       case 'forget': {
         setAutoUnlockEnabled(vaultId, session.dir, false);
         const deleted = keyringDelete(vaultId);
-        out(deleted ? `Deleted the stored password from the ${backendName()}; auto-unlock disabled.` : 'No password was stored; auto-unlock disabled.');
+        out(
+          deleted
+            ? `Deleted the stored password from the ${backendName()}; auto-unlock disabled.`
+            : 'No password was stored; auto-unlock disabled.',
+        );
         return 0;
       }
       default:
@@ -41,7 +53,8 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function enable(session: Session, vaultId: string): Promise<number> {
-  const password = readExplicitPassword(session.source) ?? (await promptPassword(`Password for the vault at ${session.dir}: `));
+  const password =
+    readExplicitPassword(session.source) ?? (await promptPassword(`Password for the vault at ${session.dir}: `));
   try {
     // Proves the password before it is stored; the key is cached as a bonus.
     const key = await session.withActivity('unlock', process.pid, () => unlockVault(session.dir, password));
@@ -73,12 +86,22 @@ function status(dir: string, vaultId: string, json: boolean): number {
   }
   const backend = backendName();
   if (json) {
-    outJson({ vaultDir: dir, vaultId, enabled, backend, available: problem === null, secretStored: stored, problem, stateFile: statePath() });
+    outJson({
+      vaultDir: dir,
+      vaultId,
+      enabled,
+      backend,
+      available: problem === null,
+      secretStored: stored,
+      problem,
+      stateFile: statePath(),
+    });
     return 0;
   }
   out(`Auto-unlock:   ${enabled ? 'enabled' : 'disabled'}`);
   out(`Backend:       ${backend}${problem === null ? '' : ' (unavailable)'}`);
   out(`Secret stored: ${stored === null ? `unknown: ${problem}` : stored ? 'yes' : 'no'}`);
-  if (enabled && stored === false) out('The keyring holds no password: run `stash vault sessions auto-unlock enable` again.');
+  if (enabled && stored === false)
+    out('The keyring holds no password: run `stash vault sessions auto-unlock enable` again.');
   return 0;
 }

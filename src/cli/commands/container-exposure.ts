@@ -8,7 +8,17 @@
  * hide an entry: a change after the removal counts only when it says so.
  */
 import { StashError, errorCode } from '../../errors.js';
-import { changeTime, fingerprintOf, fingerprintsEqual, formatFingerprint, listContacts, parseFingerprint, validateContainerName, wipeEntries, type Contact } from '../../vault/index.js';
+import {
+  changeTime,
+  fingerprintOf,
+  fingerprintsEqual,
+  formatFingerprint,
+  listContacts,
+  parseFingerprint,
+  validateContainerName,
+  wipeEntries,
+  type Contact,
+} from '../../vault/index.js';
 import { wipe } from '../../vault/secure.js';
 import { exposedEntries, readFormerMembers, type FormerMember } from '../../vault/sharing/former-members.js';
 import { readEntriesOf } from '../container-access.js';
@@ -32,7 +42,11 @@ export async function exposureOf(session: Session, name: string, former: FormerM
       wipeEntries(entries);
     }
   });
-  return former.map((m) => ({ member: m, fingerprint: formatFingerprint(fingerprintOf(m.x25519, m.ed25519)), entries: exposedEntries(m, current) }));
+  return former.map((m) => ({
+    member: m,
+    fingerprint: formatFingerprint(fingerprintOf(m.x25519, m.ed25519)),
+    entries: exposedEntries(m, current),
+  }));
 }
 
 export async function run(inv: Invocation): Promise<number> {
@@ -58,15 +72,26 @@ export async function run(inv: Invocation): Promise<number> {
       } catch (err) {
         if (errorCode(err) === undefined) throw err;
       }
-      former = former.filter((m) => who(m) === filter || (fp !== null && fingerprintsEqual(fingerprintOf(m.x25519, m.ed25519), fp)));
-      if (former.length === 0) throw new StashError('SHARE_NOT_MEMBER', `${filter} is not a former member of ${name} (removed by this vault)`);
+      former = former.filter(
+        (m) => who(m) === filter || (fp !== null && fingerprintsEqual(fingerprintOf(m.x25519, m.ed25519), fp)),
+      );
+      if (former.length === 0)
+        throw new StashError('SHARE_NOT_MEMBER', `${filter} is not a former member of ${name} (removed by this vault)`);
     }
     const lists = await exposureOf(session, name, former);
     if (inv.values.json === true) {
-      outJson(lists.map((l) => ({
-        member: who(l.member), fingerprint: l.fingerprint, removedAt: new Date(l.member.removedAt).toISOString(), lastVersion: l.member.lastRevision,
-        entries: l.entries.map((e) => ({ name: e.name, changedAt: e.changedAt ? new Date(e.changedAt).toISOString() : null })),
-      })));
+      outJson(
+        lists.map((l) => ({
+          member: who(l.member),
+          fingerprint: l.fingerprint,
+          removedAt: new Date(l.member.removedAt).toISOString(),
+          lastVersion: l.member.lastRevision,
+          entries: l.entries.map((e) => ({
+            name: e.name,
+            changedAt: e.changedAt ? new Date(e.changedAt).toISOString() : null,
+          })),
+        })),
+      );
       return 0;
     }
     if (lists.length === 0) {
@@ -75,9 +100,14 @@ export async function run(inv: Invocation): Promise<number> {
     }
     for (const l of lists) {
       const label = who(l.member) ?? '(not in your contacts)';
-      out(`${label} ${l.fingerprint}, removed ${new Date(l.member.removedAt).toISOString()} (could open up to version ${l.member.lastRevision}):`);
+      out(
+        `${label} ${l.fingerprint}, removed ${new Date(l.member.removedAt).toISOString()} (could open up to version ${l.member.lastRevision}):`,
+      );
       if (l.entries.length === 0) out('  nothing they read is still current');
-      for (const e of l.entries) out(`  ${e.name}  ${e.changedAt ? `last changed ${new Date(e.changedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC` : 'change time unknown'}`);
+      for (const e of l.entries)
+        out(
+          `  ${e.name}  ${e.changedAt ? `last changed ${new Date(e.changedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC` : 'change time unknown'}`,
+        );
     }
     return 0;
   } finally {

@@ -7,7 +7,14 @@
  */
 import { existsSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { containerInfo, defaultVaultDir, validateContainerName, vaultPaths, VaultError, wipe } from '../../vault/index.js';
+import {
+  containerInfo,
+  defaultVaultDir,
+  validateContainerName,
+  vaultPaths,
+  VaultError,
+  wipe,
+} from '../../vault/index.js';
 import { recordPath } from '../../vault/sharing/records.js';
 import { renameContainer } from '../../vault/containers.js';
 import { out } from '../output.js';
@@ -22,11 +29,17 @@ export async function run(inv: Invocation): Promise<number> {
   const dir = defaultVaultDir();
   const info = containerInfo(dir, from);
   // Refused before any password is asked.
-  if (taken(dir, to)) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists; nothing was renamed`);
+  if (taken(dir, to))
+    throw new VaultError(
+      'CONTAINER_EXISTS',
+      `a container named ${JSON.stringify(to)} already exists; nothing was renamed`,
+    );
   if (info.shared) {
     const { renameShared } = await import('../../vault/sharing/rename.js');
     const r = renameShared(dir, from, to);
-    out(`Renamed ${from} to ${to} in this vault; the shared file ${r.path} and its id are unchanged, so other members see no difference.`);
+    out(
+      `Renamed ${from} to ${to} in this vault; the shared file ${r.path} and its id are unchanged, so other members see no difference.`,
+    );
     return 0;
   }
   const session = new Session(inv.values);

@@ -6,11 +6,24 @@
  */
 import { StashError, errorCode } from '../../errors.js';
 import {
-  fingerprintOf, fingerprintsEqual, formatFingerprint, getContact, listContacts, parseFingerprint, validateContainerName, wipe,
+  fingerprintOf,
+  fingerprintsEqual,
+  formatFingerprint,
+  getContact,
+  listContacts,
+  parseFingerprint,
+  validateContainerName,
+  wipe,
   type Contact,
 } from '../../vault/index.js';
 import {
-  acceptShared, containerMembers, NumberingError, shareContainer, unshareContainer, type MemberInfo, type PublicIdentity,
+  acceptShared,
+  containerMembers,
+  NumberingError,
+  shareContainer,
+  unshareContainer,
+  type MemberInfo,
+  type PublicIdentity,
 } from '../../vault/sharing/index.js';
 import { formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -47,7 +60,8 @@ const fp = (k: PublicIdentity): string => formatFingerprint(fingerprintOf(k.x255
 
 /** A person's name for a member: "you", a contact's name, or null for someone not in the contacts. */
 function namer(contacts: Contact[]): (m: PublicIdentity & { you?: boolean }) => string | null {
-  return (m) => (m.you ? 'you' : contacts.find((c) => c.ed25519.equals(m.ed25519) && c.x25519.equals(m.x25519))?.name ?? null);
+  return (m) =>
+    m.you ? 'you' : (contacts.find((c) => c.ed25519.equals(m.ed25519) && c.x25519.equals(m.x25519))?.name ?? null);
 }
 
 function share(dir: string, vaultKey: Buffer, name: string, who: string[]): number {
@@ -57,11 +71,14 @@ function share(dir: string, vaultKey: Buffer, name: string, who: string[]): numb
   const list = (ks: PublicIdentity[]) => ks.map((k) => nameOf(k) ?? fp(k)).join(', ');
   if (r.converted) out(`${name} is now a shared container (file format 2), owned by you.`);
   if (r.changed.length > 0) {
-    for (const c of contacts.filter((c) => r.changed.some((k) => k.ed25519.equals(c.ed25519)))) out(`Shared ${name} with ${label(c)} (fingerprint ${c.fingerprint}).`);
+    for (const c of contacts.filter((c) => r.changed.some((k) => k.ed25519.equals(c.ed25519))))
+      out(`Shared ${name} with ${label(c)} (fingerprint ${c.fingerprint}).`);
   }
   if (r.unchanged.length > 0) out(`Already members: ${list(r.unchanged)}; nothing to change for them.`);
   if (r.changed.length > 0) {
-    out(`${name} is at version ${r.revision}. Give the others the file (stash container export ${name} FILE), or keep it in a shared`);
+    out(
+      `${name} is at version ${r.revision}. Give the others the file (stash container export ${name} FILE), or keep it in a shared`,
+    );
     out(`folder or git repository and use it there (stash container link PATH --name ${name}).`);
   }
   return 0;
@@ -81,7 +98,12 @@ function currentMembers(dir: string, name: string): PublicIdentity[] {
 }
 
 /** The members named on the command line: contact names, or fingerprints of members who are not contacts. */
-function resolveMembers(dir: string, vaultKey: Buffer, name: string, who: string[]): Array<PublicIdentity & { shown: string }> {
+function resolveMembers(
+  dir: string,
+  vaultKey: Buffer,
+  name: string,
+  who: string[],
+): Array<PublicIdentity & { shown: string }> {
   let members: PublicIdentity[] | null = null;
   return who.map((w) => {
     try {
@@ -112,7 +134,9 @@ async function unshare(session: Session, vaultKey: Buffer, name: string, who: st
   const names = removing.map((m) => m.shown).join(', ');
   const one = removing.length === 1;
   out(`Removed ${names} from ${name} and rotated its content key (now version ${r.revision}).`);
-  out(`${names} can no longer read later versions, but ${one ? 'keeps' : 'keep'} what they already read: every value up to version ${r.previous},`);
+  out(
+    `${names} can no longer read later versions, but ${one ? 'keeps' : 'keep'} what they already read: every value up to version ${r.previous},`,
+  );
   out(`and any copy of the file they have, which still opens with their key. Change those secrets if that matters:`);
   // The offboarding list: what they could read, remembered so `container exposure` can show it later.
   const { recordFormerMembers, readFormerMembers } = await import('../../vault/sharing/former-members.js');
@@ -122,14 +146,23 @@ async function unshare(session: Session, vaultKey: Buffer, name: string, who: st
   const lists = await exposureOf(session, name, former);
   const all = lists[0]?.entries ?? [];
   if (all.length === 0) out('  (no entries)');
-  for (const e of all) out(`  ${e.name}  ${e.changedAt ? `last changed ${new Date(e.changedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC` : 'change time unknown'}`);
+  for (const e of all)
+    out(
+      `  ${e.name}  ${e.changedAt ? `last changed ${new Date(e.changedAt).toISOString().replace('T', ' ').slice(0, 19)} UTC` : 'change time unknown'}`,
+    );
   out(`This list shrinks as you change them with stash set; see it again with: stash container exposure ${name}`);
   return 0;
 }
 
 function memberJson(m: MemberInfo, nameOf: ReturnType<typeof namer>) {
   // In JSON, `name` is the contact's name (null for you, and for someone not in your contacts).
-  return { name: m.you ? null : nameOf(m), fingerprint: m.fingerprint, owner: m.owner, you: m.you, lastWrite: m.lastWrite };
+  return {
+    name: m.you ? null : nameOf(m),
+    fingerprint: m.fingerprint,
+    owner: m.owner,
+    you: m.you,
+    lastWrite: m.lastWrite,
+  };
 }
 
 function members(dir: string, vaultKey: Buffer, name: string, json: boolean): number {
@@ -137,7 +170,12 @@ function members(dir: string, vaultKey: Buffer, name: string, json: boolean): nu
   const nameOf = namer(listContacts(dir, vaultKey));
   if (json) {
     outJson({
-      name: r.name, shared: r.shared, path: r.path, link: r.link, version: r.revision, epoch: r.epoch,
+      name: r.name,
+      shared: r.shared,
+      path: r.path,
+      link: r.link,
+      version: r.revision,
+      epoch: r.epoch,
       members: r.members.map((m) => memberJson(m, nameOf)),
       writer: r.writer ? memberJson(r.writer, nameOf) : null,
       writtenAt: r.writtenAt?.toISOString() ?? null,
@@ -145,15 +183,24 @@ function members(dir: string, vaultKey: Buffer, name: string, json: boolean): nu
     return 0;
   }
   if (!r.shared) {
-    out(`${name} is private: only you (${r.members[0]!.fingerprint}) can open it. Share it with: stash container share ${name} CONTACT`);
+    out(
+      `${name} is private: only you (${r.members[0]!.fingerprint}) can open it. Share it with: stash container share ${name} CONTACT`,
+    );
     return 0;
   }
   out(`Container ${name}: shared, version ${r.revision}, recipient list ${r.epoch}`);
   out(`File: ${r.path}${r.link ? ' (linked)' : ''}`);
-  const rows = r.members.map((m) => [nameOf(m) ?? '(not in your contacts)', m.fingerprint, m.owner ? 'owner' : 'member', m.lastWrite === 0 ? '-' : `version ${m.lastWrite}`]);
+  const rows = r.members.map((m) => [
+    nameOf(m) ?? '(not in your contacts)',
+    m.fingerprint,
+    m.owner ? 'owner' : 'member',
+    m.lastWrite === 0 ? '-' : `version ${m.lastWrite}`,
+  ]);
   for (const line of formatTable(['MEMBER', 'FINGERPRINT', 'ROLE', 'LAST WROTE OR ADDED'], rows)) out(line);
   const w = r.writer!;
-  out(`Version ${r.revision} was written by ${nameOf(w) ?? '(not in your contacts)'} (${w.fingerprint}) at ${r.writtenAt!.toISOString()}.`);
+  out(
+    `Version ${r.revision} was written by ${nameOf(w) ?? '(not in your contacts)'} (${w.fingerprint}) at ${r.writtenAt!.toISOString()}.`,
+  );
   return 0;
 }
 
@@ -165,8 +212,9 @@ function accept(dir: string, vaultKey: Buffer, name: string): number {
   }
   out(`Accepted version ${r.revision} of ${name} (${r.path}).`);
   if (r.previous) {
-    out(`This vault had seen version ${r.previous.revision}; changes that only that version had are not in this file. Enter them again with stash set if they matter.`);
+    out(
+      `This vault had seen version ${r.previous.revision}; changes that only that version had are not in this file. Enter them again with stash set if they matter.`,
+    );
   }
   return 0;
 }
-

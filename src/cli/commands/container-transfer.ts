@@ -11,7 +11,14 @@ import { StashError, UsageError } from '../../errors.js';
 import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
 import { containerInfo } from '../../vault/containers.js';
 import { exportPrivate, importPrivate, isPrivateContainerFile } from '../../vault/private-transfer.js';
-import { exportShared, importShared, linkShared, mergeShared, type Prefer, type TransferResult } from '../../vault/sharing/index.js';
+import {
+  exportShared,
+  importShared,
+  linkShared,
+  mergeShared,
+  type Prefer,
+  type TransferResult,
+} from '../../vault/sharing/index.js';
 import { historyPolicy } from '../container-access.js';
 import { out } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -30,13 +37,22 @@ export async function run(inv: Invocation): Promise<number> {
     const vaultKey = await session.vaultKey();
     try {
       if (action === 'import' && isPrivateContainerFile(file)) {
-        if (name !== undefined) throw new UsageError('a private container is imported under the name it was exported with (it is bound into its encryption): leave out --name');
+        if (name !== undefined)
+          throw new UsageError(
+            'a private container is imported under the name it was exported with (it is bound into its encryption): leave out --name',
+          );
         const p = importPrivate(session.dir, vaultKey, file);
-        out(p.outcome === 'unchanged' ? `${p.name} already holds what ${file} holds; nothing changed.`
-          : `${p.outcome === 'updated' ? 'Updated' : 'Imported'} private container ${p.name} from ${file}.`);
+        out(
+          p.outcome === 'unchanged'
+            ? `${p.name} already holds what ${file} holds; nothing changed.`
+            : `${p.outcome === 'updated' ? 'Updated' : 'Imported'} private container ${p.name} from ${file}.`,
+        );
         return 0;
       }
-      const r = action === 'import' ? importShared(session.dir, vaultKey, file, name) : linkShared(session.dir, vaultKey, file, name);
+      const r =
+        action === 'import'
+          ? importShared(session.dir, vaultKey, file, name)
+          : linkShared(session.dir, vaultKey, file, name);
       report(action === 'import' ? 'import' : 'link', r, file);
       return 0;
     } finally {
@@ -52,18 +68,26 @@ function exportFile(name: string, file: string): number {
   if (file.length === 0) throw new UsageError('FILE must not be empty');
   // Said before anything is written, in the user's words: the write itself would name a temporary file.
   const folder = dirname(resolve(file));
-  if (!existsSync(folder)) throw new StashError('FILE_NOT_FOUND', `cannot export ${name} to ${file}: the folder ${folder} does not exist (create it first); nothing was written`);
+  if (!existsSync(folder))
+    throw new StashError(
+      'FILE_NOT_FOUND',
+      `cannot export ${name} to ${file}: the folder ${folder} does not exist (create it first); nothing was written`,
+    );
   const dir = defaultVaultDir();
   if (!containerInfo(dir, name).shared) {
     // A copy of the file, readable by this vault alone (vault/private-transfer.ts).
     const p = exportPrivate(dir, name, file);
-    out(p.outcome === 'unchanged' ? `${p.path} already holds ${name}; nothing written.`
-      : `Wrote private container ${name} to ${p.path} (mode 0600). Only this vault can open it: stash container import ${file}`);
+    out(
+      p.outcome === 'unchanged'
+        ? `${p.path} already holds ${name}; nothing written.`
+        : `Wrote private container ${name} to ${p.path} (mode 0600). Only this vault can open it: stash container import ${file}`,
+    );
     return 0;
   }
   const r = exportShared(dir, name, file);
   if (r.outcome === 'unchanged') out(`${r.path} already holds version ${r.revision} of ${name}; nothing written.`);
-  else if (r.outcome === 'updated') out(`Updated ${r.path} from version ${r.previous!.revision} to version ${r.revision} of ${name}.`);
+  else if (r.outcome === 'updated')
+    out(`Updated ${r.path} from version ${r.previous!.revision} to version ${r.revision} of ${name}.`);
   else out(`Wrote version ${r.revision} of ${name} to ${r.path}.`);
   return 0;
 }
@@ -72,29 +96,39 @@ function exportFile(name: string, file: string): number {
 function report(action: 'import' | 'link', r: TransferResult, source: string): void {
   switch (r.outcome) {
     case 'unchanged':
-      out(`${r.name} is already at version ${r.revision}${action === 'link' ? `, linked to ${r.path}` : ''}; nothing changed.`);
+      out(
+        `${r.name} is already at version ${r.revision}${action === 'link' ? `, linked to ${r.path}` : ''}; nothing changed.`,
+      );
       return;
     case 'updated':
-      out(action === 'link'
-        ? `${r.name} now uses ${r.path} (version ${r.revision}).`
-        : `Updated ${r.name} from version ${r.previous!.revision} to version ${r.revision} (from ${source}).`);
+      out(
+        action === 'link'
+          ? `${r.name} now uses ${r.path} (version ${r.revision}).`
+          : `Updated ${r.name} from version ${r.previous!.revision} to version ${r.revision} (from ${source}).`,
+      );
       return;
     case 'replaced-copy':
-      out(`${r.name} now uses ${r.path} (version ${r.revision}); the copy in the vault, version ${r.previous!.revision}, was removed.`);
+      out(
+        `${r.name} now uses ${r.path} (version ${r.revision}); the copy in the vault, version ${r.previous!.revision}, was removed.`,
+      );
       break;
     default:
-      out(action === 'link'
-        ? `Linked ${r.name} to ${r.path} (version ${r.revision}).`
-        : `Imported ${source} as ${r.name} (version ${r.revision}).`);
+      out(
+        action === 'link'
+          ? `Linked ${r.name} to ${r.path} (version ${r.revision}).`
+          : `Imported ${source} as ${r.name} (version ${r.revision}).`,
+      );
   }
-  if (action === 'link') out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
+  if (action === 'link')
+    out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
 }
 
 async function merge(inv: Invocation): Promise<number> {
   const [name, file] = inv.positionals as [string, string];
   validateContainerName(name);
   const raw = inv.values.prefer;
-  if (raw !== undefined && raw !== 'container' && raw !== 'file') throw new UsageError(`--prefer must be container or file, got ${JSON.stringify(raw)}`);
+  if (raw !== undefined && raw !== 'container' && raw !== 'file')
+    throw new UsageError(`--prefer must be container or file, got ${JSON.stringify(raw)}`);
   const prefer: Prefer = raw === undefined ? null : raw;
   if (file.length === 0) throw new UsageError('FILE must not be empty');
   const { keep } = await historyPolicy();
@@ -103,14 +137,26 @@ async function merge(inv: Invocation): Promise<number> {
     const vaultKey = await session.vaultKey();
     try {
       const r = mergeShared(session.dir, vaultKey, name, file, prefer, keep);
-      if (r.outcome === 'unchanged') out(`${file} adds nothing to ${name}: its version ${r.revision} already contains it.`);
-      else if (r.outcome === 'fast-forward') out(`${name} now holds version ${r.revision} from ${file}, which already contained everything of the version it replaced.`);
+      if (r.outcome === 'unchanged')
+        out(`${file} adds nothing to ${name}: its version ${r.revision} already contains it.`);
+      else if (r.outcome === 'fast-forward')
+        out(
+          `${name} now holds version ${r.revision} from ${file}, which already contained everything of the version it replaced.`,
+        );
       else {
-        out(`Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`);
+        out(
+          `Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`,
+        );
         if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
-        if (r.conflicts.length > 0) out(`Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} (the other value is now version 1 in stash history).`);
+        if (r.conflicts.length > 0)
+          out(
+            `Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} (the other value is now version 1 in stash history).`,
+          );
         // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
-        if (r.oneSided.length > 0) out(`Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again.`);
+        if (r.oneSided.length > 0)
+          out(
+            `Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again.`,
+          );
       }
       return 0;
     } finally {

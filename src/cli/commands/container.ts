@@ -6,7 +6,14 @@
  */
 import { type StashError, UsageError } from '../../errors.js';
 import {
-  containerInfo, createContainer, defaultVaultDir, identityPublic, listContainers, removeContainer, validateContainerName, wipe,
+  containerInfo,
+  createContainer,
+  defaultVaultDir,
+  identityPublic,
+  listContainers,
+  removeContainer,
+  validateContainerName,
+  wipe,
 } from '../../vault/index.js';
 import type { ContainerListing } from '../../vault/containers.js';
 import { readRecord } from '../../vault/sharing/records.js';
@@ -48,10 +55,21 @@ function list(json: boolean): number {
   const dir = defaultVaultDir();
   const all = listContainers(dir).map((c) => ({ ...c, member: isMember(dir, c) }));
   if (json) {
-    outJson(all.map((c) => ({
-      name: c.name, id: c.id || null, path: c.path, size: known(c) ? c.size : null, modified: known(c) ? c.modified.toISOString() : null,
-      problem: c.problem, missing: c.missing, shared: c.shared, members: c.members, member: c.member, link: c.link,
-    })));
+    outJson(
+      all.map((c) => ({
+        name: c.name,
+        id: c.id || null,
+        path: c.path,
+        size: known(c) ? c.size : null,
+        modified: known(c) ? c.modified.toISOString() : null,
+        problem: c.problem,
+        missing: c.missing,
+        shared: c.shared,
+        members: c.members,
+        member: c.member,
+        link: c.link,
+      })),
+    );
     return 0;
   }
   if (all.length === 0) {
@@ -64,11 +82,15 @@ function list(json: boolean): number {
     if (!c.shared) return 'ok';
     const members = `shared, ${c.members} member${c.members === 1 ? '' : 's'}`;
     // A removed member still has the file (and a git pull brings the owner's new versions): say why it no longer opens.
-    const removed = c.member === false ? ', you are not one of them (removed by the owner?): it no longer opens for you' : '';
+    const removed =
+      c.member === false ? ', you are not one of them (removed by the owner?): it no longer opens for you' : '';
     return `${members}${removed}${c.link ? `, linked to ${c.link}` : ''}`;
   };
   const rows = all.map((c) => [
-    c.name, known(c) ? String(c.size) : '-', known(c) ? c.modified.toISOString().replace('T', ' ').slice(0, 19) : '-', state(c),
+    c.name,
+    known(c) ? String(c.size) : '-',
+    known(c) ? c.modified.toISOString().replace('T', ' ').slice(0, 19) : '-',
+    state(c),
   ]);
   for (const line of formatTable(['NAME', 'BYTES', 'MODIFIED', 'STATE'], rows)) out(line);
   return 0;
@@ -116,8 +138,13 @@ async function remove(name: string, force: boolean): Promise<number> {
     return 0;
   }
   if (!force) {
-    if (!haveTerminal()) throw new UsageError(`refusing to delete container ${name} without confirmation: there is no terminal to ask on; add --force`);
-    const answer = await askLine(`Delete container ${name} and every entry in it? This cannot be undone. Type its name to confirm: `);
+    if (!haveTerminal())
+      throw new UsageError(
+        `refusing to delete container ${name} without confirmation: there is no terminal to ask on; add --force`,
+      );
+    const answer = await askLine(
+      `Delete container ${name} and every entry in it? This cannot be undone. Type its name to confirm: `,
+    );
     if (answer !== name) {
       out('Nothing deleted.');
       return 1;

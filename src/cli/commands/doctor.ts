@@ -3,7 +3,14 @@
  * each failure. Exit status 0 only when nothing failed (warnings pass).
  */
 import { agentEndpoint } from '../../agent/paths.js';
-import { agentChecks, agentStatus, configChecks, securityChecks, suspendChecks, type DoctorCheck } from '../doctor-checks.js';
+import {
+  agentChecks,
+  agentStatus,
+  configChecks,
+  securityChecks,
+  suspendChecks,
+  type DoctorCheck,
+} from '../doctor-checks.js';
 import { keyServerChecks } from '../doctor-keyserver.js';
 import { sessionLockChecks } from '../doctor-lock.js';
 import { vaultChecks } from '../doctor-vault.js';
@@ -40,7 +47,14 @@ export async function run(inv: Invocation): Promise<number> {
   ];
   const failed = checks.filter((c) => c.status === 'fail');
   if (inv.values.json === true) {
-    outJson({ ok: failed.length === 0, checks, agent: agent.status, config: config.config, vault: vault.vault, keyServer: keyServer.keyServer });
+    outJson({
+      ok: failed.length === 0,
+      checks,
+      agent: agent.status,
+      config: config.config,
+      vault: vault.vault,
+      keyServer: keyServer.keyServer,
+    });
     return failed.length === 0 ? 0 : 1;
   }
   let section: string | null = null;
@@ -55,8 +69,10 @@ export async function run(inv: Invocation): Promise<number> {
   }
   out();
   const warned = checks.filter((c) => c.status === 'warn').length;
-  out(failed.length === 0
-    ? `No problems found${warned ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
-    : `${failed.length} problem${failed.length === 1 ? '' : 's'} found: ${failed.map((c) => c.name).join(', ')}.`);
+  out(
+    failed.length === 0
+      ? `No problems found${warned ? ` (${warned} warning${warned === 1 ? '' : 's'})` : ''}.`
+      : `${failed.length} problem${failed.length === 1 ? '' : 's'} found: ${failed.map((c) => c.name).join(', ')}.`,
+  );
   return failed.length === 0 ? 0 : 1;
 }

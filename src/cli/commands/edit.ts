@@ -41,10 +41,15 @@ function startEditor(editor: string, path: string): ChildProcess {
  * Runs the editor with Ctrl-C left to it and SIGTERM/SIGHUP passed on.
  * Resolves with how it ended and the last signal stash itself received.
  */
-async function runEditor(editor: string, path: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; received: NodeJS.Signals | null }> {
+async function runEditor(
+  editor: string,
+  path: string,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null; received: NodeJS.Signals | null }> {
   let received: NodeJS.Signals | null = null;
   let child: ChildProcess | null = null;
-  const onInt = (): void => { received = 'SIGINT'; };
+  const onInt = (): void => {
+    received = 'SIGINT';
+  };
   const passOn = (sig: NodeJS.Signals): void => {
     received = sig;
     child?.kill(sig);
@@ -55,7 +60,9 @@ async function runEditor(editor: string, path: string): Promise<{ code: number |
     child = startEditor(editor, path);
     const [code, signal] = await Promise.race([
       once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>,
-      once(child, 'error').then(([err]) => { throw new StashError('COMMAND_FAILED', `cannot run the editor ${editor}: ${(err as Error).message}`); }),
+      once(child, 'error').then(([err]) => {
+        throw new StashError('COMMAND_FAILED', `cannot run the editor ${editor}: ${(err as Error).message}`);
+      }),
     ]);
     return { code, signal, received };
   } finally {
@@ -86,17 +93,27 @@ export async function run(inv: Invocation): Promise<number> {
       return 128 + (constants.signals[signalled] ?? 0);
     }
     if (ended.received !== null && ended.received !== 'SIGINT') return 128 + (constants.signals[ended.received] ?? 0);
-    if (ended.code === 127) throw new StashError('COMMAND_NOT_FOUND', `${editor}: the editor was not found (set VISUAL or EDITOR); ${name} was not changed`);
-    if (ended.code !== 0) throw new StashError('EDITOR_FAILED', `the editor exited with status ${ended.code}; ${name} was not changed`);
+    if (ended.code === 127)
+      throw new StashError(
+        'COMMAND_NOT_FOUND',
+        `${editor}: the editor was not found (set VISUAL or EDITOR); ${name} was not changed`,
+      );
+    if (ended.code !== 0)
+      throw new StashError('EDITOR_FAILED', `the editor exited with status ${ended.code}; ${name} was not changed`);
     edited = file.read();
     file.remove();
     if (constantTimeEqual(edited, original)) {
       note(`${name} is unchanged; nothing was stored.`);
       return 0;
     }
-    if (edited.length === 0) throw new UsageError(`the edited value of ${name} is empty; nothing was stored (stash rm removes an entry; stash set --allow-empty stores an empty value)`);
+    if (edited.length === 0)
+      throw new UsageError(
+        `the edited value of ${name} is empty; nothing was stored (stash rm removes an entry; stash set --allow-empty stores an empty value)`,
+      );
     const value = edited;
-    await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, value]])));
+    await session.withContentKey(container, (key, info) =>
+      updateEntriesOf(session, info, key, new Map([[name, value]])),
+    );
     note(`Stored the edited ${name} in ${container}.`);
     return 0;
   } finally {

@@ -49,7 +49,9 @@ async function list(session: Session, container: string, json: boolean): Promise
     }
   });
   if (json) {
-    outJson(rows.map((r) => ({ name: r.name, size: r.size, changedAt: r.changedAt?.toISOString() ?? null, totp: r.totp })));
+    outJson(
+      rows.map((r) => ({ name: r.name, size: r.size, changedAt: r.changedAt?.toISOString() ?? null, totp: r.totp })),
+    );
     return 0;
   }
   if (rows.length === 0) {
@@ -65,12 +67,19 @@ async function list(session: Session, container: string, json: boolean): Promise
 }
 
 async function remove(session: Session, container: string, name: string, purge: boolean): Promise<number> {
-  const changed = await session.withContentKey(container, (key, info) => updateEntriesOf(session, info, key, new Map([[name, null]]), { purge: purge ? [name] : [] }));
+  const changed = await session.withContentKey(container, (key, info) =>
+    updateEntriesOf(session, info, key, new Map([[name, null]]), { purge: purge ? [name] : [] }),
+  );
   if (changed.length === 0) {
-    throw new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${name}${purge ? ' and no history of one' : ''}; nothing was removed (see stash ls ${container})`);
+    throw new VaultError(
+      'ENTRY_NOT_FOUND',
+      `container ${JSON.stringify(container)} has no entry ${name}${purge ? ' and no history of one' : ''}; nothing was removed (see stash ls ${container})`,
+    );
   }
-  note(purge
-    ? `Removed ${name} and its previous values from ${container}.`
-    : `Removed ${name} from ${container}; its previous values are kept (stash history ${container} ${name}; rm --purge drops them).`);
+  note(
+    purge
+      ? `Removed ${name} and its previous values from ${container}.`
+      : `Removed ${name} from ${container}; its previous values are kept (stash history ${container} ${name}; rm --purge drops them).`,
+  );
   return 0;
 }

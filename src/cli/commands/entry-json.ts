@@ -14,8 +14,15 @@ import { selectVersion } from './history.js';
 import type { Invocation } from '../registry.js';
 import type { Session } from '../session.js';
 
-export async function getJson(session: Session, container: string, name: string, values: Invocation['values'], version: number | null = null): Promise<number> {
-  if (values.clip === true || values['clip-seconds'] !== undefined) throw new UsageError('--json prints the value; it does not go with --clip');
+export async function getJson(
+  session: Session,
+  container: string,
+  name: string,
+  values: Invocation['values'],
+  version: number | null = null,
+): Promise<number> {
+  if (values.clip === true || values['clip-seconds'] !== undefined)
+    throw new UsageError('--json prints the value; it does not go with --clip');
   const text = await session.withContentKey(container, async (key, info) => {
     const entries = await readEntriesOf(session.dir, info, key);
     try {
@@ -24,12 +31,16 @@ export async function getJson(session: Session, container: string, name: string,
       try {
         decoded = new TextDecoder('utf-8', { fatal: true }).decode(value);
       } catch {
-        throw new StashError('NOT_UTF8', `the value of ${name} is not UTF-8 text, which JSON cannot carry exactly; nothing was printed (use stash get without --json)`);
+        throw new StashError(
+          'NOT_UTF8',
+          `the value of ${name} is not UTF-8 text, which JSON cannot carry exactly; nothing was printed (use stash get without --json)`,
+        );
       }
       const iso = (t: number) => (t > 0 ? new Date(t).toISOString() : null);
-      const doc = version === null
-        ? { container, name, value: decoded, changedAt: iso(changedAt) }
-        : { container, name, version, value: decoded, changedAt: iso(changedAt), replacedAt: iso(replacedAt ?? 0) };
+      const doc =
+        version === null
+          ? { container, name, value: decoded, changedAt: iso(changedAt) }
+          : { container, name, version, value: decoded, changedAt: iso(changedAt), replacedAt: iso(replacedAt ?? 0) };
       return `${JSON.stringify(doc, null, 2)}\n`;
     } finally {
       wipeEntries(entries);

@@ -26,7 +26,9 @@ interface Spot {
 function parseSpot(text: string, what: 'source' | 'target', fallbackName?: string): Spot {
   const parts = text.split('/');
   if (parts.length !== 2 || parts[0] === '') {
-    throw new UsageError(`the ${what} ${JSON.stringify(text)} is not CONTAINER/NAME${what === 'target' ? ' (or CONTAINER/ to keep the name)' : ''}`);
+    throw new UsageError(
+      `the ${what} ${JSON.stringify(text)} is not CONTAINER/NAME${what === 'target' ? ' (or CONTAINER/ to keep the name)' : ''}`,
+    );
   }
   const [container, given] = parts as [string, string];
   const name = given === '' && fallbackName !== undefined ? fallbackName : given;
@@ -39,11 +41,14 @@ export async function run(inv: Invocation): Promise<number> {
   const move = inv.command.path[0] === 'mv';
   const from = parseSpot(inv.positionals[0]!, 'source');
   const to = parseSpot(inv.positionals[1]!, 'target', from.name);
-  if (from.container === to.container && from.name === to.name) throw new UsageError(`${from.container}/${from.name} is the source and the target`);
+  if (from.container === to.container && from.name === to.name)
+    throw new UsageError(`${from.container}/${from.name} is the source and the target`);
   const force = inv.values.force === true;
   const session = new Session(inv.values);
   try {
-    const value = await session.withContentKey(from.container, (key, info) => readEntryOf(session.dir, info, key, from.name));
+    const value = await session.withContentKey(from.container, (key, info) =>
+      readEntryOf(session.dir, info, key, from.name),
+    );
     try {
       const sameContainer = from.container === to.container;
       await session.withContentKey(to.container, async (key, info) => {
@@ -51,14 +56,25 @@ export async function run(inv: Invocation): Promise<number> {
         const exists = entries.has(to.name);
         wipeEntries(entries);
         if (exists && !force) {
-          throw new StashError('ENTRY_EXISTS', `${to.container}/${to.name} already exists; nothing was ${move ? 'moved' : 'copied'} (--force replaces it)`);
+          throw new StashError(
+            'ENTRY_EXISTS',
+            `${to.container}/${to.name} already exists; nothing was ${move ? 'moved' : 'copied'} (--force replaces it)`,
+          );
         }
         const changes = new Map<string, Buffer | null>([[to.name, value]]);
         if (move && sameContainer) changes.set(from.name, null);
-        await updateEntriesOf(session, info, key, changes, move && sameContainer ? { moves: [[from.name, to.name]] } : {});
+        await updateEntriesOf(
+          session,
+          info,
+          key,
+          changes,
+          move && sameContainer ? { moves: [[from.name, to.name]] } : {},
+        );
       });
       if (move && !sameContainer) {
-        await session.withContentKey(from.container, (key, info) => updateEntriesOf(session, info, key, new Map([[from.name, null]])));
+        await session.withContentKey(from.container, (key, info) =>
+          updateEntriesOf(session, info, key, new Map([[from.name, null]])),
+        );
       }
     } finally {
       wipe(value);

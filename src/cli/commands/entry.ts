@@ -36,13 +36,19 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
-  if (values.json === true && (values.clip === true || values['clip-seconds'] !== undefined)) throw new UsageError('--clip and --json do not go together');
+  if (values.json === true && (values.clip === true || values['clip-seconds'] !== undefined))
+    throw new UsageError('--clip and --json do not go together');
   const version = values.version === undefined ? null : (await import('./history.js')).parseVersion(values.version);
   if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values, version);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
-  const clip = values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
+  const clip =
+    values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
   const request = clip ? await clip.clipRequest(values) : null;
-  const value = await session.withContentKey(container, (key, info) => (version === null ? readEntryOf(session.dir, info, key, name) : readVersionOf(session, info, key, container, name, version)));
+  const value = await session.withContentKey(container, (key, info) =>
+    version === null
+      ? readEntryOf(session.dir, info, key, name)
+      : readVersionOf(session, info, key, container, name, version),
+  );
   try {
     if (clip && request) {
       await clip.copyToClipboard(value, name, request);
@@ -57,9 +63,19 @@ async function get(session: Session, container: string, name: string, values: In
 }
 
 /** Previous value `version` of NAME as a secure copy (release with wipe()). */
-async function readVersionOf(session: Session, info: ContainerInfo, key: Buffer, container: string, name: string, version: number): Promise<Buffer> {
+async function readVersionOf(
+  session: Session,
+  info: ContainerInfo,
+  key: Buffer,
+  container: string,
+  name: string,
+  version: number,
+): Promise<Buffer> {
   const [{ readEntriesOf }, { wipeEntries }, { selectVersion }, { secureCopy }] = await Promise.all([
-    import('../container-access.js'), import('../../vault/container-body.js'), import('./history.js'), import('../../vault/secure.js'),
+    import('../container-access.js'),
+    import('../../vault/container-body.js'),
+    import('./history.js'),
+    import('../../vault/secure.js'),
   ]);
   const entries = await readEntriesOf(session.dir, info, key);
   try {
@@ -91,10 +107,16 @@ function stdoutIsTerminal(): boolean {
 async function readValue(session: Session, name: string, raw: boolean): Promise<Buffer> {
   if (!process.stdin.isTTY) {
     if (session.source.stdin) {
-      throw new UsageError('--password-stdin cannot be used while the value comes from standard input; use --password-file FILE');
+      throw new UsageError(
+        '--password-stdin cannot be used while the value comes from standard input; use --password-file FILE',
+      );
     }
     const { readFdSecure } = await import('../secure-read.js');
-    return readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: `the value of ${name} on standard input`, stripNewline: !raw });
+    return readFdSecure(0, {
+      maxBytes: MAX_VALUE_BYTES,
+      what: `the value of ${name} on standard input`,
+      stripNewline: !raw,
+    });
   }
   const [{ promptHidden }, { repeatMatches }] = await Promise.all([import('../prompt.js'), import('../password.js')]);
   // Typed blind, so typed twice: a slip would silently become the stored secret.
@@ -102,7 +124,8 @@ async function readValue(session: Session, name: string, raw: boolean): Promise<
     const first = await promptHidden(`Value of ${name} (hidden): `, MAX_VALUE_BYTES);
     if (first.length === 0) return first; // refused (or, with --allow-empty, meant): nothing to repeat
     if (await repeatMatches(first, () => promptHidden(`Repeat the value of ${name}: `, MAX_VALUE_BYTES))) return first;
-    if (attempt >= 3) throw new StashError('VALUE_MISMATCH', `the two values of ${name} differed three times; nothing was stored`);
+    if (attempt >= 3)
+      throw new StashError('VALUE_MISMATCH', `the two values of ${name} differed three times; nothing was stored`);
     process.stderr.write('The two values differ; try again.\n');
   }
 }
@@ -119,7 +142,10 @@ function refuseEmpty(value: Buffer, name: string, allowEmpty: boolean): Buffer {
 
 /** True when `name` exists in the container (the entries are opened and wiped again). */
 async function entryExists(session: Session, info: ContainerInfo, key: Buffer, name: string): Promise<boolean> {
-  const [{ readEntriesOf }, { wipeEntries }] = await Promise.all([import('../container-access.js'), import('../../vault/container-body.js')]);
+  const [{ readEntriesOf }, { wipeEntries }] = await Promise.all([
+    import('../container-access.js'),
+    import('../../vault/container-body.js'),
+  ]);
   const entries = await readEntriesOf(session.dir, info, key);
   try {
     return entries.has(name);
@@ -137,7 +163,10 @@ async function confirmReplace(container: string, name: string): Promise<void> {
   const { askLine } = await import('../prompt.js');
   const answer = await askLine(`${name} already exists in ${container}. Replace it? [y/N] `);
   if (answer === null || !/^y(es)?$/i.test(answer)) {
-    throw new StashError('CANCELLED', `kept the existing ${name}; nothing was stored (--force replaces without asking)`);
+    throw new StashError(
+      'CANCELLED',
+      `kept the existing ${name}; nothing was stored (--force replaces without asking)`,
+    );
   }
 }
 
@@ -145,22 +174,36 @@ async function confirmReplace(container: string, name: string): Promise<void> {
 async function generateOption(values: Invocation['values']): Promise<Generator | null> {
   const { anyGeneratorOption, generatorFrom } = await import('../generate/options.js');
   if (values.generate !== true) {
-    if (anyGeneratorOption(values) || values.print === true) throw new UsageError('--length, --words, --charset, --no-symbols, --separator and --print go with --generate');
+    if (anyGeneratorOption(values) || values.print === true)
+      throw new UsageError('--length, --words, --charset, --no-symbols, --separator and --print go with --generate');
     return null;
   }
-  if (values.raw === true || values['allow-empty'] === true) throw new UsageError('--generate makes the value: --raw and --allow-empty do not apply');
+  if (values.raw === true || values['allow-empty'] === true)
+    throw new UsageError('--generate makes the value: --raw and --allow-empty do not apply');
   return generatorFrom(values);
 }
 
-interface SetOptions { allowEmpty: boolean; raw: boolean; force: boolean; generate: Generator | null; print: boolean; totp: string | null }
+interface SetOptions {
+  allowEmpty: boolean;
+  raw: boolean;
+  force: boolean;
+  generate: Generator | null;
+  print: boolean;
+  totp: string | null;
+}
 
 /** --totp URI|SECRET|-: checked for combinations here, parsed once the value is known. */
 function totpOption(values: Invocation['values']): string | null {
   const raw = values.totp;
   if (raw === undefined) return null;
-  if (typeof raw !== 'string' || raw.length === 0) throw new UsageError('--totp needs an otpauth://totp/ URI, a base32 secret, or - to read it like a value');
-  if (values.generate === true || values.raw === true || values['allow-empty'] === true) throw new UsageError('--totp does not combine with --generate, --raw or --allow-empty');
-  if (raw !== '-') warn('a secret on the command line is visible to other local users (ps, /proc) and stays in your shell history; next time use --totp - and give it on stdin or at the prompt');
+  if (typeof raw !== 'string' || raw.length === 0)
+    throw new UsageError('--totp needs an otpauth://totp/ URI, a base32 secret, or - to read it like a value');
+  if (values.generate === true || values.raw === true || values['allow-empty'] === true)
+    throw new UsageError('--totp does not combine with --generate, --raw or --allow-empty');
+  if (raw !== '-')
+    warn(
+      'a secret on the command line is visible to other local users (ps, /proc) and stays in your shell history; next time use --totp - and give it on stdin or at the prompt',
+    );
   return raw;
 }
 
@@ -168,7 +211,7 @@ function totpOption(values: Invocation['values']): string | null {
 async function totpValue(session: Session, name: string, option: string, piped: Buffer | null): Promise<Buffer> {
   const { formatTotp, parseTotp } = await import('../totp/otpauth.js');
   const { secureCopy } = await import('../../vault/secure.js');
-  const source = option === '-' ? (piped ?? await readValue(session, name, false)) : null;
+  const source = option === '-' ? (piped ?? (await readValue(session, name, false))) : null;
   try {
     const params = parseTotp(source ? source.toString('utf8') : option);
     const stored = secureCopy(Buffer.from(formatTotp(params)));
@@ -184,16 +227,24 @@ async function set(session: Session, container: string, name: string, opts: SetO
   // A value piped in is read first, so that a password prompt cannot consume it
   // and an empty one is refused before any password is asked. A generated one
   // needs nothing read.
-  let value = opts.generate ? opts.generate.next() : interactive || (opts.totp !== null && opts.totp !== '-') ? null : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+  let value = opts.generate
+    ? opts.generate.next()
+    : interactive || (opts.totp !== null && opts.totp !== '-')
+      ? null
+      : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
   // A seed is checked (and normalised) before any password is asked when it is at hand.
-  if (opts.totp !== null && (opts.totp !== '-' || value !== null)) value = await totpValue(session, name, opts.totp, value);
+  if (opts.totp !== null && (opts.totp !== '-' || value !== null))
+    value = await totpValue(session, name, opts.totp, value);
   let replaced = false;
   try {
     await session.withContentKey(container, async (key, info) => {
       replaced = await entryExists(session, info, key, name);
       if (value === null) {
         if (replaced && !opts.force) await confirmReplace(container, name);
-        value = opts.totp !== null ? await totpValue(session, name, opts.totp, null) : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
+        value =
+          opts.totp !== null
+            ? await totpValue(session, name, opts.totp, null)
+            : refuseEmpty(await readValue(session, name, opts.raw), name, opts.allowEmpty);
       }
       await updateEntriesOf(session, info, key, new Map([[name, value]]));
     });
@@ -202,7 +253,9 @@ async function set(session: Session, container: string, name: string, opts: SetO
     throw err;
   }
   try {
-    note(`${replaced ? 'Replaced' : 'Stored'} ${name} in ${container}${opts.generate ? ` (generated: ${opts.generate.describe})` : ''}.`);
+    note(
+      `${replaced ? 'Replaced' : 'Stored'} ${name} in ${container}${opts.generate ? ` (generated: ${opts.generate.describe})` : ''}.`,
+    );
     // Printed once, after it is safely stored, and only when asked for.
     if (opts.print && value) {
       await writeStdout(value);

@@ -21,7 +21,10 @@ type Values = Map<string, { container: string; value: Buffer }>;
 /** --only A,B: the names, each checked; null when absent. */
 function onlyOption(raw: unknown): Set<string> | null {
   if (raw === undefined) return null;
-  const names = String(raw).split(',').map((n) => n.trim()).filter((n) => n.length > 0);
+  const names = String(raw)
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n.length > 0);
   if (names.length === 0) throw new UsageError('--only needs one or more entry names, separated by commas');
   return new Set(names);
 }
@@ -30,7 +33,12 @@ function onlyOption(raw: unknown): Set<string> | null {
  * The entries of every container, one open each. A name held by two
  * containers is an error unless --prefer names the one whose value wins.
  */
-async function collect(session: Session, containers: string[], only: Set<string> | null, prefer: string | null): Promise<Values> {
+async function collect(
+  session: Session,
+  containers: string[],
+  only: Set<string> | null,
+  prefer: string | null,
+): Promise<Values> {
   const out: Values = new Map();
   const clashes = new Set<string>();
   try {
@@ -54,10 +62,16 @@ async function collect(session: Session, containers: string[], only: Set<string>
       });
     }
     if (clashes.size > 0) {
-      throw new UsageError(`${[...clashes].sort().join(', ')} ${clashes.size === 1 ? 'is' : 'are'} in more than one of ${containers.join(', ')}; say which wins with --prefer CONTAINER`);
+      throw new UsageError(
+        `${[...clashes].sort().join(', ')} ${clashes.size === 1 ? 'is' : 'are'} in more than one of ${containers.join(', ')}; say which wins with --prefer CONTAINER`,
+      );
     }
     const missing = only ? [...only].filter((n) => !out.has(n)) : [];
-    if (missing.length > 0) throw new StashError('ENTRY_NOT_FOUND', `--only names ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} in none of ${containers.join(', ')}`);
+    if (missing.length > 0)
+      throw new StashError(
+        'ENTRY_NOT_FOUND',
+        `--only names ${missing.join(', ')}, which ${missing.length === 1 ? 'is' : 'are'} in none of ${containers.join(', ')}`,
+      );
     return out;
   } catch (err) {
     for (const v of out.values()) wipe(v.value);
@@ -74,8 +88,10 @@ function buildEnv(values: Values): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, { container, value }] of values) {
     if (value.includes(0)) {
-      warn(`entry ${name} holds a NUL byte, which an environment variable cannot carry; it was left out `
-        + `(read it with \`stash get ${container} ${name}\`, or remove it with \`stash rm ${container} ${name}\`)`);
+      warn(
+        `entry ${name} holds a NUL byte, which an environment variable cannot carry; it was left out ` +
+          `(read it with \`stash get ${container} ${name}\`, or remove it with \`stash rm ${container} ${name}\`)`,
+      );
       continue;
     }
     env[name] = value.toString('utf8');
@@ -88,13 +104,18 @@ export async function run(inv: Invocation): Promise<number> {
   for (const c of containers) validateContainerName(c);
   const only = onlyOption(inv.values.only);
   const prefer = typeof inv.values.prefer === 'string' ? inv.values.prefer : null;
-  if (prefer !== null && !containers.includes(prefer)) throw new UsageError(`--prefer ${prefer}: not one of the containers given (${containers.join(', ')})`);
+  if (prefer !== null && !containers.includes(prefer))
+    throw new UsageError(`--prefer ${prefer}: not one of the containers given (${containers.join(', ')})`);
   const format = inv.values.format;
   if (format !== undefined && format !== 'dotenv' && format !== 'json' && format !== 'shell') {
     throw new UsageError(`--format must be dotenv, json or shell, got ${JSON.stringify(format)}`);
   }
-  if (format !== undefined && inv.rest.length > 0) throw new UsageError('--format prints the entries; it does not run a command (leave out -- CMD)');
-  if (format === undefined && inv.rest.length === 0) throw new UsageError('missing -- CMD: put -- before the command to run (stash env CONTAINER... -- CMD ARGS), or give --format to print the entries');
+  if (format !== undefined && inv.rest.length > 0)
+    throw new UsageError('--format prints the entries; it does not run a command (leave out -- CMD)');
+  if (format === undefined && inv.rest.length === 0)
+    throw new UsageError(
+      'missing -- CMD: put -- before the command to run (stash env CONTAINER... -- CMD ARGS), or give --format to print the entries',
+    );
   const session = new Session(inv.values);
   try {
     const values = await collect(session, containers, only, prefer);

@@ -98,7 +98,11 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 /** The locked containers, opened with one vault key (one prompt at most). */
-async function searchLocked(session: Session, names: string[], search: (key: Buffer, info: ContainerInfo) => Promise<void>): Promise<void> {
+async function searchLocked(
+  session: Session,
+  names: string[],
+  search: (key: Buffer, info: ContainerInfo) => Promise<void>,
+): Promise<void> {
   let vaultKey: Buffer;
   try {
     vaultKey = await session.vaultKey();

@@ -20,7 +20,9 @@ import { Session } from '../session.js';
 export function parseVersion(raw: unknown): number {
   const n = typeof raw === 'string' && /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isInteger(n) || n < 1 || n > MAX_HISTORY_KEEP) {
-    throw new UsageError(`--version takes a whole number from 1 (the value before the current one) to ${MAX_HISTORY_KEEP}, got ${JSON.stringify(String(raw).slice(0, 40))}`);
+    throw new UsageError(
+      `--version takes a whole number from 1 (the value before the current one) to ${MAX_HISTORY_KEEP}, got ${JSON.stringify(String(raw).slice(0, 40))}`,
+    );
   }
   return n;
 }
@@ -47,9 +49,16 @@ export function selectVersion(entries: Entries, container: string, name: string,
   }
   const v = past[version - 1];
   if (v === undefined) {
-    if (current === undefined && past.length === 0) throw entryNotFound(container, name, [...entries.keys(), ...historyOf(entries).keys()]);
-    const kept = past.length === 0 ? 'no previous values' : `${past.length} previous value${past.length === 1 ? '' : 's'} (versions 1 to ${past.length})`;
-    throw new StashError('ENTRY_NOT_FOUND', `${container}/${name} has ${kept}; there is no version ${version} (see stash history ${container} ${name})`);
+    if (current === undefined && past.length === 0)
+      throw entryNotFound(container, name, [...entries.keys(), ...historyOf(entries).keys()]);
+    const kept =
+      past.length === 0
+        ? 'no previous values'
+        : `${past.length} previous value${past.length === 1 ? '' : 's'} (versions 1 to ${past.length})`;
+    throw new StashError(
+      'ENTRY_NOT_FOUND',
+      `${container}/${name} has ${kept}; there is no version ${version} (see stash history ${container} ${name})`,
+    );
   }
   return { value: v.value, changedAt: v.changedAt, replacedAt: v.replacedAt };
 }
@@ -59,11 +68,14 @@ export async function run(inv: Invocation): Promise<number> {
   validateContainerName(container);
   validateEntryName(name);
   const restore = inv.command.path[0] === 'restore';
-  if (restore && inv.values.version === undefined) throw new UsageError('restore needs --version N (see stash history CONTAINER NAME)');
+  if (restore && inv.values.version === undefined)
+    throw new UsageError('restore needs --version N (see stash history CONTAINER NAME)');
   const version = restore ? parseVersion(inv.values.version) : null;
   const session = new Session(inv.values);
   try {
-    return version !== null ? await restoreVersion(session, container, name, version) : await list(session, container, name, inv.values.json === true);
+    return version !== null
+      ? await restoreVersion(session, container, name, version)
+      : await list(session, container, name, inv.values.json === true);
   } finally {
     session.close();
   }
@@ -86,9 +98,21 @@ async function list(session: Session, container: string, name: string, json: boo
     try {
       const current = entries.get(name);
       const past = historyOf(entries).get(name) ?? [];
-      if (current === undefined && past.length === 0) throw entryNotFound(container, name, [...entries.keys(), ...historyOf(entries).keys()]);
-      const head: Row[] = current === undefined ? [] : [{ version: null, size: current.length, changedAt: changeTime(entries, name), replacedAt: null }];
-      return [...head, ...past.map((v, i) => ({ version: i + 1, size: v.value.length, changedAt: v.changedAt, replacedAt: v.replacedAt }))];
+      if (current === undefined && past.length === 0)
+        throw entryNotFound(container, name, [...entries.keys(), ...historyOf(entries).keys()]);
+      const head: Row[] =
+        current === undefined
+          ? []
+          : [{ version: null, size: current.length, changedAt: changeTime(entries, name), replacedAt: null }];
+      return [
+        ...head,
+        ...past.map((v, i) => ({
+          version: i + 1,
+          size: v.value.length,
+          changedAt: v.changedAt,
+          replacedAt: v.replacedAt,
+        })),
+      ];
     } finally {
       wipeEntries(entries);
     }
@@ -97,9 +121,15 @@ async function list(session: Session, container: string, name: string, json: boo
   const versions = rows.filter((r) => r.version !== null);
   if (json) {
     outJson({
-      container, name,
+      container,
+      name,
       current: current ? { size: current.size, changedAt: iso(current.changedAt) } : null,
-      versions: versions.map((r) => ({ version: r.version, size: r.size, changedAt: iso(r.changedAt), replacedAt: iso(r.replacedAt) })),
+      versions: versions.map((r) => ({
+        version: r.version,
+        size: r.size,
+        changedAt: iso(r.changedAt),
+        replacedAt: iso(r.replacedAt),
+      })),
     });
     return 0;
   }
@@ -107,7 +137,12 @@ async function list(session: Session, container: string, name: string, json: boo
     const s = iso(t);
     return s ? `${s.replace('T', ' ').slice(0, 19)} UTC` : '-';
   };
-  const table = rows.map((r) => [r.version === null ? 'current' : String(r.version), String(r.size), when(r.changedAt), r.version === null ? '-' : when(r.replacedAt)]);
+  const table = rows.map((r) => [
+    r.version === null ? 'current' : String(r.version),
+    String(r.size),
+    when(r.changedAt),
+    r.version === null ? '-' : when(r.replacedAt),
+  ]);
   for (const line of formatTable(['VERSION', 'BYTES', 'CHANGED', 'REPLACED'], table)) out(line);
   if (!current) out(`${name} was removed; stash restore ${container} ${name} --version 1 brings its last value back.`);
   else if (versions.length === 0) out(`No previous values of ${name} yet.`);
@@ -134,6 +169,8 @@ async function restoreVersion(session: Session, container: string, name: string,
     note(`Version ${version} of ${name} is its current value already; nothing was written.`);
     return 0;
   }
-  note(`Restored version ${version} of ${name} in ${container}; the value it replaced is now version 1 (stash history ${container} ${name}).`);
+  note(
+    `Restored version ${version} of ${name} in ${container}; the value it replaced is now version 1 (stash history ${container} ${name}).`,
+  );
   return 0;
 }

@@ -31,15 +31,32 @@ type Format = (typeof FORMATS)[number];
 /** An export file is a few KiB to a few MiB; the container takes 1 MiB of values at most. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
-function options(inv: Invocation): { format: Format; file: string; into: string; policy: Policy; dryRun: boolean; json: boolean } {
+function options(inv: Invocation): {
+  format: Format;
+  file: string;
+  into: string;
+  policy: Policy;
+  dryRun: boolean;
+  json: boolean;
+} {
   const [format, file] = inv.positionals as [string, string];
-  if (!(FORMATS as readonly string[]).includes(format)) throw new UsageError(`unknown import format ${JSON.stringify(format)}: use one of ${FORMATS.join(', ')}`);
+  if (!(FORMATS as readonly string[]).includes(format))
+    throw new UsageError(`unknown import format ${JSON.stringify(format)}: use one of ${FORMATS.join(', ')}`);
   const into = inv.values.into;
   if (typeof into !== 'string') throw new UsageError('missing --into CONTAINER: the container to import into');
   validateContainerName(into);
-  if (inv.values.overwrite === true && inv.values['skip-existing'] === true) throw new UsageError('--overwrite and --skip-existing exclude each other');
-  const policy: Policy = inv.values.overwrite === true ? 'overwrite' : inv.values['skip-existing'] === true ? 'skip' : 'refuse';
-  return { format: format as Format, file, into, policy, dryRun: inv.values['dry-run'] === true, json: inv.values.json === true };
+  if (inv.values.overwrite === true && inv.values['skip-existing'] === true)
+    throw new UsageError('--overwrite and --skip-existing exclude each other');
+  const policy: Policy =
+    inv.values.overwrite === true ? 'overwrite' : inv.values['skip-existing'] === true ? 'skip' : 'refuse';
+  return {
+    format: format as Format,
+    file,
+    into,
+    policy,
+    dryRun: inv.values['dry-run'] === true,
+    json: inv.values.json === true,
+  };
 }
 
 /** Parses FILE into `sink`; returns warnings (names only). */
@@ -66,10 +83,14 @@ async function parse(format: Format, file: string, sink: Collector): Promise<str
 }
 
 async function parseStore(dir: string, sink: Collector): Promise<string[]> {
-  const [{ storeEntries, gpgDecrypt }, { parsePassEntry }] = await Promise.all([import('../import/pass-store.js'), import('../import/pass.js')]);
+  const [{ storeEntries, gpgDecrypt }, { parsePassEntry }] = await Promise.all([
+    import('../import/pass-store.js'),
+    import('../import/pass.js'),
+  ]);
   const warnings: string[] = [];
   const entries = storeEntries(dir);
-  if (entries.length === 0) throw new StashError('IMPORT_INVALID', `${dir} holds no .gpg files; is it a password store?`);
+  if (entries.length === 0)
+    throw new StashError('IMPORT_INVALID', `${dir} holds no .gpg files; is it a password store?`);
   for (const rel of entries) {
     const plain = await gpgDecrypt(join(dir, `${rel}.gpg`));
     try {
@@ -90,7 +111,11 @@ export async function run(inv: Invocation): Promise<number> {
     const warnings = await parse(opts.format, opts.file, sink);
     for (const w of warnings) warn(w);
     const named = assignNames(sink.entries());
-    if (named.length === 0) throw new StashError('IMPORT_INVALID', `${opts.file} holds no values to import${sink.empty > 0 ? ` (${sink.empty} empty ones are never imported)` : ''}`);
+    if (named.length === 0)
+      throw new StashError(
+        'IMPORT_INVALID',
+        `${opts.file} holds no values to import${sink.empty > 0 ? ` (${sink.empty} empty ones are never imported)` : ''}`,
+      );
     const session = new Session(inv.values);
     let rows: PlanRow[];
     try {
@@ -110,7 +135,11 @@ function report(rows: PlanRow[], json: boolean): void {
     outJson(rows.map((r) => ({ name: r.entry, action: r.action, from: r.from, mappedFrom: r.mappedFrom })));
     return;
   }
-  const table = rows.map((r) => [r.entry, r.action, r.mappedFrom === null ? r.from : `${r.from} (named ${JSON.stringify(r.mappedFrom)})`]);
+  const table = rows.map((r) => [
+    r.entry,
+    r.action,
+    r.mappedFrom === null ? r.from : `${r.from} (named ${JSON.stringify(r.mappedFrom)})`,
+  ]);
   // Names and titles come from the file: shown terminal-safe, as key server text is.
   for (const line of formatTable(['NAME', 'ACTION', 'FROM'], table)) out(terminalSafe(line));
 }
@@ -122,21 +151,29 @@ function summary(rows: PlanRow[], opts: ReturnType<typeof options>, empty: numbe
     mapped > 0 ? `${mapped} name${mapped === 1 ? '' : 's'} mapped (see FROM)` : '',
     count('skip') > 0 ? `${count('skip')} kept as they were (--skip-existing)` : '',
     empty > 0 ? `${empty} empty value${empty === 1 ? '' : 's'} left out` : '',
-  ].filter(Boolean).join('; ');
+  ]
+    .filter(Boolean)
+    .join('; ');
   const tail = extra ? `; ${extra}` : '';
   if (opts.dryRun) {
     const taken = count('exists');
     note(`Dry run: nothing was written. ${count('new')} new, ${count('replace')} to replace${tail}.`);
     if (taken > 0) {
-      note(`${taken} name${taken === 1 ? '' : 's'} already exist in ${opts.into}: the import would be refused without --overwrite or --skip-existing.`);
+      note(
+        `${taken} name${taken === 1 ? '' : 's'} already exist in ${opts.into}: the import would be refused without --overwrite or --skip-existing.`,
+      );
       return ExitCode.cantCreate;
     }
     return 0;
   }
   const written = count('new') + count('replace');
-  note(`Imported ${written} entr${written === 1 ? 'y' : 'ies'} into ${opts.into} in one new version: ${count('new')} new, ${count('replace')} replaced${tail}.`);
+  note(
+    `Imported ${written} entr${written === 1 ? 'y' : 'ies'} into ${opts.into} in one new version: ${count('new')} new, ${count('replace')} replaced${tail}.`,
+  );
   if (opts.format !== 'pass') {
-    note(`${opts.file} holds these secrets in plain text: delete it now (shred -u ${opts.file}, or rm it and empty the trash), and any copy of it.`);
+    note(
+      `${opts.file} holds these secrets in plain text: delete it now (shred -u ${opts.file}, or rm it and empty the trash), and any copy of it.`,
+    );
   }
   return 0;
 }

@@ -26,14 +26,16 @@ function readTemplate(path: string | null): string {
   } catch (err) {
     throw new UsageError(`cannot read the template ${path ?? 'from standard input'}: ${(err as Error).message}`);
   }
-  if (bytes.length > MAX_TEMPLATE_BYTES) throw new UsageError(`the template is larger than ${MAX_TEMPLATE_BYTES} bytes`);
+  if (bytes.length > MAX_TEMPLATE_BYTES)
+    throw new UsageError(`the template is larger than ${MAX_TEMPLATE_BYTES} bytes`);
   return bytes.toString('utf8');
 }
 
 export async function run(inv: Invocation): Promise<number> {
   const input = typeof inv.values.in === 'string' ? inv.values.in : null;
   const output = typeof inv.values.out === 'string' ? inv.values.out : null;
-  if (input === null && process.stdin.isTTY) throw new UsageError('give the template with -i TEMPLATE or on standard input');
+  if (input === null && process.stdin.isTTY)
+    throw new UsageError('give the template with -i TEMPLATE or on standard input');
   const template = readTemplate(input);
   const refs = templateRefs(template);
   const session = new Session(inv.values);

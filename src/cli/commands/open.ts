@@ -19,7 +19,10 @@ export async function run(inv: Invocation): Promise<number> {
   const session = new Session(inv.values);
   try {
     if (!(await session.agent())) {
-      throw new StashError('AGENT_UNAVAILABLE', `cannot open ${name}: the session agent is unavailable, so there is nowhere to keep its key; nothing was cached`);
+      throw new StashError(
+        'AGENT_UNAVAILABLE',
+        `cannot open ${name}: the session agent is unavailable, so there is nowhere to keep its key; nothing was cached`,
+      );
     }
     let count = 0;
     let kept = false;
@@ -37,10 +40,15 @@ export async function run(inv: Invocation): Promise<number> {
       }),
     );
     if (!kept) {
-      throw new StashError('AGENT_UNAVAILABLE', `cannot open ${name}: the session agent did not keep its key; nothing was cached`);
+      throw new StashError(
+        'AGENT_UNAVAILABLE',
+        `cannot open ${name}: the session agent did not keep its key; nothing was cached`,
+      );
     }
     const ttl = session.ttl ?? DEFAULT_TTL_SECONDS;
-    out(`Opened ${name} (${count} ${count === 1 ? 'entry' : 'entries'}) for ${formatDuration(ttl * 1000)}, renewed on each use.`);
+    out(
+      `Opened ${name} (${count} ${count === 1 ? 'entry' : 'entries'}) for ${formatDuration(ttl * 1000)}, renewed on each use.`,
+    );
     out(`Lock it with: stash vault sessions lock ${name}`);
     return 0;
   } finally {

@@ -20,8 +20,10 @@ export async function run(inv: Invocation): Promise<number> {
   validateContainerName(container);
   validateEntryName(name);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
-  const clip = inv.values.clip === true || inv.values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
-  if (inv.values.clip === true && inv.values.json === true) throw new UsageError('--clip and --json do not go together');
+  const clip =
+    inv.values.clip === true || inv.values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
+  if (inv.values.clip === true && inv.values.json === true)
+    throw new UsageError('--clip and --json do not go together');
   const request = clip ? await clip.clipRequest(inv.values) : null;
   const session = new Session(inv.values);
   try {
@@ -29,7 +31,10 @@ export async function run(inv: Invocation): Promise<number> {
     let params;
     try {
       if (!isTotpValue(value)) {
-        throw new StashError('NOT_TOTP', `${container}/${name} is not a TOTP seed (store one with: stash set ${container} ${name} --totp -)`);
+        throw new StashError(
+          'NOT_TOTP',
+          `${container}/${name} is not a TOTP seed (store one with: stash set ${container} ${name} --totp -)`,
+        );
       }
       params = parseTotp(value.toString('latin1'));
     } finally {
@@ -40,7 +45,13 @@ export async function run(inv: Invocation): Promise<number> {
     params.secret.fill(0);
     const left = secondsLeft(params.period, now);
     if (inv.values.json === true) {
-      outJson({ code, expiresInSeconds: left, period: params.period, digits: params.digits, algorithm: params.algorithm });
+      outJson({
+        code,
+        expiresInSeconds: left,
+        period: params.period,
+        digits: params.digits,
+        algorithm: params.algorithm,
+      });
       return 0;
     }
     if (clip && request) {

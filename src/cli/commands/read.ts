@@ -13,7 +13,9 @@ export async function run(inv: Invocation): Promise<number> {
   const ref = parseRef(inv.positionals[0]!);
   const session = new Session(inv.values);
   try {
-    const value = await session.withContentKey(ref.container, (key, info) => readEntryOf(session.dir, info, key, ref.name));
+    const value = await session.withContentKey(ref.container, (key, info) =>
+      readEntryOf(session.dir, info, key, ref.name),
+    );
     try {
       await writeStdout(value);
       if (process.stdout.isTTY) await writeStdout('\n');

@@ -37,7 +37,8 @@ async function readEnvFile(path: string): Promise<Record<string, string>> {
 function fileOption(raw: string): { variable: string; ref: SecretRef } {
   const eq = raw.indexOf('=');
   const variable = raw.slice(0, eq);
-  if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable)) throw new UsageError(`--file ${raw}: write NAME=stash://CONTAINER/ENTRY, NAME a variable name`);
+  if (eq <= 0 || !/^[A-Za-z_][A-Za-z0-9_]*$/.test(variable))
+    throw new UsageError(`--file ${raw}: write NAME=stash://CONTAINER/ENTRY, NAME a variable name`);
   return { variable, ref: parseRef(raw.slice(eq + 1)) };
 }
 
@@ -63,7 +64,10 @@ export async function run(inv: Invocation): Promise<number> {
       if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
       for (const [k, ref] of envRefs) {
         const value = values.get(ref.text)!;
-        if (value.includes(0)) throw new UsageError(`${k}=${ref.text}: the value holds a NUL byte, which an environment variable cannot carry (use --file ${k}=${ref.text})`);
+        if (value.includes(0))
+          throw new UsageError(
+            `${k}=${ref.text}: the value holds a NUL byte, which an environment variable cannot carry (use --file ${k}=${ref.text})`,
+          );
         base[k] = value.toString('utf8');
       }
       for (const f of files) base[f.variable] = secretFiles!.write(f.variable, values.get(f.ref.text)!);

@@ -73,10 +73,12 @@ async function list(agent: AgentClient | null, json: boolean): Promise<number> {
   const names = namesOfVault(dir);
   const rows = entries.map((e) => {
     const id = e.id.toString('hex');
-    const name = id === names.vaultId ? '(vault)' : names.byId.get(id) ?? null;
+    const name = id === names.vaultId ? '(vault)' : (names.byId.get(id) ?? null);
     return { name, id, path: e.path, ttl: e.ttl, expiresInSeconds: Math.round(e.expiresInMs / 1000) };
   });
-  rows.sort((a, b) => (a.name === '(vault)' ? -1 : b.name === '(vault)' ? 1 : (a.name ?? '~').localeCompare(b.name ?? '~')));
+  rows.sort((a, b) =>
+    a.name === '(vault)' ? -1 : b.name === '(vault)' ? 1 : (a.name ?? '~').localeCompare(b.name ?? '~'),
+  );
   if (json) {
     outJson({ agentRunning: agent !== null, sessions: rows });
     return 0;
@@ -93,7 +95,9 @@ async function list(agent: AgentClient | null, json: boolean): Promise<number> {
   for (const line of formatTable(['NAME', 'PATH', 'EXPIRES IN'], table)) out(line);
   // What a lock forgets depends on this row: say which case holds (docs/cli.md, Sessions).
   if (rows.some((r) => r.name === '(vault)')) {
-    out('The vault key opens every container of this vault; `stash vault sessions lock NAME` forgets NAME\'s key and the vault key.');
+    out(
+      "The vault key opens every container of this vault; `stash vault sessions lock NAME` forgets NAME's key and the vault key.",
+    );
   } else if (names.vaultId !== null) {
     out('The vault key is not cached: only the containers listed open without a password.');
   }
@@ -125,18 +129,26 @@ async function lock(agent: AgentClient | null, target: string): Promise<number> 
     const found = looksLikeName ? names.byName.get(target) : [...names.byName.values()].find((c) => c.path === target);
     if (!found) {
       if (!looksLikeName) throw new StashError('NOT_FOUND', `nothing unlocked at ${target}`);
-      throw new StashError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(target)} in the vault at ${dir}`);
+      throw new StashError(
+        'CONTAINER_NOT_FOUND',
+        `no container named ${JSON.stringify(target)} in the vault at ${dir}`,
+      );
     }
     containerId = found.id || null;
     containerPath = found.path;
   }
-  const own = entries.filter((e) => (containerId !== null && hex(e) === containerId) || (containerPath !== null && e.path === containerPath));
+  const own = entries.filter(
+    (e) => (containerId !== null && hex(e) === containerId) || (containerPath !== null && e.path === containerPath),
+  );
   // The vault keys that could open it again: a cached key whose path is a vault that holds this container.
   const vaults = entries.filter((e) => {
     if (!e.path || own.includes(e)) return false;
     const names = namesOfVault(e.path);
     if (names.vaultId !== hex(e)) return false;
-    return (containerId !== null && names.byId.has(containerId)) || [...names.byName.values()].some((c) => c.path === containerPath);
+    return (
+      (containerId !== null && names.byId.has(containerId)) ||
+      [...names.byName.values()].some((c) => c.path === containerPath)
+    );
   });
   if (!agent || own.length + vaults.length === 0) {
     out(`${target} is not unlocked.`);
@@ -146,7 +158,9 @@ async function lock(agent: AgentClient | null, target: string): Promise<number> 
   const others = entries.filter((e) => !own.includes(e) && !vaults.includes(e)).length;
   out(`Locked ${target}: ${describeForgotten(own.length > 0, vaults.length > 0)}.`);
   if (vaults.length > 0 && others > 0) {
-    out('Containers still open keep working; opening another one, or writing to a shared one, asks for the password again.');
+    out(
+      'Containers still open keep working; opening another one, or writing to a shared one, asks for the password again.',
+    );
   }
   return 0;
 }

@@ -23,11 +23,16 @@ function readInput(file: string): string {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new StashError('FILE_NOT_FOUND', `no such file: ${file}`);
-    if (code === 'EACCES' || code === 'EPERM') throw new StashError('PERMISSION', `cannot read ${file}: permission denied`);
+    if (code === 'EACCES' || code === 'EPERM')
+      throw new StashError('PERMISSION', `cannot read ${file}: permission denied`);
     if (code === 'EISDIR') throw new StashError('BAD_ROTATION', `${file} is a folder, not a rotation statement`);
     throw new StashError('VAULT_IO', `cannot read ${file}: ${code ?? 'error'}`);
   }
-  if (bytes.length > MAX_INPUT) throw new StashError('BAD_ROTATION', `not a valid rotation statement: ${bytes.length} bytes is far longer than a statement`);
+  if (bytes.length > MAX_INPUT)
+    throw new StashError(
+      'BAD_ROTATION',
+      `not a valid rotation statement: ${bytes.length} bytes is far longer than a statement`,
+    );
   return bytes.toString('latin1');
 }
 
@@ -41,7 +46,8 @@ export async function run(inv: Invocation): Promise<number> {
     try {
       const r = acceptRotation(session.dir, vaultKey, s);
       const { containerInfo } = await import('../../vault/index.js');
-      for (const c of r.resealed) await session.forget(Buffer.from(containerInfo(session.dir, c.name).id, 'hex')).catch(() => {});
+      for (const c of r.resealed)
+        await session.forget(Buffer.from(containerInfo(session.dir, c.name).id, 'hex')).catch(() => {});
       const oldFp = formatFingerprint(fingerprintOf(r.old.x25519, r.old.ed25519));
       if (inv.values.json === true) {
         outJson({
@@ -55,14 +61,22 @@ export async function run(inv: Invocation): Promise<number> {
         return r.failed.length === 0 ? 0 : 1;
       }
       const who = `${terminalSafe(r.contact.name)} <${terminalSafe(r.contact.email)}>`;
-      out(r.already ? `Already accepted: ${who} rotated from ${oldFp} to ${r.contact.fingerprint}.` : `${who} rotated to a new key, signed by the key you checked:`);
+      out(
+        r.already
+          ? `Already accepted: ${who} rotated from ${oldFp} to ${r.contact.fingerprint}.`
+          : `${who} rotated to a new key, signed by the key you checked:`,
+      );
       if (!r.already) {
         out(`  old fingerprint: ${oldFp}`);
         out(`  new fingerprint: ${r.contact.fingerprint}`);
       }
       if (r.repinned.length > 0) out(`Containers they own, now trusted under the new key: ${r.repinned.join(', ')}`);
-      if (r.resealed.length > 0) out(`Containers you own, re-sealed to their new key: ${r.resealed.map((c) => `${c.name} (version ${c.revision})`).join(', ')}`);
-      for (const f of r.failed) out(`Not re-sealed: ${f.name}: ${terminalSafe(f.error)} (run this command again once that is fixed)`);
+      if (r.resealed.length > 0)
+        out(
+          `Containers you own, re-sealed to their new key: ${r.resealed.map((c) => `${c.name} (version ${c.revision})`).join(', ')}`,
+        );
+      for (const f of r.failed)
+        out(`Not re-sealed: ${f.name}: ${terminalSafe(f.error)} (run this command again once that is fixed)`);
       return r.failed.length === 0 ? 0 : 1;
     } finally {
       wipe(vaultKey);

@@ -29,8 +29,13 @@ export async function run(inv: Invocation): Promise<number> {
 
 async function backup(inv: Invocation): Promise<number> {
   const file = resolve(inv.positionals[0]!);
-  if (existsSync(file) && inv.values.force !== true) throw new StashError('FILE_EXISTS', `${file} already exists; add --force to replace it`);
-  if (!existsSync(dirname(file))) throw new StashError('FILE_NOT_FOUND', `the folder ${dirname(file)} does not exist (create it first); nothing was written`);
+  if (existsSync(file) && inv.values.force !== true)
+    throw new StashError('FILE_EXISTS', `${file} already exists; add --force to replace it`);
+  if (!existsSync(dirname(file)))
+    throw new StashError(
+      'FILE_NOT_FOUND',
+      `the folder ${dirname(file)} does not exist (create it first); nothing was written`,
+    );
   const session = new Session(inv.values);
   try {
     const vaultKey = await session.vaultKey();
@@ -39,7 +44,9 @@ async function backup(inv: Invocation): Promise<number> {
       atomicWrite(file, [bytes]); // 0600: ciphertext, but nobody else's business
       const { manifest } = parseBackup(bytes);
       const containers = manifest.files.filter((f) => f.path.startsWith('containers/')).length + manifest.links.length;
-      out(`Backed up the vault at ${session.dir} to ${file} (${formatBytes(bytes.length)}: ${manifest.files.length} files, ${containers} container${containers === 1 ? '' : 's'}, ${manifest.links.length} linked).`);
+      out(
+        `Backed up the vault at ${session.dir} to ${file} (${formatBytes(bytes.length)}: ${manifest.files.length} files, ${containers} container${containers === 1 ? '' : 's'}, ${manifest.links.length} linked).`,
+      );
       out('Everything in it stays encrypted: restoring it needs the vault password (stash vault restore FILE).');
       return 0;
     } finally {
@@ -79,7 +86,9 @@ function restoreLinks(contents: BackupContents, dir: string): string[] {
       mkdirSync(join(dir, 'containers'), { recursive: true, mode: 0o700 });
       writeFileSync(join(dir, 'containers', `${link.name}.stash`), bytes, { mode: 0o600 });
       writeRecord(dir, { ...record, link: null });
-      notes.push(`${link.name}: ${dirname(link.path)} does not exist, so it is now a copy in the vault (stash container link PATH to link it again)`);
+      notes.push(
+        `${link.name}: ${dirname(link.path)} does not exist, so it is now a copy in the vault (stash container link PATH to link it again)`,
+      );
     }
   }
   return notes;
@@ -89,7 +98,11 @@ function restoreLinks(contents: BackupContents, dir: string): string[] {
 async function checkContainers(dir: string, vaultKey: Buffer): Promise<number> {
   let n = 0;
   for (const c of listContainers(dir)) {
-    if (c.problem) throw new StashError('VAULT_CORRUPT', `the restored container ${c.name} cannot be used: ${c.problem}; nothing was restored`);
+    if (c.problem)
+      throw new StashError(
+        'VAULT_CORRUPT',
+        `the restored container ${c.name} cannot be used: ${c.problem}; nothing was restored`,
+      );
     let key: Buffer;
     if (c.shared) {
       const { openSharedKey } = await import('../container-access.js');
@@ -111,10 +124,18 @@ async function restore(inv: Invocation): Promise<number> {
   const target = resolve(typeof inv.values.into === 'string' ? inv.values.into : defaultVaultDir());
   const force = inv.values.force === true;
   if (vaultExists(target) && !force) {
-    throw new StashError('VAULT_EXISTS', `a vault already exists at ${target}; restore elsewhere with --into DIR, or add --force to replace it (it is moved aside, not deleted)`);
+    throw new StashError(
+      'VAULT_EXISTS',
+      `a vault already exists at ${target}; restore elsewhere with --into DIR, or add --force to replace it (it is moved aside, not deleted)`,
+    );
   }
-  if (existsSync(target) && !vaultExists(target) && !force) throw new StashError('FILE_EXISTS', `${target} exists and is not a vault; choose another folder with --into DIR`);
-  const bytes = readBounded(file, MAX_BACKUP_BYTES, () => new VaultError('VAULT_CORRUPT', `${file} is not a regular file of at most ${MAX_BACKUP_BYTES} bytes`));
+  if (existsSync(target) && !vaultExists(target) && !force)
+    throw new StashError('FILE_EXISTS', `${target} exists and is not a vault; choose another folder with --into DIR`);
+  const bytes = readBounded(
+    file,
+    MAX_BACKUP_BYTES,
+    () => new VaultError('VAULT_CORRUPT', `${file} is not a regular file of at most ${MAX_BACKUP_BYTES} bytes`),
+  );
   if (bytes === null) throw new StashError('FILE_NOT_FOUND', `${file} does not exist`);
   const contents = parseBackup(bytes);
   mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
@@ -135,7 +156,9 @@ async function restore(inv: Invocation): Promise<number> {
         renameSync(target, aside);
       }
       renameSync(staging, target);
-      out(`Restored the vault of ${contents.manifest.createdAt} to ${target}: ${containers} container${containers === 1 ? '' : 's'}, every one opened with the password.`);
+      out(
+        `Restored the vault of ${contents.manifest.createdAt} to ${target}: ${containers} container${containers === 1 ? '' : 's'}, every one opened with the password.`,
+      );
       for (const line of notes) out(`  ${line}`);
       if (aside) note(`The vault that was at ${target} is now at ${aside}; delete it when you no longer need it.`);
       return 0;

@@ -12,7 +12,12 @@ import { Session } from '../session.js';
 
 function contactJson(c: Contact): Record<string, unknown> {
   return {
-    name: c.name, email: c.email, fingerprint: c.fingerprint, x25519: c.x25519.toString('hex'), ed25519: c.ed25519.toString('hex'), addedAt: c.addedAt,
+    name: c.name,
+    email: c.email,
+    fingerprint: c.fingerprint,
+    x25519: c.x25519.toString('hex'),
+    ed25519: c.ed25519.toString('hex'),
+    addedAt: c.addedAt,
     rotatedFrom: c.rotatedFrom.map((r) => ({ fingerprint: r.fingerprint, acceptedAt: r.acceptedAt })),
   };
 }
@@ -26,7 +31,8 @@ export async function run(inv: Invocation): Promise<number> {
       if (action === 'list') return list(session.dir, vaultKey, inv.values.json === true);
       if (action === 'show') return show(session.dir, vaultKey, inv.positionals[0]!, inv.values.json === true);
       const name = inv.positionals[0]!;
-      if (!removeContact(session.dir, vaultKey, name)) throw new VaultError('CONTACT_NOT_FOUND', `no contact named ${JSON.stringify(name)}`);
+      if (!removeContact(session.dir, vaultKey, name))
+        throw new VaultError('CONTACT_NOT_FOUND', `no contact named ${JSON.stringify(name)}`);
       out(`Removed contact ${name}`);
       return 0;
     } finally {
@@ -47,7 +53,11 @@ function list(dir: string, vaultKey: Buffer, json: boolean): number {
     out('No contacts yet.');
     return 0;
   }
-  for (const line of formatTable(['NAME', 'EMAIL', 'FINGERPRINT', 'ADDED'], contacts.map((c) => [c.name, c.email, c.fingerprint, c.addedAt.slice(0, 10)]))) out(line);
+  for (const line of formatTable(
+    ['NAME', 'EMAIL', 'FINGERPRINT', 'ADDED'],
+    contacts.map((c) => [c.name, c.email, c.fingerprint, c.addedAt.slice(0, 10)]),
+  ))
+    out(line);
   return 0;
 }
 

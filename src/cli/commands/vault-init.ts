@@ -6,7 +6,15 @@
  */
 import { UsageError } from '../../errors.js';
 import { DEFAULT_TTL_SECONDS } from '../../protocol/limits.js';
-import { createVault, defaultVaultDir, identityPublic, vaultExists, VaultError, wipe, type KdfPreset } from '../../vault/index.js';
+import {
+  createVault,
+  defaultVaultDir,
+  identityPublic,
+  vaultExists,
+  VaultError,
+  wipe,
+  type KdfPreset,
+} from '../../vault/index.js';
 import { formatBytes, formatDuration, out, outJson, warn } from '../output.js';
 import { createRecoveryKey, formatRecoveryKey } from '../../vault/recovery-key.js';
 import { recoveryKeyLines } from './vault-recovery.js';
@@ -20,10 +28,14 @@ import { Session } from '../session.js';
  * value is for test suites; undefined = the library default (or, for passwd,
  * the vault's current cost).
  */
-export function kdfChoice(values: Invocation['values'], env: NodeJS.ProcessEnv | null = process.env): KdfPreset | undefined {
+export function kdfChoice(
+  values: Invocation['values'],
+  env: NodeJS.ProcessEnv | null = process.env,
+): KdfPreset | undefined {
   const flag = values.kdf;
   if (typeof flag === 'string') {
-    if (flag !== 'moderate' && flag !== 'interactive') throw new UsageError(`--kdf must be moderate or interactive, got ${JSON.stringify(flag)}`);
+    if (flag !== 'moderate' && flag !== 'interactive')
+      throw new UsageError(`--kdf must be moderate or interactive, got ${JSON.stringify(flag)}`);
     return flag;
   }
   const fromEnv = env?.STASH_KDF;
@@ -31,7 +43,8 @@ export function kdfChoice(values: Invocation['values'], env: NodeJS.ProcessEnv |
   if (fromEnv !== 'test' && fromEnv !== 'moderate' && fromEnv !== 'interactive') {
     throw new UsageError(`STASH_KDF must be moderate, interactive or test, got ${JSON.stringify(fromEnv)}`);
   }
-  if (fromEnv === 'test') warn('STASH_KDF=test: minimum Argon2id cost, for test suites only; do not keep secrets in this vault');
+  if (fromEnv === 'test')
+    warn('STASH_KDF=test: minimum Argon2id cost, for test suites only; do not keep secrets in this vault');
   return fromEnv;
 }
 
@@ -45,14 +58,22 @@ export async function run(inv: Invocation): Promise<number> {
   // Checked before asking for a password twice; createVault checks again under its lock.
   if (vaultExists(dir)) throw new VaultError('VAULT_EXISTS', `a vault already exists at ${dir}`);
   const kdf = kdfChoice(inv.values);
-  if (inv.values['recovery-key'] === true && inv.values['no-recovery-key'] === true) throw new UsageError('--recovery-key and --no-recovery-key contradict each other');
+  if (inv.values['recovery-key'] === true && inv.values['no-recovery-key'] === true)
+    throw new UsageError('--recovery-key and --no-recovery-key contradict each other');
   const session = new Session(inv.values, { dir });
   try {
-    const password = await readNewPassword(session.source, null, undefined, weakAllowed(inv.values['allow-weak-password']));
+    const password = await readNewPassword(
+      session.source,
+      null,
+      undefined,
+      weakAllowed(inv.values['allow-weak-password']),
+    );
     let created: Awaited<ReturnType<typeof createVault>>;
     try {
       // An `unlock` activity while Argon2id runs, as for every unlock.
-      created = await session.withActivity('unlock', process.pid, () => createVault(dir, password, kdf === undefined ? {} : { kdf }));
+      created = await session.withActivity('unlock', process.pid, () =>
+        createVault(dir, password, kdf === undefined ? {} : { kdf }),
+      );
     } finally {
       wipe(password);
     }
@@ -68,7 +89,14 @@ export async function run(inv: Invocation): Promise<number> {
     }
     const id = identityPublic(dir);
     if (inv.values.json === true) {
-      outJson({ vault: dir, vaultId: info.vaultId, fingerprint: id.fingerprint, kdf: info.kdf, unlocked: cached, recoveryKey: recovery ? formatRecoveryKey(recovery) : null });
+      outJson({
+        vault: dir,
+        vaultId: info.vaultId,
+        fingerprint: id.fingerprint,
+        kdf: info.kdf,
+        unlocked: cached,
+        recoveryKey: recovery ? formatRecoveryKey(recovery) : null,
+      });
       wipe(recovery);
       return 0;
     }
@@ -78,14 +106,18 @@ export async function run(inv: Invocation): Promise<number> {
     out(`Argon2id:    ${info.kdf.opslimit} pass(es), ${formatBytes(info.kdf.memlimit)}`);
     if (cached) {
       const ttl = formatDuration((session.ttl ?? DEFAULT_TTL_SECONDS) * 1000);
-      out(`Unlocked:    the session agent keeps the vault key for ${ttl} after its last use (stash vault sessions lock-all forgets it)`);
+      out(
+        `Unlocked:    the session agent keeps the vault key for ${ttl} after its last use (stash vault sessions lock-all forgets it)`,
+      );
     }
     out('');
     if (recovery) {
       for (const line of recoveryKeyLines(recovery)) out(line);
       wipe(recovery);
     } else {
-      out('No recovery key: a forgotten password loses this vault. Make one to write down: stash vault recovery-key create');
+      out(
+        'No recovery key: a forgotten password loses this vault. Make one to write down: stash vault recovery-key create',
+      );
     }
     out('');
     out('Next: create a container with `stash container create NAME`.');

@@ -20,12 +20,19 @@ export async function run(inv: Invocation): Promise<number> {
     const kdf = kdfChoice(inv.values, null);
     const newFile = typeof inv.values['new-password-file'] === 'string' ? inv.values['new-password-file'] : null;
     if (isExplicit(session.source) && newFile === null) {
-      throw new UsageError('the current password comes from a file or stdin; give the new one with --new-password-file FILE');
+      throw new UsageError(
+        'the current password comes from a file or stdin; give the new one with --new-password-file FILE',
+      );
     }
     const vaultId = readVaultInfo(session.dir).vaultId;
     const vaultKey = await session.vaultKeyFromPassword({ keyring: false });
     try {
-      const password = await readNewPassword({ stdin: false, file: null, fileFrom: null }, newFile, undefined, weakAllowed(inv.values['allow-weak-password']));
+      const password = await readNewPassword(
+        { stdin: false, file: null, fileFrom: null },
+        newFile,
+        undefined,
+        weakAllowed(inv.values['allow-weak-password']),
+      );
       try {
         await changePassword(session.dir, vaultKey, password, kdf === undefined ? {} : { kdf });
         out(`Changed the password of the vault at ${session.dir}`);
@@ -34,7 +41,9 @@ export async function run(inv: Invocation): Promise<number> {
             keyringSet(vaultId, password);
             out('Updated the password stored for auto-unlock.');
           } catch (err) {
-            warn(`auto-unlock still holds the old password (${errorMessage(err)}); run \`stash vault sessions auto-unlock enable\``);
+            warn(
+              `auto-unlock still holds the old password (${errorMessage(err)}); run \`stash vault sessions auto-unlock enable\``,
+            );
           }
         }
       } finally {

@@ -17,7 +17,10 @@ import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const email = inv.values.email;
-  if (typeof email !== 'string' || email.trim() === '') throw new UsageError('missing --email ADDR: the address the key server verifies\nusage: stash vault identity publish --email ADDR [--server URL]');
+  if (typeof email !== 'string' || email.trim() === '')
+    throw new UsageError(
+      'missing --email ADDR: the address the key server verifies\nusage: stash vault identity publish --email ADDR [--server URL]',
+    );
   // Resolved before the password is asked: a missing URL should not cost a prompt.
   const server = await requireKeyServerUrl(inv.values);
   const session = new Session(inv.values);
@@ -35,7 +38,12 @@ export async function run(inv: Invocation): Promise<number> {
   const { publish, topology } = await import('../../keyserver/client.js');
   const published = await publish(server.url, encodePublicKey(id), email.trim());
   await learnTopology(server.url, topology);
-  remember(session.dir, { code: published.code, server: server.url, email: email.trim(), expiresAt: published.expiresAt.toISOString() });
+  remember(session.dir, {
+    code: published.code,
+    server: server.url,
+    email: email.trim(),
+    expiresAt: published.expiresAt.toISOString(),
+  });
   if (published.verification === 'failed') {
     throw new StashError('VERIFICATION_NOT_SENT', `the key was stored but cannot be received: ${published.message}`);
   }
@@ -56,9 +64,11 @@ export async function run(inv: Invocation): Promise<number> {
   out(`Share code:  ${published.code}`);
   out(`Expires:     ${published.expiresAt.toISOString()} (in ${left})`);
   out('');
-  out(published.verification === 'sent'
-    ? `Check your email: ${published.message}.`
-    : `Verification: ${published.message}; open the link and confirm.`);
+  out(
+    published.verification === 'sent'
+      ? `Check your email: ${published.message}.`
+      : `Verification: ${published.message}; open the link and confirm.`,
+  );
   out('The share can be received only after the link is confirmed.');
   out('');
   out('Then give the share code to the other person, and read them your fingerprint');
@@ -73,7 +83,9 @@ function remember(vaultDir: string, share: PublishedShare): void {
   try {
     recordPublished(vaultDir, share);
   } catch (err) {
-    warn(`the share was published, but not recorded in ${vaultDir} for \`unpublish --all\` (${errorMessage(err)}); unpublish it by its code`);
+    warn(
+      `the share was published, but not recorded in ${vaultDir} for \`unpublish --all\` (${errorMessage(err)}); unpublish it by its code`,
+    );
   }
 }
 
@@ -82,7 +94,10 @@ function remember(vaultDir: string, share: PublishedShare): void {
  * 3 s at most): a later `contact receive` through this server can then fail
  * over when it is down.
  */
-async function learnTopology(url: string, topology: typeof import('../../keyserver/client.js').topology): Promise<void> {
+async function learnTopology(
+  url: string,
+  topology: typeof import('../../keyserver/client.js').topology,
+): Promise<void> {
   try {
     const t = await topology(url, { timeoutMs: 3000 });
     const { saveTopology } = await import('../topology-cache.js');

@@ -7,7 +7,14 @@
  */
 import { StashError, UsageError } from '../../errors.js';
 import {
-  addContact, decodePublicKey, fingerprintOf, fingerprintsEqual, formatFingerprint, listContacts, parseFingerprint, wipe,
+  addContact,
+  decodePublicKey,
+  fingerprintOf,
+  fingerprintsEqual,
+  formatFingerprint,
+  listContacts,
+  parseFingerprint,
+  wipe,
 } from '../../vault/index.js';
 import { normalizeContactName } from '../../vault/contacts.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
@@ -28,7 +35,9 @@ export async function run(inv: Invocation): Promise<number> {
   if (typeof inv.values.name === 'string') normalizeContactName(inv.values.name);
   if (given !== null) parseFingerprint(given);
   else if (!haveTerminal()) {
-    throw new UsageError("no terminal to ask for the publisher's fingerprint: give it with --fingerprint FP\nusage: stash vault contact receive CODE --fingerprint FP [--name NAME]");
+    throw new UsageError(
+      "no terminal to ask for the publisher's fingerprint: give it with --fingerprint FP\nusage: stash vault contact receive CODE --fingerprint FP [--name NAME]",
+    );
   }
   const server = await requireKeyServerUrl(inv.values);
   const session = new Session(inv.values);
@@ -39,10 +48,14 @@ export async function run(inv: Invocation): Promise<number> {
       const cache = await import('../topology-cache.js');
       const cached = cache.cachedTopologyFor([server.url]);
       const routed = await fetchAlongRoute(server.url, code.display, { cached: cached?.topology ?? null });
-      if (routed.topologySource.kind === 'server') cache.saveTopology(routed.topology, routed.topologySource.url, [server.url]);
+      if (routed.topologySource.kind === 'server')
+        cache.saveTopology(routed.topology, routed.topologySource.url, [server.url]);
       const { share } = routed;
       if (terminalSafe(share.email) !== share.email || !/^[^\s@]{1,64}@[^\s@]{1,253}$/.test(share.email)) {
-        throw new StashError('SERVER_PROTOCOL', 'the key server sent an address that is not a plain email address; nothing was added');
+        throw new StashError(
+          'SERVER_PROTOCOL',
+          'the key server sent an address that is not a plain email address; nothing was added',
+        );
       }
       const keys = decodePublicKey(share.publicKey);
       const fingerprint = formatFingerprint(fingerprintOf(keys.x25519, keys.ed25519));
@@ -54,27 +67,40 @@ export async function run(inv: Invocation): Promise<number> {
 
       const show = json ? note : out;
       if (routed.topologyError !== undefined) {
-        const via = routed.topologySource.kind === 'server'
-          ? `asked ${routed.topologySource.url}, a server of the same cluster it listed`
-          : `used the topology of cluster ${routed.topology.clusterId} (version ${routed.topology.topologyVersion}) learned from ${cached?.learnedFrom ?? '?'} at ${cached?.savedAt ?? '?'}`;
+        const via =
+          routed.topologySource.kind === 'server'
+            ? `asked ${routed.topologySource.url}, a server of the same cluster it listed`
+            : `used the topology of cluster ${routed.topology.clusterId} (version ${routed.topology.topologyVersion}) learned from ${cached?.learnedFrom ?? '?'} at ${cached?.savedAt ?? '?'}`;
         note(terminalSafe(`stash: ${server.url} did not answer (${routed.topologyError}); ${via}`));
       }
-      for (const a of routed.attempts.filter((x) => x.error)) note(terminalSafe(`stash: ${a.id === null ? 'the server' : `server ${a.id}`} ${a.url} did not answer (${a.error}); tried the next one on the route`));
+      for (const a of routed.attempts.filter((x) => x.error))
+        note(
+          terminalSafe(
+            `stash: ${a.id === null ? 'the server' : `server ${a.id}`} ${a.url} did not answer (${a.error}); tried the next one on the route`,
+          ),
+        );
       show(`Share ${share.code} from ${routed.answeredBy.url}`);
       show(`Published by: ${share.email} (address verified ${share.verifiedAt.toISOString()})`);
       show(`Fetched:      ${share.fetchCount} time(s), this one included; expires ${share.expiresAt.toISOString()}`);
-      if (share.fetchCount > 1) show('              (fetched before, by you or someone else; the fingerprint check below decides)');
+      if (share.fetchCount > 1)
+        show('              (fetched before, by you or someone else; the fingerprint check below decides)');
 
-      const matched = given !== null ? fingerprintsEqual(given, fingerprint) : await askFingerprint(share.email, fingerprint);
+      const matched =
+        given !== null ? fingerprintsEqual(given, fingerprint) : await askFingerprint(share.email, fingerprint);
       if (!matched) {
         throw new StashError(
           'FINGERPRINT_MISMATCH',
-          `fingerprint mismatch: the key published by ${share.email} is not the one whose fingerprint you were given; `
-            + 'no contact was added. Check the fingerprint with the publisher by phone or in person, or ask for a new share.',
+          `fingerprint mismatch: the key published by ${share.email} is not the one whose fingerprint you were given; ` +
+            'no contact was added. Check the fingerprint with the publisher by phone or in person, or ask for a new share.',
         );
       }
       if (given !== null) refuseDuplicate(session.dir, vaultKey, name, fingerprint);
-      const contact = addContact(session.dir, vaultKey, { name, email: share.email, x25519: keys.x25519, ed25519: keys.ed25519 });
+      const contact = addContact(session.dir, vaultKey, {
+        name,
+        email: share.email,
+        x25519: keys.x25519,
+        ed25519: keys.ed25519,
+      });
       if (json) {
         outJson({
           code: share.code,
@@ -86,7 +112,12 @@ export async function run(inv: Invocation): Promise<number> {
           expiresAt: share.expiresAt.toISOString(),
           fingerprint: contact.fingerprint,
           match: true,
-          contact: { name: contact.name, email: contact.email, fingerprint: contact.fingerprint, addedAt: contact.addedAt },
+          contact: {
+            name: contact.name,
+            email: contact.email,
+            fingerprint: contact.fingerprint,
+            addedAt: contact.addedAt,
+          },
         });
         return 0;
       }
@@ -110,8 +141,13 @@ function defaultName(email: string): string {
 function refuseDuplicate(dir: string, vaultKey: Buffer, name: string, fingerprint: string): void {
   const lower = name.normalize('NFC').trim().toLowerCase();
   for (const c of listContacts(dir, vaultKey)) {
-    if (c.fingerprint === fingerprint) throw new StashError('CONTACT_EXISTS', `this key is already saved as contact ${JSON.stringify(c.name)}`);
-    if (c.name.toLowerCase() === lower) throw new StashError('CONTACT_EXISTS', `a contact named ${JSON.stringify(c.name)} already exists; choose another with --name`);
+    if (c.fingerprint === fingerprint)
+      throw new StashError('CONTACT_EXISTS', `this key is already saved as contact ${JSON.stringify(c.name)}`);
+    if (c.name.toLowerCase() === lower)
+      throw new StashError(
+        'CONTACT_EXISTS',
+        `a contact named ${JSON.stringify(c.name)} already exists; choose another with --name`,
+      );
   }
 }
 

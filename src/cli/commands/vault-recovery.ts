@@ -7,7 +7,12 @@
 import { StashError, UsageError } from '../../errors.js';
 import { changePassword } from '../../vault/vault.js';
 import {
-  createRecoveryKey, formatRecoveryKey, parseRecoveryKey, recoveryKeyStatus, removeRecoveryKey, unlockWithRecoveryKey,
+  createRecoveryKey,
+  formatRecoveryKey,
+  parseRecoveryKey,
+  recoveryKeyStatus,
+  removeRecoveryKey,
+  unlockWithRecoveryKey,
 } from '../../vault/recovery-key.js';
 import { wipe } from '../../vault/secure.js';
 import { readFileSecure, readFdSecure } from '../secure-read.js';
@@ -34,7 +39,10 @@ async function readRecovery(inv: Invocation, session: Session): Promise<Buffer> 
   if (file !== null) {
     text = readFileSecure(file, { maxBytes: 512, what: 'recovery key file', stripNewline: true });
   } else if (!process.stdin.isTTY) {
-    if (session.source.stdin) throw new UsageError('the recovery key and the new password cannot both come from standard input: give one with --recovery-key-file or --password-file');
+    if (session.source.stdin)
+      throw new UsageError(
+        'the recovery key and the new password cannot both come from standard input: give one with --recovery-key-file or --password-file',
+      );
     text = readFdSecure(0, { maxBytes: 512, what: 'the recovery key on standard input', stripNewline: true });
   } else {
     const { promptHidden } = await import('../prompt.js');
@@ -57,7 +65,12 @@ export async function run(inv: Invocation): Promise<number> {
       case 'status': {
         const status = recoveryKeyStatus(session.dir);
         if (inv.values.json === true) outJson({ recoveryKey: status !== null, createdAt: status?.createdAt ?? null });
-        else out(status ? `The vault at ${session.dir} has a recovery key, made ${status.createdAt}.` : `The vault at ${session.dir} has no recovery key (stash vault recovery-key create makes one).`);
+        else
+          out(
+            status
+              ? `The vault at ${session.dir} has a recovery key, made ${status.createdAt}.`
+              : `The vault at ${session.dir} has no recovery key (stash vault recovery-key create makes one).`,
+          );
         return 0;
       }
       case 'create': {
@@ -82,7 +95,11 @@ export async function run(inv: Invocation): Promise<number> {
       default: {
         const vaultKey = await session.vaultKeyFromPassword({ keyring: false });
         try {
-          out(removeRecoveryKey(session.dir, vaultKey) ? 'Removed the recovery key: it no longer opens the vault.' : 'The vault has no recovery key; nothing changed.');
+          out(
+            removeRecoveryKey(session.dir, vaultKey)
+              ? 'Removed the recovery key: it no longer opens the vault.'
+              : 'The vault has no recovery key; nothing changed.',
+          );
           return 0;
         } finally {
           wipe(vaultKey);
@@ -95,7 +112,11 @@ export async function run(inv: Invocation): Promise<number> {
 }
 
 async function recover(inv: Invocation, session: Session): Promise<number> {
-  if (recoveryKeyStatus(session.dir) === null) throw new StashError('NO_RECOVERY_KEY', `the vault at ${session.dir} has no recovery key, so it cannot be recovered without its password`);
+  if (recoveryKeyStatus(session.dir) === null)
+    throw new StashError(
+      'NO_RECOVERY_KEY',
+      `the vault at ${session.dir} has no recovery key, so it cannot be recovered without its password`,
+    );
   const recovery = await readRecovery(inv, session);
   let vaultKey: Buffer;
   try {
@@ -104,7 +125,12 @@ async function recover(inv: Invocation, session: Session): Promise<number> {
     wipe(recovery);
   }
   try {
-    const password = await readNewPassword(session.source, null, 'new vault password', weakAllowed(inv.values['allow-weak-password']));
+    const password = await readNewPassword(
+      session.source,
+      null,
+      'new vault password',
+      weakAllowed(inv.values['allow-weak-password']),
+    );
     try {
       await changePassword(session.dir, vaultKey, password);
     } finally {

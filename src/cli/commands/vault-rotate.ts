@@ -7,7 +7,16 @@
  */
 import { writeFileSync } from 'node:fs';
 import { StashError, UsageError } from '../../errors.js';
-import { defaultVaultDir, fingerprintOf, formatFingerprint, identityPublic, listContacts, readVaultInfo, wipe, type Contact } from '../../vault/index.js';
+import {
+  defaultVaultDir,
+  fingerprintOf,
+  formatFingerprint,
+  identityPublic,
+  listContacts,
+  readVaultInfo,
+  wipe,
+  type Contact,
+} from '../../vault/index.js';
 import { identityRotations } from '../../vault/identity.js';
 import { out, outJson, terminalSafe } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
@@ -27,8 +36,11 @@ async function rotate(inv: Invocation): Promise<number> {
   try {
     readVaultInfo(session.dir);
     if (inv.values.yes !== true) {
-      if (!haveTerminal()) throw new UsageError('identity rotate replaces your keys: confirm at a terminal, or give --yes');
-      out(`This makes new identity keys for ${session.dir} (fingerprint now ${identityPublic(session.dir).fingerprint}).`);
+      if (!haveTerminal())
+        throw new UsageError('identity rotate replaces your keys: confirm at a terminal, or give --yes');
+      out(
+        `This makes new identity keys for ${session.dir} (fingerprint now ${identityPublic(session.dir).fingerprint}).`,
+      );
       out('Containers you own are re-sealed to the new keys; containers you are a member of cannot be opened');
       out('until their owners accept your rotation statement. Your contacts must accept it too.');
       const answer = await askLine('Rotate your identity? [y/N] ');
@@ -44,7 +56,8 @@ async function rotate(inv: Invocation): Promise<number> {
       const { containerInfo } = await import('../../vault/index.js');
       const r = rotateIdentity(session.dir, vaultKey);
       // The agent may hold the old content keys of the re-sealed containers: they open nothing now.
-      for (const c of r.resealed) await session.forget(Buffer.from(containerInfo(session.dir, c.name).id, 'hex')).catch(() => {});
+      for (const c of r.resealed)
+        await session.forget(Buffer.from(containerInfo(session.dir, c.name).id, 'hex')).catch(() => {});
       const contacts = listContacts(session.dir, vaultKey);
       return report(r, contacts, json);
     } finally {
@@ -65,7 +78,8 @@ function report(r: import('../../vault/rotation/index.js').RotationResult, conta
     name: m.name,
     owner: ownerName(m.owner, contacts),
     ownerFingerprint: fp(m.owner),
-    action: 'accept your rotation statement: stash vault contact accept-rotation FILE (this re-seals the container to your new key)',
+    action:
+      'accept your rotation statement: stash vault contact accept-rotation FILE (this re-seals the container to your new key)',
   }));
   if (json) {
     outJson({
@@ -94,15 +108,20 @@ function report(r: import('../../vault/rotation/index.js').RotationResult, conta
   if (actions.length > 0) {
     out('');
     out('You are a member of these; you cannot open them until their owner re-seals them to your new key:');
-    for (const a of actions) out(`  ${a.name}: ${a.owner} must run stash vault contact accept-rotation FILE with your statement`);
+    for (const a of actions)
+      out(`  ${a.name}: ${a.owner} must run stash vault contact accept-rotation FILE with your statement`);
   }
   out('');
   if (!r.finished) {
-    out('Your old secret keys are kept until every container you own is re-sealed: fix the above and run stash vault identity rotate again.');
+    out(
+      'Your old secret keys are kept until every container you own is re-sealed: fix the above and run stash vault identity rotate again.',
+    );
   }
   out('Send your statement to each contact (stash vault identity statement --out FILE); they run');
   out('  stash vault contact accept-rotation FILE');
-  out('and take your new key without a fingerprint check. Publish the new key for anyone else (stash vault identity publish).');
+  out(
+    'and take your new key without a fingerprint check. Publish the new key for anyone else (stash vault identity publish).',
+  );
   return r.finished ? 0 : 1;
 }
 
@@ -111,7 +130,8 @@ async function statement(inv: Invocation): Promise<number> {
   readVaultInfo(dir);
   const rotations = identityRotations(dir);
   const last = rotations[rotations.length - 1];
-  if (last === undefined) throw new StashError('FILE_NOT_FOUND', `the identity of ${dir} was never rotated, so it has no rotation statement`);
+  if (last === undefined)
+    throw new StashError('FILE_NOT_FOUND', `the identity of ${dir} was never rotated, so it has no rotation statement`);
   const { parseStatement } = await import('../../vault/rotation/index.js');
   const s = parseStatement(last);
   const file = typeof inv.values.out === 'string' ? inv.values.out : null;
@@ -122,12 +142,19 @@ async function statement(inv: Invocation): Promise<number> {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'EEXIST') throw new StashError('FILE_EXISTS', `${file} exists already; choose another file`);
       if (code === 'ENOENT') throw new StashError('FILE_NOT_FOUND', `the folder of ${file} does not exist`);
-      if (code === 'EACCES' || code === 'EPERM') throw new StashError('PERMISSION', `cannot write ${file}: permission denied`);
+      if (code === 'EACCES' || code === 'EPERM')
+        throw new StashError('PERMISSION', `cannot write ${file}: permission denied`);
       throw new StashError('VAULT_IO', `cannot write ${file}: ${code ?? 'error'}`);
     }
   }
   if (inv.values.json === true) {
-    outJson({ statement: last, oldFingerprint: fp(s.old), fingerprint: fp(s.new), createdAt: s.createdAt.toISOString(), ...(file ? { file } : {}) });
+    outJson({
+      statement: last,
+      oldFingerprint: fp(s.old),
+      fingerprint: fp(s.new),
+      createdAt: s.createdAt.toISOString(),
+      ...(file ? { file } : {}),
+    });
   } else if (file !== null) {
     out(`Wrote the rotation statement from ${fp(s.old)} to ${fp(s.new)} to ${file}`);
   } else {

@@ -39,7 +39,9 @@ export async function run(inv: Invocation): Promise<number> {
   const all = inv.values.all === true;
   const given = inv.positionals[0];
   if (all === (given !== undefined)) {
-    throw new UsageError(`${all ? 'give either a share CODE or --all, not both' : 'give the share CODE to unpublish, or --all for every share this vault published'}\n${USAGE}`);
+    throw new UsageError(
+      `${all ? 'give either a share CODE or --all, not both' : 'give the share CODE to unpublish, or --all for every share this vault published'}\n${USAGE}`,
+    );
   }
   const { parseShareCode } = await import('../../keyserver/share-code.js');
   // A typo is reported before any password prompt or request.
@@ -51,7 +53,8 @@ export async function run(inv: Invocation): Promise<number> {
     const recorded = readPublished(session.dir);
     let todo: Array<{ code: string; server: string }>;
     if (code !== undefined) {
-      const server = explicit ?? recorded.find((s) => s.code === code)?.server ?? (await requireKeyServerUrl(inv.values)).url;
+      const server =
+        explicit ?? recorded.find((s) => s.code === code)?.server ?? (await requireKeyServerUrl(inv.values)).url;
       todo = [{ code, server }];
     } else {
       todo = recorded.map((s) => ({ code: s.code, server: explicit ?? s.server }));
@@ -83,7 +86,9 @@ export async function run(inv: Invocation): Promise<number> {
         } catch (err) {
           const c = errorCode(err) ?? 'ERROR';
           if (code !== undefined && !GONE.has(c)) throw err;
-          outcomes.push(GONE.has(c) ? { ...t, gone: errorMessage(err) } : { ...t, error: { code: c, message: errorMessage(err) } });
+          outcomes.push(
+            GONE.has(c) ? { ...t, gone: errorMessage(err) } : { ...t, error: { code: c, message: errorMessage(err) } },
+          );
         }
       }
     } finally {
@@ -106,13 +111,18 @@ function report(outcomes: Outcome[], json: boolean, single: boolean): number {
   const failed = outcomes.filter((o) => o.error !== undefined);
   if (json) {
     outJson({
-      unpublished: outcomes.filter((o) => o.deletedAt !== undefined).map((o) => ({ code: o.code, server: o.server, deletedAt: o.deletedAt })),
-      gone: outcomes.filter((o) => o.gone !== undefined).map((o) => ({ code: o.code, server: o.server, message: o.gone })),
+      unpublished: outcomes
+        .filter((o) => o.deletedAt !== undefined)
+        .map((o) => ({ code: o.code, server: o.server, deletedAt: o.deletedAt })),
+      gone: outcomes
+        .filter((o) => o.gone !== undefined)
+        .map((o) => ({ code: o.code, server: o.server, message: o.gone })),
       failed: failed.map((o) => ({ code: o.code, server: o.server, error: o.error })),
     });
   }
   for (const o of outcomes) {
-    if (o.deletedAt !== undefined && !json) out(`Unpublished ${o.code} on ${o.server}: no server of its cluster hands it out any more.`);
+    if (o.deletedAt !== undefined && !json)
+      out(`Unpublished ${o.code} on ${o.server}: no server of its cluster hands it out any more.`);
     if (o.gone !== undefined && !json) out(`${o.code} on ${o.server}: already gone (${terminalSafe(o.gone)}).`);
     if (o.error !== undefined) note(`stash: ${o.code} on ${o.server}: ${terminalSafe(o.error.message)}`);
   }

@@ -85,20 +85,31 @@ export async function complete(args: string[], names: NameSource): Promise<Compl
   const before = args.slice(0, -1);
   // The command: the longest run of leading words that names commands.
   const path: string[] = [];
-  while (path.length < before.length && commandsUnder([...path, before[path.length]!]).length + exact([...path, before[path.length]!]).length > 0) {
+  while (
+    path.length < before.length &&
+    commandsUnder([...path, before[path.length]!]).length + exact([...path, before[path.length]!]).length > 0
+  ) {
     path.push(before[path.length]!);
   }
   const command = exact(path)[0];
   const rest = before.slice(path.length);
-  if (!command || (rest.length === 0 && !current.startsWith('-') && commandsUnder(path).length > 0 && command.positionals[1] === 0)) {
+  if (
+    !command ||
+    (rest.length === 0 && !current.startsWith('-') && commandsUnder(path).length > 0 && command.positionals[1] === 0)
+  ) {
     if (path.length < before.length) return { kind: 'none' }; // an unknown word
     if (current.startsWith('-')) return words(path.length === 0 ? ['--help', '--version'] : ['--help'], current);
-    return words(commandsUnder(path).map((c) => c.path[path.length]!), current);
+    return words(
+      commandsUnder(path).map((c) => c.path[path.length]!),
+      current,
+    );
   }
   if (rest.includes('--') && command.passthrough) return { kind: 'files' };
   // Which option takes the word being completed, and how many positionals came before it.
   const optionTakingValue = (word: string) => {
-    const name = word.startsWith('--') ? word.slice(2) : Object.keys(command.options).find((k) => command.options[k]!.short === word.slice(1));
+    const name = word.startsWith('--')
+      ? word.slice(2)
+      : Object.keys(command.options).find((k) => command.options[k]!.short === word.slice(1));
     const def = name === undefined ? undefined : command.options[name];
     return def?.type === 'string' && !word.includes('=') ? def : undefined;
   };
@@ -151,9 +162,16 @@ async function byKind(kind: ArgKind, current: string, names: NameSource, positio
     case 'ref': {
       // CONTAINER/NAME: the container first (with its slash), then its entries.
       const slash = current.indexOf('/');
-      if (slash < 0) return words((await names.containers()).map((c) => `${c}/`), current);
+      if (slash < 0)
+        return words(
+          (await names.containers()).map((c) => `${c}/`),
+          current,
+        );
       const container = current.slice(0, slash);
-      return words((await names.entries(container)).map((e) => `${container}/${e}`), current);
+      return words(
+        (await names.entries(container)).map((e) => `${container}/${e}`),
+        current,
+      );
     }
     default:
       return { kind: 'none' };

@@ -29,7 +29,10 @@ export class VaultNames implements NameSource {
 
   async entries(container: string): Promise<string[]> {
     const [{ containerInfo }, { wipeEntries }, { readEntriesOf }, { wipe }] = await Promise.all([
-      import('../../vault/containers.js'), import('../../vault/container-body.js'), import('../container-access.js'), import('../../vault/secure.js'),
+      import('../../vault/containers.js'),
+      import('../../vault/container-body.js'),
+      import('../container-access.js'),
+      import('../../vault/secure.js'),
     ]);
     let key: Buffer | null = null;
     try {
@@ -49,7 +52,9 @@ export class VaultNames implements NameSource {
 
   async contacts(): Promise<string[]> {
     const [{ readVaultInfo, verifyVaultKey }, { listContacts }, { wipe }] = await Promise.all([
-      import('../../vault/vault.js'), import('../../vault/contacts.js'), import('../../vault/secure.js'),
+      import('../../vault/vault.js'),
+      import('../../vault/contacts.js'),
+      import('../../vault/secure.js'),
     ]);
     let key: Buffer | null = null;
     try {
@@ -96,7 +101,10 @@ export async function runComplete(argv: string[]): Promise<void> {
   try {
     // Entry names are decrypted here: the same protection as any command (no core file, no ptrace).
     // (Its warning, if any, goes to stderr, which the scripts discard.)
-    const [{ hardenCli }, { preloadSodium }] = await Promise.all([import('../harden.js'), import('../sodium-preload.js')]);
+    const [{ hardenCli }, { preloadSodium }] = await Promise.all([
+      import('../harden.js'),
+      import('../sodium-preload.js'),
+    ]);
     preloadSodium();
     await hardenCli();
     const { complete, render } = await import('./complete.js');

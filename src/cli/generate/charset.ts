@@ -39,7 +39,10 @@ export function parseCharset(spec: string): string {
     }
     const end = codes[i + 2]!;
     checkPrintable(end, spec);
-    if (end < c) throw new UsageError(`--charset: the range ${String.fromCodePoint(c)}-${String.fromCodePoint(end)} runs backwards`);
+    if (end < c)
+      throw new UsageError(
+        `--charset: the range ${String.fromCodePoint(c)}-${String.fromCodePoint(end)} runs backwards`,
+      );
     for (let x = c; x <= end; x++) chars.add(x);
     i += 2;
   }

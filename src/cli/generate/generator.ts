@@ -24,7 +24,8 @@ export function uniform(upper: number): number {
 /** `length` characters of `charset`, in secure memory (release with wipe()). */
 export function generatePassword(charset: string, length: number): Buffer {
   // The CLI caps --length at MAX_LENGTH (options.ts); tests draw far more at once.
-  if (!Number.isInteger(length) || length < 1) throw new UsageError(`a password needs a whole number of characters, got ${length}`);
+  if (!Number.isInteger(length) || length < 1)
+    throw new UsageError(`a password needs a whole number of characters, got ${length}`);
   const out = secureAlloc(length);
   for (let i = 0; i < length; i++) out[i] = charset.charCodeAt(uniform(charset.length));
   return out;
@@ -34,13 +35,16 @@ let words: string[] | null = null;
 
 /** The EFF long word list shipped in assets/wordlists (its README gives the source and licence). */
 export function wordList(): string[] {
-  words ??= readFileSync(join(packageRoot, 'assets', 'wordlists', 'eff-large.txt'), 'utf8').split('\n').filter((w) => w.length > 0);
+  words ??= readFileSync(join(packageRoot, 'assets', 'wordlists', 'eff-large.txt'), 'utf8')
+    .split('\n')
+    .filter((w) => w.length > 0);
   return words;
 }
 
 /** `count` words of the list joined by `separator`, in secure memory (release with wipe()). */
 export function generatePassphrase(count: number, separator: string): Buffer {
-  if (!Number.isInteger(count) || count < 1 || count > MAX_WORDS) throw new UsageError(`--words must be a whole number from 1 to ${MAX_WORDS}`);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_WORDS)
+    throw new UsageError(`--words must be a whole number from 1 to ${MAX_WORDS}`);
   const list = wordList();
   const picks = Array.from({ length: count }, () => list[uniform(list.length)]!);
   const sep = Buffer.from(separator);

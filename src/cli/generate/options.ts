@@ -6,7 +6,15 @@
 import { UsageError } from '../../errors.js';
 import type { Invocation } from '../registry.js';
 import { ALNUM_CHARSET, DEFAULT_CHARSET, parseCharset } from './charset.js';
-import { DEFAULT_LENGTH, MAX_LENGTH, MAX_WORDS, entropyBits, generatePassphrase, generatePassword, wordList } from './generator.js';
+import {
+  DEFAULT_LENGTH,
+  MAX_LENGTH,
+  MAX_WORDS,
+  entropyBits,
+  generatePassphrase,
+  generatePassword,
+  wordList,
+} from './generator.js';
 import { GENERATOR_OPTIONS } from './option-defs.js';
 
 export { GENERATOR_OPTIONS };
@@ -33,18 +41,30 @@ export function generatorFrom(values: Invocation['values']): Generator {
   const length = count(values.length, 'length', MAX_LENGTH);
   const spec = values.charset;
   if (words !== null) {
-    if (length !== null || spec !== undefined || values['no-symbols'] === true) throw new UsageError('--words makes a passphrase: it does not combine with --length, --charset or --no-symbols');
+    if (length !== null || spec !== undefined || values['no-symbols'] === true)
+      throw new UsageError('--words makes a passphrase: it does not combine with --length, --charset or --no-symbols');
     const separator = typeof values.separator === 'string' ? values.separator : '-';
-    if (!/^[\x20-\x7e]{0,8}$/.test(separator)) throw new UsageError('--separator must be at most 8 printable ASCII characters');
+    if (!/^[\x20-\x7e]{0,8}$/.test(separator))
+      throw new UsageError('--separator must be at most 8 printable ASCII characters');
     const bits = Math.floor(words * Math.log2(wordList().length) * 10) / 10;
-    return { next: () => generatePassphrase(words, separator), bits, describe: `${words} words from ${wordList().length} (${bits} bits)` };
+    return {
+      next: () => generatePassphrase(words, separator),
+      bits,
+      describe: `${words} words from ${wordList().length} (${bits} bits)`,
+    };
   }
   if (values.separator !== undefined) throw new UsageError('--separator goes with --words');
-  if (spec !== undefined && values['no-symbols'] === true) throw new UsageError('--charset and --no-symbols do not combine: leave the symbols out of SPEC');
-  const charset = typeof spec === 'string' ? parseCharset(spec) : values['no-symbols'] === true ? ALNUM_CHARSET : DEFAULT_CHARSET;
+  if (spec !== undefined && values['no-symbols'] === true)
+    throw new UsageError('--charset and --no-symbols do not combine: leave the symbols out of SPEC');
+  const charset =
+    typeof spec === 'string' ? parseCharset(spec) : values['no-symbols'] === true ? ALNUM_CHARSET : DEFAULT_CHARSET;
   const n = length ?? DEFAULT_LENGTH;
   const bits = entropyBits(charset.length, n);
-  return { next: () => generatePassword(charset, n), bits, describe: `${n} characters from ${charset.length} (${bits} bits)` };
+  return {
+    next: () => generatePassword(charset, n),
+    bits,
+    describe: `${n} characters from ${charset.length} (${bits} bits)`,
+  };
 }
 
 /** True when any generator option was given (set uses it to insist on --generate). */

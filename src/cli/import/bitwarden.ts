@@ -30,7 +30,9 @@ export function parseBitwarden(bytes: Buffer, file: string, sink: Collector): st
   const doc = readJson(bytes, file);
   if (!isObj(doc)) throw new ImportError(`${file}: the JSON is ${kindOf(doc)}, not a Bitwarden export`);
   if (doc.encrypted === true || doc.passwordProtected === true) {
-    throw new ImportError(`${file} is an encrypted Bitwarden export; export again choosing the .json format (not "encrypted")`);
+    throw new ImportError(
+      `${file} is an encrypted Bitwarden export; export again choosing the .json format (not "encrypted")`,
+    );
   }
   if (!Array.isArray(doc.items)) throw new ImportError(`${file}: no "items" array; is this a Bitwarden JSON export?`);
   const warnings: string[] = [];
@@ -43,7 +45,8 @@ export function parseBitwarden(bytes: Buffer, file: string, sink: Collector): st
     const from = (what: string): string => `item ${JSON.stringify(title)} ${what}`;
     const text = (v: unknown, what: string): string | null => {
       if (v === null || v === undefined) return null;
-      if (typeof v !== 'string') throw new ImportError(`${file}: ${where} (${JSON.stringify(title)}) ${what} is ${kindOf(v)}, not text`);
+      if (typeof v !== 'string')
+        throw new ImportError(`${file}: ${where} (${JSON.stringify(title)}) ${what} is ${kindOf(v)}, not text`);
       return v;
     };
     const add = (field: string, what: string, v: unknown): void => {

@@ -48,9 +48,16 @@ export class Collector {
         this.empty++;
         return;
       }
-      if (length > MAX_VALUE_BYTES) throw new ImportError(`${this.file}: ${from}: the value is ${length} bytes; an entry holds at most ${MAX_VALUE_BYTES} (64 KiB)`);
-      if (this.items.length >= MAX_ENTRIES) throw new ImportError(`${this.file}: more than ${MAX_ENTRIES} values, the most one container holds`);
-      if (this.used + length > MAX_BODY_BYTES) throw new ImportError(`${this.file}: the values add up to more than ${MAX_BODY_BYTES} bytes (1 MiB), the most one container holds`);
+      if (length > MAX_VALUE_BYTES)
+        throw new ImportError(
+          `${this.file}: ${from}: the value is ${length} bytes; an entry holds at most ${MAX_VALUE_BYTES} (64 KiB)`,
+        );
+      if (this.items.length >= MAX_ENTRIES)
+        throw new ImportError(`${this.file}: more than ${MAX_ENTRIES} values, the most one container holds`);
+      if (this.used + length > MAX_BODY_BYTES)
+        throw new ImportError(
+          `${this.file}: the values add up to more than ${MAX_BODY_BYTES} bytes (1 MiB), the most one container holds`,
+        );
       this.reserve(length);
       if (typeof value === 'string') this.arena!.write(value, this.used, 'utf8');
       else value.copy(this.arena!, this.used);

@@ -63,12 +63,17 @@ export function parseCsv(bytes: Buffer, file: string): CsvRecord[] {
         i = r;
         const next = bytes[i];
         if (next !== undefined && next !== COMMA && next !== LF && !(next === CR && bytes[i + 1] === LF)) {
-          throw new ImportError(`${file} line ${line}: text after the closing quote of a field (a quote inside a field is written "")`);
+          throw new ImportError(
+            `${file} line ${line}: text after the closing quote of a field (a quote inside a field is written "")`,
+          );
         }
       } else {
         const begin = i;
         while (i < bytes.length && bytes[i] !== COMMA && bytes[i] !== LF && !(bytes[i] === CR && bytes[i + 1] === LF)) {
-          if (bytes[i] === QUOTE) throw new ImportError(`${file} line ${line}: a quote inside an unquoted field (quote the whole field and write the quote as "")`);
+          if (bytes[i] === QUOTE)
+            throw new ImportError(
+              `${file} line ${line}: a quote inside an unquoted field (quote the whole field and write the quote as "")`,
+            );
           i++;
         }
         field = bytes.subarray(begin, i);

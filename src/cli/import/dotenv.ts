@@ -21,7 +21,8 @@ import { ImportError, type Collector } from './collector.js';
 
 // dotenv's LINE pattern (lib/main.js), used only to learn where each
 // assignment stands; the values come from parse() itself.
-const LINE = /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/mg;
+const LINE =
+  /(?:^|^)\s*(?:export\s+)?([\w.-]+)(?:\s*=\s*?|:\s+?)(\s*'(?:\\'|[^'])*'|\s*"(?:\\"|[^"])*"|\s*`(?:\\`|[^`])*`|[^#\r\n]+)?\s*(?:#.*)?(?:$|$)/gm;
 
 /** Line numbers from offsets: the offset of each line start, searched by halves. */
 function lineCounter(text: string): (index: number) => number {
@@ -60,12 +61,18 @@ export function parseDotenv(bytes: Buffer, file: string, sink: Collector): void 
   LINE.lastIndex = 0;
   for (let m = LINE.exec(text); m !== null; m = LINE.exec(text)) {
     const stray = strayLine(text, end, m.index, lineAt);
-    if (stray !== null) throw new ImportError(`${file} line ${stray}: not KEY=value (nothing was imported; a value over several lines must be quoted)`);
+    if (stray !== null)
+      throw new ImportError(
+        `${file} line ${stray}: not KEY=value (nothing was imported; a value over several lines must be quoted)`,
+      );
     lines.set(m[1]!, lineAt(m.index + (m[0].length - m[0].trimStart().length)));
     end = m.index + m[0].length;
   }
   const stray = strayLine(text, end, text.length, lineAt);
-  if (stray !== null) throw new ImportError(`${file} line ${stray}: not KEY=value (nothing was imported; a value over several lines must be quoted)`);
+  if (stray !== null)
+    throw new ImportError(
+      `${file} line ${stray}: not KEY=value (nothing was imported; a value over several lines must be quoted)`,
+    );
   const parsed = parse(bytes);
   for (const [key, value] of Object.entries(parsed)) {
     const line = lines.get(key);

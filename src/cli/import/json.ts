@@ -33,11 +33,16 @@ export function kindOf(v: unknown): string {
 export function parseJsonObject(bytes: Buffer, file: string, sink: Collector): void {
   const doc = readJson(bytes, file);
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) {
-    throw new ImportError(`${file}: the JSON is ${kindOf(doc)}; json imports one flat object of names to strings, as stash env --format json prints`);
+    throw new ImportError(
+      `${file}: the JSON is ${kindOf(doc)}; json imports one flat object of names to strings, as stash env --format json prints`,
+    );
   }
   const fields = doc as Record<string, unknown>;
   for (const [name, value] of Object.entries(fields)) {
-    if (typeof value !== 'string') throw new ImportError(`${file}: field ${JSON.stringify(name)} is ${kindOf(value)}, not a string (nothing was imported)`);
+    if (typeof value !== 'string')
+      throw new ImportError(
+        `${file}: field ${JSON.stringify(name)} is ${kindOf(value)}, not a string (nothing was imported)`,
+      );
   }
   for (const name of Object.keys(fields)) {
     sink.add(name, `field ${JSON.stringify(name)}`, fields[name] as string);

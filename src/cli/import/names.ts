@@ -32,7 +32,9 @@ export function mapName(text: string): string {
 function mapPart(text: string): string {
   const upper = text.normalize('NFKD').replace(/\p{M}/gu, '').toUpperCase();
   // A run at either end is dropped rather than turned into `_` (` my key ` -> MY_KEY).
-  const n = upper.replace(/[^A-Z0-9_]+/g, (run: string, at: number) => (at === 0 || at + run.length === upper.length ? '' : '_'));
+  const n = upper.replace(/[^A-Z0-9_]+/g, (run: string, at: number) =>
+    at === 0 || at + run.length === upper.length ? '' : '_',
+  );
   return n === '' ? 'ITEM' : n;
 }
 

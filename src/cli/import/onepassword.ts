@@ -26,17 +26,43 @@ import { totpValue } from './totp.js';
 type Role = 'title' | 'username' | 'password' | 'otp' | 'url' | 'notes' | 'skip' | 'field';
 
 const ROLES: Record<string, Role> = {
-  title: 'title', name: 'title',
-  username: 'username', 'user name': 'username', login: 'username',
+  title: 'title',
+  name: 'title',
+  username: 'username',
+  'user name': 'username',
+  login: 'username',
   password: 'password',
-  otpauth: 'otp', 'one-time password': 'otp', otp: 'otp', totp: 'otp',
-  url: 'url', urls: 'url', website: 'url', 'login url': 'url',
-  notes: 'notes', notesplain: 'notes', note: 'notes', comments: 'notes',
-  favorite: 'skip', archived: 'skip', tags: 'skip', type: 'skip', vault: 'skip', category: 'skip',
-  'created date': 'skip', 'modified date': 'skip', created: 'skip', modified: 'skip', 'last modified': 'skip',
+  otpauth: 'otp',
+  'one-time password': 'otp',
+  otp: 'otp',
+  totp: 'otp',
+  url: 'url',
+  urls: 'url',
+  website: 'url',
+  'login url': 'url',
+  notes: 'notes',
+  notesplain: 'notes',
+  note: 'notes',
+  comments: 'notes',
+  favorite: 'skip',
+  archived: 'skip',
+  tags: 'skip',
+  type: 'skip',
+  vault: 'skip',
+  category: 'skip',
+  'created date': 'skip',
+  'modified date': 'skip',
+  created: 'skip',
+  modified: 'skip',
+  'last modified': 'skip',
 };
 
-const FIELD_OF: Partial<Record<Role, string>> = { username: 'USERNAME', password: 'PASSWORD', url: 'URL', notes: 'NOTES' };
+const FIELD_OF: Partial<Record<Role, string>> = {
+  username: 'USERNAME',
+  password: 'PASSWORD',
+  url: 'URL',
+  notes: 'NOTES',
+};
 
 /** Parses the export into `sink`; returns warnings (names only). */
 export function parseOnePassword(bytes: Buffer, file: string, sink: Collector): string[] {
@@ -45,11 +71,16 @@ export function parseOnePassword(bytes: Buffer, file: string, sink: Collector): 
   const columns = head.fields.map((f) => f.toString('utf8').trim());
   const roles = columns.map((c): Role => ROLES[c.toLowerCase()] ?? 'field');
   const titleAt = roles.indexOf('title');
-  if (titleAt < 0) throw new ImportError(`${file} line 1: no Title column; is this a 1Password CSV export (Title,Url,Username,Password,OTPAuth,...)?`);
+  if (titleAt < 0)
+    throw new ImportError(
+      `${file} line 1: no Title column; is this a 1Password CSV export (Title,Url,Username,Password,OTPAuth,...)?`,
+    );
   const warnings: string[] = [];
   for (const row of rows) {
     if (row.fields.length !== columns.length) {
-      throw new ImportError(`${file} line ${row.line}: ${row.fields.length} fields, but the header has ${columns.length} (nothing was imported)`);
+      throw new ImportError(
+        `${file} line ${row.line}: ${row.fields.length} fields, but the header has ${columns.length} (nothing was imported)`,
+      );
     }
     const title = row.fields[titleAt]!.toString('utf8').trim() || `line ${row.line}`;
     const from = (column: string): string => `line ${row.line} ${JSON.stringify(title)} ${column}`;

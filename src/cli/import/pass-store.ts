@@ -27,7 +27,8 @@ export function storeEntries(dir: string): string[] {
   } catch {
     throw new StashError('FILE_NOT_FOUND', `cannot read the password store ${dir}: no such folder`);
   }
-  if (!st.isDirectory()) throw new ImportError(`${dir} is not a folder; pass imports a password store folder (such as ~/.password-store)`);
+  if (!st.isDirectory())
+    throw new ImportError(`${dir} is not a folder; pass imports a password store folder (such as ~/.password-store)`);
   const out: string[] = [];
   const walk = (folder: string): void => {
     for (const e of readdirSync(folder, { withFileTypes: true })) {
@@ -58,11 +59,18 @@ export function gpgDecrypt(file: string, env: NodeJS.ProcessEnv = process.env): 
     let used = 0;
     let failed: Error | null = null;
     let stderr = '';
-    const child = spawn('gpg', ['--quiet', '--yes', '--batch', '--decrypt', '--', file], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('gpg', ['--quiet', '--yes', '--batch', '--decrypt', '--', file], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.on('error', (err) => {
-      failed = (err as NodeJS.ErrnoException).code === 'ENOENT'
-        ? new StashError('GPG_UNAVAILABLE', 'gpg is not on PATH: install GnuPG (Debian/Ubuntu: apt install gnupg) to import a password store')
-        : new StashError('GPG_UNAVAILABLE', `cannot run gpg: ${(err as Error).message}`);
+      failed =
+        (err as NodeJS.ErrnoException).code === 'ENOENT'
+          ? new StashError(
+              'GPG_UNAVAILABLE',
+              'gpg is not on PATH: install GnuPG (Debian/Ubuntu: apt install gnupg) to import a password store',
+            )
+          : new StashError('GPG_UNAVAILABLE', `cannot run gpg: ${(err as Error).message}`);
     });
     child.stdout.on('data', (chunk: Buffer) => {
       try {
@@ -89,7 +97,8 @@ export function gpgDecrypt(file: string, env: NodeJS.ProcessEnv = process.env): 
     });
     child.on('close', (code, signal) => {
       if (!failed && code !== 0) {
-        const why = stderr.trim().split('\n').filter(Boolean).pop() ?? (signal ? `killed by ${signal}` : `exit status ${code}`);
+        const why =
+          stderr.trim().split('\n').filter(Boolean).pop() ?? (signal ? `killed by ${signal}` : `exit status ${code}`);
         failed = new StashError('GPG_FAILED', `gpg could not decrypt ${file}: ${why} (nothing was imported)`);
       }
       if (failed) {

@@ -14,6 +14,10 @@ export function totpValue(seed: string, title: string): { value: string; warning
     return { value, warning: null };
   } catch {
     // Not parseTotp's message: it may quote a character of the secret.
-    return { value: seed, warning: 'its TOTP seed is not an otpauth://totp/ URI or a base32 secret; it was kept as written, and stash otp cannot use it' };
+    return {
+      value: seed,
+      warning:
+        'its TOTP seed is not an otpauth://totp/ URI or a base32 secret; it was kept as written, and stash otp cannot use it',
+    };
   }
 }

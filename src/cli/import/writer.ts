@@ -28,22 +28,38 @@ export interface PlanRow {
  * and the policy is 'refuse'; with `dryRun` the plan is returned instead, its
  * taken names marked 'exists'.
  */
-export async function commitImport(session: Session, container: string, named: readonly Named[], policy: Policy, dryRun: boolean): Promise<PlanRow[]> {
+export async function commitImport(
+  session: Session,
+  container: string,
+  named: readonly Named[],
+  policy: Policy,
+  dryRun: boolean,
+): Promise<PlanRow[]> {
   return session.withContentKey(container, async (key, info) => {
     const current = await readEntriesOf(session.dir, info, key);
     const existing = new Set(current.keys());
     wipeEntries(current);
     const rows: PlanRow[] = named.map((n) => ({
       entry: n.entry,
-      action: !existing.has(n.entry) ? 'new' : policy === 'overwrite' ? 'replace' : policy === 'skip' ? 'skip' : 'exists',
+      action: !existing.has(n.entry)
+        ? 'new'
+        : policy === 'overwrite'
+          ? 'replace'
+          : policy === 'skip'
+            ? 'skip'
+            : 'exists',
       from: n.from,
       mappedFrom: n.entry === n.name ? null : n.name,
     }));
     const taken = rows.filter((r) => r.action === 'exists').map((r) => r.entry);
     if (dryRun) return rows;
     if (taken.length > 0) {
-      const shown = taken.length > 20 ? `${taken.slice(0, 20).join(', ')} and ${taken.length - 20} more` : taken.join(', ');
-      throw new StashError('ENTRY_EXISTS', `${container} already holds ${shown}; nothing was imported (add --overwrite to replace them, or --skip-existing to keep them)`);
+      const shown =
+        taken.length > 20 ? `${taken.slice(0, 20).join(', ')} and ${taken.length - 20} more` : taken.join(', ');
+      throw new StashError(
+        'ENTRY_EXISTS',
+        `${container} already holds ${shown}; nothing was imported (add --overwrite to replace them, or --skip-existing to keep them)`,
+      );
     }
     const changes = new Map<string, Buffer>();
     named.forEach((n, i) => {

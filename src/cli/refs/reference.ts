@@ -26,7 +26,8 @@ export function looksLikeRef(text: string): boolean {
 
 /** Parses one reference; a usage error naming what is wrong. */
 export function parseRef(text: string): SecretRef {
-  if (!looksLikeRef(text)) throw new UsageError(`${JSON.stringify(text)} is not a secret reference: write stash://CONTAINER/NAME`);
+  if (!looksLikeRef(text))
+    throw new UsageError(`${JSON.stringify(text)} is not a secret reference: write stash://CONTAINER/NAME`);
   const rest = text.slice(SCHEME.length);
   const parts = rest.split('/');
   if (parts.length !== 2) throw new UsageError(`${text}: a reference is stash://CONTAINER/NAME (one /)`);
@@ -38,7 +39,8 @@ export function parseRef(text: string): SecretRef {
   } catch {
     throw new UsageError(`${text}: a %-escape is malformed`);
   }
-  if (!CONTAINER_NAME_RE.test(container)) throw new UsageError(`${text}: ${JSON.stringify(container)} is not a container name`);
+  if (!CONTAINER_NAME_RE.test(container))
+    throw new UsageError(`${text}: ${JSON.stringify(container)} is not a container name`);
   if (!ENTRY_NAME_RE.test(name)) throw new UsageError(`${text}: ${JSON.stringify(name)} is not an entry name`);
   return { container, name, text };
 }

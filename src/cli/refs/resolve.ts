@@ -31,7 +31,9 @@ export async function resolveRefs(session: Session, refs: readonly SecretRef[]):
             const value = entries.get(r.name);
             if (value === undefined) {
               const err = entryNotFound(container, r.name, entries.keys());
-              throw Object.assign(new StashError('ENTRY_NOT_FOUND', `${r.text}: ${err.message}`), { misspelt: err.misspelt });
+              throw Object.assign(new StashError('ENTRY_NOT_FOUND', `${r.text}: ${err.message}`), {
+                misspelt: err.misspelt,
+              });
             }
             if (!out.has(r.text)) out.set(r.text, secureCopy(value));
           }

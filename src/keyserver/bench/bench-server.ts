@@ -44,7 +44,9 @@ export function quietLogger(): Logger {
 export function benchStateDir(config: ServerConfig, explicit: boolean): { path: string; remove(): void } {
   if (explicit) {
     if (storeBytesOnDisk(config.stateDir) > 0) {
-      throw new UsageError(`--state-dir ${config.stateDir} already holds a store; benchmarks write throwaway shares, so give an empty or new folder`);
+      throw new UsageError(
+        `--state-dir ${config.stateDir} already holds a store; benchmarks write throwaway shares, so give an empty or new folder`,
+      );
     }
     return { path: config.stateDir, remove: () => {} };
   }
@@ -64,7 +66,11 @@ export function storeBytesOnDisk(dir: string): number {
 }
 
 /** Starts the server under test. `keepLinks` stores links for the flow benchmark. */
-export async function startBenchServer(config: ServerConfig, stateDirGiven: boolean, keepLinks: boolean): Promise<BenchServer> {
+export async function startBenchServer(
+  config: ServerConfig,
+  stateDirGiven: boolean,
+  keepLinks: boolean,
+): Promise<BenchServer> {
   const state = benchStateDir(config, stateDirGiven);
   const links = new Map<string, string>();
   const mailer: Mailer = {
@@ -120,7 +126,13 @@ export async function startBenchServer(config: ServerConfig, stateDirGiven: bool
  * batches of 512 share one fsync through group commit) and returns their
  * display codes.
  */
-export async function preloadShares(store: ShareStore, config: ServerConfig, count: number, keys: Buffer[], now = Date.now()): Promise<string[]> {
+export async function preloadShares(
+  store: ShareStore,
+  config: ServerConfig,
+  count: number,
+  keys: Buffer[],
+  now = Date.now(),
+): Promise<string[]> {
   const codes: string[] = [];
   const secondary = ringSuccessor(config);
   for (let done = 0; done < count; ) {

@@ -14,7 +14,9 @@ const KEY_POOL = 16;
 
 export function checkPayload(command: string, config: ServerConfig): void {
   if (config.payloadBytes > MAX_BODY_BYTES) {
-    throw new UsageError(`${command}: --payload-bytes ${config.payloadBytes} is above the server's request body limit (${MAX_BODY_BYTES} bytes)`);
+    throw new UsageError(
+      `${command}: --payload-bytes ${config.payloadBytes} is above the server's request body limit (${MAX_BODY_BYTES} bytes)`,
+    );
   }
 }
 
@@ -36,7 +38,8 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
   let underLoadRss = 0;
   try {
     const keys = Array.from({ length: KEY_POOL }, benchPublicKey);
-    const codes = spec.preload > 0 ? await preloadShares(server.running.store, server.running.config, spec.preload, keys) : [];
+    const codes =
+      spec.preload > 0 ? await preloadShares(server.running.store, server.running.config, spec.preload, keys) : [];
     const progress = progressLine(spec.command, config.requests);
     collectGarbage();
     rss.start();
@@ -54,7 +57,10 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
           cpu: loadCpuFromEnv(),
           client: loadClientFromEnv(),
         },
-        { link: (email) => server.takeLink(email), ...(progress ? { onProgress: (d: number) => progress.update(d) } : {}) },
+        {
+          link: (email) => server.takeLink(email),
+          ...(progress ? { onProgress: (d: number) => progress.update(d) } : {}),
+        },
       );
     } finally {
       underLoadRss = rss.stop();

@@ -27,7 +27,9 @@ export async function runBench(command: Command, config: ServerConfig): Promise<
   const report = await bench(config);
   printReport(report, config.json);
   if (report.errors > 0) {
-    process.stderr.write(`stash_key_server: ${command}: ${report.errors} of ${report.requests} operations failed${report.first_error ? ` (first: ${report.first_error})` : ''}\n`);
+    process.stderr.write(
+      `stash_key_server: ${command}: ${report.errors} of ${report.requests} operations failed${report.first_error ? ` (first: ${report.first_error})` : ''}\n`,
+    );
     process.exitCode = 1;
   }
 }

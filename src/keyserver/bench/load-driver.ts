@@ -71,14 +71,19 @@ export function loadCpuFromEnv(env: NodeJS.ProcessEnv = process.env): number | u
 function childEntry(): { path: string; execArgv: string[] } {
   const self = fileURLToPath(import.meta.url);
   // Under tsx (tests run the TypeScript sources) the child needs the same loader.
-  if (self.endsWith('.ts')) return { path: self.replace(/load-driver\.ts$/, 'load-process.ts'), execArgv: ['--import', 'tsx'] };
+  if (self.endsWith('.ts'))
+    return { path: self.replace(/load-driver\.ts$/, 'load-process.ts'), execArgv: ['--import', 'tsx'] };
   return { path: self.replace(/load-driver\.js$/, 'load-process.js'), execArgv: [] };
 }
 
 /** Forks the load generator, feeds it the plan, answers its link requests. */
 export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise<LoadSummary> {
   const entry = childEntry();
-  const child = fork(entry.path, [], { execArgv: entry.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  const child = fork(entry.path, [], {
+    execArgv: entry.execArgv,
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    serialization: 'advanced',
+  });
   return new Promise<LoadSummary>((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void) => {
@@ -89,12 +94,15 @@ export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise
     child.on('message', (raw) => {
       const msg = raw as ToParent;
       if (msg.type === 'progress') hooks.onProgress?.(msg.done);
-      else if (msg.type === 'link') child.send({ type: 'link', email: msg.email, path: hooks.link?.(msg.email) ?? null } satisfies ToChild);
+      else if (msg.type === 'link')
+        child.send({ type: 'link', email: msg.email, path: hooks.link?.(msg.email) ?? null } satisfies ToChild);
       else if (msg.type === 'done') settle(() => resolve(msg.summary));
       else settle(() => reject(new Error(`load generator: ${msg.message}`)));
     });
     child.on('error', (err) => settle(() => reject(err)));
-    child.on('exit', (code, signal) => settle(() => reject(new Error(`load generator exited early (${signal ?? `status ${code}`})`))));
+    child.on('exit', (code, signal) =>
+      settle(() => reject(new Error(`load generator exited early (${signal ?? `status ${code}`})`))),
+    );
     child.send({ type: 'plan', plan } satisfies ToChild);
   }).finally(() => {
     if (child.connected) child.disconnect();

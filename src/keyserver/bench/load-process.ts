@@ -35,17 +35,26 @@ function pin(cpu: number): void {
 
 async function run(plan: LoadPlan): Promise<LoadSummary> {
   if (plan.cpu !== undefined) pin(plan.cpu);
-  const client = plan.client === 'node-http' ? new KeepAliveClient(plan.url, plan.concurrency) : new RawHttpClient(plan.url);
+  const client =
+    plan.client === 'node-http' ? new KeepAliveClient(plan.url, plan.concurrency) : new RawHttpClient(plan.url);
   const keys = plan.keys.map((k) => Buffer.from(k, 'base64'));
   const headers = shareHeaders(plan.payloadBytes);
   const steps = { publish: new LatencyHistogram(), confirm: new LatencyHistogram(), fetch: new LatencyHistogram() };
   let responseBytes = 0;
   let requestBytes = 0;
-  const timed = async (h: LatencyHistogram, status: number, method: string, path: string, hdrs: Record<string, string>, body: Buffer | undefined) => {
+  const timed = async (
+    h: LatencyHistogram,
+    status: number,
+    method: string,
+    path: string,
+    hdrs: Record<string, string>,
+    body: Buffer | undefined,
+  ) => {
     const t0 = performance.now();
     const res = await client.send(method, path, hdrs, body);
     h.record((performance.now() - t0) * 1000);
-    if (res.status !== status) throw new Error(`HTTP ${res.status} from ${method} ${path.replace(/\/verify\/.*/, '/verify/…')}`);
+    if (res.status !== status)
+      throw new Error(`HTTP ${res.status} from ${method} ${path.replace(/\/verify\/.*/, '/verify/…')}`);
     return res;
   };
   const fetchBodies = plan.codes.map((c) => fetchBody(c, plan.payloadBytes));
@@ -119,7 +128,8 @@ process.on('message', (raw) => {
   }
   run(msg.plan).then(
     (summary) => send({ type: 'done', summary }, () => process.exit(0)),
-    (err: unknown) => send({ type: 'failed', message: err instanceof Error ? err.message : String(err) }, () => process.exit(1)),
+    (err: unknown) =>
+      send({ type: 'failed', message: err instanceof Error ? err.message : String(err) }, () => process.exit(1)),
   );
 });
 process.on('disconnect', () => process.exit(0));

@@ -83,12 +83,17 @@ export class KeepAliveClient {
   send(method: string, path: string, headers: Record<string, string>, body: Buffer | undefined): Promise<HttpAnswer> {
     return new Promise((resolve, reject) => {
       const all = body ? { ...headers, 'Content-Length': String(body.length) } : headers;
-      const req = request({ host: this.host, port: this.port, method, path, headers: all, agent: this.agent }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }));
-        res.on('error', reject);
-      });
+      const req = request(
+        { host: this.host, port: this.port, method, path, headers: all, agent: this.agent },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () =>
+            resolve({ status: res.statusCode ?? 0, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks) }),
+          );
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });

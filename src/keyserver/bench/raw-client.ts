@@ -97,7 +97,12 @@ export class RawHttpClient {
     });
   }
 
-  async send(method: string, path: string, headers: Record<string, string>, body: Buffer | undefined): Promise<HttpAnswer> {
+  async send(
+    method: string,
+    path: string,
+    headers: Record<string, string>,
+    body: Buffer | undefined,
+  ): Promise<HttpAnswer> {
     let head = `${method} ${path} HTTP/1.1\r\nHost: ${this.hostHeader}\r\nConnection: keep-alive\r\n`;
     for (const [k, v] of Object.entries(headers)) head += `${k}: ${v}\r\n`;
     head += `Content-Length: ${body ? body.length : 0}\r\n\r\n`;

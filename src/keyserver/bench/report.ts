@@ -42,7 +42,12 @@ export interface BenchReport {
 export function latencyOf(h: LatencyHistogram | HistogramData): Latency {
   const hist = h instanceof LatencyHistogram ? h : LatencyHistogram.fromData(h);
   const ms = (us: number) => Math.round(us) / 1000;
-  return { p50: ms(hist.percentile(50)), p90: ms(hist.percentile(90)), p99: ms(hist.percentile(99)), max: ms(hist.max) };
+  return {
+    p50: ms(hist.percentile(50)),
+    p90: ms(hist.percentile(90)),
+    p99: ms(hist.percentile(99)),
+    max: ms(hist.max),
+  };
 }
 
 /** The server process's peak resident set size in bytes, since it started. */
@@ -97,7 +102,8 @@ export function formatReport(r: BenchReport): string {
     `  server       peak RSS ${mb(r.server_peak_rss_bytes)} under load (${mb(r.process_peak_rss_bytes)} with preloading), store ${mb(r.store_bytes)} on disk, ${num(r.live_shares)} shares`,
     `  setup        concurrency ${r.concurrency}, ${r.encoding} bodies (${r.request_bytes} B request, ${r.response_bytes} B answer), ${num(r.preload_shares)} preloaded shares`,
   ];
-  for (const [k, v] of Object.entries(r.extra)) lines.push(`  ${k.padEnd(12)} ${typeof v === 'number' ? (Number.isInteger(v) ? num(v) : v) : v}`);
+  for (const [k, v] of Object.entries(r.extra))
+    lines.push(`  ${k.padEnd(12)} ${typeof v === 'number' ? (Number.isInteger(v) ? num(v) : v) : v}`);
   if (r.first_error) lines.push(`  first error  ${r.first_error}`);
   return `${lines.join('\n')}\n`;
 }
@@ -107,7 +113,11 @@ export function printReport(r: BenchReport, json: boolean, out: NodeJS.WritableS
 }
 
 /** A progress writer for `total` operations; a no-op unless stderr is a terminal. */
-export function progressLine(label: string, total: number, err: NodeJS.WriteStream = process.stderr): { update(done: number): void; end(): void } | undefined {
+export function progressLine(
+  label: string,
+  total: number,
+  err: NodeJS.WriteStream = process.stderr,
+): { update(done: number): void; end(): void } | undefined {
   if (!err.isTTY) return undefined;
   let shown = false;
   return {

@@ -47,11 +47,22 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
     if (config.preloadShares > 0) await preloadShares(store, config, config.preloadShares, [key]);
     // Record size without the address, to pad the address towards --payload-bytes.
     const probeCode = generateShareCode(config.serverId, config.serverId);
-    const probe = (email: string) => encodeLogRecord({
-      type: 'putShare',
-      stamp: { origin: config.serverId, epoch: 0, seq: 1 },
-      share: { code: probeCode.canonical, publicKey: key, email, createdAt: 0, expiresAt: 0, tokenHash: Buffer.alloc(32), verifiedAt: 0, fetchCount: 0, stamp: { origin: 0, epoch: 0, seq: 1 } },
-    }).length;
+    const probe = (email: string) =>
+      encodeLogRecord({
+        type: 'putShare',
+        stamp: { origin: config.serverId, epoch: 0, seq: 1 },
+        share: {
+          code: probeCode.canonical,
+          publicKey: key,
+          email,
+          createdAt: 0,
+          expiresAt: 0,
+          tokenHash: Buffer.alloc(32),
+          verifiedAt: 0,
+          fetchCount: 0,
+          stamp: { origin: 0, epoch: 0, seq: 1 },
+        },
+      }).length;
     const emailLength = config.payloadBytes - probe('');
     const recordBytes = probe(paddedEmail(0, emailLength));
 
@@ -68,7 +79,14 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
         let code = generateShareCode(config.serverId, config.serverId);
         while (store.has(code.canonical)) code = generateShareCode(config.serverId, config.serverId);
         const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
-        await store.put({ code: code.canonical, publicKey: key, email: paddedEmail(i, emailLength), createdAt: now, expiresAt: now + config.shareTtlSeconds * 1000, tokenHash });
+        await store.put({
+          code: code.canonical,
+          publicKey: key,
+          email: paddedEmail(i, emailLength),
+          createdAt: now,
+          expiresAt: now + config.shareTtlSeconds * 1000,
+          tokenHash,
+        });
         codes[i] = code.canonical;
         return true;
       },
@@ -81,7 +99,8 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
     const written = codes.filter((c) => c !== undefined);
     let found = 0;
     const t0 = performance.now();
-    for (let i = 0; i < written.length; i++) if (store.lookup(written[(i * 7919) % written.length]!).state !== 'missing') found++;
+    for (let i = 0; i < written.length; i++)
+      if (store.lookup(written[(i * 7919) % written.length]!).state !== 'missing') found++;
     const lookupSeconds = (performance.now() - t0) / 1000;
     const stats = store.stats();
     await store.close();

@@ -19,12 +19,15 @@ const show = (raw: string) => JSON.stringify(raw.length > 80 ? `${raw.slice(0, 8
  */
 export function parseAcmeDomain(raw: string, where: string): string {
   const name = raw.trim().toLowerCase().replace(/\.$/, '');
-  if (name.startsWith('*.')) throw new UsageError(`${where} ${show(raw)}: a wildcard name cannot be validated over TLS-ALPN-01; list each name`);
+  if (name.startsWith('*.'))
+    throw new UsageError(`${where} ${show(raw)}: a wildcard name cannot be validated over TLS-ALPN-01; list each name`);
   if (isIP(name) !== 0) throw new UsageError(`${where} ${show(raw)}: give a DNS name, not an IP address`);
   const labels = name.split('.');
   const label = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
   if (name.length > 253 || labels.length < 2 || !labels.every((l) => label.test(l))) {
-    throw new UsageError(`${where} must be a DNS name such as keys.example.org (letters, digits, hyphens; an international name in its xn-- form), got ${show(raw)}`);
+    throw new UsageError(
+      `${where} must be a DNS name such as keys.example.org (letters, digits, hyphens; an international name in its xn-- form), got ${show(raw)}`,
+    );
   }
   return name;
 }
@@ -33,7 +36,13 @@ export function parseAcmeDomain(raw: string, where: string): string {
 export function parseAcmeEmail(raw: string, where: string): string {
   const email = raw.trim();
   const at = email.lastIndexOf('@');
-  if (email.length > 254 || at <= 0 || at === email.length - 1 || /[\s<>,;:"\\]/.test(email) || email.startsWith('mailto:')) {
+  if (
+    email.length > 254 ||
+    at <= 0 ||
+    at === email.length - 1 ||
+    /[\s<>,;:"\\]/.test(email) ||
+    email.startsWith('mailto:')
+  ) {
     throw new UsageError(`${where} must be an email address such as ops@example.org, got ${show(raw)}`);
   }
   return email;
@@ -45,9 +54,13 @@ export function parseAcmeDirectory(raw: string, where: string): string {
   try {
     url = new URL(raw.trim());
   } catch {
-    throw new UsageError(`${where} must be the https:// URL of an ACME directory (default ${LETS_ENCRYPT_DIRECTORY}), got ${show(raw)}`);
+    throw new UsageError(
+      `${where} must be the https:// URL of an ACME directory (default ${LETS_ENCRYPT_DIRECTORY}), got ${show(raw)}`,
+    );
   }
-  if (url.protocol !== 'https:') throw new UsageError(`${where} must be an https:// URL (ACME runs over HTTPS only), got ${show(raw)}`);
-  if (url.username || url.password || url.hash) throw new UsageError(`${where} must not contain credentials or a fragment, got ${show(raw)}`);
+  if (url.protocol !== 'https:')
+    throw new UsageError(`${where} must be an https:// URL (ACME runs over HTTPS only), got ${show(raw)}`);
+  if (url.username || url.password || url.hash)
+    throw new UsageError(`${where} must not contain credentials or a fragment, got ${show(raw)}`);
   return url.href;
 }

@@ -28,14 +28,20 @@ export function parseConfigText(text: string, path: string): RawSetting[] {
     if (trimmed.startsWith('[')) throw new UsageError(`${at}: sections are not supported; write key = value lines`);
     const m = /^([A-Za-z0-9_-]+)\s*=\s*(.*)$/.exec(trimmed);
     // The line itself is not echoed: it may hold a secret (a `replication_token: ...` typo), and errors reach the log.
-    if (!m) throw new UsageError(`${at}: expected key = value (the line starts with ${JSON.stringify(/^[A-Za-z0-9_-]{0,40}/.exec(trimmed)![0] || trimmed[0])})`);
+    if (!m)
+      throw new UsageError(
+        `${at}: expected key = value (the line starts with ${JSON.stringify(/^[A-Za-z0-9_-]{0,40}/.exec(trimmed)![0] || trimmed[0])})`,
+      );
     const key = m[1]!;
     const def = optionByKey.get(key);
     if (!def) {
       const underscored = key.replace(/-/g, '_');
-      const hint = key === 'bind'
-        ? ' (the config key of --bind is bind_addr)'
-        : key.includes('-') && optionByKey.has(underscored) ? ` (config keys use underscores: ${underscored})` : '';
+      const hint =
+        key === 'bind'
+          ? ' (the config key of --bind is bind_addr)'
+          : key.includes('-') && optionByKey.has(underscored)
+            ? ` (config keys use underscores: ${underscored})`
+            : '';
       throw new UsageError(`${at}: unknown key ${JSON.stringify(key)}${hint}`);
     }
     const where = `${at}: ${key}`;
@@ -111,5 +117,6 @@ function readQuoted(s: string, where: string): { value: string; rest: string } {
 
 function expectEnd(rest: string, where: string): void {
   const r = rest.trim();
-  if (r !== '' && !r.startsWith('#')) throw new UsageError(`${where}: unexpected text after the value (not shown: it may be part of a secret)`);
+  if (r !== '' && !r.startsWith('#'))
+    throw new UsageError(`${where}: unexpected text after the value (not shown: it may be part of a secret)`);
 }

@@ -43,7 +43,8 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     if (argv.length > 1 && first !== 'help') throw new UsageError(`unexpected argument after ${first}: ${argv[1]}`);
     const topic = argv[1];
     if (topic === undefined) return { command: 'help' };
-    if (!(commandNames as readonly string[]).includes(topic)) throw new UsageError(`unknown command '${topic}' (see stash_key_server --help)`);
+    if (!(commandNames as readonly string[]).includes(topic))
+      throw new UsageError(`unknown command '${topic}' (see stash_key_server --help)`);
     if (argv.length > 2) throw new UsageError(`unexpected argument after help ${topic}: ${argv[2]}`);
     return { command: 'help', topic: topic as Command };
   } else if ((commandNames as readonly string[]).includes(first)) {
@@ -53,9 +54,12 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     command = 'run';
     rest = argv;
   } else {
-    throw new UsageError(`unknown command '${first}' (commands: ${commandNames.join(', ')}, help; see stash_key_server --help)`);
+    throw new UsageError(
+      `unknown command '${first}' (commands: ${commandNames.join(', ')}, help; see stash_key_server --help)`,
+    );
   }
-  if (rest.includes('--help') || rest.includes('-h')) return first === undefined || first.startsWith('--') ? { command: 'help' } : { command: 'help', topic: command };
+  if (rest.includes('--help') || rest.includes('-h'))
+    return first === undefined || first.startsWith('--') ? { command: 'help' } : { command: 'help', topic: command };
 
   const flags = readFlags(command, rest);
   const configFiles = flags.filter((s) => s.def.flag === 'config').map((s) => s.raw);
@@ -65,7 +69,8 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     try {
       text = readFile(path);
     } catch (err) {
-      const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : 'error';
+      const code =
+        typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : 'error';
       throw new UsageError(`--config ${path}: cannot read the file (${code})`);
     }
     fromFiles.push(...parseConfigText(text, path));
@@ -76,7 +81,8 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
     if (s.def.flag !== 'config') s.def.apply(config, s.raw, s.where);
   }
   crossCheck(command, config);
-  if (config.replicationTokenFile !== undefined) config.replicationToken = readTokenFile(config.replicationTokenFile, readFile);
+  if (config.replicationTokenFile !== undefined)
+    config.replicationToken = readTokenFile(config.replicationTokenFile, readFile);
   const warnings: string[] = [];
   if (flags.some((s) => s.def.flag === 'replication-token')) warnings.push(TOKEN_FLAG_WARNING);
   return { command, config, configFiles, warnings };
@@ -88,9 +94,9 @@ export function parseCommandLine(argv: string[], readFile: FileReader = (p) => r
  * whoever reads it can sign batches that every node applies.
  */
 export const TOKEN_FLAG_WARNING =
-  '--replication-token on the command line can be read by every user of this machine (ps, /proc/PID/cmdline); '
-  + 'put the token in a file only this server\'s user can read and give --replication-token-file PATH, '
-  + 'or set replication_token in a --config file only it can read';
+  '--replication-token on the command line can be read by every user of this machine (ps, /proc/PID/cmdline); ' +
+  "put the token in a file only this server's user can read and give --replication-token-file PATH, " +
+  'or set replication_token in a --config file only it can read';
 
 function readFlags(command: Command, args: string[]): RawSetting[] {
   const out: RawSetting[] = [];
@@ -113,7 +119,8 @@ function readFlags(command: Command, args: string[]): RawSetting[] {
       raw = arg.slice(eq + 1);
     } else {
       const next = args[i + 1];
-      if (next === undefined || next.startsWith('--')) throw new UsageError(`option --${name} needs a value (${def.value})`);
+      if (next === undefined || next.startsWith('--'))
+        throw new UsageError(`option --${name} needs a value (${def.value})`);
       raw = next;
       i++;
     }
@@ -130,7 +137,8 @@ function readTokenFile(path: string, readFile: FileReader): string {
   try {
     text = readFile(path);
   } catch (err) {
-    const code = typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : 'error';
+    const code =
+      typeof err === 'object' && err !== null && 'code' in err ? String((err as { code: unknown }).code) : 'error';
     throw new UsageError(`--replication-token-file ${path}: cannot read the file (${code})`);
   }
   return parseReplicationToken(text.split('\n')[0]!, `--replication-token-file ${path}`);
@@ -142,23 +150,31 @@ function crossCheck(command: Command, c: ServerConfig): void {
     throw new UsageError('--tls-cert and --tls-key must be given together (or neither, for plain HTTP)');
   }
   if (c.acmeDomains.length > 0 && c.tlsCert !== undefined) {
-    throw new UsageError('give --acme-domain (certificates obtained over ACME) or --tls-cert/--tls-key (certificate files), not both');
+    throw new UsageError(
+      'give --acme-domain (certificates obtained over ACME) or --tls-cert/--tls-key (certificate files), not both',
+    );
   }
   if (c.acmeDomains.length === 0 && (c.acmeEmail !== undefined || c.acmeDirectory !== undefined)) {
-    throw new UsageError(`--acme-${c.acmeEmail !== undefined ? 'email' : 'directory'} needs --acme-domain NAME: the names to obtain a certificate for`);
+    throw new UsageError(
+      `--acme-${c.acmeEmail !== undefined ? 'email' : 'directory'} needs --acme-domain NAME: the names to obtain a certificate for`,
+    );
   }
   if (c.replicationToken !== undefined && c.replicationTokenFile !== undefined) {
-    throw new UsageError('give --replication-token or --replication-token-file, not both (the installed service passes the file: remove replication_token from the config)');
+    throw new UsageError(
+      'give --replication-token or --replication-token-file, not both (the installed service passes the file: remove replication_token from the config)',
+    );
   }
   if (command === 'resync-peer' && c.peerUrl === undefined) {
-    throw new UsageError('resync-peer needs --peer-url URL (the peer\'s /v1/replicate URL)');
+    throw new UsageError("resync-peer needs --peer-url URL (the peer's /v1/replicate URL)");
   }
   if (c.topologyServers.length > 0) {
     const ids = new Set(c.topologyServers.map((s) => s.id));
     for (const r of c.routes) {
       for (const id of [r.owner, r.primary, ...r.failovers]) {
         if (!ids.has(id)) {
-          throw new UsageError(`--route ${r.owner}=${[r.primary, ...r.failovers].join(',')}: server ${id} is not a --topology-server entry`);
+          throw new UsageError(
+            `--route ${r.owner}=${[r.primary, ...r.failovers].join(',')}: server ${id} is not a --topology-server entry`,
+          );
         }
       }
     }

@@ -82,8 +82,10 @@ export function parseHttpUrl(raw: string, where: string): string {
     throw new UsageError(`${where} must use http:// or https://, got ${show(raw)}`);
   }
   if (url.hostname === '') throw new UsageError(`${where} has no host: ${show(raw)}`);
-  if (url.username !== '' || url.password !== '') throw new UsageError(`${where} must not contain a user name or password`);
-  if (url.search !== '' || url.hash !== '') throw new UsageError(`${where} must not contain a query or fragment: ${show(raw)}`);
+  if (url.username !== '' || url.password !== '')
+    throw new UsageError(`${where} must not contain a user name or password`);
+  if (url.search !== '' || url.hash !== '')
+    throw new UsageError(`${where} must not contain a query or fragment: ${show(raw)}`);
   return url.href.replace(/\/+$/, '');
 }
 
@@ -103,8 +105,10 @@ export function parseBind(raw: string, where: string): BindAddress {
   const m = /^\[([0-9A-Fa-f:.]+)\]:([0-9]+)$/.exec(text) ?? /^([A-Za-z0-9.-]+):([0-9]+)$/.exec(text);
   if (!m) throw new UsageError(`${where} must be HOST:PORT or [IPv6]:PORT, got ${show(raw)}`);
   const host = m[1]!;
-  if (text.startsWith('[') && isIP(host) !== 6) throw new UsageError(`${where} has an invalid IPv6 address: ${show(raw)}`);
-  if (/^[0-9.]+$/.test(host) && isIP(host) !== 4) throw new UsageError(`${where} has an invalid IPv4 address: ${show(raw)}`);
+  if (text.startsWith('[') && isIP(host) !== 6)
+    throw new UsageError(`${where} has an invalid IPv6 address: ${show(raw)}`);
+  if (/^[0-9.]+$/.test(host) && isIP(host) !== 4)
+    throw new UsageError(`${where} has an invalid IPv4 address: ${show(raw)}`);
   const port = parseInteger(m[2]!, `${where} port`, 0, 65535);
   return { host, port };
 }

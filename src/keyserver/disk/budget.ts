@@ -71,5 +71,8 @@ export function diskBudget(capBytes: number): DiskBudget {
  */
 export function compactionThreshold(b: DiskBudget, compactMinBytes: number, lastResultBytes: number): number {
   const growth = Math.min(lastResultBytes, b.compactGrowthBytes);
-  return Math.max(Math.min(Math.max(compactMinBytes, 2 * lastResultBytes), b.compactCapBytes), lastResultBytes + growth);
+  return Math.max(
+    Math.min(Math.max(compactMinBytes, 2 * lastResultBytes), b.compactCapBytes),
+    lastResultBytes + growth,
+  );
 }

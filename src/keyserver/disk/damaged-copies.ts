@@ -31,7 +31,11 @@ export async function listDamagedCopies(dir: string): Promise<DamagedCopy[]> {
  * Removes the oldest copies until at most `maxCount` are left and they hold
  * at most `maxBytes` together; returns what is left.
  */
-export async function pruneDamagedCopies(dir: string, limits: { maxCount: number; maxBytes: number }, logger: Logger): Promise<DamagedCopy[]> {
+export async function pruneDamagedCopies(
+  dir: string,
+  limits: { maxCount: number; maxBytes: number },
+  logger: Logger,
+): Promise<DamagedCopy[]> {
   const copies = await listDamagedCopies(dir);
   let total = copies.reduce((n, c) => n + c.bytes, 0);
   while (copies.length > 0 && (copies.length > limits.maxCount || total > limits.maxBytes)) {

@@ -18,7 +18,11 @@ export class RotatingLogFile {
   private fd: number;
   private size: number;
 
-  private constructor(readonly path: string, private readonly maxBytes: number, private readonly keep: number) {
+  private constructor(
+    readonly path: string,
+    private readonly maxBytes: number,
+    private readonly keep: number,
+  ) {
     let fd: number;
     try {
       fd = RotatingLogFile.openFile(path);
@@ -46,7 +50,9 @@ export class RotatingLogFile {
     try {
       return openSync(path, 'a', 0o640);
     } catch (err) {
-      throw new ConfigError(`--log-file ${path}: cannot open the file for writing (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw new ConfigError(
+        `--log-file ${path}: cannot open the file for writing (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
   }
 

@@ -49,11 +49,14 @@ export function failureAnswer(f: HttpFailure, path: string, method: string, head
     // Verification and manage pages, and any path a browser asks for: HTML rather than a binary download.
     out.push(['Content-Security-Policy', PAGE_CSP], ['X-Frame-Options', 'DENY']);
     const notFound = page === 'verify' ? invalidLinkPage() : notFoundPage();
-    const html = f.status === 404 ? notFound : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
+    const html =
+      f.status === 404 ? notFound : errorPage(f.status === 429 ? 'Too many requests' : 'Request failed', f.message);
     return { status: f.status, headers: out, type: HTML_CONTENT_TYPE, body: html };
   }
   if (responseEncoding(headers, method) === 'json') {
-    const body = JSON.stringify(errorJson({ code: f.code, message: f.message, retryAfter: f.retryAfter, limit: f.limit }));
+    const body = JSON.stringify(
+      errorJson({ code: f.code, message: f.message, retryAfter: f.retryAfter, limit: f.limit }),
+    );
     return { status: f.status, headers: out, type: JSON_CONTENT_TYPE, body };
   }
   const body = encodeError({ code: f.code, message: f.message, retryAfter: f.retryAfter, limit: f.limit ?? '' });

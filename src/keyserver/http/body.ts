@@ -25,17 +25,25 @@ export async function readBody(req: IncomingMessage, limit: number, timeoutMs: n
     readEarlier.delete(req);
     if ('error' in earlier) throw earlier.error;
     // Read under the same limit (the fast path reads only bodies declared within it).
-    if (earlier.body.length > limit) throw new KeyServerError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`);
+    if (earlier.body.length > limit)
+      throw new KeyServerError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`);
     return earlier.body;
   }
-  return new Promise<Buffer>((resolve, reject) => readBodyThen(req, limit, timeoutMs, (err, body) => (err ? reject(err) : resolve(body!))));
+  return new Promise<Buffer>((resolve, reject) =>
+    readBodyThen(req, limit, timeoutMs, (err, body) => (err ? reject(err) : resolve(body!))),
+  );
 }
 
 /**
  * The reading itself, with a callback (the fetch fast path saves a promise
  * per request): `done` runs once, with the body or a KeyServerError.
  */
-export function readBodyThen(req: IncomingMessage, limit: number, timeoutMs: number, done: (err: Error | undefined, body?: Buffer) => void): void {
+export function readBodyThen(
+  req: IncomingMessage,
+  limit: number,
+  timeoutMs: number,
+  done: (err: Error | undefined, body?: Buffer) => void,
+): void {
   const chunks: Buffer[] = [];
   let size = 0;
   let finished = false;
@@ -57,10 +65,17 @@ export function readBodyThen(req: IncomingMessage, limit: number, timeoutMs: num
   };
   // One chunk (the usual tiny body) is ours already: no copy.
   const onEnd = () => finish(undefined, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-  const onError = (err: Error) => finish(new KeyServerError('MALFORMED_REQUEST', 'the request body could not be read', { cause: err }));
+  const onError = (err: Error) =>
+    finish(new KeyServerError('MALFORMED_REQUEST', 'the request body could not be read', { cause: err }));
   const onAborted = () => finish(new KeyServerError('MALFORMED_REQUEST', 'the client aborted the request'));
   const timer = setTimeout(
-    () => finish(new KeyServerError('REQUEST_TIMEOUT', `the request body did not arrive within ${Math.round(timeoutMs / 1000)} seconds`)),
+    () =>
+      finish(
+        new KeyServerError(
+          'REQUEST_TIMEOUT',
+          `the request body did not arrive within ${Math.round(timeoutMs / 1000)} seconds`,
+        ),
+      ),
     timeoutMs,
   );
   req.on('data', onData);

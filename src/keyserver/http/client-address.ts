@@ -36,7 +36,12 @@ export function addressKey(raw: string | undefined): ClientAddress | undefined {
   if (family === 4) return { ip, key: ip };
   if (family !== 6) return undefined;
   const groups = ip.includes('.') ? undefined : expandV6(ip.toLowerCase());
-  const key = groups ? `${groups.slice(0, 4).map((g) => Number.parseInt(g, 16).toString(16)).join(':')}::/64` : ip.toLowerCase();
+  const key = groups
+    ? `${groups
+        .slice(0, 4)
+        .map((g) => Number.parseInt(g, 16).toString(16))
+        .join(':')}::/64`
+    : ip.toLowerCase();
   return { ip, key };
 }
 

@@ -33,8 +33,16 @@ const codeByStatus: Record<number, string> = {
 export function classify(err: unknown, logger: Logger): HttpFailure {
   if (err instanceof StashError && err.expose && httpStatusByCode[err.code] !== undefined && err.code !== 'INTERNAL') {
     // A full store frees room as shares expire (15 minutes by default): a minute is a fair first wait.
-    const retryAfter = err instanceof RateLimitedError ? err.retryAfter : err.code === 'STORE_UNAVAILABLE' ? 5 : err.code === 'STORE_FULL' ? 60 : 0;
-    if (err.code === 'STORE_UNAVAILABLE') logger.error(`http: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}`);
+    const retryAfter =
+      err instanceof RateLimitedError
+        ? err.retryAfter
+        : err.code === 'STORE_UNAVAILABLE'
+          ? 5
+          : err.code === 'STORE_FULL'
+            ? 60
+            : 0;
+    if (err.code === 'STORE_UNAVAILABLE')
+      logger.error(`http: ${err.message}${err.cause instanceof Error ? ` (${err.cause.message})` : ''}`);
     return {
       status: httpStatusByCode[err.code]!,
       code: err.code,
@@ -45,16 +53,43 @@ export function classify(err: unknown, logger: Logger): HttpFailure {
     };
   }
   const e = err as { status?: unknown; expose?: unknown; message?: unknown; headers?: unknown };
-  if (!(err instanceof StashError) && typeof e.status === 'number' && e.status >= 400 && e.status < 500 && e.expose === true) {
+  if (
+    !(err instanceof StashError) &&
+    typeof e.status === 'number' &&
+    e.status >= 400 &&
+    e.status < 500 &&
+    e.expose === true
+  ) {
     const headers = typeof e.headers === 'object' && e.headers !== null ? (e.headers as Record<string, string>) : {};
-    return { status: e.status, code: codeByStatus[e.status] ?? 'MALFORMED_REQUEST', message: String(e.message), retryAfter: 0, limit: undefined, headers };
+    return {
+      status: e.status,
+      code: codeByStatus[e.status] ?? 'MALFORMED_REQUEST',
+      message: String(e.message),
+      retryAfter: 0,
+      limit: undefined,
+      headers,
+    };
   }
   if (!(err instanceof StashError) && e.status === 501) {
     // The router's "not implemented" for methods it has never heard of: still the caller's mistake.
-    return { status: 405, code: 'METHOD_NOT_ALLOWED', message: 'this method is not supported here', retryAfter: 0, limit: undefined, headers: {} };
+    return {
+      status: 405,
+      code: 'METHOD_NOT_ALLOWED',
+      message: 'this method is not supported here',
+      retryAfter: 0,
+      limit: undefined,
+      headers: {},
+    };
   }
   logger.error(`http: internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
-  return { status: 500, code: 'INTERNAL', message: 'internal server error', retryAfter: 0, limit: undefined, headers: {} };
+  return {
+    status: 500,
+    code: 'INTERNAL',
+    message: 'internal server error',
+    retryAfter: 0,
+    limit: undefined,
+    headers: {},
+  };
 }
 
 /** Writes a failure in the encoding the caller asked for (HTML on /verify). */
@@ -68,9 +103,11 @@ export function errorMiddleware(logger: Logger, observe?: (f: HttpFailure) => vo
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
-        if (ctx.status === 404) throw new StashError('ROUTE_NOT_FOUND', `no such endpoint: ${ctx.method} ${ctx.path.slice(0, 100)}`);
+        if (ctx.status === 404)
+          throw new StashError('ROUTE_NOT_FOUND', `no such endpoint: ${ctx.method} ${ctx.path.slice(0, 100)}`);
         // The router's answers to a wrong method (405, with Allow) or an unknown one (501).
-        if (ctx.status === 405 || ctx.status === 501) throw new StashError('METHOD_NOT_ALLOWED', `${ctx.method.slice(0, 20)} is not allowed here`);
+        if (ctx.status === 405 || ctx.status === 501)
+          throw new StashError('METHOD_NOT_ALLOWED', `${ctx.method.slice(0, 20)} is not allowed here`);
       }
     } catch (err) {
       const f = classify(err, logger);

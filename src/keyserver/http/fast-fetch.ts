@@ -27,7 +27,14 @@ import { MalformedRequestError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import { decodeJsonShareRequest } from '../wire/json.js';
-import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE, MessageType, WIRE_VERSION, decodeShareRequest, type ShareRequest } from '../wire/messages.js';
+import {
+  BINARY_MEDIA_TYPE,
+  JSON_MEDIA_TYPE,
+  MessageType,
+  WIRE_VERSION,
+  decodeShareRequest,
+  type ShareRequest,
+} from '../wire/messages.js';
 import { failureAnswer, writeAnswer, writeFetched } from './answers.js';
 import { handOverBody, readBodyThen } from './body.js';
 import { clientAddress } from './client-address.js';
@@ -93,7 +100,13 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     return key;
   };
 
-  const publish = (req: IncomingMessage, res: ServerResponse, w: NonNullable<typeof writes>, publicKey: Uint8Array, email: string): void => {
+  const publish = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    w: NonNullable<typeof writes>,
+    publicKey: Uint8Array,
+    email: string,
+  ): void => {
     let key;
     try {
       key = checkedClient(req);
@@ -101,10 +114,19 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
       failed(req, res, err);
       return;
     }
-    w.backend.publish(publicKey, email, key).then((created) => writeAnswer(res, createdAnswer(req, created)), (err: unknown) => failed(req, res, err));
+    w.backend.publish(publicKey, email, key).then(
+      (created) => writeAnswer(res, createdAnswer(req, created)),
+      (err: unknown) => failed(req, res, err),
+    );
   };
 
-  const confirm = (req: IncomingMessage, res: ServerResponse, w: NonNullable<typeof writes>, token: string, error: Error | undefined): void => {
+  const confirm = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    w: NonNullable<typeof writes>,
+    token: string,
+    error: Error | undefined,
+  ): void => {
     if (error !== undefined) {
       handOverBody(req, { error });
       app(req, res);
@@ -131,10 +153,20 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
       return;
     }
     if (typeof body === 'string') writeFetched(res, fetchedType(encoding), body);
-    else body.then((b) => writeFetched(res, fetchedType(encoding), b), (err: unknown) => failed(req, res, err));
+    else
+      body.then(
+        (b) => writeFetched(res, fetchedType(encoding), b),
+        (err: unknown) => failed(req, res, err),
+      );
   };
 
-  const withBody = (req: IncomingMessage, res: ServerResponse, json: boolean, error: Error | undefined, body: Buffer | undefined): void => {
+  const withBody = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    json: boolean,
+    error: Error | undefined,
+    body: Buffer | undefined,
+  ): void => {
     const usual = error === undefined ? usualFetchCode(body!, json) : undefined;
     const request = error === undefined && usual === undefined ? requestOf(body!, json) : undefined;
     const code = usual ?? (request?.op === 'fetch' ? request.code : undefined);
@@ -182,7 +214,8 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
       const token = writes === undefined ? undefined : verifyToken(req.url);
       // The confirmation form sends an empty body, with or without a Content-Length.
       const declared = req.headers['content-length'];
-      const plainBody = declared === undefined ? req.headers['transfer-encoding'] === undefined : Number(declared) <= bodyLimit;
+      const plainBody =
+        declared === undefined ? req.headers['transfer-encoding'] === undefined : Number(declared) <= bodyLimit;
       if (token === undefined || !plainBody) return app(req, res);
       setImmediate(afterConfirmHeaders, req, res, token);
       return;

@@ -35,13 +35,30 @@ export function createdAnswer(req: IncomingMessage, created: CreatedResponse): A
 
 /** A page with the headers every page of the app carries. */
 function pageAnswer(status: number, html: string): Answer {
-  return { status, headers: [['Content-Security-Policy', PAGE_CSP], ['X-Frame-Options', 'DENY']], type: HTML_CONTENT_TYPE, body: html };
+  return {
+    status,
+    headers: [
+      ['Content-Security-Policy', PAGE_CSP],
+      ['X-Frame-Options', 'DENY'],
+    ],
+    type: HTML_CONTENT_TYPE,
+    body: html,
+  };
 }
 
 /** Confirms `token` and writes the page the app's POST /verify/:token route would; failures go to `failed`. */
-export function answerConfirm(backend: KeyServerBackend, token: string, res: ServerResponse, failed: (err: unknown) => void): void {
+export function answerConfirm(
+  backend: KeyServerBackend,
+  token: string,
+  res: ServerResponse,
+  failed: (err: unknown) => void,
+): void {
   backend.confirm(token).then((done) => {
     if (!done) writeAnswer(res, pageAnswer(404, invalidLinkPage()));
-    else writeAnswer(res, pageAnswer(200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done)));
+    else
+      writeAnswer(
+        res,
+        pageAnswer(200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done)),
+      );
   }, failed);
 }

@@ -32,16 +32,24 @@ export function manageRequestedPage(maskedEmail: string): string {
 
 /** GET /manage/<token>, and the answer of its buttons (what was deleted, what is left). */
 export function manageViewPage(v: ManageView): string {
-  const deleted = v.deleted.length > 0
-    ? `<p id="deleted">Deleted: ${v.deleted.map((c) => `<code>${escapeHtml(c)}</code>`).join(', ')}. No server of this cluster hands ${v.deleted.length === 1 ? 'it' : 'them'} out any more.</p>\n`
-    : '';
+  const deleted =
+    v.deleted.length > 0
+      ? `<p id="deleted">Deleted: ${v.deleted.map((c) => `<code>${escapeHtml(c)}</code>`).join(', ')}. No server of this cluster hands ${v.deleted.length === 1 ? 'it' : 'them'} out any more.</p>\n`
+      : '';
   if (v.shares.length === 0) {
-    return page('Your published keys', `${deleted}<p id="none">No key published for <strong>${escapeHtml(v.maskedEmail)}</strong> is held here (any more).</p>
-<p class="muted">You can close this page.</p>`);
+    return page(
+      'Your published keys',
+      `${deleted}<p id="none">No key published for <strong>${escapeHtml(v.maskedEmail)}</strong> is held here (any more).</p>
+<p class="muted">You can close this page.</p>`,
+    );
   }
-  const items = v.shares.map((s) => `<li class="share"><p>Share code <code class="code">${escapeHtml(s.code)}</code>, ${s.state === 'pending' ? 'waiting for the address to be confirmed' : 'confirmed'}, expires ${escapeHtml(until(s.expiresAt))}</p>
+  const items = v.shares.map(
+    (
+      s,
+    ) => `<li class="share"><p>Share code <code class="code">${escapeHtml(s.code)}</code>, ${s.state === 'pending' ? 'waiting for the address to be confirmed' : 'confirmed'}, expires ${escapeHtml(until(s.expiresAt))}</p>
 <pre>${escapeHtml(fingerprintLines(s.fingerprint).join('\n'))}</pre>
-<form method="post"><input type="hidden" name="code" value="${escapeHtml(s.code)}"><button type="submit">Delete this key</button></form></li>`);
+<form method="post"><input type="hidden" name="code" value="${escapeHtml(s.code)}"><button type="submit">Delete this key</button></form></li>`,
+  );
   return page(
     'Your published keys',
     `${deleted}<p>Keys published for <strong>${escapeHtml(v.maskedEmail)}</strong> on this server. Compare each fingerprint with the one <code>stash vault identity show</code> prints; delete any you did not publish or no longer want handed out.</p>

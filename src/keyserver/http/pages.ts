@@ -19,7 +19,8 @@ h1{font-size:1.4rem}button{font-size:1.1rem;padding:.6rem 1.4rem;border-radius:.
 .muted{color:#666;font-size:.9rem}.fp{font-family:ui-monospace,monospace;font-size:1.3rem;letter-spacing:.05em}\npre{font-size:1.1rem}`;
 
 /** Content-Security-Policy of every page: no scripts, no external anything, forms only to us. */
-export const PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+export const PAGE_CSP =
+  "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /** A whole page: the title as its heading, then `body` (HTML the caller escaped). */
 export function page(title: string, body: string): string {
@@ -33,7 +34,10 @@ ${body}
 }
 
 export function until(ms: number): string {
-  return new Date(ms).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+  return new Date(ms)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC');
 }
 
 /**
@@ -95,7 +99,10 @@ export function homePage(): string {
 
 /** Any other unknown path in a browser. */
 export function notFoundPage(): string {
-  return page('Page not found', '<p id="not-found">There is no page at this address.</p><p class="muted">This is a stash key server; <a href="/">what that is</a>.</p>');
+  return page(
+    'Page not found',
+    '<p id="not-found">There is no page at this address.</p><p class="muted">This is a stash key server; <a href="/">what that is</a>.</p>',
+  );
 }
 
 export function errorPage(title: string, message: string): string {

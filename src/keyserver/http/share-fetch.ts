@@ -107,10 +107,16 @@ export function settleForwardedMiss(limiter: RequestLimiter, config: RateConfig,
 }
 
 /** The content type of a fetched answer in `encoding`. */
-export const fetchedType = (encoding: FetchedEncoding): string => (encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE);
+export const fetchedType = (encoding: FetchedEncoding): string =>
+  encoding === 'json' ? JSON_CONTENT_TYPE : BINARY_MEDIA_TYPE;
 
 /** A fetch as an Answer (the Koa route). */
-export async function fetchAnswer(backend: FetchBackend, code: string, headers: IncomingHttpHeaders, client?: FetchClient): Promise<Answer> {
+export async function fetchAnswer(
+  backend: FetchBackend,
+  code: string,
+  headers: IncomingHttpHeaders,
+  client?: FetchClient,
+): Promise<Answer> {
   const encoding = responseEncoding(headers, 'POST');
   const body = await backend.fetchBody(code, encoding, client);
   return { status: 200, headers: [], type: fetchedType(encoding), body: Buffer.from(body, 'latin1') };

@@ -43,7 +43,11 @@ export interface SharePostDeps {
 const fail = (message: string) => new MalformedRequestError(message);
 
 const refused = (retryAfter: number) =>
-  new RateLimitedError(`too many refused forwarded requests from your address; try again in ${retryAfter} seconds`, retryAfter, 'requests-per-ip');
+  new RateLimitedError(
+    `too many refused forwarded requests from your address; try again in ${retryAfter} seconds`,
+    retryAfter,
+    'requests-per-ip',
+  );
 
 function send(ctx: Koa.Context, status: number, res: ShareResponse): void {
   ctx.status = status;
@@ -57,7 +61,9 @@ function send(ctx: Koa.Context, status: number, res: ShareResponse): void {
 }
 
 /** The route handler. */
-export function sharePost(d: SharePostDeps): (ctx: Koa.ParameterizedContext<{ client: ClientAddress }>) => Promise<void> {
+export function sharePost(
+  d: SharePostDeps,
+): (ctx: Koa.ParameterizedContext<{ client: ClientAddress }>) => Promise<void> {
   const { backend, limiters, forwarder } = d;
   return async (ctx) => {
     const headers = ctx.req.headers;
@@ -95,7 +101,11 @@ export function sharePost(d: SharePostDeps): (ctx: Koa.ParameterizedContext<{ cl
 
     if (req.op === 'unpublish') {
       const targets = forwarded ? [] : forwarder.targets(parseShareCode(req.code).primary);
-      send(ctx, 200, targets.length > 0 ? await forwarder.forward(req, targets, clientKey) : await backend.unpublish(req, clientKey));
+      send(
+        ctx,
+        200,
+        targets.length > 0 ? await forwarder.forward(req, targets, clientKey) : await backend.unpublish(req, clientKey),
+      );
       return;
     }
 

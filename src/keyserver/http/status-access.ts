@@ -18,7 +18,13 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { KeyServerError } from '../errors.js';
 import { MAX_CLOCK_SKEW_MS } from '../replication/inbound.js';
-import { CLUSTER_HEADER, SIGNATURE_HEADER, STATUS_DOMAIN, TIMESTAMP_HEADER, verifyMac } from '../replication/signature.js';
+import {
+  CLUSTER_HEADER,
+  SIGNATURE_HEADER,
+  STATUS_DOMAIN,
+  TIMESTAMP_HEADER,
+  verifyMac,
+} from '../replication/signature.js';
 import type { StatusResponse } from '../wire/messages.js';
 import type { ClientAddress } from './client-address.js';
 
@@ -35,24 +41,43 @@ export function isLoopback(ip: string): boolean {
  * a monitor with the wrong token should hear so.
  */
 export function fullStatusAllowed(
-  headers: IncomingHttpHeaders, client: ClientAddress, c: { replicationToken?: string | undefined; clusterId: string }, nowMs: number,
+  headers: IncomingHttpHeaders,
+  client: ClientAddress,
+  c: { replicationToken?: string | undefined; clusterId: string },
+  nowMs: number,
 ): boolean {
   const signature = headers[SIGNATURE_HEADER];
   if (signature === undefined) return isLoopback(client.ip);
   const one = (v: string | string[] | undefined) => (Array.isArray(v) ? undefined : v);
   const timestamp = one(headers[TIMESTAMP_HEADER]) ?? '';
   const clusterId = one(headers[CLUSTER_HEADER]) ?? '';
-  if (c.replicationToken === undefined) throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: this server has no replication token to check a status signature with');
-  if (!/^[0-9]{1,16}$/.test(timestamp) || clusterId !== c.clusterId || !verifyMac(c.replicationToken, one(signature), timestamp, clusterId, EMPTY, STATUS_DOMAIN)) {
-    throw new KeyServerError('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: the status signature does not verify with this server\'s replication token and cluster id');
+  if (c.replicationToken === undefined)
+    throw new KeyServerError(
+      'REPLICATION_UNAUTHORIZED',
+      'ReplicationUnauthorized: this server has no replication token to check a status signature with',
+    );
+  if (
+    !/^[0-9]{1,16}$/.test(timestamp) ||
+    clusterId !== c.clusterId ||
+    !verifyMac(c.replicationToken, one(signature), timestamp, clusterId, EMPTY, STATUS_DOMAIN)
+  ) {
+    throw new KeyServerError(
+      'REPLICATION_UNAUTHORIZED',
+      "ReplicationUnauthorized: the status signature does not verify with this server's replication token and cluster id",
+    );
   }
   if (Math.abs(nowMs - Number(timestamp)) > MAX_CLOCK_SKEW_MS) {
-    throw new KeyServerError('REPLICATION_STALE', `ReplicationUnauthorized: the status request's timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock`);
+    throw new KeyServerError(
+      'REPLICATION_STALE',
+      `ReplicationUnauthorized: the status request's timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock`,
+    );
   }
   return true;
 }
 
 /** What everyone may see. */
-export function publicStatus(s: StatusResponse): Pick<StatusResponse, 'replication_pending' | 'replication_last_sequence'> {
+export function publicStatus(
+  s: StatusResponse,
+): Pick<StatusResponse, 'replication_pending' | 'replication_last_sequence'> {
   return { replication_pending: s.replication_pending, replication_last_sequence: s.replication_last_sequence };
 }

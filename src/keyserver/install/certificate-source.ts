@@ -22,22 +22,29 @@ export type CertificateSource =
   | { kind: 'proxy' };
 
 /** The source named by flags or config values, if any. */
-export function sourceOf(c: Pick<ServerConfig, 'acmeDomains' | 'acmeEmail' | 'acmeDirectory' | 'tlsCert' | 'tlsKey' | 'trustProxy'>): CertificateSource | undefined {
-  if (c.acmeDomains.length > 0) return { kind: 'acme', domains: c.acmeDomains, email: c.acmeEmail, directory: c.acmeDirectory };
+export function sourceOf(
+  c: Pick<ServerConfig, 'acmeDomains' | 'acmeEmail' | 'acmeDirectory' | 'tlsCert' | 'tlsKey' | 'trustProxy'>,
+): CertificateSource | undefined {
+  if (c.acmeDomains.length > 0)
+    return { kind: 'acme', domains: c.acmeDomains, email: c.acmeEmail, directory: c.acmeDirectory };
   if (c.tlsCert !== undefined && c.tlsKey !== undefined) return { kind: 'files', cert: c.tlsCert, key: c.tlsKey };
   return c.trustProxy ? { kind: 'proxy' } : undefined;
 }
 
-export const NEEDS_SOURCE = 'install needs the certificate the service will serve on port 443: '
-  + '--acme-domain NAME [--acme-email ADDR] to obtain it from Let\'s Encrypt (the names must point at this machine, port 443 open), '
-  + 'or --tls-cert PATH --tls-key PATH for files you renew yourself; or set acme_domain, or tls_cert and tls_key, in /etc/stash/key-server.toml';
+export const NEEDS_SOURCE =
+  'install needs the certificate the service will serve on port 443: ' +
+  "--acme-domain NAME [--acme-email ADDR] to obtain it from Let's Encrypt (the names must point at this machine, port 443 open), " +
+  'or --tls-cert PATH --tls-key PATH for files you renew yourself; or set acme_domain, or tls_cert and tls_key, in /etc/stash/key-server.toml';
 
 /**
  * The source `install` uses: its flags (which the config it writes will
  * hold), else the config it keeps (`existing`, its text). Files are checked
  * now, as root, so a typo is named before anything is written.
  */
-export async function installSource(flags: ServerConfig, existing: { path: string; text: string } | undefined): Promise<CertificateSource> {
+export async function installSource(
+  flags: ServerConfig,
+  existing: { path: string; text: string } | undefined,
+): Promise<CertificateSource> {
   const given = absolute(sourceOf(flags));
   let kept: CertificateSource | undefined;
   if (existing && !flags.forceConfig) {
@@ -45,14 +52,22 @@ export async function installSource(flags: ServerConfig, existing: { path: strin
     if (inv.command === 'run') kept = absolute(sourceOf(inv.config));
     // Running install again with the same flags is fine; other ones would leave the kept config saying something else.
     if (given && JSON.stringify(given) !== JSON.stringify(kept)) {
-      throw new UsageError(`${existing.path} exists and is kept, with ${kept ? `another certificate (${kept.kind})` : 'no certificate'}: give --force-config to rewrite it with these options, or set them in it and run install without them`);
+      throw new UsageError(
+        `${existing.path} exists and is kept, with ${kept ? `another certificate (${kept.kind})` : 'no certificate'}: give --force-config to rewrite it with these options, or set them in it and run install without them`,
+      );
     }
   }
   const source = given ?? kept;
   if (!source) throw new UsageError(NEEDS_SOURCE);
   if (source.kind === 'files') {
-    for (const [flag, path] of [['--tls-cert', source.cert], ['--tls-key', source.key]] as const) {
-      if (/\s/.test(path)) throw new UsageError(`${flag} ${path}: the unit cannot name a path with white space (LoadCredential=); move the file`);
+    for (const [flag, path] of [
+      ['--tls-cert', source.cert],
+      ['--tls-key', source.key],
+    ] as const) {
+      if (/\s/.test(path))
+        throw new UsageError(
+          `${flag} ${path}: the unit cannot name a path with white space (LoadCredential=); move the file`,
+        );
     }
     // The service reads the files through systemd, but only if they are there and usable: a typo is caught here.
     await readTls(source.cert, source.key);

@@ -20,8 +20,13 @@ type Out = (line: string) => void;
 async function refuseLink(dest: string): Promise<void> {
   const st = await lstat(dest).catch(() => undefined);
   if (st === undefined || st.isFile()) return;
-  const what = st.isSymbolicLink() ? `a link to ${await readlink(dest)} (npm's command, if that is bin/stash_key_server.js)` : 'not a regular file';
-  throw new StashError('INSTALL_CONFLICT', `${dest} is ${what}; install the single executable after removing it (npm uninstall -g stash-vault, for npm's), or run install from the npm package instead`);
+  const what = st.isSymbolicLink()
+    ? `a link to ${await readlink(dest)} (npm's command, if that is bin/stash_key_server.js)`
+    : 'not a regular file';
+  throw new StashError(
+    'INSTALL_CONFLICT',
+    `${dest} is ${what}; install the single executable after removing it (npm uninstall -g stash-vault, for npm's), or run install from the npm package instead`,
+  );
 }
 
 /**

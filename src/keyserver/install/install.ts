@@ -49,12 +49,19 @@ type Out = (line: string) => void;
 
 function requireLinux(host: HostFacts, command: string): void {
   if (host.platform !== 'linux') {
-    throw new StashError('UNSUPPORTED_PLATFORM', `\`${command}\` installs a systemd service and runs on Linux only (this is ${host.platform}); run \`stash_key_server run --config FILE\` under your own service manager instead`);
+    throw new StashError(
+      'UNSUPPORTED_PLATFORM',
+      `\`${command}\` installs a systemd service and runs on Linux only (this is ${host.platform}); run \`stash_key_server run --config FILE\` under your own service manager instead`,
+    );
   }
 }
 
 function requireRoot(host: HostFacts, command: string): void {
-  if (host.uid !== 0) throw new StashError('NOT_ROOT', `\`${command}\` must run as root (it writes under /etc and /var); try: sudo stash_key_server ${command}`);
+  if (host.uid !== 0)
+    throw new StashError(
+      'NOT_ROOT',
+      `\`${command}\` must run as root (it writes under /etc and /var); try: sudo stash_key_server ${command}`,
+    );
 }
 
 /** bin/stash_key_server.js of this package (from src/ or dist/ alike). */
@@ -64,24 +71,42 @@ function serverScript(): string {
 
 function systemctlStep(host: HostFacts, out: Out, args: string[]): void {
   const r = host.systemctl(args);
-  if (r.status !== 0) throw new StashError('SYSTEMCTL_FAILED', `systemctl ${args.join(' ')} failed (exit ${r.status}): ${r.output.slice(0, 500)}`);
+  if (r.status !== 0)
+    throw new StashError(
+      'SYSTEMCTL_FAILED',
+      `systemctl ${args.join(' ')} failed (exit ${r.status}): ${r.output.slice(0, 500)}`,
+    );
   out(`ran: systemctl ${args.join(' ')}`);
 }
 
 /** `install [--force-config]`. */
-export async function install(config: ServerConfig, out: Out, host?: HostFacts, paths: InstallPaths = installPaths()): Promise<number> {
+export async function install(
+  config: ServerConfig,
+  out: Out,
+  host?: HostFacts,
+  paths: InstallPaths = installPaths(),
+): Promise<number> {
   const h = host ?? realHost(paths);
   requireLinux(h, 'install');
   requireRoot(h, 'install');
   // The certificate for port 443, from the flags or the kept config: asked for before anything is written.
-  const existing = existsSync(paths.config) ? { path: paths.config, text: await readFile(paths.config, 'utf8') } : undefined;
+  const existing = existsSync(paths.config)
+    ? { path: paths.config, text: await readFile(paths.config, 'utf8') }
+    : undefined;
   const source = await installSource(config, existing);
   // From the single executable: a copy of it in /usr/local/bin, which the unit runs; from npm: node and the package's script.
   const single = isSingleExecutable();
   if (single) await installExecutable(paths, out);
   await mkdir(dirname(paths.unit), { recursive: true, mode: 0o755 });
   const tlsFiles = source.kind === 'files' ? { cert: source.cert, key: source.key } : undefined;
-  await writeFile(paths.unit, unitText(single ? { executable: realPaths.executable } : { node: process.execPath, script: serverScript() }, tlsFiles), { mode: 0o644 });
+  await writeFile(
+    paths.unit,
+    unitText(
+      single ? { executable: realPaths.executable } : { node: process.execPath, script: serverScript() },
+      tlsFiles,
+    ),
+    { mode: 0o644 },
+  );
   await chmod(paths.unit, 0o644);
   out(`wrote ${paths.unit}`);
 
@@ -103,16 +128,22 @@ export async function install(config: ServerConfig, out: Out, host?: HostFacts, 
     out(`wrote ${paths.token} (a new random replication token, root only; copy it to the other nodes of a cluster)`);
   }
   await chmod(paths.token, 0o600);
-  for (const [dir, mode] of [[paths.state, 0o700], [paths.cache, 0o700], [paths.logDir, 0o750]] as const) {
+  for (const [dir, mode] of [
+    [paths.state, 0o700],
+    [paths.cache, 0o700],
+    [paths.logDir, 0o750],
+  ] as const) {
     await mkdir(dir, { recursive: true, mode });
     out(`folder ${dir}`);
   }
 
   if (!h.systemdRunning) {
-    out(paths.prefix !== ''
-      ? `installed under ${paths.prefix} (STASH_KEY_SERVER_ROOT_PREFIX): systemctl not run`
-      : 'systemd is not running on this system (no /run/systemd/system): the files are written, but the service was NOT enabled or started; ' +
-        `once systemd runs: systemctl daemon-reload && systemctl enable --now ${UNIT_NAME}`);
+    out(
+      paths.prefix !== ''
+        ? `installed under ${paths.prefix} (STASH_KEY_SERVER_ROOT_PREFIX): systemctl not run`
+        : 'systemd is not running on this system (no /run/systemd/system): the files are written, but the service was NOT enabled or started; ' +
+            `once systemd runs: systemctl daemon-reload && systemctl enable --now ${UNIT_NAME}`,
+    );
     return 0;
   }
   systemctlStep(h, out, ['daemon-reload']);
@@ -122,7 +153,12 @@ export async function install(config: ServerConfig, out: Out, host?: HostFacts, 
 }
 
 /** `uninstall [--purge-data]`. */
-export async function uninstall(config: ServerConfig, out: Out, host?: HostFacts, paths: InstallPaths = installPaths()): Promise<number> {
+export async function uninstall(
+  config: ServerConfig,
+  out: Out,
+  host?: HostFacts,
+  paths: InstallPaths = installPaths(),
+): Promise<number> {
   const h = host ?? realHost(paths);
   requireLinux(h, 'uninstall');
   requireRoot(h, 'uninstall');
@@ -136,16 +172,29 @@ export async function uninstall(config: ServerConfig, out: Out, host?: HostFacts
   if (h.systemdRunning) systemctlStep(h, out, ['daemon-reload']);
   await removeExecutable(paths, out);
   if (!config.purgeData) {
-    out(`kept ${paths.config}, ${paths.token}, ${paths.state}, ${paths.cache} and ${paths.logDir} (--purge-data removes them)`);
+    out(
+      `kept ${paths.config}, ${paths.token}, ${paths.state}, ${paths.cache} and ${paths.logDir} (--purge-data removes them)`,
+    );
     return 0;
   }
-  for (const path of [paths.state, paths.statePrivate, paths.cache, paths.cachePrivate, paths.logDir, paths.config, paths.token]) {
+  for (const path of [
+    paths.state,
+    paths.statePrivate,
+    paths.cache,
+    paths.cachePrivate,
+    paths.logDir,
+    paths.config,
+    paths.token,
+  ]) {
     if (!existsSync(path)) continue;
     await rm(path, { recursive: true, force: true });
     out(`removed ${path}`);
   }
   // /etc/stash was created by install; leave it only if something else lives there (TLS files, say).
-  await rmdir(paths.configDir).then(() => out(`removed ${paths.configDir}`), () => undefined);
+  await rmdir(paths.configDir).then(
+    () => out(`removed ${paths.configDir}`),
+    () => undefined,
+  );
   return 0;
 }
 
@@ -181,13 +230,19 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
       const inv = parseCommandLine(['run', '--config', paths.config], () => text);
       const c = inv.command === 'help' ? undefined : inv.config;
       running = c;
-      out(`config: ${paths.config} ok${c ? ` (bind ${c.bind.host}:${c.bind.port}, server ${c.serverId}, cluster ${c.clusterId}, ${c.replicationPeerUrls.length} replication peer(s))` : ''}`);
+      out(
+        `config: ${paths.config} ok${c ? ` (bind ${c.bind.host}:${c.bind.port}, server ${c.serverId}, cluster ${c.clusterId}, ${c.replicationPeerUrls.length} replication peer(s))` : ''}`,
+      );
     } catch (err) {
       out(`config: ${paths.config} INVALID: ${(err as Error).message}`);
     }
   }
 
-  const token = await stat(paths.token).then((st) => `present, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}${st.mode & 0o077 ? ' (SHOULD BE 0600)' : ''}`, () => 'missing (the service will not start)');
+  const token = await stat(paths.token).then(
+    (st) =>
+      `present, mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}${st.mode & 0o077 ? ' (SHOULD BE 0600)' : ''}`,
+    () => 'missing (the service will not start)',
+  );
   out(`token: ${paths.token} ${installed ? token : token.replace(' (the service will not start)', '')}`);
 
   const stateDir = existsSync(paths.statePrivate) ? paths.statePrivate : paths.state;
@@ -196,10 +251,18 @@ export async function serviceStatus(out: Out, host?: HostFacts, paths: InstallPa
   } else {
     const lock = await readFile(`${stateDir}/lock`, 'utf8').catch(() => '');
     const pid = Number(lock.trim());
-    const holder = Number.isInteger(pid) && pid > 0 ? (alive(pid) ? `in use by pid ${pid}` : `stale lock of pid ${pid}`) : 'not in use';
+    const holder =
+      Number.isInteger(pid) && pid > 0
+        ? alive(pid)
+          ? `in use by pid ${pid}`
+          : `stale lock of pid ${pid}`
+        : 'not in use';
     out(`state: ${stateDir}, store.log ${describeSize(`${stateDir}/store.log`)}, ${holder}`);
   }
-  const log = await stat(paths.log).then((s) => `${s.size} bytes, last written ${s.mtime.toISOString()}`, () => 'no log yet');
+  const log = await stat(paths.log).then(
+    (s) => `${s.size} bytes, last written ${s.mtime.toISOString()}`,
+    () => 'no log yet',
+  );
   out(`log: ${paths.log} ${log}`);
   if (running) for (const line of await liveServerLines(running)) out(line);
   return installed ? 0 : 3;

@@ -18,7 +18,10 @@ import { certificateFacts, certificateProblems, describeCertificate } from '../t
 
 const TIMEOUT_MS = 2000;
 
-type LiveConfig = Pick<ServerConfig, 'bind' | 'tlsCert' | 'tlsKey' | 'publicUrl' | 'acmeDomains' | 'acmeDirectory' | 'stateDir'>;
+type LiveConfig = Pick<
+  ServerConfig,
+  'bind' | 'tlsCert' | 'tlsKey' | 'publicUrl' | 'acmeDomains' | 'acmeDirectory' | 'stateDir'
+>;
 
 /** Where the server of `c` answers on this host. */
 function localUrl(c: LiveConfig): string {
@@ -37,7 +40,11 @@ function getJson(url: string): Promise<LiveAnswer> {
   return new Promise((resolve, reject) => {
     const https = url.startsWith('https:');
     // Our own server on this host, read only: its certificate names the public host, not the loopback address.
-    const options = { headers: { Accept: 'application/json' }, timeout: TIMEOUT_MS, ...(https ? { rejectUnauthorized: false } : {}) };
+    const options = {
+      headers: { Accept: 'application/json' },
+      timeout: TIMEOUT_MS,
+      ...(https ? { rejectUnauthorized: false } : {}),
+    };
     const req = (https ? httpsRequest : httpRequest)(url, options, (res) => {
       let body = '';
       const raw = https ? (res.socket as TLSSocket).getPeerCertificate().raw : undefined;
@@ -70,7 +77,7 @@ function getJson(url: string): Promise<LiveAnswer> {
  */
 export async function liveServerLines(c: LiveConfig): Promise<string[]> {
   const acme = await acmeStatusLine(c);
-  return [...await answerLines(c), ...(acme ? [acme] : [])];
+  return [...(await answerLines(c)), ...(acme ? [acme] : [])];
 }
 
 async function answerLines(c: LiveConfig): Promise<string[]> {
@@ -92,11 +99,15 @@ async function answerLines(c: LiveConfig): Promise<string[]> {
 }
 
 function serverLine(url: string, s: Record<string, unknown>): string {
-  if (typeof s.config_loaded_at !== 'number') return `server: answering at ${url} (an older server, or not all of its status shown)`;
+  if (typeof s.config_loaded_at !== 'number')
+    return `server: answering at ${url} (an older server, or not all of its status shown)`;
   const parts = [`server: answering at ${url}, configuration loaded ${new Date(s.config_loaded_at).toISOString()}`];
   if (typeof s.config_reload_error === 'string') parts.push(`LAST RELOAD FAILED: ${s.config_reload_error}`);
   const ranges = Number(s.store_skipped_ranges ?? 0);
-  if (ranges > 0) parts.push(`store: ${ranges} damaged range(s), ${Number(s.store_skipped_bytes)} bytes skipped at start (copy: ${String(s.store_damaged_copy)})`);
+  if (ranges > 0)
+    parts.push(
+      `store: ${ranges} damaged range(s), ${Number(s.store_skipped_bytes)} bytes skipped at start (copy: ${String(s.store_damaged_copy)})`,
+    );
   return parts.join('; ');
 }
 
@@ -105,14 +116,22 @@ export function certificateLine(cert: X509Certificate, publicUrl: string | undef
   const now = Date.now();
   const parts = [`certificate: ${describeCertificate(certificateFacts(cert), now)}`];
   // Without a public URL there is no name to check: the loopback address asked here is not what clients use.
-  const problems = certificateProblems(cert.toString(), 'this server', publicUrl ?? `https://${certificateFacts(cert).names[0] ?? 'localhost'}`, now);
+  const problems = certificateProblems(
+    cert.toString(),
+    'this server',
+    publicUrl ?? `https://${certificateFacts(cert).names[0] ?? 'localhost'}`,
+    now,
+  );
   for (const p of problems) parts.push(`WARNING: ${p}`);
   return parts.join('; ');
 }
 
 async function certificateFileLine(path: string, publicUrl: string | undefined): Promise<string> {
   try {
-    return certificateLine(new X509Certificate(await readFile(path)), publicUrl).replace('certificate: ', `certificate: (${path}, not served now) `);
+    return certificateLine(new X509Certificate(await readFile(path)), publicUrl).replace(
+      'certificate: ',
+      `certificate: (${path}, not served now) `,
+    );
   } catch (err) {
     return `certificate: ${path} cannot be read as a PEM certificate (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`;
   }

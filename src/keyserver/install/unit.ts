@@ -48,7 +48,10 @@ export const MEMORY_ENV: Readonly<Record<string, string>> = {
 };
 
 /** The environment of the installed service: the node flags (NODE_OPTIONS) and the allocator settings. */
-export const UNIT_ENVIRONMENT: Readonly<Record<string, string>> = { NODE_OPTIONS: MEMORY_NODE_FLAGS.join(' '), ...MEMORY_ENV };
+export const UNIT_ENVIRONMENT: Readonly<Record<string, string>> = {
+  NODE_OPTIONS: MEMORY_NODE_FLAGS.join(' '),
+  ...MEMORY_ENV,
+};
 
 /** How many processes the installed service serves from (run --processes). */
 export const UNIT_PROCESSES: readonly string[] = ['--processes', 'auto'];
@@ -86,11 +89,17 @@ ExecStart=${command} run ${UNIT_PROCESSES.join(' ')} --config ${realPaths.config
 # systemctl reload: the server reads its config again and applies what can change live (docs/operations.md).
 ExecReload=/bin/kill -HUP $MAINPID
 LoadCredential=replication-token:${realPaths.token}
-${tls ? `# The certificate files too: the key stays root-only; a renewal needs a restart (credentials are copied at start).
+${
+  tls
+    ? `# The certificate files too: the key stays root-only; a renewal needs a restart (credentials are copied at start).
 LoadCredential=tls-cert:${tls.cert}
 LoadCredential=tls-key:${tls.key}
-` : ''}# Node flags only through NODE_OPTIONS: the single executable takes every argument as its own.
-Environment=${Object.entries(UNIT_ENVIRONMENT).map(([k, v]) => envAssignment(k, v)).join(' ')}
+`
+    : ''
+}# Node flags only through NODE_OPTIONS: the single executable takes every argument as its own.
+Environment=${Object.entries(UNIT_ENVIRONMENT)
+    .map(([k, v]) => envAssignment(k, v))
+    .join(' ')}
 Restart=on-failure
 RestartSec=2
 # Exit 76: no certificate over ACME. The log says why; retrying in a loop would only spend the CA's failure limits.
@@ -155,7 +164,9 @@ function certificateLines(source: CertificateSource | undefined): string {
       '# account and certificates in the state folder. The names must resolve to this machine.',
       `acme_domain = [${source.domains.map(quoted).join(', ')}]`,
       source.email !== undefined ? `acme_email = ${quoted(source.email)}` : '# acme_email = "ops@example.org"',
-      source.directory !== undefined ? `acme_directory = ${quoted(source.directory)}` : '# acme_directory = "https://acme-staging-v02.api.letsencrypt.org/directory"',
+      source.directory !== undefined
+        ? `acme_directory = ${quoted(source.directory)}`
+        : '# acme_directory = "https://acme-staging-v02.api.letsencrypt.org/directory"',
     ].join('\n');
   }
   if (source?.kind === 'files') {

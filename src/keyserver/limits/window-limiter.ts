@@ -11,9 +11,7 @@ export class WindowLimiter {
   private readonly events: BoundedMap<number[]>;
   private checks = 0;
 
-  constructor(
-    private readonly opts: { limit: number; windowMs?: number; clock: Clock; maxEntries?: number },
-  ) {
+  constructor(private readonly opts: { limit: number; windowMs?: number; clock: Clock; maxEntries?: number }) {
     this.events = new BoundedMap(opts.maxEntries ?? 100_000);
   }
 

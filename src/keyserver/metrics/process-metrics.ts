@@ -79,7 +79,9 @@ export class ProcessMetrics {
   }
 
   /** Wraps a request handler: every answer is counted once it is sent. */
-  countRequests(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  countRequests(
+    handler: (req: IncomingMessage, res: ServerResponse) => void,
+  ): (req: IncomingMessage, res: ServerResponse) => void {
     const self = this;
     // One function for every response (no closure per request): `this` is the response.
     function finished(this: ServerResponse): void {

@@ -29,7 +29,11 @@ export interface ServerViewDeps {
   gather?: (own: ProcessReport) => Promise<ReturnType<ProcessReports['sum']>>;
 }
 
-const sizeOf = (path: string) => stat(path).then((s) => s.size, () => 0);
+const sizeOf = (path: string) =>
+  stat(path).then(
+    (s) => s.size,
+    () => 0,
+  );
 
 async function diskUsed(d: ServerViewDeps): Promise<{ store: number; logs: number; damaged: number }> {
   const stats = d.store.stats();
@@ -49,7 +53,8 @@ export async function renderServerMetrics(d: ServerViewDeps): Promise<string> {
   const { counters, gauges } = d.gather ? await d.gather(own) : new ProcessReports().sum(own);
   const out = new Map(counters);
   for (const [s, v] of gauges) out.set(s, v);
-  const put = (short: string, v: number, labels?: Record<string, string | number>) => out.set(series(metricName(short), labels), v);
+  const put = (short: string, v: number, labels?: Record<string, string | number>) =>
+    out.set(series(metricName(short), labels), v);
 
   const st = d.store.stats();
   const recovery = d.store.recovery;
@@ -62,10 +67,17 @@ export async function renderServerMetrics(d: ServerViewDeps): Promise<string> {
   const b = d.store.budget;
   put('store_publish_limit_bytes', b.publishLimitBytes);
   put('store_skipped_damaged_ranges', recovery.skipped.length);
-  put('store_skipped_damaged_bytes', recovery.skipped.reduce((n, r) => n + r.to - r.from, 0));
+  put(
+    'store_skipped_damaged_bytes',
+    recovery.skipped.reduce((n, r) => n + r.to - r.from, 0),
+  );
   put('disk_cap_bytes', b.capBytes);
   const used = await diskUsed(d);
-  for (const [part, budget, bytes] of [['store', b.storeBytes, used.store], ['logs', b.logsBytes, used.logs], ['damaged_copies', b.damagedBytes, used.damaged]] as const) {
+  for (const [part, budget, bytes] of [
+    ['store', b.storeBytes, used.store],
+    ['logs', b.logsBytes, used.logs],
+    ['damaged_copies', b.damagedBytes, used.damaged],
+  ] as const) {
     put('disk_budget_bytes', budget, { part });
     put('disk_used_bytes', bytes, { part });
   }

@@ -32,7 +32,13 @@ export interface WireError {
 /** The failure as it may be shown to the caller of the other process. */
 export function toWire(err: unknown, logger: Logger): WireError {
   if (err instanceof StashError && err.expose && err.code !== 'INTERNAL') {
-    if (err instanceof RateLimitedError) return { code: err.code, message: err.message, retryAfter: err.retryAfter, ...(err.limit ? { limit: err.limit } : {}) };
+    if (err instanceof RateLimitedError)
+      return {
+        code: err.code,
+        message: err.message,
+        retryAfter: err.retryAfter,
+        ...(err.limit ? { limit: err.limit } : {}),
+      };
     return { code: err.code, message: err.message };
   }
   logger.error(`internal error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);

@@ -34,7 +34,11 @@ import { Replica } from './replica.js';
 import { LIMIT_SYNC_MS, type FetchProcessInit } from './store-side.js';
 
 function prefixed(logger: Logger, prefix: string): Logger {
-  return { info: (m) => logger.info(`${prefix}${m}`), warn: (m) => logger.warn(`${prefix}${m}`), error: (m) => logger.error(`${prefix}${m}`) };
+  return {
+    info: (m) => logger.info(`${prefix}${m}`),
+    warn: (m) => logger.warn(`${prefix}${m}`),
+    error: (m) => logger.error(`${prefix}${m}`),
+  };
 }
 
 /** Runs a fetch process until the store's process stops it or goes away. */
@@ -63,20 +67,29 @@ export async function runFetchProcess(): Promise<void> {
       const last = metrics?.report();
       if (last && process.connected) {
         // Sent, not only queued, before the exit.
-        await new Promise<void>((done) => process.send!({ k: 'note', m: 'metrics', p: last }, undefined, {}, () => done()));
+        await new Promise<void>((done) =>
+          process.send!({ k: 'note', m: 'metrics', p: last }, undefined, {}, () => done()),
+        );
       }
       process.exit(0);
     })();
     return stopping;
   };
 
-  const channel = new Channel(process, {
-    init: (init: FetchProcessInit) => start(init).catch((err: unknown) => {
-      logger.error(`cannot start: ${errorMessage(err)}`);
-      process.exit(1);
-    }),
-    stop: () => void stop('stopping'),
-  }, logger, () => new StoreUnavailableError('the store process of this server is not reachable; try again'), (socket) => take(socket));
+  const channel = new Channel(
+    process,
+    {
+      init: (init: FetchProcessInit) =>
+        start(init).catch((err: unknown) => {
+          logger.error(`cannot start: ${errorMessage(err)}`);
+          process.exit(1);
+        }),
+      stop: () => void stop('stopping'),
+    },
+    logger,
+    () => new StoreUnavailableError('the store process of this server is not reachable; try again'),
+    (socket) => take(socket),
+  );
 
   async function start(init: FetchProcessInit): Promise<void> {
     logger = prefixed(streamLogger(), `fetch process ${init.index}: `);
@@ -96,7 +109,11 @@ export async function runFetchProcess(): Promise<void> {
       readyWhenBoth();
     });
     // ACME's certificate comes with the init note; --tls-cert files are read here as in the store's process.
-    const tls = init.tls ?? (config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined);
+    const tls =
+      init.tls ??
+      (config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await readTls(config.tlsCert, config.tlsKey)
+        : undefined);
     const clock = systemClock;
     metrics = new ProcessMetrics(`fetch-${init.index}`);
     const m = metrics;
@@ -109,7 +126,9 @@ export async function runFetchProcess(): Promise<void> {
     const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs, metrics });
     const s = createHttpServer(init.timeouts, tls, app.callback, { acme: config.acmeDomains.length > 0 });
     // A renewed ACME certificate (store-side.ts tlsRenewed), with the same TLS profile.
-    channel.handle('tls', (material: TlsMaterial) => (s as unknown as HttpsServer).setSecureContext(profileOptions(material)));
+    channel.handle('tls', (material: TlsMaterial) =>
+      (s as unknown as HttpsServer).setSecureContext(profileOptions(material)),
+    );
     s.on('error', (err) => logger.error(`http server: ${err.message}`));
     s.on('tlsClientError', () => undefined);
     // It never listens (connections come from the store's process), but node:http checks the
@@ -126,7 +145,9 @@ export async function runFetchProcess(): Promise<void> {
     channel.handle('reload', async (next: ServerConfig) => {
       // The store's process logs what changed; this one applies the same and logs only failures.
       const quiet: Logger = { info: () => {}, warn: () => {}, error: logger.error };
-      await applyReload({ config, limiters, server: s, logger: quiet }, next).catch((err: unknown) => logger.error(`reload: ${errorMessage(err)}`));
+      await applyReload({ config, limiters, server: s, logger: quiet }, next).catch((err: unknown) =>
+        logger.error(`reload: ${errorMessage(err)}`),
+      );
     });
     for (const socket of pendingSockets.splice(0)) take(socket);
     // Connections come once the copy of the shares is complete.

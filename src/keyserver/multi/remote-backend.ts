@@ -90,7 +90,8 @@ export class RemoteBackend implements KeyServerBackend {
       const n = (this.unsent.get(canonical) ?? 0) + 1;
       this.unsent.set(canonical, n);
       this.flushTimer ??= setTimeout(() => void this.flushCounts(), COUNT_FLUSH_MS);
-      const count = Math.max(v[PEEK_FETCH_COUNT]!, this.bases.get(canonical) ?? 0) + (this.sending.get(canonical) ?? 0) + n;
+      const count =
+        Math.max(v[PEEK_FETCH_COUNT]!, this.bases.get(canonical) ?? 0) + (this.sending.get(canonical) ?? 0) + n;
       return this.cache.body(canonical, v, count, encoding, () => this.replica.facts(code));
     }
     const call: ForwardedFetchCall = { code: rawCode };

@@ -39,7 +39,10 @@ export class ReplicaFeed {
   private pending = new Map<string, ChangeKey>();
   private scheduled = false;
 
-  constructor(private readonly store: ShareStore, private readonly now: () => number) {
+  constructor(
+    private readonly store: ShareStore,
+    private readonly now: () => number,
+  ) {
     store.onChange((key) => {
       if (this.targets.size === 0) return;
       const id = `${key.kind}:${key.code}`;
@@ -95,7 +98,10 @@ export class ReplicaFeed {
     this.scheduled = false;
     const keys = this.pending;
     this.pending = new Map();
-    this.send([...this.targets].filter((t) => t.backlog === undefined), keys.values());
+    this.send(
+      [...this.targets].filter((t) => t.backlog === undefined),
+      keys.values(),
+    );
   }
 
   private send(targets: Target[], keys: Iterable<ChangeKey>): void {

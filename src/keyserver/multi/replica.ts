@@ -34,11 +34,13 @@ export class Replica {
 
   /** Applies a batch of framed records; throws on a damaged frame (the channel does not damage bytes: a bug). */
   apply(frames: Uint8Array): void {
-    for (let at = 0; at < frames.length;) {
+    for (let at = 0; at < frames.length; ) {
       const f = readFrame(frames, at);
-      if (f.kind !== 'frame') throw new Error(`replica batch: ${f.kind === 'damaged' ? f.reason : 'incomplete frame'} at ${at}`);
+      if (f.kind !== 'frame')
+        throw new Error(`replica batch: ${f.kind === 'damaged' ? f.reason : 'incomplete frame'} at ${at}`);
       const rec = decodeRecord(f.type, f.body);
-      if (rec && (rec.type === 'putShare' || rec.type === 'fetchCount' || rec.type === 'tombstone')) this.index.apply(rec);
+      if (rec && (rec.type === 'putShare' || rec.type === 'fetchCount' || rec.type === 'tombstone'))
+        this.index.apply(rec);
       at += f.size;
     }
   }
@@ -52,12 +54,20 @@ export class Replica {
   facts(code: ShareCode): FetchedFacts {
     const s = this.index.shares.get(code.canonical);
     if (!s) throw new Error('replica: the share left between look-up and answer');
-    return { type: 'fetched', code: code.display, publicKey: s.publicKey, email: s.email, verifiedAt: s.verifiedAt, expiresAt: s.expiresAt };
+    return {
+      type: 'fetched',
+      code: code.display,
+      publicKey: s.publicKey,
+      email: s.email,
+      verifiedAt: s.verifiedAt,
+      expiresAt: s.expiresAt,
+    };
   }
 
   /** Forgets tombstones older than the store keeps them, and shares past their expiry. */
   purge(now: number): void {
-    for (const [code, t] of this.index.tombstones) if (t.deletedAt + TOMBSTONE_KEPT_MS <= now) this.index.tombstones.delete(code);
+    for (const [code, t] of this.index.tombstones)
+      if (t.deletedAt + TOMBSTONE_KEPT_MS <= now) this.index.tombstones.delete(code);
     for (const code of this.index.shares.expiredCodes(now)) this.index.shares.delete(code);
   }
 }

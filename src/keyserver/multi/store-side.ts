@@ -112,14 +112,21 @@ export class FetchProcesses {
    * report now, so a scrape counts every request answered before it.
    */
   async gather(own: ProcessReport): Promise<ReturnType<ProcessReports['sum']>> {
-    await Promise.all(this.children.map(async (c) => {
-      if (!c?.ready || !c.channel.connected) return;
-      let timer: NodeJS.Timeout | undefined;
-      const late = new Promise<undefined>((done) => { timer = setTimeout(() => done(undefined), ASK_TIMEOUT_MS); });
-      const report = await Promise.race([c.channel.call<ProcessReport>('metrics', null).catch(() => undefined), late]);
-      clearTimeout(timer);
-      if (report) this.reports.update(c.proc.pid!, report);
-    }));
+    await Promise.all(
+      this.children.map(async (c) => {
+        if (!c?.ready || !c.channel.connected) return;
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<undefined>((done) => {
+          timer = setTimeout(() => done(undefined), ASK_TIMEOUT_MS);
+        });
+        const report = await Promise.race([
+          c.channel.call<ProcessReport>('metrics', null).catch(() => undefined),
+          late,
+        ]);
+        clearTimeout(timer);
+        if (report) this.reports.update(c.proc.pid!, report);
+      }),
+    );
     return this.reports.sum(own);
   }
 
@@ -144,7 +151,8 @@ export class FetchProcesses {
       if (slot > 0 && !this.stopping && !this.d.keepConnections?.()) {
         const child = up[slot - 1]!;
         child.channel.sendSocket(socket, (err) => {
-          if (err) this.d.logger.warn(`fetch process ${child.index}: a connection could not be handed over (${err.message})`);
+          if (err)
+            this.d.logger.warn(`fetch process ${child.index}: a connection could not be handed over (${err.message})`);
         });
         return;
       }
@@ -171,15 +179,17 @@ export class FetchProcesses {
   async stop(): Promise<void> {
     this.stopping = true;
     clearInterval(this.limitTimer);
-    await Promise.all(this.children.map(async (c) => {
-      if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
-      // 'close', not 'exit': its last log lines may still be in the pipe when it exits.
-      const exited = new Promise<void>((done) => c.proc.once('close', () => done()));
-      c.channel.note('stop', null);
-      const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
-      await exited;
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      this.children.map(async (c) => {
+        if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
+        // 'close', not 'exit': its last log lines may still be in the pipe when it exits.
+        const exited = new Promise<void>((done) => c.proc.once('close', () => done()));
+        c.channel.note('stop', null);
+        const timer = setTimeout(() => c.proc.kill('SIGKILL'), STOP_TIMEOUT_MS);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
   }
 
   private spawn(index: number): Promise<void> {
@@ -187,7 +197,10 @@ export class FetchProcesses {
     // The same node, flags (the unit's memory settings) and entry script as this process, or the same single executable.
     // With a log file its lines come here, so that one process writes and rotates the file.
     const sink = this.d.logSink;
-    const proc = startSelf(['__fetch-process'], { serialization: 'advanced', stdio: ['ignore', 'inherit', sink ? 'pipe' : 'inherit', 'ipc'] });
+    const proc = startSelf(['__fetch-process'], {
+      serialization: 'advanced',
+      stdio: ['ignore', 'inherit', sink ? 'pipe' : 'inherit', 'ipc'],
+    });
     if (sink) {
       // Whole lines only: a line split across two reads must not interleave with this process's lines.
       let partial = '';
@@ -204,7 +217,12 @@ export class FetchProcesses {
         if (partial !== '') sink.write(`${partial}\n`);
       });
     }
-    const channel = new Channel(proc, this.handlers(index), logger, () => new StoreUnavailableError('the fetch process is gone'));
+    const channel = new Channel(
+      proc,
+      this.handlers(index),
+      logger,
+      () => new StoreUnavailableError('the fetch process is gone'),
+    );
     // By pid: a report that arrives after its process ended is not taken for its successor's.
     channel.handle('metrics', (report: ProcessReport) => this.reports.update(proc.pid!, report));
     const child: Child = { index, proc, channel, ready: false, startedAt: Date.now() };
@@ -236,19 +254,30 @@ export class FetchProcesses {
       // A process that lived a while gets a quick restart; one that keeps dying, a slower one each time.
       const delay = Date.now() - child.startedAt > 60_000 ? 1000 : this.restartDelay[index]!;
       this.restartDelay[index] = Math.min(delay * 2, 30_000);
-      logger.error(`fetch process ${index + 1} (pid ${proc.pid}) ended (${signal ?? `exit ${code}`}); this process serves every connection until it is started again in ${delay / 1000} s`);
+      logger.error(
+        `fetch process ${index + 1} (pid ${proc.pid}) ended (${signal ?? `exit ${code}`}); this process serves every connection until it is started again in ${delay / 1000} s`,
+      );
       setTimeout(() => {
         if (!this.stopping) void this.spawn(index);
       }, delay).unref();
     });
     const material = this.d.tls?.();
-    const init: FetchProcessInit = { index: index + 1, config: this.d.config, timeouts: this.d.timeouts, ...(material ? { tls: material } : {}) };
+    const init: FetchProcessInit = {
+      index: index + 1,
+      config: this.d.config,
+      timeouts: this.d.timeouts,
+      ...(material ? { tls: material } : {}),
+    };
     proc.send({ k: 'note', m: 'init', p: init });
     // Its copy of the live shares; it says 'ready' once the snapshot is in.
-    void this.feed.attach(channel).then((d) => {
-      detach = d;
-      if (proc.exitCode !== null || proc.signalCode !== null) d();
-    }, (err: unknown) => logger.error(`fetch process ${index + 1}: the copy of the shares could not be sent: ${String(err)}`));
+    void this.feed.attach(channel).then(
+      (d) => {
+        detach = d;
+        if (proc.exitCode !== null || proc.signalCode !== null) d();
+      },
+      (err: unknown) =>
+        logger.error(`fetch process ${index + 1}: the copy of the shares could not be sent: ${String(err)}`),
+    );
     return ready;
   }
 
@@ -269,17 +298,21 @@ export class FetchProcesses {
           throw err;
         }
       },
-      counts: (items: Array<[string, number]>) => items.map(([code, n]) => [code, service.countForwarded(code, n) ?? null]),
-      publish: (p: { publicKey: Uint8Array; email: string; clientKey: string }) => backend.publish(p.publicKey, p.email, p.clientKey),
+      counts: (items: Array<[string, number]>) =>
+        items.map(([code, n]) => [code, service.countForwarded(code, n) ?? null]),
+      publish: (p: { publicKey: Uint8Array; email: string; clientKey: string }) =>
+        backend.publish(p.publicKey, p.email, p.clientKey),
       verificationInfo: (token: string) => backend.verificationInfo(token),
       confirm: (token: string) => backend.confirm(token),
       statusReport: () => backend.statusReport(),
       metricsText: () => this.d.metricsText(),
-      replicate: (p: { headers: Record<string, string | string[] | undefined>; body: Uint8Array; nowMs: number }) => backend.replicate(p.headers, p.body, p.nowMs),
+      replicate: (p: { headers: Record<string, string | string[] | undefined>; body: Uint8Array; nowMs: number }) =>
+        backend.replicate(p.headers, p.body, p.nowMs),
       unpublish: (p: { req: UnpublishRequest; clientKey: string }) => backend.unpublish(p.req, p.clientKey),
       requestManageLink: (p: { email: string; clientKey: string }) => backend.requestManageLink(p.email, p.clientKey),
       manageView: (token: string) => backend.manageView(token),
-      manageDelete: (p: { token: string; code: string | undefined; clientKey: string }) => backend.manageDelete(p.token, p.code, p.clientKey),
+      manageDelete: (p: { token: string; code: string | undefined; clientKey: string }) =>
+        backend.manageDelete(p.token, p.code, p.clientKey),
       limits: (taken: Array<[string, number]>) => {
         for (const [key, n] of taken) limiter.debit(key, n);
         this.syncLimits(index, taken);
@@ -292,5 +325,4 @@ export class FetchProcesses {
     if (taken.length === 0) return;
     for (const c of this.children) if (c && c.index !== from && c.ready) c.channel.note('limits', taken);
   }
-
 }

@@ -36,8 +36,15 @@ export interface ReplicateAck {
 const replicable = new Set<StoreRecord['type']>(['putShare', 'fetchCount', 'tombstone']);
 
 export function encodeBatch(b: ReplicateBatch): Buffer {
-  const w = new Writer().u8(WIRE_VERSION).u8(MessageTypeReplicate).text(b.clusterId, 1).u8(b.sender).u64(b.stream).u64(b.batchSeq)
-    .u8(b.flags).u16(b.events.length);
+  const w = new Writer()
+    .u8(WIRE_VERSION)
+    .u8(MessageTypeReplicate)
+    .text(b.clusterId, 1)
+    .u8(b.sender)
+    .u64(b.stream)
+    .u64(b.batchSeq)
+    .u8(b.flags)
+    .u16(b.events.length);
   for (const ev of b.events) {
     if (!replicable.has(ev.type)) throw new RangeError(`not a replication event: ${ev.type}`);
     w.bytes(encodeRecord(ev));
@@ -62,7 +69,8 @@ export function decodeBatch(bytes: Uint8Array, fail: Fail): ReplicateBatch {
   for (let i = 0; i < count; i++) {
     const at = r.position;
     const frame = readFrame(bytes, at);
-    if (frame.kind !== 'frame') throw fail(`event ${i} at offset ${at}: ${frame.kind === 'damaged' ? frame.reason : 'truncated'}`);
+    if (frame.kind !== 'frame')
+      throw fail(`event ${i} at offset ${at}: ${frame.kind === 'damaged' ? frame.reason : 'truncated'}`);
     let rec: StoreRecord | undefined;
     try {
       rec = decodeRecord(frame.type, frame.body);
@@ -70,7 +78,8 @@ export function decodeBatch(bytes: Uint8Array, fail: Fail): ReplicateBatch {
       if (err instanceof RecordDecodeError) throw fail(`event ${i}: ${err.message}`);
       throw err;
     }
-    if (!rec || !replicable.has(rec.type)) throw fail(`event ${i}: record type ${frame.type} is not a replication event`);
+    if (!rec || !replicable.has(rec.type))
+      throw fail(`event ${i}: record type ${frame.type} is not a replication event`);
     events.push(rec);
     r.bytesOf(frame.size, `event ${i}`);
   }
@@ -79,12 +88,19 @@ export function decodeBatch(bytes: Uint8Array, fail: Fail): ReplicateBatch {
 }
 
 export function encodeAck(a: ReplicateAck): Buffer {
-  return new Writer().u8(WIRE_VERSION).u8(MessageTypeReplicateAck).u8(a.serverId).u32(a.applied).u32(a.unchanged).finish();
+  return new Writer()
+    .u8(WIRE_VERSION)
+    .u8(MessageTypeReplicateAck)
+    .u8(a.serverId)
+    .u32(a.applied)
+    .u32(a.unchanged)
+    .finish();
 }
 
 export function decodeAck(bytes: Uint8Array, fail: Fail): ReplicateAck {
   const r = new Reader(bytes, fail, 'replication ack');
-  if (r.u8('version') !== WIRE_VERSION || r.u8('message type') !== MessageTypeReplicateAck) throw fail('not a replication ack');
+  if (r.u8('version') !== WIRE_VERSION || r.u8('message type') !== MessageTypeReplicateAck)
+    throw fail('not a replication ack');
   const ack = { serverId: r.u8('server id'), applied: r.u32('applied'), unchanged: r.u32('unchanged') };
   r.end();
   return ack;

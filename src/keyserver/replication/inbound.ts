@@ -50,7 +50,11 @@ export class ReplicationReceiver {
   private readonly streams = new Map<string, { seq: number; at: number }>();
   readonly stats: InboundStats = { batches: 0, applied: 0, unchanged: 0, refused: 0 };
 
-  constructor(private readonly c: ReceiverConfig, private readonly store: ShareStore, private readonly logger: Logger) {}
+  constructor(
+    private readonly c: ReceiverConfig,
+    private readonly store: ShareStore,
+    private readonly logger: Logger,
+  ) {}
 
   private refuse(code: string, message: string): never {
     this.stats.refused++;
@@ -58,33 +62,60 @@ export class ReplicationReceiver {
   }
 
   /** Checks and applies one request; throws a KeyServerError for the error middleware. */
-  async receive(headers: Record<string, string | string[] | undefined>, body: Uint8Array, nowMs: number): Promise<ReplicateAck> {
+  async receive(
+    headers: Record<string, string | string[] | undefined>,
+    body: Uint8Array,
+    nowMs: number,
+  ): Promise<ReplicateAck> {
     const header = (name: string) => {
       const v = headers[name];
       return Array.isArray(v) ? undefined : v;
     };
     const token = this.c.token;
-    if (token === undefined) this.refuse('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: replication is not enabled on this server (no --replication-token)');
+    if (token === undefined)
+      this.refuse(
+        'REPLICATION_UNAUTHORIZED',
+        'ReplicationUnauthorized: replication is not enabled on this server (no --replication-token)',
+      );
     const timestamp = header(TIMESTAMP_HEADER) ?? '';
     const clusterId = header(CLUSTER_HEADER) ?? '';
     if (!/^[0-9]{1,16}$/.test(timestamp) || !verifyMac(token, header(SIGNATURE_HEADER), timestamp, clusterId, body)) {
-      this.refuse('REPLICATION_UNAUTHORIZED', 'ReplicationUnauthorized: the replication signature does not verify with this server\'s replication token');
+      this.refuse(
+        'REPLICATION_UNAUTHORIZED',
+        "ReplicationUnauthorized: the replication signature does not verify with this server's replication token",
+      );
     }
     if (Math.abs(nowMs - Number(timestamp)) > MAX_CLOCK_SKEW_MS) {
-      this.refuse('REPLICATION_STALE', `ReplicationUnauthorized: the request timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock (stale or replayed, or clocks out of sync)`);
+      this.refuse(
+        'REPLICATION_STALE',
+        `ReplicationUnauthorized: the request timestamp is more than ${MAX_CLOCK_SKEW_MS / 60_000} minutes away from this server's clock (stale or replayed, or clocks out of sync)`,
+      );
     }
     const batch = decodeBatch(body, (m) => new MalformedRequestError(m));
     if (clusterId !== this.c.clusterId || batch.clusterId !== clusterId) {
-      this.refuse('REPLICATION_FORBIDDEN', `this server belongs to cluster ${JSON.stringify(this.c.clusterId)}, the request to ${JSON.stringify(clusterId.slice(0, 64))}`);
+      this.refuse(
+        'REPLICATION_FORBIDDEN',
+        `this server belongs to cluster ${JSON.stringify(this.c.clusterId)}, the request to ${JSON.stringify(clusterId.slice(0, 64))}`,
+      );
     }
     if (batch.sender === this.c.serverId) {
-      this.refuse('REPLICATION_FORBIDDEN', `the request claims to come from server ${batch.sender}, this server's own id (resync-peer needs the --server-id of the node whose state it sends)`);
+      this.refuse(
+        'REPLICATION_FORBIDDEN',
+        `the request claims to come from server ${batch.sender}, this server's own id (resync-peer needs the --server-id of the node whose state it sends)`,
+      );
     }
-    if (!this.allowed(batch.sender)) this.refuse('REPLICATION_FORBIDDEN', `server ${batch.sender} is not an allowed replication peer of server ${this.c.serverId}`);
+    if (!this.allowed(batch.sender))
+      this.refuse(
+        'REPLICATION_FORBIDDEN',
+        `server ${batch.sender} is not an allowed replication peer of server ${this.c.serverId}`,
+      );
     const streamKey = `${batch.sender}/${batch.stream}`;
     const seen = this.streams.get(streamKey);
     if (seen && batch.batchSeq <= seen.seq) {
-      this.refuse('REPLICATION_REPLAY', `replayed replication request (batch ${batch.batchSeq} of server ${batch.sender}, already at ${seen.seq})`);
+      this.refuse(
+        'REPLICATION_REPLAY',
+        `replayed replication request (batch ${batch.batchSeq} of server ${batch.sender}, already at ${seen.seq})`,
+      );
     }
     this.remember(streamKey, batch.batchSeq, nowMs);
     for (const ev of batch.events) {
@@ -95,13 +126,17 @@ export class ReplicationReceiver {
       } catch {
         throw new MalformedRequestError('replication batch: an event carries a malformed share code');
       }
-      if (canonical !== code) throw new MalformedRequestError('replication batch: an event carries a non-canonical share code');
+      if (canonical !== code)
+        throw new MalformedRequestError('replication batch: an event carries a non-canonical share code');
     }
     const result = await this.store.applyRemote(batch.events);
     this.stats.batches++;
     this.stats.applied += result.applied;
     this.stats.unchanged += result.unchanged;
-    if (batch.flags & FLAG_RESYNC) this.logger.info(`replication: resync batch ${batch.batchSeq} from server ${batch.sender}: ${result.applied} applied, ${result.unchanged} unchanged`);
+    if (batch.flags & FLAG_RESYNC)
+      this.logger.info(
+        `replication: resync batch ${batch.batchSeq} from server ${batch.sender}: ${result.applied} applied, ${result.unchanged} unchanged`,
+      );
     return { serverId: this.c.serverId, applied: result.applied, unchanged: result.unchanged };
   }
 

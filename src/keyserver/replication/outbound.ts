@@ -142,7 +142,11 @@ class PeerWorker {
   }
 
   /** The next batch: current state of the earliest pending items, and the items skipped as the peer's own. */
-  private nextBatch(): { events: StoreRecord[]; keys: Array<{ k: string; stamp: Stamp }>; skipped: Array<{ k: string; stamp: Stamp }> } {
+  private nextBatch(): {
+    events: StoreRecord[];
+    keys: Array<{ k: string; stamp: Stamp }>;
+    skipped: Array<{ k: string; stamp: Stamp }>;
+  } {
     const all: Array<{ k: string; ev: StoreRecord }> = [];
     for (const [k, d] of this.dirty) {
       const ev = this.store.eventFor(d.key);
@@ -174,33 +178,43 @@ class PeerWorker {
       const { events, keys, skipped } = this.nextBatch();
       try {
         if (events.length > 0) {
-          const ack = await sendBatch(this.url, this.s.token, {
-            clusterId: this.s.clusterId,
-            sender: this.s.serverId,
-            stream: this.stream,
-            batchSeq: ++this.batchSeq,
-            flags: 0,
-            events,
-          }, { nowMs: this.clock.now(), timeoutMs: this.s.timeoutMs ?? 10_000, signal: this.abort.signal });
+          const ack = await sendBatch(
+            this.url,
+            this.s.token,
+            {
+              clusterId: this.s.clusterId,
+              sender: this.s.serverId,
+              stream: this.stream,
+              batchSeq: ++this.batchSeq,
+              flags: 0,
+              events,
+            },
+            { nowMs: this.clock.now(), timeoutMs: this.s.timeoutMs ?? 10_000, signal: this.abort.signal },
+          );
           if (this.peerId === undefined) this.peerId = ack.serverId;
           this.sentEvents += events.length;
         }
         const done = [...keys, ...skipped];
-        await this.store.recordAck(this.url, done.map((d) => d.stamp));
+        await this.store.recordAck(
+          this.url,
+          done.map((d) => d.stamp),
+        );
         for (const d of done) {
           const cur = this.dirty.get(d.k);
           const ev = cur && this.store.eventFor(cur.key);
           if (!ev || compareStamps(ev.stamp, d.stamp) === 0) this.dirty.delete(d.k);
         }
         this.ackedOwn = this.store.ackedSequence(this.url, this.s.serverId);
-        if (this.failures > 0) this.logger.info(`replication: ${this.url} reachable again; ${this.dirty.size} item(s) pending`);
+        if (this.failures > 0)
+          this.logger.info(`replication: ${this.url} reachable again; ${this.dirty.size} item(s) pending`);
         this.failures = 0;
         this.lastOkAt = this.clock.now();
         this.lastError = undefined;
       } catch (err) {
         if (this.stopped) return;
         const message = err instanceof Error ? err.message : String(err);
-        if (this.failures === 0 || message !== this.lastError) this.logger.warn(`replication: sending to ${this.url} failed: ${message}; retrying with backoff`);
+        if (this.failures === 0 || message !== this.lastError)
+          this.logger.warn(`replication: sending to ${this.url} failed: ${message}; retrying with backoff`);
         this.lastError = message;
         this.failures++;
         this.failedAttempts++;
@@ -224,7 +238,12 @@ class PeerWorker {
 export class Replicator {
   private readonly workers: PeerWorker[];
 
-  constructor(s: ReplicationSettings, private readonly store: ShareStore, clock: Clock, logger: Logger) {
+  constructor(
+    s: ReplicationSettings,
+    private readonly store: ShareStore,
+    clock: Clock,
+    logger: Logger,
+  ) {
     this.workers = s.peers.map((p) => new PeerWorker(p.url, p.serverId, s, store, clock, logger));
   }
 

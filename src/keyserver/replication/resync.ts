@@ -33,17 +33,27 @@ export interface ResyncOptions {
   backoffMs?: number;
 }
 
-const retryable = (err: unknown) => err instanceof ReplicationSendError && (err.status === 0 || err.status >= 500 || err.status === 429);
+const retryable = (err: unknown) =>
+  err instanceof ReplicationSendError && (err.status === 0 || err.status >= 500 || err.status === 429);
 
 export async function resyncPeer(config: ServerConfig, opts: ResyncOptions): Promise<ResyncResult> {
   const peerUrl = config.peerUrl;
-  if (peerUrl === undefined) throw new UsageError('resync-peer needs --peer-url URL (the peer\'s /v1/replicate URL)');
+  if (peerUrl === undefined) throw new UsageError("resync-peer needs --peer-url URL (the peer's /v1/replicate URL)");
   const token = config.replicationToken;
-  if (token === undefined) throw new UsageError('resync-peer needs --replication-token (the cluster\'s shared token)');
+  if (token === undefined) throw new UsageError("resync-peer needs --replication-token (the cluster's shared token)");
   const state = await readStateReadOnly(config.stateDir, config.serverId);
-  if (state.skipped) opts.logger.warn(`resync-peer: read ${state.records} record(s) of ${config.stateDir}; skipped ${state.skipped}`);
+  if (state.skipped)
+    opts.logger.warn(`resync-peer: read ${state.records} record(s) of ${config.stateDir}; skipped ${state.skipped}`);
   const events = snapshotEvents(state.index, opts.clock.now());
-  const result: ResyncResult = { shares: 0, pending: 0, tombstones: 0, batches: 0, applied: 0, unchanged: 0, peerServerId: undefined };
+  const result: ResyncResult = {
+    shares: 0,
+    pending: 0,
+    tombstones: 0,
+    batches: 0,
+    applied: 0,
+    unchanged: 0,
+    peerServerId: undefined,
+  };
   for (const ev of events) {
     if (ev.type === 'tombstone') result.tombstones++;
     else if (ev.type === 'putShare') {
@@ -57,9 +67,19 @@ export async function resyncPeer(config: ServerConfig, opts: ResyncOptions): Pro
     const slice = events.slice(i, i + MAX_BATCH_EVENTS);
     for (let attempt = 1; ; attempt++) {
       try {
-        const ack = await sendBatch(peerUrl, token, {
-          clusterId: config.clusterId, sender: config.serverId, stream, batchSeq: ++batchSeq, flags: FLAG_RESYNC, events: slice,
-        }, { nowMs: opts.clock.now() });
+        const ack = await sendBatch(
+          peerUrl,
+          token,
+          {
+            clusterId: config.clusterId,
+            sender: config.serverId,
+            stream,
+            batchSeq: ++batchSeq,
+            flags: FLAG_RESYNC,
+            events: slice,
+          },
+          { nowMs: opts.clock.now() },
+        );
         result.batches++;
         result.applied += ack.applied;
         result.unchanged += ack.unchanged;

@@ -19,12 +19,24 @@ const DOMAIN = 'stash-replicate-v1\n';
 export const STATUS_DOMAIN = 'stash-status-v1\n';
 
 /** The raw 32-byte MAC of one request. */
-export function computeMac(token: string, timestamp: string, clusterId: string, body: Uint8Array, domain = DOMAIN): Buffer {
+export function computeMac(
+  token: string,
+  timestamp: string,
+  clusterId: string,
+  body: Uint8Array,
+  domain = DOMAIN,
+): Buffer {
   return createHmac('sha256', token).update(domain).update(`${timestamp}\n${clusterId}\n`).update(body).digest();
 }
 
 /** The three headers a signed replication request carries. */
-export function signatureHeaders(token: string, clusterId: string, body: Uint8Array, nowMs: number, domain = DOMAIN): Record<string, string> {
+export function signatureHeaders(
+  token: string,
+  clusterId: string,
+  body: Uint8Array,
+  nowMs: number,
+  domain = DOMAIN,
+): Record<string, string> {
   const timestamp = String(nowMs);
   return {
     [TIMESTAMP_HEADER]: timestamp,
@@ -37,7 +49,14 @@ export function signatureHeaders(token: string, clusterId: string, body: Uint8Ar
  * True when `header` is a well-formed signature of (timestamp, clusterId,
  * body) under `token`. Constant time in the MAC comparison.
  */
-export function verifyMac(token: string, header: string | undefined, timestamp: string, clusterId: string, body: Uint8Array, domain = DOMAIN): boolean {
+export function verifyMac(
+  token: string,
+  header: string | undefined,
+  timestamp: string,
+  clusterId: string,
+  body: Uint8Array,
+  domain = DOMAIN,
+): boolean {
   if (header === undefined || !header.startsWith(PREFIX)) return false;
   const hex = header.slice(PREFIX.length);
   if (!/^[0-9a-f]{64}$/.test(hex)) return false;

@@ -22,7 +22,16 @@
  * starting at once never load half a file.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { lstatSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync, type Stats } from 'node:fs';
+import {
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  type Stats,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { getAsset } from 'node:sea';
@@ -52,8 +61,10 @@ export function cacheCandidates(env: NodeJS.ProcessEnv, uid: number): Candidate[
   // systemd may list several folders separated by colons; CacheDirectory= of the unit names one.
   const systemd = env.CACHE_DIRECTORY?.split(':')[0];
   if (systemd && isAbsolute(systemd)) out.push({ base: systemd, from: '$CACHE_DIRECTORY', given: true });
-  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) out.push({ base: join(env.XDG_CACHE_HOME, 'stash_key_server'), from: '$XDG_CACHE_HOME', given: false });
-  if (env.HOME && isAbsolute(env.HOME)) out.push({ base: join(env.HOME, '.cache', 'stash_key_server'), from: '$HOME', given: false });
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME))
+    out.push({ base: join(env.XDG_CACHE_HOME, 'stash_key_server'), from: '$XDG_CACHE_HOME', given: false });
+  if (env.HOME && isAbsolute(env.HOME))
+    out.push({ base: join(env.HOME, '.cache', 'stash_key_server'), from: '$HOME', given: false });
   out.push({ base: join(tmpdir(), `stash_key_server-${uid}`), from: 'the temporary folder', given: false });
   return out;
 }
@@ -62,9 +73,18 @@ const uid = (): number => (typeof process.getuid === 'function' ? process.getuid
 
 /** A folder we may keep code in: a real folder, ours, writable by no one else. */
 function checkFolder(path: string, st: Stats): void {
-  if (st.isSymbolicLink() || !st.isDirectory()) throw new AddonCacheError(`${path} is not a folder (a link or a file is not trusted with the server's native code)`);
-  if (st.uid !== uid()) throw new AddonCacheError(`${path} belongs to uid ${st.uid}, not to this process (uid ${uid()}): remove it or run as its owner`);
-  if ((st.mode & 0o022) !== 0) throw new AddonCacheError(`${path} may be written by other users (mode ${(st.mode & 0o777).toString(8)}): chmod go-w it, or remove it`);
+  if (st.isSymbolicLink() || !st.isDirectory())
+    throw new AddonCacheError(
+      `${path} is not a folder (a link or a file is not trusted with the server's native code)`,
+    );
+  if (st.uid !== uid())
+    throw new AddonCacheError(
+      `${path} belongs to uid ${st.uid}, not to this process (uid ${uid()}): remove it or run as its owner`,
+    );
+  if ((st.mode & 0o022) !== 0)
+    throw new AddonCacheError(
+      `${path} may be written by other users (mode ${(st.mode & 0o777).toString(8)}): chmod go-w it, or remove it`,
+    );
 }
 
 /** Creates (0700) or checks `dir`. */
@@ -128,7 +148,10 @@ export function loadEmbeddedAddon(name: string, version: string): unknown {
   try {
     bytes = new Uint8Array(getAsset(addonAssetKey(name)));
   } catch (err) {
-    throw new AddonCacheError(`this executable carries no ${name} addon (${errorMessage(err)}): it was not built by scripts/release/sea.js`, err);
+    throw new AddonCacheError(
+      `this executable carries no ${name} addon (${errorMessage(err)}): it was not built by scripts/release/sea.js`,
+      err,
+    );
   }
   const digest = sha256(bytes);
   let path = '';
@@ -144,7 +167,10 @@ export function loadEmbeddedAddon(name: string, version: string): unknown {
     }
   } catch (err) {
     if (err instanceof AddonCacheError) throw err;
-    throw new AddonCacheError(`the native addon ${name} could not be written out${path ? ` to ${path}` : ''}: ${errorMessage(err)}`, err);
+    throw new AddonCacheError(
+      `the native addon ${name} could not be written out${path ? ` to ${path}` : ''}: ${errorMessage(err)}`,
+      err,
+    );
   }
   const mod = { exports: {} as unknown };
   try {

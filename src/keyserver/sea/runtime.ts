@@ -31,6 +31,11 @@ export interface SelfChildOptions {
  * (its NODE_OPTIONS, and with it the unit's memory flags, is inherited).
  */
 export function startSelf(args: string[], options: SelfChildOptions): ChildProcess {
-  if (isSingleExecutable()) return spawn(process.execPath, args, { stdio: options.stdio, serialization: options.serialization });
-  return fork(process.argv[1]!, args, { execArgv: process.execArgv, stdio: options.stdio, serialization: options.serialization });
+  if (isSingleExecutable())
+    return spawn(process.execPath, args, { stdio: options.stdio, serialization: options.serialization });
+  return fork(process.argv[1]!, args, {
+    execArgv: process.execArgv,
+    stdio: options.stdio,
+    serialization: options.serialization,
+  });
 }

@@ -48,8 +48,7 @@ export function cobsEncode(src: Uint8Array, out: Uint8Array, at: number): number
 
 export type Decoded =
   /** A frame of `size` bytes is in `out`; its encoding took `used` bytes of the segment. */
-  | { ok: true; size: number; used: number }
-  | { ok: false; reason: string };
+  { ok: true; size: number; used: number } | { ok: false; reason: string };
 
 /**
  * Decodes the start of `seg` (bytes up to, not including, a 0x00) into
@@ -59,7 +58,11 @@ export type Decoded =
  * first, or the frame does not end on a group boundary. The caller checks
  * the frame's checksum, and whether `used` is the whole segment.
  */
-export function decodeFrame(seg: Uint8Array, out: Uint8Array, frameSize: (length: number) => number | undefined): Decoded {
+export function decodeFrame(
+  seg: Uint8Array,
+  out: Uint8Array,
+  frameSize: (length: number) => number | undefined,
+): Decoded {
   const n = seg.length;
   let i = 0;
   let o = 0;

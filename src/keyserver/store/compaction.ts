@@ -77,13 +77,25 @@ export async function compactLog(args: {
       // The put carries the count; this record keeps the stamp of the fetch that set it.
       if (share.fetchStamp) {
         records++;
-        writeLogRecord(w, { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount });
+        writeLogRecord(w, {
+          type: 'fetchCount',
+          stamp: share.fetchStamp,
+          code: share.code,
+          fetchCount: share.fetchCount,
+        });
       }
       if (w.length >= CHUNK) await flush();
     }
     for (const t of snap.tombstones) {
       records++;
-      writeLogRecord(w, { type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
+      writeLogRecord(w, {
+        type: 'tombstone',
+        stamp: t.stamp,
+        code: t.code,
+        deletedAt: t.deletedAt,
+        expiresAt: t.expiresAt,
+        reason: t.reason,
+      });
       if (w.length >= CHUNK) await flush();
     }
     records += snap.acks.length;
@@ -96,7 +108,7 @@ export async function compactLog(args: {
       const oldSize = writer.size;
       const tailBytes = oldSize - offset;
       const buf = Buffer.alloc(Math.min(CHUNK, Math.max(tailBytes, 1)));
-      for (let pos = offset; pos < oldSize;) {
+      for (let pos = offset; pos < oldSize; ) {
         const n = Math.min(buf.length, oldSize - pos);
         const r = await writer.file.read(buf, 0, n, pos);
         if (r.bytesRead === 0) throw new Error('store log shrank during compaction');

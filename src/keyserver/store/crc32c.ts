@@ -22,7 +22,16 @@ const tables: Uint32Array[] = [];
     tables.push(t);
   }
 }
-const [T0, T1, T2, T3, T4, T5, T6, T7] = tables as [Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array, Uint32Array];
+const [T0, T1, T2, T3, T4, T5, T6, T7] = tables as [
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+  Uint32Array,
+];
 
 /** CRC-32C of `data`, continuing from `crc` (0 to start). */
 export function crc32c(data: Uint8Array, crc = 0): number {
@@ -31,8 +40,15 @@ export function crc32c(data: Uint8Array, crc = 0): number {
   const n = data.length;
   for (; i + 8 <= n; i += 8) {
     c ^= data[i]! | (data[i + 1]! << 8) | (data[i + 2]! << 16) | (data[i + 3]! << 24);
-    c = T7[c & 0xff]! ^ T6[(c >>> 8) & 0xff]! ^ T5[(c >>> 16) & 0xff]! ^ T4[c >>> 24]! ^
-      T3[data[i + 4]!]! ^ T2[data[i + 5]!]! ^ T1[data[i + 6]!]! ^ T0[data[i + 7]!]!;
+    c =
+      T7[c & 0xff]! ^
+      T6[(c >>> 8) & 0xff]! ^
+      T5[(c >>> 16) & 0xff]! ^
+      T4[c >>> 24]! ^
+      T3[data[i + 4]!]! ^
+      T2[data[i + 5]!]! ^
+      T1[data[i + 6]!]! ^
+      T0[data[i + 7]!]!;
   }
   for (; i < n; i++) c = T0[(c ^ data[i]!) & 0xff]! ^ (c >>> 8);
   return ~c >>> 0;

@@ -39,7 +39,10 @@ export class FileWindow {
   private base = 0;
   private readonly chunk: Buffer;
 
-  constructor(private readonly handle: FileHandle, readonly size: number) {
+  constructor(
+    private readonly handle: FileHandle,
+    readonly size: number,
+  ) {
     this.chunk = Buffer.allocUnsafe(CHUNK + 2 * MAX_SEGMENT + 16);
   }
 
@@ -158,7 +161,11 @@ export async function* scanStuffed(win: FileWindow, start = HEADER_SIZE): AsyncG
 }
 
 /** The frame at `at` of a version 1 log, judged; `size` is its length on disk. */
-async function frameAt(win: FileWindow, at: number, knownOnly: boolean): Promise<(Judged & { size: number; frame?: Uint8Array }) | { ok: false; reason: string; size: 0 }> {
+async function frameAt(
+  win: FileWindow,
+  at: number,
+  knownOnly: boolean,
+): Promise<(Judged & { size: number; frame?: Uint8Array }) | { ok: false; reason: string; size: 0 }> {
   await win.ensure(at, 4);
   const head = win.view(at, at + 4);
   if (head.length < 4) return { ok: false, reason: 'torn record at the end', size: 0 };

@@ -102,7 +102,9 @@ export class LogWriter {
     if (this.broken) return Promise.reject(new StoreUnavailableError(undefined, this.broken));
     if (this.committed + this.accepted + data.length > this.limitBytes) {
       this.refusedFull++;
-      return Promise.reject(new StoreFullError(`store.log may hold at most ${this.limitBytes} bytes under the disk cap`));
+      return Promise.reject(
+        new StoreFullError(`store.log may hold at most ${this.limitBytes} bytes under the disk cap`),
+      );
     }
     this.accepted += data.length;
     return new Promise<void>((resolve, reject) => {
@@ -127,7 +129,13 @@ export class LogWriter {
 
   /** An exclusive section waiting for the batches in flight goes first: no new one starts meanwhile. */
   private mayStart(): boolean {
-    return !this.exclusiveHeld && this.waiters.length === 0 && !this.failing && this.broken === undefined && this.flights.length < MAX_IN_FLIGHT;
+    return (
+      !this.exclusiveHeld &&
+      this.waiters.length === 0 &&
+      !this.failing &&
+      this.broken === undefined &&
+      this.flights.length < MAX_IN_FLIGHT
+    );
   }
 
   /** Starts a batch of everything queued: its position is taken now, its write and fdatasync run meanwhile. */
@@ -182,7 +190,9 @@ export class LogWriter {
       try {
         p.onDurable?.();
       } catch (err) {
-        this.logger.error(`store: applying a durable record failed: ${err instanceof Error ? err.message : String(err)}`);
+        this.logger.error(
+          `store: applying a durable record failed: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
     for (const p of flight.batch) p.resolve();
@@ -203,7 +213,9 @@ export class LogWriter {
   }
 
   private async cutBack(err: unknown): Promise<void> {
-    this.logger.error(`store: write failed (${err instanceof Error ? err.message : String(err)}); cutting the log back to ${this.committed} bytes`);
+    this.logger.error(
+      `store: write failed (${err instanceof Error ? err.message : String(err)}); cutting the log back to ${this.committed} bytes`,
+    );
     try {
       await this.handle.truncate(this.committed);
       await this.handle.datasync();

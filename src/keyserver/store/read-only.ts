@@ -34,7 +34,8 @@ export async function readStateReadOnly(dir: string, serverId: number): Promise<
     const head = Buffer.alloc(HEADER_SIZE);
     const { bytesRead } = await fh.read(head, 0, HEADER_SIZE, 0);
     const format = headerFormat(head.subarray(0, bytesRead));
-    if (format === undefined) throw new KeyServerError('STATE_UNREADABLE', `${path} is not a key server store (bad header)`);
+    if (format === undefined)
+      throw new KeyServerError('STATE_UNREADABLE', `${path} is not a key server store (bad header)`);
     const index = new ShareIndex(serverId);
     let records = 0;
     const skipped: string[] = [];

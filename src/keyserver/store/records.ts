@@ -73,8 +73,14 @@ function writePayload(w: Writer, rec: StoreRecord): number {
   switch (rec.type) {
     case 'putShare': {
       const s = rec.share;
-      w.text(s.code, 1).u64(s.createdAt).u64(s.expiresAt).u64(s.verifiedAt).u32(s.fetchCount)
-        .u8(s.publicKey.length).bytes(s.publicKey).text(s.email, 1);
+      w.text(s.code, 1)
+        .u64(s.createdAt)
+        .u64(s.expiresAt)
+        .u64(s.verifiedAt)
+        .u32(s.fetchCount)
+        .u8(s.publicKey.length)
+        .bytes(s.publicKey)
+        .text(s.email, 1);
       w.u8(s.tokenHash ? s.tokenHash.length : 0);
       if (s.tokenHash) w.bytes(s.tokenHash);
       return RecordType.putShare;
@@ -86,7 +92,10 @@ function writePayload(w: Writer, rec: StoreRecord): number {
       w.text(rec.code, 1).u32(rec.fetchCount);
       return RecordType.fetchCount;
     case 'tombstone':
-      w.text(rec.code, 1).u64(rec.deletedAt).u64(rec.expiresAt).u8(rec.reason === 'expired' ? 1 : 2);
+      w.text(rec.code, 1)
+        .u64(rec.deletedAt)
+        .u64(rec.expiresAt)
+        .u8(rec.reason === 'expired' ? 1 : 2);
       return RecordType.tombstone;
     case 'checkpoint':
       w.text('', 1).u64(rec.writtenAt);
@@ -132,7 +141,11 @@ export function decodeRecord(type: number, body: Uint8Array): StoreRecord | unde
       const email = r.text('email', 1);
       const hashLength = r.u8('token hash length');
       const tokenHash = hashLength === 0 ? undefined : Buffer.from(r.bytesOf(hashLength, 'token hash'));
-      rec = { type: 'putShare', stamp, share: { code, publicKey, email, createdAt, expiresAt, verifiedAt, fetchCount, tokenHash, stamp } };
+      rec = {
+        type: 'putShare',
+        stamp,
+        share: { code, publicKey, email, createdAt, expiresAt, verifiedAt, fetchCount, tokenHash, stamp },
+      };
       break;
     }
     case RecordType.verify:
@@ -155,7 +168,8 @@ export function decodeRecord(type: number, body: Uint8Array): StoreRecord | unde
     case RecordType.replAck: {
       const peer = r.text('peer', 2);
       const acked: AckVector['acked'] = [];
-      for (let n = r.u8('ack count'); n > 0; n--) acked.push({ origin: r.u8('ack origin'), epoch: r.u64('ack epoch'), seq: r.u64('ack sequence') });
+      for (let n = r.u8('ack count'); n > 0; n--)
+        acked.push({ origin: r.u8('ack origin'), epoch: r.u64('ack epoch'), seq: r.u64('ack sequence') });
       rec = { type: 'replAck', stamp, ack: { peer, acked } };
       break;
     }

@@ -82,14 +82,20 @@ async function probeFormat(handle: FileHandle, size: number): Promise<LogFormat 
 }
 
 /** Writes the good records of the file, stuffed, to `tmpPath`; returns its handle and size. */
-async function writeClean(handle: FileHandle, size: number, format: LogFormat, tmpPath: string): Promise<{ out: FileHandle; size: number }> {
+async function writeClean(
+  handle: FileHandle,
+  size: number,
+  format: LogFormat,
+  tmpPath: string,
+): Promise<{ out: FileHandle; size: number }> {
   const out = await open(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o600);
   try {
     let written = 0;
     const w = new Writer(CHUNK + 2 * MAX_SEGMENT);
     const flush = async () => {
       const buf = w.finish();
-      for (let done = 0; done < buf.length;) done += (await out.write(buf, done, buf.length - done, written + done)).bytesWritten;
+      for (let done = 0; done < buf.length; )
+        done += (await out.write(buf, done, buf.length - done, written + done)).bytesWritten;
       written += buf.length;
       w.reset();
     };
@@ -179,7 +185,8 @@ export async function openAndRecover(
   }
   const skippedBytes = skipped.reduce((n, r) => n + r.to - r.from, 0);
   const damaged = skipped.length > 0;
-  const tailOnly = format === 2 && skipped.length === 1 && skipped[0]!.from >= HEADER_SIZE && skipped[0]!.to === fileSize;
+  const tailOnly =
+    format === 2 && skipped.length === 1 && skipped[0]!.from >= HEADER_SIZE && skipped[0]!.to === fileSize;
   const damagedCopy = damaged ? `${path}.damaged-${stampForName(now())}` : undefined;
   let size = fileSize;
 
@@ -211,10 +218,19 @@ export async function openAndRecover(
           `kept every record outside them (${records}) and saved the damaged file as ${damagedCopy}`,
       );
     }
-    if (format !== 2) logger.info(`store: rewrote ${path} from store format ${format} to 2 (${fileSize} -> ${size} bytes)`);
+    if (format !== 2)
+      logger.info(`store: rewrote ${path} from store format ${format} to 2 (${fileSize} -> ${size} bytes)`);
   }
-  if (skippedUnknown > 0) logger.warn(`store: skipped ${skippedUnknown} record(s) of a type this version does not know`);
+  if (skippedUnknown > 0)
+    logger.warn(`store: skipped ${skippedUnknown} record(s) of a type this version does not know`);
   return {
-    handle, size, records, skippedUnknown, skipped, damagedCopy, convertedFrom: format === 2 ? undefined : format, startedEmpty: false,
+    handle,
+    size,
+    records,
+    skippedUnknown,
+    skipped,
+    damagedCopy,
+    convertedFrom: format === 2 ? undefined : format,
+    startedEmpty: false,
   };
 }

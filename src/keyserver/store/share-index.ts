@@ -64,7 +64,8 @@ export class ShareIndex {
   /** Applies a record; true when the state changed (the event is news here). */
   apply(rec: StoreRecord): boolean {
     if (rec.stamp.origin === this.serverId && rec.stamp.seq > this.lastSequence) this.lastSequence = rec.stamp.seq;
-    if (rec.type !== 'replAck' && laterOfOrigin(rec.stamp, this.originHigh.get(rec.stamp.origin))) this.originHigh.set(rec.stamp.origin, rec.stamp);
+    if (rec.type !== 'replAck' && laterOfOrigin(rec.stamp, this.originHigh.get(rec.stamp.origin)))
+      this.originHigh.set(rec.stamp.origin, rec.stamp);
     switch (rec.type) {
       case 'putShare':
         return this.put(rec.share);
@@ -78,7 +79,8 @@ export class ShareIndex {
         const share = this.shares.get(rec.code);
         if (!share) return false;
         // A compacted log writes the put (with the count) and then this record, only for its stamp.
-        if (rec.fetchCount === share.fetchCount && !share.fetchStamp) this.shares.setFetchCount(rec.code, rec.fetchCount, rec.stamp);
+        if (rec.fetchCount === share.fetchCount && !share.fetchStamp)
+          this.shares.setFetchCount(rec.code, rec.fetchCount, rec.stamp);
         if (rec.fetchCount <= share.fetchCount) return false;
         this.shares.setFetchCount(rec.code, rec.fetchCount, rec.stamp);
         return true;
@@ -86,13 +88,20 @@ export class ShareIndex {
       case 'tombstone': {
         if (this.tombstones.has(rec.code) && !this.shares.has(rec.code)) return false;
         this.remove(rec.code);
-        this.tombstones.set(rec.code, { code: rec.code, deletedAt: rec.deletedAt, expiresAt: rec.expiresAt, reason: rec.reason, stamp: rec.stamp });
+        this.tombstones.set(rec.code, {
+          code: rec.code,
+          deletedAt: rec.deletedAt,
+          expiresAt: rec.expiresAt,
+          reason: rec.reason,
+          stamp: rec.stamp,
+        });
         return true;
       }
       case 'replAck': {
         const acked = this.acks.get(rec.ack.peer) ?? new Map<number, { epoch: number; seq: number }>();
         for (const a of rec.ack.acked) {
-          if (laterOfOrigin({ origin: a.origin, epoch: a.epoch, seq: a.seq }, acked.get(a.origin))) acked.set(a.origin, { epoch: a.epoch, seq: a.seq });
+          if (laterOfOrigin({ origin: a.origin, epoch: a.epoch, seq: a.seq }, acked.get(a.origin)))
+            acked.set(a.origin, { epoch: a.epoch, seq: a.seq });
         }
         this.acks.set(rec.ack.peer, acked);
         return false;
@@ -104,7 +113,9 @@ export class ShareIndex {
 
   /** The acknowledgement vector of `peer` as a record payload. */
   ackVector(peer: string): AckVector {
-    const acked = [...(this.acks.get(peer) ?? new Map<number, { epoch: number; seq: number }>())].map(([origin, s]) => ({ origin, ...s }));
+    const acked = [...(this.acks.get(peer) ?? new Map<number, { epoch: number; seq: number }>())].map(
+      ([origin, s]) => ({ origin, ...s }),
+    );
     return { peer, acked };
   }
 
@@ -140,8 +151,12 @@ export class ShareIndex {
       stamp: newer || verifiedAt !== old.verifiedAt ? incoming.stamp : old.stamp,
     };
     // A later stamp over the same content is no news: keeping the old stamp stops the event from travelling on.
-    const sameFields = merged.expiresAt === old.expiresAt && merged.createdAt === old.createdAt && merged.email === old.email &&
-      merged.publicKey.equals(old.publicKey) && (merged.tokenHash?.equals(old.tokenHash ?? Buffer.alloc(0)) ?? old.tokenHash === undefined);
+    const sameFields =
+      merged.expiresAt === old.expiresAt &&
+      merged.createdAt === old.createdAt &&
+      merged.email === old.email &&
+      merged.publicKey.equals(old.publicKey) &&
+      (merged.tokenHash?.equals(old.tokenHash ?? Buffer.alloc(0)) ?? old.tokenHash === undefined);
     const changed = !sameFields || merged.verifiedAt !== old.verifiedAt || merged.fetchCount !== old.fetchCount;
     return changed ? merged : undefined;
   }
@@ -170,7 +185,8 @@ export class ShareIndex {
   private replace(old: ShareState | undefined, next: ShareState): void {
     if (old) {
       if (old.tokenHash) this.tokens.delete(old.tokenHash.toString('hex'));
-      if (old.tokenHash && !next.tokenHash && next.verifiedAt !== 0) this.confirmedTokens.set(old.tokenHash.toString('hex'), next.code);
+      if (old.tokenHash && !next.tokenHash && next.verifiedAt !== 0)
+        this.confirmedTokens.set(old.tokenHash.toString('hex'), next.code);
       if (old.verifiedAt === 0) this.pending--;
     }
     this.shares.set(next);
@@ -193,9 +209,17 @@ export class ShareIndex {
  */
 export function snapshotEvents(index: ShareIndex, now: number): StoreRecord[] {
   const out: StoreRecord[] = [];
-  for (const s of index.shares.values()) if (s.expiresAt > now) out.push({ type: 'putShare', stamp: s.stamp, share: s });
+  for (const s of index.shares.values())
+    if (s.expiresAt > now) out.push({ type: 'putShare', stamp: s.stamp, share: s });
   for (const t of index.tombstones.values()) {
-    out.push({ type: 'tombstone', stamp: t.stamp, code: t.code, deletedAt: t.deletedAt, expiresAt: t.expiresAt, reason: t.reason });
+    out.push({
+      type: 'tombstone',
+      stamp: t.stamp,
+      code: t.code,
+      deletedAt: t.deletedAt,
+      expiresAt: t.expiresAt,
+      reason: t.reason,
+    });
   }
   return out;
 }

@@ -148,21 +148,37 @@ export class ShareStore {
       await rm(join(opts.dir, COMPACT_NAME), { force: true });
       await rm(join(opts.dir, REPAIR_NAME), { force: true });
       const result = await openAndRecover(
-        join(opts.dir, LOG_NAME), (rec) => store.index.apply(rec), opts.logger, () => syncDirectory(opts.dir), undefined, join(opts.dir, REPAIR_NAME),
+        join(opts.dir, LOG_NAME),
+        (rec) => store.index.apply(rec),
+        opts.logger,
+        () => syncDirectory(opts.dir),
+        undefined,
+        join(opts.dir, REPAIR_NAME),
       );
       store.writer = new LogWriter(result.handle, result.size, opts.logger, store.budget.storeLogHardBytes);
       store.records = result.records + result.skippedUnknown;
       // 0, not the loaded size: a big log inherited from before a restart is compacted at the threshold.
       store.baseline = 0;
-      store.recovery = { records: result.records, skipped: result.skipped, damagedCopy: result.damagedCopy, startedEmpty: result.startedEmpty };
+      store.recovery = {
+        records: result.records,
+        skipped: result.skipped,
+        damagedCopy: result.damagedCopy,
+        startedEmpty: result.startedEmpty,
+      };
       opts.logger.info(
         `store: ${result.records} record(s) read from ${join(opts.dir, LOG_NAME)} (${result.size} bytes); ` +
           `${store.index.shares.size} share(s), ${store.index.pending} pending verification`,
       );
-      await pruneDamagedCopies(opts.dir, { maxCount: store.budget.damagedCount, maxBytes: store.budget.damagedBytes }, opts.logger);
+      await pruneDamagedCopies(
+        opts.dir,
+        { maxCount: store.budget.damagedCount, maxBytes: store.budget.damagedBytes },
+        opts.logger,
+      );
       if (result.size >= store.budget.publishLimitBytes) {
         // No append would reach maybeCompact: publishes are refused from this size on.
-        opts.logger.warn(`store: ${result.size} bytes in store.log, at or past the ${store.budget.publishLimitBytes} bytes up to which it takes new shares under the disk cap; compacting`);
+        opts.logger.warn(
+          `store: ${result.size} bytes in store.log, at or past the ${store.budget.publishLimitBytes} bytes up to which it takes new shares under the disk cap; compacting`,
+        );
         void store.compact();
       }
     } catch (err) {
@@ -171,7 +187,10 @@ export class ShareStore {
     }
     const sweepMs = opts.sweepIntervalMs ?? 30_000;
     if (sweepMs > 0) {
-      store.sweepTimer = setInterval(() => void store.sweep().catch((e) => opts.logger.error(`store: sweep failed: ${String(e)}`)), sweepMs);
+      store.sweepTimer = setInterval(
+        () => void store.sweep().catch((e) => opts.logger.error(`store: sweep failed: ${String(e)}`)),
+        sweepMs,
+      );
       store.sweepTimer.unref();
     }
     return store;
@@ -182,10 +201,12 @@ export class ShareStore {
   }
 
   private append(rec: StoreRecord): Promise<void> {
-    return this.writer.append(encodeLogRecord(rec), () => {
-      this.records++;
-      this.applyDurable(rec);
-    }).then(() => this.maybeCompact());
+    return this.writer
+      .append(encodeLogRecord(rec), () => {
+        this.records++;
+        this.applyDurable(rec);
+      })
+      .then(() => this.maybeCompact());
   }
 
   /** Applies a record that is now on disk and tells replication what changed. */
@@ -223,10 +244,12 @@ export class ShareStore {
       }
     }
     // New shares from a peer are refused as a publish here would be (507): the peer retries later.
-    if (changed.some((rec) => rec.type === 'putShare' && !this.index.shares.has(rec.share.code))) this.checkRoomForShares();
+    if (changed.some((rec) => rec.type === 'putShare' && !this.index.shares.has(rec.share.code)))
+      this.checkRoomForShares();
     for (const rec of changed) {
       // Keep our own sequence ahead of every stamp of our origin a peer hands back.
-      if (rec.stamp.origin === this.opts.serverId && rec.stamp.seq > this.index.lastSequence) this.index.lastSequence = rec.stamp.seq;
+      if (rec.stamp.origin === this.opts.serverId && rec.stamp.seq > this.index.lastSequence)
+        this.index.lastSequence = rec.stamp.seq;
     }
     await Promise.all(changed.map((rec) => this.append(rec)));
     return { applied: changed.length, unchanged: records.length - changed.length, changed };
@@ -259,7 +282,8 @@ export class ShareStore {
     const out: PendingItem[] = [];
     for (const s of this.index.shares.values()) {
       if (this.index.unacked(peer, s.stamp)) out.push({ kind: 'share', code: s.code, stamp: s.stamp });
-      if (s.fetchStamp && this.index.unacked(peer, s.fetchStamp)) out.push({ kind: 'fetch', code: s.code, stamp: s.fetchStamp });
+      if (s.fetchStamp && this.index.unacked(peer, s.fetchStamp))
+        out.push({ kind: 'fetch', code: s.code, stamp: s.fetchStamp });
     }
     for (const t of this.index.tombstones.values()) {
       if (this.index.unacked(peer, t.stamp)) out.push({ kind: 'tombstone', code: t.code, stamp: t.stamp });
@@ -276,11 +300,27 @@ export class ShareStore {
     const share = this.index.shares.get(key.code);
     const tomb = this.index.tombstones.get(key.code);
     if (key.kind === 'tombstone' || (!share && tomb)) {
-      return tomb && { type: 'tombstone', stamp: tomb.stamp, code: tomb.code, deletedAt: tomb.deletedAt, expiresAt: tomb.expiresAt, reason: tomb.reason };
+      return (
+        tomb && {
+          type: 'tombstone',
+          stamp: tomb.stamp,
+          code: tomb.code,
+          deletedAt: tomb.deletedAt,
+          expiresAt: tomb.expiresAt,
+          reason: tomb.reason,
+        }
+      );
     }
     if (!share) return undefined;
     if (key.kind === 'fetch') {
-      return share.fetchStamp && { type: 'fetchCount', stamp: share.fetchStamp, code: share.code, fetchCount: share.fetchCount };
+      return (
+        share.fetchStamp && {
+          type: 'fetchCount',
+          stamp: share.fetchStamp,
+          code: share.code,
+          fetchCount: share.fetchCount,
+        }
+      );
     }
     return { type: 'putShare', stamp: share.stamp, share };
   }
@@ -302,7 +342,10 @@ export class ShareStore {
   /** Codes of the live shares held here, sorted (tests and resync reports). */
   liveCodes(): string[] {
     const now = this.opts.clock.now();
-    return [...this.index.shares.values()].filter((s) => s.expiresAt > now).map((s) => s.code).sort();
+    return [...this.index.shares.values()]
+      .filter((s) => s.expiresAt > now)
+      .map((s) => s.code)
+      .sort();
   }
 
   /** True when `code` is taken (live, pending, tombstoned or being written). */
@@ -333,7 +376,9 @@ export class ShareStore {
   private checkRoomForShares(): void {
     if (this.writer.sizeAccepted < this.budget.publishLimitBytes) return;
     this.publishRefusals++;
-    throw new StoreFullError(`store.log holds ${this.writer.sizeAccepted} bytes; it takes new shares up to ${this.budget.publishLimitBytes} bytes under the disk cap of ${this.budget.capBytes}`);
+    throw new StoreFullError(
+      `store.log holds ${this.writer.sizeAccepted} bytes; it takes new shares up to ${this.budget.publishLimitBytes} bytes under the disk cap of ${this.budget.capBytes}`,
+    );
   }
 
   lookup(code: string): Lookup {
@@ -444,7 +489,9 @@ export class ShareStore {
     } catch (err) {
       const why = err instanceof Error ? err.message : String(err);
       if (why !== this.flushFailure) {
-        this.opts.logger.warn(`store: ${recs.length} fetch count update(s) could not be written (${why}); the counts stay in memory and go out with the next fetch of each share`);
+        this.opts.logger.warn(
+          `store: ${recs.length} fetch count update(s) could not be written (${why}); the counts stay in memory and go out with the next fetch of each share`,
+        );
       }
       this.flushFailure = why;
       return;
@@ -465,7 +512,14 @@ export class ShareStore {
     const share = this.index.shares.get(code);
     if (!share) return undefined;
     const now = this.opts.clock.now();
-    await this.append({ type: 'tombstone', stamp: this.stamp(), code, deletedAt: now, expiresAt: share.expiresAt, reason: 'deleted' });
+    await this.append({
+      type: 'tombstone',
+      stamp: this.stamp(),
+      code,
+      deletedAt: now,
+      expiresAt: share.expiresAt,
+      reason: 'deleted',
+    });
     return now;
   }
 
@@ -473,7 +527,8 @@ export class ShareStore {
   async sweep(): Promise<number> {
     const now = this.opts.clock.now();
     const retention = this.opts.tombstoneRetentionMs ?? 3_600_000;
-    for (const [code, t] of this.index.tombstones) if (t.deletedAt + retention <= now) this.index.tombstones.delete(code);
+    for (const [code, t] of this.index.tombstones)
+      if (t.deletedAt + retention <= now) this.index.tombstones.delete(code);
     const writes: Array<Promise<void>> = [];
     const expired = this.index.shares.expiredCodes(now);
     // A full store: compaction leaves the expired shares out, which makes room for new ones (and for these tombstones).
@@ -485,7 +540,14 @@ export class ShareStore {
       const share = this.index.shares.get(code);
       if (!share || this.sweeping.has(code)) continue;
       this.sweeping.add(code);
-      const rec: StoreRecord = { type: 'tombstone', stamp: this.stamp(), code, deletedAt: now, expiresAt: share.expiresAt, reason: 'expired' };
+      const rec: StoreRecord = {
+        type: 'tombstone',
+        stamp: this.stamp(),
+        code,
+        deletedAt: now,
+        expiresAt: share.expiresAt,
+        reason: 'expired',
+      };
       writes.push(this.append(rec).finally(() => this.sweeping.delete(code)));
     }
     await Promise.all(writes);
@@ -499,7 +561,12 @@ export class ShareStore {
 
   private maybeCompact(): void {
     const size = this.writer.size;
-    if (this.compacting || this.closed || size < compactionThreshold(this.budget, this.opts.compactMinBytes, this.baseline)) return;
+    if (
+      this.compacting ||
+      this.closed ||
+      size < compactionThreshold(this.budget, this.opts.compactMinBytes, this.baseline)
+    )
+      return;
     void this.compact();
   }
 
@@ -512,26 +579,40 @@ export class ShareStore {
       snapshot: () => ({
         shares: this.index.shares.snapshot(),
         tombstones: [...this.index.tombstones.values()],
-        acks: [...this.index.acks.keys()].map((peer) => ({ type: 'replAck' as const, stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence }, ack: this.index.ackVector(peer) })),
-        checkpoint: { type: 'checkpoint', stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence }, writtenAt: this.opts.clock.now() },
+        acks: [...this.index.acks.keys()].map((peer) => ({
+          type: 'replAck' as const,
+          stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence },
+          ack: this.index.ackVector(peer),
+        })),
+        checkpoint: {
+          type: 'checkpoint',
+          stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence },
+          writtenAt: this.opts.clock.now(),
+        },
       }),
       now: this.opts.clock.now(),
       syncDir: () => syncDirectory(this.opts.dir),
-    }).then(
-      (result) => {
-        this.compactions++;
-        this.records = result.records;
-        this.baseline = result.newSize;
-        this.opts.logger.info(`store: compacted ${result.oldSize} -> ${result.newSize} bytes (${result.shares} share(s), ${result.tailBytes} tail bytes)`);
-        return result;
-      },
-      (err) => {
-        this.opts.logger.error(`store: compaction failed, the old log stays in use: ${err instanceof Error ? err.message : String(err)}`);
-        return undefined;
-      },
-    ).finally(() => {
-      this.compacting = undefined;
-    });
+    })
+      .then(
+        (result) => {
+          this.compactions++;
+          this.records = result.records;
+          this.baseline = result.newSize;
+          this.opts.logger.info(
+            `store: compacted ${result.oldSize} -> ${result.newSize} bytes (${result.shares} share(s), ${result.tailBytes} tail bytes)`,
+          );
+          return result;
+        },
+        (err) => {
+          this.opts.logger.error(
+            `store: compaction failed, the old log stays in use: ${err instanceof Error ? err.message : String(err)}`,
+          );
+          return undefined;
+        },
+      )
+      .finally(() => {
+        this.compacting = undefined;
+      });
     this.compacting = run;
     return run;
   }

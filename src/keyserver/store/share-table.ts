@@ -449,7 +449,8 @@ export class ShareTable {
       tokenHash: flags & HAS_TOKEN ? Buffer.from(this.tokenHashes.get(slot)!) : undefined,
       stamp: { origin: this.small[s]!, epoch: this.nums[n + 4]!, seq: this.nums[n + 5]! },
     };
-    if (flags & HAS_FETCH_STAMP) share.fetchStamp = { origin: this.small[s + 1]!, epoch: this.nums[n + 6]!, seq: this.nums[n + 7]! };
+    if (flags & HAS_FETCH_STAMP)
+      share.fetchStamp = { origin: this.small[s + 1]!, epoch: this.nums[n + 6]!, seq: this.nums[n + 7]! };
     return share;
   }
 

@@ -100,7 +100,11 @@ export async function lockStateDir(dir: string): Promise<() => Promise<void>> {
       // Our own pid counts as stale unless this process really holds it: in a
       // container the server may be pid 1 on every start.
       const ours = holder === process.pid;
-      if (Number.isInteger(holder) && holder > 0 && ((ours && heldHere.has(path)) || (!ours && holderRuns(holder, identity.join(' '))))) {
+      if (
+        Number.isInteger(holder) &&
+        holder > 0 &&
+        ((ours && heldHere.has(path)) || (!ours && holderRuns(holder, identity.join(' '))))
+      ) {
         throw new StashError('STATE_DIR_LOCKED', `the state directory ${dir} is in use by process ${holder}`);
       }
       // Stale: written by a process that is gone. Remove and retry the exclusive create.

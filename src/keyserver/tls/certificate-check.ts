@@ -55,7 +55,10 @@ export function publicHost(publicUrl: string): string {
 /** "names a, b; valid until <ISO time> (in N days)": the `status` line's words. */
 export function describeCertificate(f: CertificateFacts, nowMs: number): string {
   const left = f.notAfter - nowMs;
-  const when = left < 0 ? `EXPIRED ${new Date(f.notAfter).toISOString()}` : `valid until ${new Date(f.notAfter).toISOString()} (${daysText(left)} left)`;
+  const when =
+    left < 0
+      ? `EXPIRED ${new Date(f.notAfter).toISOString()}`
+      : `valid until ${new Date(f.notAfter).toISOString()} (${daysText(left)} left)`;
   return `names ${f.names.join(', ') || '(none)'}; ${when}; issuer ${f.issuer}`;
 }
 
@@ -73,23 +76,35 @@ function daysText(ms: number): string {
  * warning (a certificate the server renews itself).
  */
 export function certificateProblems(
-  chain: Buffer | string, source: string, publicUrl: string, nowMs: number, opts: { expiringSoon?: boolean } = {},
+  chain: Buffer | string,
+  source: string,
+  publicUrl: string,
+  nowMs: number,
+  opts: { expiringSoon?: boolean } = {},
 ): string[] {
   const x = new X509Certificate(chain);
   const f = certificateFacts(x);
   const problems: string[] = [];
   const until = new Date(f.notAfter).toISOString();
   if (f.notAfter <= nowMs) {
-    problems.push(`the certificate of ${source} expired at ${until}: clients refuse it; renew it (then systemctl reload)`);
+    problems.push(
+      `the certificate of ${source} expired at ${until}: clients refuse it; renew it (then systemctl reload)`,
+    );
   } else if (f.notBefore > nowMs) {
-    problems.push(`the certificate of ${source} is not valid before ${new Date(f.notBefore).toISOString()}: clients refuse it until then (is this machine's clock right?)`);
+    problems.push(
+      `the certificate of ${source} is not valid before ${new Date(f.notBefore).toISOString()}: clients refuse it until then (is this machine's clock right?)`,
+    );
   } else if (opts.expiringSoon !== false && f.notAfter - nowMs < EXPIRY_WARNING_DAYS * DAY_MS) {
-    problems.push(`the certificate of ${source} expires at ${until} (${daysText(f.notAfter - nowMs)} left, under ${EXPIRY_WARNING_DAYS} days): renew it (then systemctl reload)`);
+    problems.push(
+      `the certificate of ${source} expires at ${until} (${daysText(f.notAfter - nowMs)} left, under ${EXPIRY_WARNING_DAYS} days): renew it (then systemctl reload)`,
+    );
   }
   const host = publicHost(publicUrl);
   const covered = isIP(host) ? x.checkIP(host) !== undefined : x.checkHost(host) !== undefined;
   if (!covered) {
-    problems.push(`the certificate of ${source} does not name ${host}, the host of the public URL ${publicUrl} (it names ${f.names.join(', ') || 'nothing'}): clients refuse it`);
+    problems.push(
+      `the certificate of ${source} does not name ${host}, the host of the public URL ${publicUrl} (it names ${f.names.join(', ') || 'nothing'}): clients refuse it`,
+    );
   }
   return problems;
 }

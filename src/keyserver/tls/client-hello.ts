@@ -19,7 +19,11 @@ const EXT_SERVER_NAME = 0;
 const EXT_ALPN = 16;
 
 class Reader {
-  constructor(private readonly b: Buffer, public at: number, private readonly end: number) {}
+  constructor(
+    private readonly b: Buffer,
+    public at: number,
+    private readonly end: number,
+  ) {}
   need(n: number): void {
     if (this.at + n > this.end) throw new RangeError('short');
   }

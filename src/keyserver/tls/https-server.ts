@@ -32,15 +32,23 @@ export interface HttpsOptions {
 
 /** An HTTPS server over `handler` with the options of node:http (timeouts, limits) in `http`. */
 export function createHttpsServer(
-  http: HttpServerOptions, tls: HttpsOptions, handler: (req: IncomingMessage, res: ServerResponse) => void,
+  http: HttpServerOptions,
+  tls: HttpsOptions,
+  handler: (req: IncomingMessage, res: ServerResponse) => void,
 ): Server {
-  const server = createServer({
-    ...http,
-    ...profileOptions(tls.material),
-    handshakeTimeout: tls.deadlineMs,
-    ServerResponse: HstsResponse,
-  }, handler);
-  const guard = guardTlsPort(server, { deadlineMs: tls.deadlineMs, ...(tls.challenges ? { challenges: tls.challenges } : {}) });
+  const server = createServer(
+    {
+      ...http,
+      ...profileOptions(tls.material),
+      handshakeTimeout: tls.deadlineMs,
+      ServerResponse: HstsResponse,
+    },
+    handler,
+  );
+  const guard = guardTlsPort(server, {
+    deadlineMs: tls.deadlineMs,
+    ...(tls.challenges ? { challenges: tls.challenges } : {}),
+  });
   // Shutdown closes idle connections first: those still silent before TLS are idle too.
   const closeIdle = server.closeIdleConnections.bind(server);
   server.closeIdleConnections = () => {

@@ -56,7 +56,10 @@ export interface PortGuard {
  * Takes over the 'connection' event of `server` (an https.Server): every new
  * connection is checked as above before node's own listener sees it.
  */
-export function guardTlsPort(server: TlsServer, opts: { deadlineMs: number; challenges?: AlpnChallengeResponder }): PortGuard {
+export function guardTlsPort(
+  server: TlsServer,
+  opts: { deadlineMs: number; challenges?: AlpnChallengeResponder },
+): PortGuard {
   const tlsListeners = server.listeners('connection') as Array<(socket: Socket) => void>;
   server.removeAllListeners('connection');
   const waiting = new Set<Socket>();

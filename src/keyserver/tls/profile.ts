@@ -19,7 +19,11 @@
 import type { SecureContextOptions } from 'node:tls';
 
 /** TLS 1.3 suites (all AEAD), in Mozilla's order. */
-export const TLS13_SUITES = ['TLS_AES_128_GCM_SHA256', 'TLS_AES_256_GCM_SHA384', 'TLS_CHACHA20_POLY1305_SHA256'] as const;
+export const TLS13_SUITES = [
+  'TLS_AES_128_GCM_SHA256',
+  'TLS_AES_256_GCM_SHA384',
+  'TLS_CHACHA20_POLY1305_SHA256',
+] as const;
 
 /** TLS 1.2 suites: ECDHE and AEAD only, for ECDSA and RSA certificates. */
 export const TLS12_SUITES = [

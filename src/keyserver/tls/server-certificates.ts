@@ -28,12 +28,19 @@ export class ServerCertificates {
   /** Reads the --tls-cert files (ConfigError naming a bad one) or the stored ACME certificate. */
   static async open(config: ServerConfig, logger: Logger, poll?: PollSettings): Promise<ServerCertificates> {
     if (config.acmeDomains.length > 0) {
-      const settings = { domains: config.acmeDomains, email: config.acmeEmail, directory: config.acmeDirectory ?? LETS_ENCRYPT_DIRECTORY };
+      const settings = {
+        domains: config.acmeDomains,
+        email: config.acmeEmail,
+        directory: config.acmeDirectory ?? LETS_ENCRYPT_DIRECTORY,
+      };
       const acme = new AcmeCertificates(settings, config.stateDir, logger, poll);
       await acme.load();
       return new ServerCertificates(config, logger, acme.material, acme);
     }
-    const files = config.tlsCert !== undefined && config.tlsKey !== undefined ? await readTls(config.tlsCert, config.tlsKey) : undefined;
+    const files =
+      config.tlsCert !== undefined && config.tlsKey !== undefined
+        ? await readTls(config.tlsCert, config.tlsKey)
+        : undefined;
     return new ServerCertificates(config, logger, files, undefined);
   }
 
@@ -54,7 +61,9 @@ export class ServerCertificates {
    */
   async first(server: Server): Promise<TlsMaterial | undefined> {
     if (this.acme && !this.material) {
-      this.logger.info(`ACME: ordering a certificate for ${this.config.acmeDomains.join(', ')} from ${this.config.acmeDirectory ?? LETS_ENCRYPT_DIRECTORY}`);
+      this.logger.info(
+        `ACME: ordering a certificate for ${this.config.acmeDomains.join(', ')} from ${this.config.acmeDirectory ?? LETS_ENCRYPT_DIRECTORY}`,
+      );
       this.material = await this.acme.obtain();
       (server as unknown as HttpsServer).setSecureContext(profileOptions(this.material));
     }
@@ -72,7 +81,9 @@ export class ServerCertificates {
     if (!this.material) return;
     const source = this.acme ? `ACME (${this.acme.files.dir})` : `--tls-cert ${this.config.tlsCert}`;
     // An ACME certificate is renewed by the server itself: only a failed renewal is worth a line (manager.ts logs it).
-    const problems = certificateProblems(this.material.cert, source, publicUrl, Date.now(), { expiringSoon: !this.acme });
+    const problems = certificateProblems(this.material.cert, source, publicUrl, Date.now(), {
+      expiringSoon: !this.acme,
+    });
     for (const p of problems) this.logger.warn(p);
   }
 

@@ -9,7 +9,11 @@ export type Fail = (message: string) => Error;
 
 export class Reader {
   private offset = 0;
-  constructor(private readonly bytes: Uint8Array, private readonly fail: Fail, private readonly what: string) {}
+  constructor(
+    private readonly bytes: Uint8Array,
+    private readonly fail: Fail,
+    private readonly what: string,
+  ) {}
 
   get position(): number {
     return this.offset;
@@ -17,7 +21,9 @@ export class Reader {
 
   private need(n: number, field: string): void {
     if (this.bytes.length - this.offset < n) {
-      throw this.fail(`truncated ${this.what}: ${field} needs ${n} byte(s) at offset ${this.offset}, ${this.bytes.length - this.offset} left`);
+      throw this.fail(
+        `truncated ${this.what}: ${field} needs ${n} byte(s) at offset ${this.offset}, ${this.bytes.length - this.offset} left`,
+      );
     }
   }
 

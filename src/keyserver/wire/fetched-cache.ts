@@ -15,7 +15,13 @@
  * version (its stamp, verification and expiry times) is the one it was built
  * from: any change of a share but its fetch count gives it a new stamp.
  */
-import { PEEK_EXPIRES_AT, PEEK_STAMP_EPOCH, PEEK_STAMP_ORIGIN, PEEK_STAMP_SEQ, PEEK_VERIFIED_AT } from '../store/share-table.js';
+import {
+  PEEK_EXPIRES_AT,
+  PEEK_STAMP_EPOCH,
+  PEEK_STAMP_ORIGIN,
+  PEEK_STAMP_SEQ,
+  PEEK_VERIFIED_AT,
+} from '../store/share-table.js';
 import { shareResponseJson } from './json.js';
 import { encodeShareResponse, type FetchedResponse } from './messages.js';
 
@@ -60,17 +66,34 @@ export class FetchedCache {
    * numbers). `facts` is called only when the cache has no entry for that
    * version.
    */
-  body(canonical: string, version: Float64Array, count: number, encoding: FetchedEncoding, facts: () => FetchedFacts): string {
+  body(
+    canonical: string,
+    version: Float64Array,
+    count: number,
+    encoding: FetchedEncoding,
+    facts: () => FetchedFacts,
+  ): string {
     let e = this.entries.get(canonical);
     if (
-      e === undefined || e.seq !== version[PEEK_STAMP_SEQ] || e.epoch !== version[PEEK_STAMP_EPOCH] || e.origin !== version[PEEK_STAMP_ORIGIN] ||
-      e.verifiedAt !== version[PEEK_VERIFIED_AT] || e.expiresAt !== version[PEEK_EXPIRES_AT]
+      e === undefined ||
+      e.seq !== version[PEEK_STAMP_SEQ] ||
+      e.epoch !== version[PEEK_STAMP_EPOCH] ||
+      e.origin !== version[PEEK_STAMP_ORIGIN] ||
+      e.verifiedAt !== version[PEEK_VERIFIED_AT] ||
+      e.expiresAt !== version[PEEK_EXPIRES_AT]
     ) {
       if (this.entries.size >= this.maxEntries) this.entries.clear();
       e = {
-        epoch: version[PEEK_STAMP_EPOCH]!, seq: version[PEEK_STAMP_SEQ]!, origin: version[PEEK_STAMP_ORIGIN]!,
-        verifiedAt: version[PEEK_VERIFIED_AT]!, expiresAt: version[PEEK_EXPIRES_AT]!,
-        facts: facts(), binHead: undefined, binTail: '', jsonHead: undefined, jsonTail: '',
+        epoch: version[PEEK_STAMP_EPOCH]!,
+        seq: version[PEEK_STAMP_SEQ]!,
+        origin: version[PEEK_STAMP_ORIGIN]!,
+        verifiedAt: version[PEEK_VERIFIED_AT]!,
+        expiresAt: version[PEEK_EXPIRES_AT]!,
+        facts: facts(),
+        binHead: undefined,
+        binTail: '',
+        jsonHead: undefined,
+        jsonTail: '',
       };
       this.entries.set(canonical, e);
     }
@@ -80,7 +103,18 @@ export class FetchedCache {
   /** The answer to `res` as bytes, built without the cache (tests compare it with the plain encoders). */
   static encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
     const { fetchCount, ...facts } = res;
-    const e: Entry = { epoch: 0, seq: 0, origin: 0, verifiedAt: 0, expiresAt: 0, facts, binHead: undefined, binTail: '', jsonHead: undefined, jsonTail: '' };
+    const e: Entry = {
+      epoch: 0,
+      seq: 0,
+      origin: 0,
+      verifiedAt: 0,
+      expiresAt: 0,
+      facts,
+      binHead: undefined,
+      binTail: '',
+      jsonHead: undefined,
+      jsonTail: '',
+    };
     return Buffer.from(render(e, fetchCount, encoding), 'latin1');
   }
 }

@@ -17,14 +17,18 @@ function iso(ms: number): string {
 function field(obj: Record<string, unknown>, name: string, fail: Fail): string {
   const v = obj[name];
   if (v === undefined) throw fail(`field "${name}" is missing`);
-  if (typeof v !== 'string') throw fail(`field "${name}" must be a string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+  if (typeof v !== 'string')
+    throw fail(
+      `field "${name}" must be a string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`,
+    );
   if (v.length > MAX_FIELD) throw fail(`field "${name}" is too long`);
   return v;
 }
 
 /** Strict standard base64 (with padding); re-encoding must give the same text. */
 export function decodeBase64(text: string, name: string, fail: Fail): Buffer {
-  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0) throw fail(`field "${name}" must be standard base64 with padding`);
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(text) || text.length % 4 !== 0)
+    throw fail(`field "${name}" must be standard base64 with padding`);
   const bytes = Buffer.from(text, 'base64');
   if (bytes.toString('base64') !== text) throw fail(`field "${name}" is not canonical base64`);
   return bytes;
@@ -43,9 +47,14 @@ export function decodeJsonShareRequest(body: Uint8Array, fail: Fail): ShareReque
   const op = field(obj, 'op', fail);
   const allowed = FIELDS[op];
   if (!allowed) throw fail('field "op" must be "create", "fetch" or "unpublish"');
-  for (const key of Object.keys(obj)) if (!allowed.includes(key)) throw fail(`unknown field "${key.slice(0, 40)}" for op "${op}"`);
+  for (const key of Object.keys(obj))
+    if (!allowed.includes(key)) throw fail(`unknown field "${key.slice(0, 40)}" for op "${op}"`);
   if (op === 'create') {
-    return { op, publicKey: decodeBase64(field(obj, 'public_key', fail), 'public_key', fail), email: field(obj, 'email', fail) };
+    return {
+      op,
+      publicKey: decodeBase64(field(obj, 'public_key', fail), 'public_key', fail),
+      email: field(obj, 'email', fail),
+    };
   }
   if (op === 'unpublish') {
     return {
@@ -68,14 +77,21 @@ const FIELDS: Record<string, string[] | undefined> = {
 /** An ISO 8601 time as this encoding writes it (ms, Z); anything else is refused rather than guessed at, since a signature covers it. */
 function decodeTime(text: string, name: string, fail: Fail): number {
   const ms = Date.parse(text);
-  if (!Number.isFinite(ms) || ms < 0 || iso(ms) !== text) throw fail(`field "${name}" must be a time like 2030-01-01T00:00:00.000Z`);
+  if (!Number.isFinite(ms) || ms < 0 || iso(ms) !== text)
+    throw fail(`field "${name}" must be a time like 2030-01-01T00:00:00.000Z`);
   return ms;
 }
 
 export function shareResponseJson(res: ShareResponse): object {
   if (res.type === 'unpublished') return { type: 'unpublished', code: res.code, deleted_at: iso(res.deletedAt) };
   if (res.type === 'created') {
-    return { type: 'created', code: res.code, expires_at: iso(res.expiresAt), verification: res.verification, message: res.message };
+    return {
+      type: 'created',
+      code: res.code,
+      expires_at: iso(res.expiresAt),
+      verification: res.verification,
+      message: res.message,
+    };
   }
   return {
     type: 'fetched',

@@ -113,7 +113,8 @@ export interface ErrorResponse {
 
 function header(r: Reader, fail: Fail, expected: readonly number[]): number {
   const version = r.u8('version');
-  if (version !== WIRE_VERSION) throw fail(`unsupported encoding version ${version} (this side speaks ${WIRE_VERSION})`);
+  if (version !== WIRE_VERSION)
+    throw fail(`unsupported encoding version ${version} (this side speaks ${WIRE_VERSION})`);
   const type = r.u8('message type');
   if (!expected.includes(type)) throw fail(`unexpected message type 0x${type.toString(16).padStart(2, '0')}`);
   return type;
@@ -129,8 +130,15 @@ export function encodeShareRequest(req: ShareRequest): Buffer {
   }
   if (req.op === 'unpublish') {
     if (req.nonce.length > 255 || req.signature.length > 255) throw new RangeError('nonce or signature too long');
-    return w.u8(MessageType.unpublishRequest).text(req.code, 1).u64(req.timestamp)
-      .u8(req.nonce.length).bytes(req.nonce).u8(req.signature.length).bytes(req.signature).finish();
+    return w
+      .u8(MessageType.unpublishRequest)
+      .text(req.code, 1)
+      .u64(req.timestamp)
+      .u8(req.nonce.length)
+      .bytes(req.nonce)
+      .u8(req.signature.length)
+      .bytes(req.signature)
+      .finish();
   }
   return w.u8(MessageType.fetchRequest).text(req.code, 1).finish();
 }
@@ -162,12 +170,25 @@ export function decodeShareRequest(bytes: Uint8Array, fail: Fail): ShareRequest 
 export function encodeShareResponse(res: ShareResponse): Buffer {
   const w = new Writer().u8(WIRE_VERSION);
   if (res.type === 'created') {
-    return w.u8(MessageType.created).text(res.code, 1).u64(res.expiresAt).u8(verificationCodes[res.verification])
-      .text(res.message, 2).finish();
+    return w
+      .u8(MessageType.created)
+      .text(res.code, 1)
+      .u64(res.expiresAt)
+      .u8(verificationCodes[res.verification])
+      .text(res.message, 2)
+      .finish();
   }
   if (res.type === 'unpublished') return w.u8(MessageType.unpublished).text(res.code, 1).u64(res.deletedAt).finish();
-  return w.u8(MessageType.fetched).text(res.code, 1).u8(res.publicKey.length).bytes(res.publicKey).text(res.email, 1)
-    .u64(res.verifiedAt).u32(res.fetchCount).u64(res.expiresAt).finish();
+  return w
+    .u8(MessageType.fetched)
+    .text(res.code, 1)
+    .u8(res.publicKey.length)
+    .bytes(res.publicKey)
+    .text(res.email, 1)
+    .u64(res.verifiedAt)
+    .u32(res.fetchCount)
+    .u64(res.expiresAt)
+    .finish();
 }
 
 export function decodeShareResponse(bytes: Uint8Array, fail: Fail): ShareResponse {
@@ -187,14 +208,27 @@ export function decodeShareResponse(bytes: Uint8Array, fail: Fail): ShareRespons
     const code = r.text('share code', 1);
     const publicKey = Buffer.from(r.bytesOf(r.u8('public key length'), 'public key'));
     const email = r.text('email', 1);
-    res = { type: 'fetched', code, publicKey, email, verifiedAt: r.u64('verified_at'), fetchCount: r.u32('fetch_count'), expiresAt: r.u64('expires_at') };
+    res = {
+      type: 'fetched',
+      code,
+      publicKey,
+      email,
+      verifiedAt: r.u64('verified_at'),
+      fetchCount: r.u32('fetch_count'),
+      expiresAt: r.u64('expires_at'),
+    };
   }
   r.end();
   return res;
 }
 
 export function encodeTopology(t: TopologyResponse): Buffer {
-  const w = new Writer().u8(WIRE_VERSION).u8(MessageType.topology).text(t.clusterId, 1).u32(t.topologyVersion).u8(t.serverId);
+  const w = new Writer()
+    .u8(WIRE_VERSION)
+    .u8(MessageType.topology)
+    .text(t.clusterId, 1)
+    .u32(t.topologyVersion)
+    .u8(t.serverId);
   w.u8(t.servers.length);
   for (const s of t.servers) w.u8(s.id).u8(statusCodes[s.status]).text(s.url, 2);
   w.u8(t.routes.length);
@@ -261,14 +295,25 @@ export function decodeStatus(bytes: Uint8Array, fail: Fail): StatusResponse & { 
 }
 
 export function encodeError(e: ErrorResponse): Buffer {
-  return new Writer().u8(WIRE_VERSION).u8(MessageType.error).text(e.code.slice(0, 64), 1).text(e.message.slice(0, 2000), 2)
-    .u32(e.retryAfter).text(e.limit.slice(0, 64), 1).finish();
+  return new Writer()
+    .u8(WIRE_VERSION)
+    .u8(MessageType.error)
+    .text(e.code.slice(0, 64), 1)
+    .text(e.message.slice(0, 2000), 2)
+    .u32(e.retryAfter)
+    .text(e.limit.slice(0, 64), 1)
+    .finish();
 }
 
 export function decodeError(bytes: Uint8Array, fail: Fail): ErrorResponse {
   const r = new Reader(bytes, fail, 'error response');
   header(r, fail, [MessageType.error]);
-  const res = { code: r.text('code', 1), message: r.text('message', 2), retryAfter: r.u32('retry_after'), limit: r.text('limit', 1) };
+  const res = {
+    code: r.text('code', 1),
+    message: r.text('message', 2),
+    retryAfter: r.u32('retry_after'),
+    limit: r.text('limit', 1),
+  };
   r.end();
   return res;
 }

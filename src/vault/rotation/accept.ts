@@ -41,21 +41,25 @@ function takeContact(dir: string, vaultKey: Buffer, s: RotationStatement): { con
       if (r.statementHash === hash) return { contacts: null, result: { contact: rotated, already: true } };
       throw new VaultError(
         'ROTATION_CONFLICT',
-        `${rotated.name} already rotated from ${fp(s.old)} to another key (accepted ${r.acceptedAt}); two different statements signed by one key mean `
-          + 'that key is in someone else\'s hands. Nothing was changed. Check the fingerprint of their current key by phone: '
-          + `stash vault contact remove ${JSON.stringify(rotated.name)}, then stash vault contact receive CODE`,
+        `${rotated.name} already rotated from ${fp(s.old)} to another key (accepted ${r.acceptedAt}); two different statements signed by one key mean ` +
+          "that key is in someone else's hands. Nothing was changed. Check the fingerprint of their current key by phone: " +
+          `stash vault contact remove ${JSON.stringify(rotated.name)}, then stash vault contact receive CODE`,
       );
     }
     const i = contacts.findIndex((c) => same(c, s.old));
     if (i < 0) {
       throw new VaultError(
         'ROTATION_UNKNOWN_KEY',
-        `the statement is signed by ${fp(s.old)}, which is not the key of any of your contacts; only a key you checked by fingerprint can vouch `
-          + 'for a new one. Receive the new key with a fingerprint check: stash vault contact receive CODE',
+        `the statement is signed by ${fp(s.old)}, which is not the key of any of your contacts; only a key you checked by fingerprint can vouch ` +
+          'for a new one. Receive the new key with a fingerprint check: stash vault contact receive CODE',
       );
     }
     const other = contacts.find((c) => c.ed25519.equals(s.new.ed25519) || c.x25519.equals(s.new.x25519));
-    if (other) throw new VaultError('CONTACT_EXISTS', `the new key ${fp(s.new)} is already saved as contact ${JSON.stringify(other.name)}; nothing was changed`);
+    if (other)
+      throw new VaultError(
+        'CONTACT_EXISTS',
+        `the new key ${fp(s.new)} is already saved as contact ${JSON.stringify(other.name)}; nothing was changed`,
+      );
     const was = contacts[i]!;
     const fingerprintBytes = fingerprintOf(s.new.x25519, s.new.ed25519);
     const contact: Contact = {
@@ -64,7 +68,16 @@ function takeContact(dir: string, vaultKey: Buffer, s: RotationStatement): { con
       ed25519: s.new.ed25519,
       fingerprint: formatFingerprint(fingerprintBytes),
       fingerprintBytes,
-      rotatedFrom: [...was.rotatedFrom, { x25519: was.x25519, ed25519: was.ed25519, fingerprint: was.fingerprint, statementHash: hash, acceptedAt: new Date().toISOString() }],
+      rotatedFrom: [
+        ...was.rotatedFrom,
+        {
+          x25519: was.x25519,
+          ed25519: was.ed25519,
+          fingerprint: was.fingerprint,
+          statementHash: hash,
+          acceptedAt: new Date().toISOString(),
+        },
+      ],
     };
     const next = [...contacts];
     next[i] = contact;
@@ -96,7 +109,13 @@ export function acceptRotation(dir: string, vaultKey: Buffer, s: RotationStateme
     for (const { name, record } of listRecords(dir)) {
       if (!record || !same(record.owner, me)) continue;
       try {
-        const done = resealContainer(dir, name, { as: me, asSecret: me.secret, owner: me, ownerSecret: me.secret, replace: [{ from: s.old, to: s.new }] });
+        const done = resealContainer(dir, name, {
+          as: me,
+          asSecret: me.secret,
+          owner: me,
+          ownerSecret: me.secret,
+          replace: [{ from: s.old, to: s.new }],
+        });
         if (done) result.resealed.push({ name, revision: done.revision });
       } catch (err) {
         if (!(err instanceof VaultError)) throw err;

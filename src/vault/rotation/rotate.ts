@@ -9,7 +9,13 @@
 import { errorMessage } from '../../errors.js';
 import { VaultError } from '../errors.js';
 import {
-  generateKeyPairs, identityExtras, identityPublic, identitySecret, wipeKeyPairs, writeIdentity, type KeyPairs,
+  generateKeyPairs,
+  identityExtras,
+  identityPublic,
+  identitySecret,
+  wipeKeyPairs,
+  writeIdentity,
+  type KeyPairs,
 } from '../identity.js';
 import { withVaultLock } from '../lock.js';
 import { requireVaultKey } from '../meta-file.js';
@@ -38,7 +44,10 @@ export interface RotationResult {
 const same = (a: PublicIdentity, b: PublicIdentity) => a.ed25519.equals(b.ed25519) && a.x25519.equals(b.x25519);
 
 /** Starts a rotation, or picks up an interrupted one: the old and new key pairs and the statement. */
-function begin(dir: string, vaultKey: Buffer): { old: KeyPairs; next: KeyPairs; statement: string; rotations: string[]; resumed: boolean } {
+function begin(
+  dir: string,
+  vaultKey: Buffer,
+): { old: KeyPairs; next: KeyPairs; statement: string; rotations: string[]; resumed: boolean } {
   const meta = requireVaultKey(dir, vaultKey);
   return withVaultLock(dir, () => {
     const extras = identityExtras(dir, vaultKey);
@@ -50,7 +59,10 @@ function begin(dir: string, vaultKey: Buffer): { old: KeyPairs; next: KeyPairs; 
       if (!s || !same(s.old, extras.retiring) || !same(s.new, current)) {
         wipeKeyPairs(extras.retiring);
         wipeKeyPairs(current);
-        throw new VaultError('VAULT_CORRUPT', `${dir}/identity.json is inconsistent: its retiring keys are not the ones its last rotation statement names`);
+        throw new VaultError(
+          'VAULT_CORRUPT',
+          `${dir}/identity.json is inconsistent: its retiring keys are not the ones its last rotation statement names`,
+        );
       }
       return { old: extras.retiring, next: current, statement: last!, rotations: extras.rotations, resumed: true };
     }
@@ -79,7 +91,12 @@ export function rotateIdentity(dir: string, vaultKey: Buffer): RotationResult {
     const result: RotationResult = {
       old: { x25519: old.x25519, ed25519: old.ed25519 },
       new: { x25519: next.x25519, ed25519: next.ed25519 },
-      statement, resumed, resealed: [], failed: [], memberOf: [], finished: false,
+      statement,
+      resumed,
+      resealed: [],
+      failed: [],
+      memberOf: [],
+      finished: false,
     };
     for (const { name, record, problem } of listRecords(dir)) {
       if (!record) {
@@ -90,7 +107,12 @@ export function rotateIdentity(dir: string, vaultKey: Buffer): RotationResult {
         result.resealed.push({ name, revision: null });
       } else if (same(record.owner, old)) {
         try {
-          const done = resealContainer(dir, name, { as: old, asSecret: old.secret, owner: next, ownerSecret: next.secret });
+          const done = resealContainer(dir, name, {
+            as: old,
+            asSecret: old.secret,
+            owner: next,
+            ownerSecret: next.secret,
+          });
           result.resealed.push({ name, revision: done?.revision ?? null });
         } catch (err) {
           if (!(err instanceof VaultError)) throw err;

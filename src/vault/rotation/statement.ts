@@ -52,7 +52,13 @@ function message(signed: Buffer): Buffer {
  * Makes a statement that `oldKeys` hands over to `newKeys`, signed by both
  * Ed25519 secret keys (libsodium's 64-byte form).
  */
-export function makeStatement(oldKeys: PublicKeys, newKeys: PublicKeys, oldEdSecret: Buffer, newEdSecret: Buffer, createdAt = new Date()): RotationStatement {
+export function makeStatement(
+  oldKeys: PublicKeys,
+  newKeys: PublicKeys,
+  oldEdSecret: Buffer,
+  newEdSecret: Buffer,
+  createdAt = new Date(),
+): RotationStatement {
   const signed = Buffer.alloc(SIGNED_BYTES);
   MAGIC.copy(signed, 0);
   signed.writeUInt8(VERSION, OFF.version);
@@ -82,13 +88,17 @@ export function decodeStatement(bytes: Buffer): RotationStatement {
   };
   const oldKeys = key(OFF.old, 'old');
   const newKeys = key(OFF.new, 'new');
-  if (oldKeys.x25519.equals(newKeys.x25519) || oldKeys.ed25519.equals(newKeys.ed25519)) throw bad('the old and new keys are the same');
+  if (oldKeys.x25519.equals(newKeys.x25519) || oldKeys.ed25519.equals(newKeys.ed25519))
+    throw bad('the old and new keys are the same');
   const ms = bytes.readBigUInt64LE(OFF.createdAt);
   if (ms > BigInt(MAX_DATE_MS)) throw bad('its creation time is out of range');
   const msg = message(bytes.subarray(0, SIGNED_BYTES));
-  const verify = (at: number, pk: Buffer) => sodium().crypto_sign_verify_detached(bytes.subarray(at, at + SIG), msg, pk);
-  if (!verify(SIGNED_BYTES, oldKeys.ed25519)) throw bad('it is not signed by the old key it names (changed, or made by someone else)');
-  if (!verify(SIGNED_BYTES + SIG, newKeys.ed25519)) throw bad('it is not signed by the new key it names (changed, or made by someone else)');
+  const verify = (at: number, pk: Buffer) =>
+    sodium().crypto_sign_verify_detached(bytes.subarray(at, at + SIG), msg, pk);
+  if (!verify(SIGNED_BYTES, oldKeys.ed25519))
+    throw bad('it is not signed by the old key it names (changed, or made by someone else)');
+  if (!verify(SIGNED_BYTES + SIG, newKeys.ed25519))
+    throw bad('it is not signed by the new key it names (changed, or made by someone else)');
   return { old: oldKeys, new: newKeys, createdAt: new Date(Number(ms)), bytes: Buffer.from(bytes) };
 }
 

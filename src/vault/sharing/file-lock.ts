@@ -79,7 +79,12 @@ function readHolder(path: string): Found | null {
   let holder: Holder | null = null;
   try {
     const v = JSON.parse(text) as Partial<Holder>;
-    if (typeof v.pid === 'number' && typeof v.host === 'string' && typeof v.token === 'string' && typeof v.at === 'number') {
+    if (
+      typeof v.pid === 'number' &&
+      typeof v.host === 'string' &&
+      typeof v.token === 'string' &&
+      typeof v.at === 'number'
+    ) {
       holder = { pid: v.pid, host: v.host, uid: typeof v.uid === 'number' ? v.uid : null, at: v.at, token: v.token };
     }
   } catch {
@@ -139,8 +144,8 @@ function unlinkOrExplain(path: string, found: { holder: Holder | null; uid: numb
     if (code === 'EPERM' || code === 'EACCES') {
       throw new VaultError(
         'PERMISSION',
-        `${lock} was left by a write that did not finish (${describe(found.holder, found.uid)}), and you may not remove it: `
-          + `the folder ${dirname(lock)} is sticky (like /tmp), so only user ${found.uid} or the folder's owner can. If no stash command of theirs is running, they run: rm ${lock}`,
+        `${lock} was left by a write that did not finish (${describe(found.holder, found.uid)}), and you may not remove it: ` +
+          `the folder ${dirname(lock)} is sticky (like /tmp), so only user ${found.uid} or the folder's owner can. If no stash command of theirs is running, they run: rm ${lock}`,
       );
     }
     throw ioError(err, 'remove stale lock', path);

@@ -106,7 +106,8 @@ function u64(n: number): Buffer {
 /** The unsigned membership bytes 0 .. S-1 (the owner signs exactly these). */
 export function encodeMembership(m: Membership): Buffer {
   const r = m.stanzas.length;
-  if (r < 1 || r > MAX_RECIPIENTS) throw new VaultError('INVALID_ARGUMENT', `a shared container has 1 to ${MAX_RECIPIENTS} recipients`);
+  if (r < 1 || r > MAX_RECIPIENTS)
+    throw new VaultError('INVALID_ARGUMENT', `a shared container has 1 to ${MAX_RECIPIENTS} recipients`);
   const out = Buffer.alloc(FIXED + STANZA_BYTES * r);
   CONTAINER_MAGIC.copy(out, 0);
   out.writeUInt16LE(SHARED_VERSION, OFF.version);
@@ -184,7 +185,8 @@ export function decodeShared(bytes: Buffer, path: string): SharedFile {
   const { membership, length: s } = decodeMembership(bytes, path);
   const r = membership.stanzas.length;
   const h = headerLength(r);
-  if (bytes.length < h + TAG_BYTES + SIGNATURE_BYTES) throw corrupt(path, 'the file is truncated (no room for a body and a signature)');
+  if (bytes.length < h + TAG_BYTES + SIGNATURE_BYTES)
+    throw corrupt(path, 'the file is truncated (no room for a body and a signature)');
   const w = s + SIGNATURE_BYTES;
   const revision = counter(bytes, w);
   if (revision < 1) throw corrupt(path, 'the revision is 0');

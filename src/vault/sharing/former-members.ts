@@ -31,15 +31,33 @@ function pathOf(dir: string, name: string): string {
 
 export function readFormerMembers(dir: string, name: string): FormerMember[] {
   const path = pathOf(dir, name);
-  const bytes = readBounded(path, MAX_BYTES, () => new VaultError('VAULT_CORRUPT', `${path} is not a small regular file`));
+  const bytes = readBounded(
+    path,
+    MAX_BYTES,
+    () => new VaultError('VAULT_CORRUPT', `${path} is not a small regular file`),
+  );
   if (bytes === null) return [];
   try {
-    const doc = JSON.parse(bytes.toString('utf8')) as { format: string; members: Array<{ x25519: string; ed25519: string; removedAt: string; lastRevision: number }> };
+    const doc = JSON.parse(bytes.toString('utf8')) as {
+      format: string;
+      members: Array<{ x25519: string; ed25519: string; removedAt: string; lastRevision: number }>;
+    };
     if (doc.format !== 'stash-former-members' || !Array.isArray(doc.members)) throw new Error('wrong shape');
     return doc.members.map((m) => {
       const removedAt = Date.parse(m.removedAt);
-      if (!/^[0-9a-f]{64}$/.test(m.x25519) || !/^[0-9a-f]{64}$/.test(m.ed25519) || Number.isNaN(removedAt) || !Number.isSafeInteger(m.lastRevision)) throw new Error('bad member');
-      return { x25519: Buffer.from(m.x25519, 'hex'), ed25519: Buffer.from(m.ed25519, 'hex'), removedAt, lastRevision: m.lastRevision };
+      if (
+        !/^[0-9a-f]{64}$/.test(m.x25519) ||
+        !/^[0-9a-f]{64}$/.test(m.ed25519) ||
+        Number.isNaN(removedAt) ||
+        !Number.isSafeInteger(m.lastRevision)
+      )
+        throw new Error('bad member');
+      return {
+        x25519: Buffer.from(m.x25519, 'hex'),
+        ed25519: Buffer.from(m.ed25519, 'hex'),
+        removedAt,
+        lastRevision: m.lastRevision,
+      };
     });
   } catch (err) {
     throw new VaultError('VAULT_CORRUPT', `${path} is damaged: ${(err as Error).message}`);
@@ -47,13 +65,27 @@ export function readFormerMembers(dir: string, name: string): FormerMember[] {
 }
 
 /** Adds removed members (a member removed again replaces their older entry). */
-export function recordFormerMembers(dir: string, name: string, removed: Array<{ x25519: Buffer; ed25519: Buffer }>, lastRevision: number, now = Date.now()): void {
+export function recordFormerMembers(
+  dir: string,
+  name: string,
+  removed: Array<{ x25519: Buffer; ed25519: Buffer }>,
+  lastRevision: number,
+  now = Date.now(),
+): void {
   const kept = readFormerMembers(dir, name).filter((f) => !removed.some((r) => r.ed25519.equals(f.ed25519)));
-  const all = [...kept, ...removed.map((r) => ({ x25519: r.x25519, ed25519: r.ed25519, removedAt: now, lastRevision }))];
+  const all = [
+    ...kept,
+    ...removed.map((r) => ({ x25519: r.x25519, ed25519: r.ed25519, removedAt: now, lastRevision })),
+  ];
   ensureDir(sharedDir(dir));
   const doc = {
     format: 'stash-former-members',
-    members: all.map((m) => ({ x25519: m.x25519.toString('hex'), ed25519: m.ed25519.toString('hex'), removedAt: new Date(m.removedAt).toISOString(), lastRevision: m.lastRevision })),
+    members: all.map((m) => ({
+      x25519: m.x25519.toString('hex'),
+      ed25519: m.ed25519.toString('hex'),
+      removedAt: new Date(m.removedAt).toISOString(),
+      lastRevision: m.lastRevision,
+    })),
   };
   atomicWrite(pathOf(dir, name), [Buffer.from(`${JSON.stringify(doc, null, 2)}\n`)]);
 }
@@ -63,6 +95,11 @@ export function recordFormerMembers(dir: string, name: string, removed: Array<{ 
  * whose last change is not after the removal (an unknown change time counts
  * as exposed). Names and change times only.
  */
-export function exposedEntries(m: FormerMember, entries: Iterable<{ name: string; changedAt: number }>): Array<{ name: string; changedAt: number }> {
-  return [...entries].filter((e) => e.changedAt === 0 || e.changedAt <= m.removedAt).sort((a, b) => (a.name < b.name ? -1 : 1));
+export function exposedEntries(
+  m: FormerMember,
+  entries: Iterable<{ name: string; changedAt: number }>,
+): Array<{ name: string; changedAt: number }> {
+  return [...entries]
+    .filter((e) => e.changedAt === 0 || e.changedAt <= m.removedAt)
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
 }

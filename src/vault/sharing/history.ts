@@ -79,29 +79,40 @@ export function describeRevision(s: SeenRevision, nameOf: (ed25519Hex: string) =
  * The error for a refused relation, or null for an acceptable one. `what` names
  * the file; `nameOf` turns a member key into something a person recognises.
  */
-export function historyError(relation: Relation, seen: SeenRevision, next: SeenRevision, what: string, name: string, nameOf: (ed25519Hex: string) => string): VaultError | null {
+export function historyError(
+  relation: Relation,
+  seen: SeenRevision,
+  next: SeenRevision,
+  what: string,
+  name: string,
+  nameOf: (ed25519Hex: string) => string,
+): VaultError | null {
   if (relation === 'same' || relation === 'newer') return null;
   const had = describeRevision(seen, nameOf);
   const got = describeRevision(next, nameOf);
   if (relation === 'rollback') {
-    const why = next.epoch < seen.epoch
-      ? `its recipient list (epoch ${next.epoch}) is older than the one this vault already saw (epoch ${seen.epoch})`
-      : `this vault already saw ${had}`;
+    const why =
+      next.epoch < seen.epoch
+        ? `its recipient list (epoch ${next.epoch}) is older than the one this vault already saw (epoch ${seen.epoch})`
+        : `this vault already saw ${had}`;
     // Going back to an older recipient list is never offered: it would let members removed since read what is written next.
-    const onPurpose = next.epoch < seen.epoch ? '' : `; if you really mean to go back to this version, run: stash container accept ${name}`;
+    const onPurpose =
+      next.epoch < seen.epoch
+        ? ''
+        : `; if you really mean to go back to this version, run: stash container accept ${name}`;
     return new VaultError(
       'SHARE_ROLLBACK',
-      `${what} holds ${got}, an older version of container ${name}: ${why}. It was refused, so that an old copy cannot bring back removed members or old secrets. `
-        + `Get the current file back (for example git pull, or from the owner)${onPurpose}`,
+      `${what} holds ${got}, an older version of container ${name}: ${why}. It was refused, so that an old copy cannot bring back removed members or old secrets. ` +
+        `Get the current file back (for example git pull, or from the owner)${onPurpose}`,
     );
   }
   return new VaultError(
     'SHARE_DIVERGED',
-    `${what} holds ${got}, but this vault last saw ${had}, and neither contains the other's changes: `
-      + 'two members wrote at the same time, or one side of a conflict replaced the other. Nothing was read or written, so nothing is lost yet. '
-      + `To keep both, put the other version in a file and run: stash container merge ${name} FILE `
-      + `(after a git conflict: git show :3:<path> > FILE for theirs, :2: for yours). `
-      + `To take this file as it is and give up the changes it lacks, run: stash container accept ${name}`,
+    `${what} holds ${got}, but this vault last saw ${had}, and neither contains the other's changes: ` +
+      'two members wrote at the same time, or one side of a conflict replaced the other. Nothing was read or written, so nothing is lost yet. ' +
+      `To keep both, put the other version in a file and run: stash container merge ${name} FILE ` +
+      `(after a git conflict: git show :3:<path> > FILE for theirs, :2: for yours). ` +
+      `To take this file as it is and give up the changes it lacks, run: stash container accept ${name}`,
   );
 }
 

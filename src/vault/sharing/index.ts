@@ -5,7 +5,14 @@
  *
  * Loaded lazily by the CLI: a private container never imports this module.
  */
-export { shareContainer, unshareContainer, containerMembers, type MembershipChange, type MembersReport, type MemberInfo } from './membership.js';
+export {
+  shareContainer,
+  unshareContainer,
+  containerMembers,
+  type MembershipChange,
+  type MembersReport,
+  type MemberInfo,
+} from './membership.js';
 export { openSharedContentKey, readSharedEntries, updateSharedEntries } from './shared-entries.js';
 export { importShared, linkShared, exportShared, acceptShared, type TransferResult } from './transfer.js';
 export type { PublicIdentity } from './verify.js';

@@ -42,7 +42,10 @@ const fp = (k: PublicIdentity) => formatFingerprint(fingerprintOf(k.x25519, k.ed
 
 function notOwner(l: LoadedShared): VaultError {
   const owner = l.file.membership.stanzas[0]!;
-  return new VaultError('SHARE_NOT_OWNER', `only the owner of ${l.name} (${fp(owner)}) can change who it is shared with`);
+  return new VaultError(
+    'SHARE_NOT_OWNER',
+    `only the owner of ${l.name} (${fp(owner)}) can change who it is shared with`,
+  );
 }
 
 /** Runs `fn` with this vault's identity (public keys authenticated by the vault key, secret keys open). */
@@ -59,7 +62,15 @@ function withIdentity<T>(dir: string, vaultKey: Buffer, fn: (me: PublicIdentity,
 }
 
 /** Converts private container `name` into a shared one owned by `me`, readable by `others`. */
-function convert(dir: string, vaultKey: Buffer, name: string, me: PublicIdentity, secret: IdentitySecret, others: PublicIdentity[], v1Bytes: Buffer): MembershipChange {
+function convert(
+  dir: string,
+  vaultKey: Buffer,
+  name: string,
+  me: PublicIdentity,
+  secret: IdentitySecret,
+  others: PublicIdentity[],
+  v1Bytes: Buffer,
+): MembershipChange {
   const path = vaultPaths(dir).container(name);
   const key = unwrapContentKey(dir, vaultKey, name);
   const entries = readEntries(dir, name, key);
@@ -81,39 +92,89 @@ function convert(dir: string, vaultKey: Buffer, name: string, me: PublicIdentity
  * container is converted to a shared one first. Contacts already in the list
  * are reported as unchanged; nothing is written when all are.
  */
-export function shareContainer(dir: string, vaultKey: Buffer, name: string, contacts: PublicIdentity[]): MembershipChange {
+export function shareContainer(
+  dir: string,
+  vaultKey: Buffer,
+  name: string,
+  contacts: PublicIdentity[],
+): MembershipChange {
   validateContainerName(name);
-  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => withWriteLock(dir, name, () => {
-    if (contacts.some((c) => same(c, me))) throw new VaultError('INVALID_ARGUMENT', 'you are the owner already; share with your contacts');
-    const wanted = contacts.filter((c, i) => contacts.findIndex((d) => same(c, d)) === i);
-    if (!readRecord(dir, name)) {
-      const path = vaultPaths(dir).container(name);
-      const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`));
-      if (bytes === null) throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
-      if (containerVersion(bytes) === 1) return convert(dir, vaultKey, name, me, secret, wanted, bytes);
-    }
-    const l = loadVerified(dir, name, me);
-    const m = l.file.membership;
-    if (!same(m.stanzas[0]!, me)) throw notOwner(l);
-    const current: PublicIdentity[] = m.stanzas.map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
-    const added = wanted.filter((c) => !current.some((s) => same(s, c)));
-    const unchanged = wanted.filter((c) => current.some((s) => same(s, c)));
-    for (const c of added) {
-      if (stanzaIndex(m, c.ed25519) >= 0) throw new VaultError('INVALID_ARGUMENT', `a member of ${name} has the signing key of ${fp(c)} with another encryption key`);
-    }
-    if (added.length === 0) return { changed: [], unchanged, revision: l.file.write.revision, previous: l.file.write.revision, epoch: m.epoch, converted: false };
-    const key = openStanza(l, me, secret.x25519);
-    const entries = openSharedBody(l, key);
-    try {
-      const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, key, [...current, ...added], secret.ed25519, m.stanzas);
-      const write = nextWrite(l.file, stanzas, me.ed25519);
-      commitRevision(dir, l.path, l.bytes, assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519), l.record);
-      return { changed: added, unchanged, revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
-    } finally {
-      wipeEntries(entries);
-      wipe(key);
-    }
-  })));
+  return withIdentity(dir, vaultKey, (me, secret) =>
+    withVaultLock(dir, () =>
+      withWriteLock(dir, name, () => {
+        if (contacts.some((c) => same(c, me)))
+          throw new VaultError('INVALID_ARGUMENT', 'you are the owner already; share with your contacts');
+        const wanted = contacts.filter((c, i) => contacts.findIndex((d) => same(c, d)) === i);
+        if (!readRecord(dir, name)) {
+          const path = vaultPaths(dir).container(name);
+          const bytes = readBounded(
+            path,
+            MAX_SHARED_FILE_BYTES,
+            () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
+          );
+          if (bytes === null)
+            throw new VaultError(
+              'CONTAINER_NOT_FOUND',
+              `no container named ${JSON.stringify(name)} in the vault at ${dir}`,
+            );
+          if (containerVersion(bytes) === 1) return convert(dir, vaultKey, name, me, secret, wanted, bytes);
+        }
+        const l = loadVerified(dir, name, me);
+        const m = l.file.membership;
+        if (!same(m.stanzas[0]!, me)) throw notOwner(l);
+        const current: PublicIdentity[] = m.stanzas.map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
+        const added = wanted.filter((c) => !current.some((s) => same(s, c)));
+        const unchanged = wanted.filter((c) => current.some((s) => same(s, c)));
+        for (const c of added) {
+          if (stanzaIndex(m, c.ed25519) >= 0)
+            throw new VaultError(
+              'INVALID_ARGUMENT',
+              `a member of ${name} has the signing key of ${fp(c)} with another encryption key`,
+            );
+        }
+        if (added.length === 0)
+          return {
+            changed: [],
+            unchanged,
+            revision: l.file.write.revision,
+            previous: l.file.write.revision,
+            epoch: m.epoch,
+            converted: false,
+          };
+        const key = openStanza(l, me, secret.x25519);
+        const entries = openSharedBody(l, key);
+        try {
+          const { bytes: membership, stanzas } = signedMembership(
+            m.containerId,
+            m.epoch + 1,
+            key,
+            [...current, ...added],
+            secret.ed25519,
+            m.stanzas,
+          );
+          const write = nextWrite(l.file, stanzas, me.ed25519);
+          commitRevision(
+            dir,
+            l.path,
+            l.bytes,
+            assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519),
+            l.record,
+          );
+          return {
+            changed: added,
+            unchanged,
+            revision: write.revision,
+            previous: l.file.write.revision,
+            epoch: m.epoch + 1,
+            converted: false,
+          };
+        } finally {
+          wipeEntries(entries);
+          wipe(key);
+        }
+      }),
+    ),
+  );
 }
 
 /**
@@ -127,36 +188,59 @@ export function shareContainer(dir: string, vaultKey: Buffer, name: string, cont
  * version is built from it (its entries, its recipient list less them) and
  * numbered again from the version this vault saw last.
  */
-export function unshareContainer(dir: string, vaultKey: Buffer, name: string, members: PublicIdentity[]): MembershipChange {
+export function unshareContainer(
+  dir: string,
+  vaultKey: Buffer,
+  name: string,
+  members: PublicIdentity[],
+): MembershipChange {
   validateContainerName(name);
-  return withIdentity(dir, vaultKey, (me, secret) => withVaultLock(dir, () => withWriteLock(dir, name, () => {
-    if (!readRecord(dir, name)) {
-      const path = vaultPaths(dir).container(name);
-      const prefix = readBounded(path, MAX_SHARED_FILE_BYTES, () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`));
-      if (prefix !== null && containerVersion(prefix) === 1) throw new VaultError('SHARE_NOT_SHARED', `container ${name} is not shared with anyone`);
-    }
-    let l: LoadedShared & { record: SharedRecord };
-    let restart = false;
-    try {
-      l = loadVerified(dir, name, me);
-    } catch (err) {
-      // A version numbered to stop every later write: its writer can still be removed.
-      if (!(err instanceof NumberingError) || !members.some((k) => same(k, err.writer))) throw err;
-      l = loadRefusedNumbering(dir, name, me, err);
-      restart = true;
-    }
-    const m = l.file.membership;
-    if (!same(m.stanzas[0]!, me)) throw notOwner(l);
-    for (const k of members) {
-      const i = m.stanzas.findIndex((s) => same(s, k));
-      if (i === 0) throw new VaultError('INVALID_ARGUMENT', `the owner cannot be removed from ${name}`);
-      if (i < 0) throw new VaultError('SHARE_NOT_MEMBER', `${fp(k)} is not a member of ${name}`);
-    }
-    const kept = m.stanzas.filter((s) => !members.some((k) => same(s, k))).map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
-    const restarted = restart ? (stanzas: Stanza[]) => restartWrite(l.record.seen, stanzas, me.ed25519) : undefined;
-    const write = rekeyAndCommit(dir, l, me, secret, kept, me, secret, restarted);
-    return { changed: members, unchanged: [], revision: write.revision, previous: l.file.write.revision, epoch: m.epoch + 1, converted: false };
-  })));
+  return withIdentity(dir, vaultKey, (me, secret) =>
+    withVaultLock(dir, () =>
+      withWriteLock(dir, name, () => {
+        if (!readRecord(dir, name)) {
+          const path = vaultPaths(dir).container(name);
+          const prefix = readBounded(
+            path,
+            MAX_SHARED_FILE_BYTES,
+            () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
+          );
+          if (prefix !== null && containerVersion(prefix) === 1)
+            throw new VaultError('SHARE_NOT_SHARED', `container ${name} is not shared with anyone`);
+        }
+        let l: LoadedShared & { record: SharedRecord };
+        let restart = false;
+        try {
+          l = loadVerified(dir, name, me);
+        } catch (err) {
+          // A version numbered to stop every later write: its writer can still be removed.
+          if (!(err instanceof NumberingError) || !members.some((k) => same(k, err.writer))) throw err;
+          l = loadRefusedNumbering(dir, name, me, err);
+          restart = true;
+        }
+        const m = l.file.membership;
+        if (!same(m.stanzas[0]!, me)) throw notOwner(l);
+        for (const k of members) {
+          const i = m.stanzas.findIndex((s) => same(s, k));
+          if (i === 0) throw new VaultError('INVALID_ARGUMENT', `the owner cannot be removed from ${name}`);
+          if (i < 0) throw new VaultError('SHARE_NOT_MEMBER', `${fp(k)} is not a member of ${name}`);
+        }
+        const kept = m.stanzas
+          .filter((s) => !members.some((k) => same(s, k)))
+          .map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
+        const restarted = restart ? (stanzas: Stanza[]) => restartWrite(l.record.seen, stanzas, me.ed25519) : undefined;
+        const write = rekeyAndCommit(dir, l, me, secret, kept, me, secret, restarted);
+        return {
+          changed: members,
+          unchanged: [],
+          revision: write.revision,
+          previous: l.file.write.revision,
+          epoch: m.epoch + 1,
+          converted: false,
+        };
+      }),
+    ),
+  );
 }
 
 export interface MemberInfo extends PublicIdentity {
@@ -190,17 +274,39 @@ export function containerMembers(dir: string, name: string): MembersReport {
   const me = myIdentity(dir);
   if (!readRecord(dir, name)) {
     const path = vaultPaths(dir).container(name);
-    const prefix = readBounded(path, MAX_SHARED_FILE_BYTES, () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`));
-    if (prefix === null) throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+    const prefix = readBounded(
+      path,
+      MAX_SHARED_FILE_BYTES,
+      () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
+    );
+    if (prefix === null)
+      throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
     if (containerVersion(prefix) === 1) {
       const self: MemberInfo = { ...me, fingerprint: fp(me), owner: true, you: true, lastWrite: 0 };
-      return { name, shared: false, path, link: null, revision: null, epoch: null, members: [self], writer: null, writtenAt: null };
+      return {
+        name,
+        shared: false,
+        path,
+        link: null,
+        revision: null,
+        epoch: null,
+        members: [self],
+        writer: null,
+        writtenAt: null,
+      };
     }
   }
   const l = loadVerified(dir, name, me);
-  const members = l.file.membership.stanzas.map((s, i): MemberInfo => ({
-    x25519: s.x25519, ed25519: s.ed25519, fingerprint: fp(s), owner: i === 0, you: same(s, me), lastWrite: l.file.write.lastWrites[i]!,
-  }));
+  const members = l.file.membership.stanzas.map(
+    (s, i): MemberInfo => ({
+      x25519: s.x25519,
+      ed25519: s.ed25519,
+      fingerprint: fp(s),
+      owner: i === 0,
+      you: same(s, me),
+      lastWrite: l.file.write.lastWrites[i]!,
+    }),
+  );
   return {
     name,
     shared: true,

@@ -11,7 +11,14 @@
  */
 import { resolve } from 'node:path';
 import { NONCE_BYTES } from '../aead.js';
-import { changeTime, historyOf, wipeEntries, withChangeTimesFrom, withHistory, type Entries } from '../container-body.js';
+import {
+  changeTime,
+  historyOf,
+  wipeEntries,
+  withChangeTimesFrom,
+  withHistory,
+  type Entries,
+} from '../container-body.js';
 import { checkKeep, DEFAULT_HISTORY_KEEP, mergeHistories } from '../entry-history.js';
 import type { PastValue } from '../history-block.js';
 import { VaultError } from '../errors.js';
@@ -24,7 +31,15 @@ import { covers, historyError, relate, seenOf } from './history.js';
 import { checkJump } from './numbering.js';
 import { assembleFile, commitRevision, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
-import { loadShared, memberNamer, readSharedFile, recipientIndex, verifySignatures, type LoadedShared, type PublicIdentity } from './verify.js';
+import {
+  loadShared,
+  memberNamer,
+  readSharedFile,
+  recipientIndex,
+  verifySignatures,
+  type LoadedShared,
+  type PublicIdentity,
+} from './verify.js';
 
 export interface MergeResult {
   outcome: 'merged' | 'fast-forward' | 'unchanged';
@@ -55,7 +70,11 @@ function decrypt(l: LoadedShared, me: PublicIdentity, x25519Secret: Buffer): Ent
 }
 
 /** The union of two entry maps, and the names both hold with different values. */
-function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[]; oneSided: string[] } {
+function unite(
+  ours: Entries,
+  theirs: Entries,
+  prefer: Prefer,
+): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[]; oneSided: string[] } {
   const merged = new Map<string, Uint8Array>(ours);
   const fromOther: string[] = [];
   const conflicts: string[] = [];
@@ -84,74 +103,93 @@ function unite(ours: Entries, theirs: Entries, prefer: Prefer): { merged: Map<st
  * this vault saw last. When one file already contains the other, the later
  * one is simply kept.
  */
-export function mergeShared(dir: string, vaultKey: Buffer, name: string, otherPath: string, prefer: Prefer = null, keep = DEFAULT_HISTORY_KEEP): MergeResult {
+export function mergeShared(
+  dir: string,
+  vaultKey: Buffer,
+  name: string,
+  otherPath: string,
+  prefer: Prefer = null,
+  keep = DEFAULT_HISTORY_KEEP,
+): MergeResult {
   checkKeep(keep);
   requireVaultKey(dir, vaultKey);
   const pub = identityPublic(dir, vaultKey);
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
-  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
-    const cur = loadShared(dir, name);
-    const record = cur.record;
-    if (!record) throw new VaultError('SHARE_UNTRUSTED_OWNER', `this vault has no record of shared container ${name}; run: stash container accept ${name}`);
-    verifySignatures(cur.file, cur.path, record.owner, name);
-    recipientIndex(cur, me);
-    const path = resolve(otherPath);
-    const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
-    const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
-    if (!file.membership.containerId.equals(cur.file.membership.containerId)) throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
-    verifySignatures(file, path, record.owner, name);
-    recipientIndex(other, me);
-    // The merged version is numbered after the later side: neither may jump past what this vault saw.
-    checkJump(record.seen, cur.file, cur.path, name);
-    checkJump(record.seen, file, path, name);
-    const nameOf = memberNamer(cur.file, me);
-    const toSeen = (next: LoadedShared['next'], what: string) => {
-      const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
-      if (err) throw err;
-    };
-    if (cur.next.hash.equals(other.next.hash) || (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)) {
-      toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
-      return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [], oneSided: [] };
-    }
-    if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
-      toSeen(other.next, path);
-      commitRevision(dir, cur.path, cur.bytes, bytes, record);
-      return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [], oneSided: [] };
-    }
-    refuseRemovedWriter(cur, other, me);
-    return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
-      const ours = decrypt(cur, me, x25519Secret);
-      let theirs: Entries | null = null;
-      try {
-        theirs = decrypt(other, me, x25519Secret);
-        const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
-        if (conflicts.length > 0 && prefer === null) {
-          throw new VaultError(
-            'SHARE_DIVERGED',
-            `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${name}) or --prefer file (${path})`,
-          );
-        }
-        // Each entry keeps the change time of the side it was taken from; the
-        // histories are united, and the value that lost a conflict joins them.
-        const taken = new Set(fromOther);
-        withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs! : ours));
-        const now = Date.now();
-        const losers = new Map<string, PastValue>(conflicts.map((entry) => {
-          const loser = taken.has(entry) ? ours : theirs!;
-          return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
-        }));
-        withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
-        const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
-        const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
-        toSeen(result, 'the merged version');
-        commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
-        return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided };
-      } finally {
-        wipeEntries(ours);
-        if (theirs) wipeEntries(theirs);
+  return withVaultLock(dir, () =>
+    withWriteLock(dir, name, () => {
+      const cur = loadShared(dir, name);
+      const record = cur.record;
+      if (!record)
+        throw new VaultError(
+          'SHARE_UNTRUSTED_OWNER',
+          `this vault has no record of shared container ${name}; run: stash container accept ${name}`,
+        );
+      verifySignatures(cur.file, cur.path, record.owner, name);
+      recipientIndex(cur, me);
+      const path = resolve(otherPath);
+      const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
+      const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
+      if (!file.membership.containerId.equals(cur.file.membership.containerId))
+        throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
+      verifySignatures(file, path, record.owner, name);
+      recipientIndex(other, me);
+      // The merged version is numbered after the later side: neither may jump past what this vault saw.
+      checkJump(record.seen, cur.file, cur.path, name);
+      checkJump(record.seen, file, path, name);
+      const nameOf = memberNamer(cur.file, me);
+      const toSeen = (next: LoadedShared['next'], what: string) => {
+        const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
+        if (err) throw err;
+      };
+      if (
+        cur.next.hash.equals(other.next.hash) ||
+        (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)
+      ) {
+        toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
+        return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [], oneSided: [] };
       }
-    });
-  }));
+      if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
+        toSeen(other.next, path);
+        commitRevision(dir, cur.path, cur.bytes, bytes, record);
+        return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [], oneSided: [] };
+      }
+      refuseRemovedWriter(cur, other, me);
+      return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
+        const ours = decrypt(cur, me, x25519Secret);
+        let theirs: Entries | null = null;
+        try {
+          theirs = decrypt(other, me, x25519Secret);
+          const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
+          if (conflicts.length > 0 && prefer === null) {
+            throw new VaultError(
+              'SHARE_DIVERGED',
+              `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${name}) or --prefer file (${path})`,
+            );
+          }
+          // Each entry keeps the change time of the side it was taken from; the
+          // histories are united, and the value that lost a conflict joins them.
+          const taken = new Set(fromOther);
+          withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs! : ours));
+          const now = Date.now();
+          const losers = new Map<string, PastValue>(
+            conflicts.map((entry) => {
+              const loser = taken.has(entry) ? ours : theirs!;
+              return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
+            }),
+          );
+          withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
+          const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
+          const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
+          toSeen(result, 'the merged version');
+          commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
+          return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided };
+        } finally {
+          wipeEntries(ours);
+          if (theirs) wipeEntries(theirs);
+        }
+      });
+    }),
+  );
 }
 
 /**
@@ -169,9 +207,9 @@ function refuseRemovedWriter(a: LoadedShared, b: LoadedShared, me: PublicIdentit
   if (stanzaIndex(newer.file.membership, older.file.write.writer) >= 0) return;
   throw new VaultError(
     'SHARE_SIGNER_NOT_MEMBER',
-    `${older.path} holds version ${older.file.write.revision}, written by ${memberNamer(older.file, me)(older.file.write.writer.toString('hex'))} on recipient list ${older.file.membership.epoch}, `
-      + `who is not on the newer list ${newer.file.membership.epoch} of ${newer.path}: a member removed since. Its changes were not merged; nothing was written. `
-      + `Take the newer version as it is (stash container accept ${a.name}, with that file in place) and enter by hand any change you still want`,
+    `${older.path} holds version ${older.file.write.revision}, written by ${memberNamer(older.file, me)(older.file.write.writer.toString('hex'))} on recipient list ${older.file.membership.epoch}, ` +
+      `who is not on the newer list ${newer.file.membership.epoch} of ${newer.path}: a member removed since. Its changes were not merged; nothing was written. ` +
+      `Take the newer version as it is (stash container accept ${a.name}, with that file in place) and enter by hand any change you still want`,
   );
 }
 
@@ -189,10 +227,20 @@ function withSecret<T>(dir: string, vaultKey: Buffer, fn: (x25519: Buffer, ed255
  * The merged file: the newer recipient list (bytes as signed by the owner) and
  * its content key, the later revision + 1, per member the later last write.
  */
-function build(la: LoadedShared, lb: LoadedShared, entries: Map<string, Uint8Array>, me: PublicIdentity, x25519Secret: Buffer, ed25519Secret: Buffer): Buffer {
+function build(
+  la: LoadedShared,
+  lb: LoadedShared,
+  entries: Map<string, Uint8Array>,
+  me: PublicIdentity,
+  x25519Secret: Buffer,
+  ed25519Secret: Buffer,
+): Buffer {
   const [a, b] = [la.file, lb.file];
   if (a.membership.epoch === b.membership.epoch && !a.membershipBytes.equals(b.membershipBytes)) {
-    throw new VaultError('SHARE_DIVERGED', 'both versions changed who may open the container (the same recipient-list epoch, two different lists); only its owner can resolve that');
+    throw new VaultError(
+      'SHARE_DIVERGED',
+      'both versions changed who may open the container (the same recipient-list epoch, two different lists); only its owner can resolve that',
+    );
   }
   const [base, baseLoaded] = b.membership.epoch > a.membership.epoch ? [b, lb] : [a, la];
   const key = openStanza(baseLoaded, me, x25519Secret);
@@ -203,8 +251,16 @@ function build(la: LoadedShared, lb: LoadedShared, entries: Map<string, Uint8Arr
       const i = f.membership.stanzas.findIndex((s) => s.ed25519.equals(ed));
       return i < 0 ? 0 : f.write.lastWrites[i]!;
     };
-    const lastWrites = stanzas.map((s) => (s.ed25519.equals(me.ed25519) ? revision : Math.max(lastOf(a, s.ed25519), lastOf(b, s.ed25519))));
-    const write = { revision, writtenAt: Date.now(), writer: me.ed25519, lastWrites, bodyNonce: randomBytes(NONCE_BYTES) };
+    const lastWrites = stanzas.map((s) =>
+      s.ed25519.equals(me.ed25519) ? revision : Math.max(lastOf(a, s.ed25519), lastOf(b, s.ed25519)),
+    );
+    const write = {
+      revision,
+      writtenAt: Date.now(),
+      writer: me.ed25519,
+      lastWrites,
+      bodyNonce: randomBytes(NONCE_BYTES),
+    };
     const membership = baseLoaded.bytes.subarray(0, base.membershipBytes.length + base.ownerSignature.length);
     return assembleFile(membership, stanzas.length, write, key, entries, ed25519Secret);
   } finally {

@@ -53,12 +53,16 @@ function writerOf(file: SharedFile): Stanza {
 function refusal(file: SharedFile, path: string, name: string, problem: string, jump: boolean): NumberingError {
   const w = writerOf(file);
   const fp = formatFingerprint(fingerprintOf(w.x25519, w.ed25519));
-  const why = jump ? 'A jump like this brings the numbering near its end' : 'A version numbered like this would stop every later write';
-  const onPurpose = jump ? `. A member who knows why it jumped can take it as it is: stash container accept ${name}` : '';
+  const why = jump
+    ? 'A jump like this brings the numbering near its end'
+    : 'A version numbered like this would stop every later write';
+  const onPurpose = jump
+    ? `. A member who knows why it jumped can take it as it is: stash container accept ${name}`
+    : '';
   return new NumberingError(
     { x25519: w.x25519, ed25519: w.ed25519 },
-    `${path} was refused: version ${file.write.revision} of ${name}, written by ${fp}, ${problem}. Nothing was read or written. `
-      + `${why}; the owner can remove its writer (stash container unshare ${name} ${fp}), and everyone reads on${onPurpose}`,
+    `${path} was refused: version ${file.write.revision} of ${name}, written by ${fp}, ${problem}. Nothing was read or written. ` +
+      `${why}; the owner can remove its writer (stash container unshare ${name} ${fp}), and everyone reads on${onPurpose}`,
   );
 }
 
@@ -69,14 +73,21 @@ export function checkNumbering(file: SharedFile, path: string, name: string): vo
     throw refusal(file, path, name, `leaves no room for later versions (at most ${MAX_REVISION} is accepted)`, false);
   }
   const above = w.lastWrites.find((n) => n > w.revision);
-  if (above !== undefined) throw refusal(file, path, name, `gives a member a last write (${above}) above the version itself`, false);
+  if (above !== undefined)
+    throw refusal(file, path, name, `gives a member a last write (${above}) above the version itself`, false);
 }
 
 /** Step 4, before history: a revision too far past the one this vault saw last. */
 export function checkJump(seen: SeenRevision, file: SharedFile, path: string, name: string): void {
   const jump = file.write.revision - seen.revision;
   if (jump > MAX_JUMP) {
-    throw refusal(file, path, name, `is ${jump} past version ${seen.revision}, the last one this vault saw (at most ${MAX_JUMP} is accepted)`, true);
+    throw refusal(
+      file,
+      path,
+      name,
+      `is ${jump} past version ${seen.revision}, the last one this vault saw (at most ${MAX_JUMP} is accepted)`,
+      true,
+    );
   }
 }
 
@@ -89,7 +100,16 @@ export function checkJump(seen: SeenRevision, file: SharedFile, path: string, na
 export function restartWrite(seen: SeenRevision, stanzas: Stanza[], writer: Buffer): WriteInfo {
   const revision = seen.revision + MAX_JUMP / 2;
   if (revision > MAX_REVISION) {
-    throw new VaultError('CONTAINER_CORRUPT', `the container's numbering is used up (version ${seen.revision}); copy its entries into a new container`);
+    throw new VaultError(
+      'CONTAINER_CORRUPT',
+      `the container's numbering is used up (version ${seen.revision}); copy its entries into a new container`,
+    );
   }
-  return { revision, writtenAt: Date.now(), writer, lastWrites: stanzas.map(() => revision), bodyNonce: randomBytes(NONCE_BYTES) };
+  return {
+    revision,
+    writtenAt: Date.now(),
+    writer,
+    lastWrites: stanzas.map(() => revision),
+    bodyNonce: randomBytes(NONCE_BYTES),
+  };
 }

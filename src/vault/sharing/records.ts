@@ -94,7 +94,8 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
   if (typeof d !== 'object' || d === null || d.format !== FORMAT) throw bad('not a stash shared-container record');
   if (d.formatVersion !== VERSION) throw bad(`unsupported format version ${JSON.stringify(d.formatVersion)}`);
   const hex = (v: unknown, n: number, what: string): Buffer => {
-    if (typeof v !== 'string' || v.length !== n * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} is not ${n} bytes of hex`);
+    if (typeof v !== 'string' || v.length !== n * 2 || !/^[0-9a-f]+$/.test(v))
+      throw bad(`${what} is not ${n} bytes of hex`);
     return Buffer.from(v, 'hex');
   };
   const count = (v: unknown, what: string): number => {
@@ -108,13 +109,15 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
   };
   const owner = (d.owner ?? {}) as Record<string, unknown>;
   if (d.name !== name) throw bad(`it describes ${JSON.stringify(d.name)}, not ${JSON.stringify(name)}`);
-  if (d.link !== null && (typeof d.link !== 'string' || d.link.length === 0 || d.link.length > 4096)) throw bad('link is not a path');
+  if (d.link !== null && (typeof d.link !== 'string' || d.link.length === 0 || d.link.length > 4096))
+    throw bad('link is not a path');
   const s = d.seen as Record<string, unknown> | null;
   if (typeof s !== 'object' || s === null) throw bad('seen is missing');
   const lw = s.lastWrites as Record<string, unknown> | null;
   if (typeof lw !== 'object' || lw === null) throw bad('seen.lastWrites is missing');
   const lastWrites = new Map<string, number>();
-  for (const [k, v] of Object.entries(lw)) lastWrites.set(hex(k, 32, 'a member key').toString('hex'), count(v, 'a last-write revision'));
+  for (const [k, v] of Object.entries(lw))
+    lastWrites.set(hex(k, 32, 'a member key').toString('hex'), count(v, 'a last-write revision'));
   return {
     name,
     containerId: hex(d.containerId, 16, 'containerId'),
@@ -135,7 +138,11 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
 export function readRecord(dir: string, name: string): SharedRecord | null {
   validateContainerName(name);
   const path = recordPath(dir, name);
-  const bytes = readBounded(path, MAX_RECORD_BYTES, () => new VaultError('VAULT_CORRUPT', `${path} is not a small regular file`));
+  const bytes = readBounded(
+    path,
+    MAX_RECORD_BYTES,
+    () => new VaultError('VAULT_CORRUPT', `${path} is not a small regular file`),
+  );
   return bytes === null ? null : decode(bytes, name, path);
 }
 

@@ -24,9 +24,14 @@ export function renameShared(dir: string, from: string, to: string): { path: str
   validateContainerName(to);
   return withVaultLock(dir, () => {
     const record = readRecord(dir, from);
-    if (record === null) throw new VaultError('CONTAINER_NOT_FOUND', `no shared container named ${JSON.stringify(from)} in the vault at ${dir}`);
+    if (record === null)
+      throw new VaultError(
+        'CONTAINER_NOT_FOUND',
+        `no shared container named ${JSON.stringify(from)} in the vault at ${dir}`,
+      );
     const paths = vaultPaths(dir);
-    if (existsSync(paths.container(to)) || existsSync(recordPath(dir, to))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists`);
+    if (existsSync(paths.container(to)) || existsSync(recordPath(dir, to)))
+      throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(to)} already exists`);
     writeRecord(dir, { ...record, name: to });
     if (record.link === null) {
       try {

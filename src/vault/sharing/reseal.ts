@@ -34,24 +34,32 @@ const same = (a: PublicIdentity, b: PublicIdentity) => a.ed25519.equals(b.ed2551
  * says and a new content key. Null when nothing would change (no member to
  * replace, the owner already `opts.owner`): nothing is written then.
  */
-export function resealContainer(dir: string, name: string, opts: ResealOptions): { revision: number; epoch: number } | null {
-  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
-    const l = loadVerified(dir, name, opts.as);
-    const m = l.file.membership;
-    if (!same(m.stanzas[0]!, opts.as)) throw new VaultError('SHARE_NOT_OWNER', `only the owner of ${name} can re-seal it`);
-    let changed = !same(opts.as, opts.owner);
-    const members: PublicIdentity[] = [opts.owner];
-    for (const s of m.stanzas.slice(1)) {
-      const swap = opts.replace?.find((r) => same(r.from, s));
-      if (swap) changed = true;
-      const k = swap ? swap.to : { x25519: s.x25519, ed25519: s.ed25519 };
-      // The new key may be a member already (shared with it after a fingerprint check): once is enough.
-      if (!members.some((x) => same(x, k) || x.ed25519.equals(k.ed25519) || x.x25519.equals(k.x25519))) members.push(k);
-    }
-    if (!changed) return null;
-    const write = rekeyAndCommit(dir, l, opts.as, opts.asSecret, members, opts.owner, opts.ownerSecret);
-    return { revision: write.revision, epoch: m.epoch + 1 };
-  }));
+export function resealContainer(
+  dir: string,
+  name: string,
+  opts: ResealOptions,
+): { revision: number; epoch: number } | null {
+  return withVaultLock(dir, () =>
+    withWriteLock(dir, name, () => {
+      const l = loadVerified(dir, name, opts.as);
+      const m = l.file.membership;
+      if (!same(m.stanzas[0]!, opts.as))
+        throw new VaultError('SHARE_NOT_OWNER', `only the owner of ${name} can re-seal it`);
+      let changed = !same(opts.as, opts.owner);
+      const members: PublicIdentity[] = [opts.owner];
+      for (const s of m.stanzas.slice(1)) {
+        const swap = opts.replace?.find((r) => same(r.from, s));
+        if (swap) changed = true;
+        const k = swap ? swap.to : { x25519: s.x25519, ed25519: s.ed25519 };
+        // The new key may be a member already (shared with it after a fingerprint check): once is enough.
+        if (!members.some((x) => same(x, k) || x.ed25519.equals(k.ed25519) || x.x25519.equals(k.x25519)))
+          members.push(k);
+      }
+      if (!changed) return null;
+      const write = rekeyAndCommit(dir, l, opts.as, opts.asSecret, members, opts.owner, opts.ownerSecret);
+      return { revision: write.revision, epoch: m.epoch + 1 };
+    }),
+  );
 }
 
 /**
@@ -61,8 +69,14 @@ export function resealContainer(dir: string, name: string, opts: ResealOptions):
  * numbers it (default: the revision after `l`). Unshare and re-seal share it.
  */
 export function rekeyAndCommit(
-  dir: string, l: LoadedShared & { record: SharedRecord }, reader: PublicIdentity, readerSecret: IdentitySecret,
-  members: PublicIdentity[], owner: PublicIdentity, ownerSecret: IdentitySecret, write?: (stanzas: Stanza[]) => WriteInfo,
+  dir: string,
+  l: LoadedShared & { record: SharedRecord },
+  reader: PublicIdentity,
+  readerSecret: IdentitySecret,
+  members: PublicIdentity[],
+  owner: PublicIdentity,
+  ownerSecret: IdentitySecret,
+  write?: (stanzas: Stanza[]) => WriteInfo,
 ): WriteInfo {
   const m = l.file.membership;
   const oldKey = openStanza(l, reader, readerSecret.x25519);
@@ -74,10 +88,19 @@ export function rekeyAndCommit(
   }
   const newKey = secureRandom(KEY_BYTES);
   try {
-    const { bytes: membership, stanzas } = signedMembership(m.containerId, m.epoch + 1, newKey, members, ownerSecret.ed25519);
+    const { bytes: membership, stanzas } = signedMembership(
+      m.containerId,
+      m.epoch + 1,
+      newKey,
+      members,
+      ownerSecret.ed25519,
+    );
     const w = write ? write(stanzas) : nextWrite(l.file, stanzas, owner.ed25519);
     const file = assembleFile(membership, stanzas.length, w, newKey, entries, ownerSecret.ed25519);
-    commitRevision(dir, l.path, l.bytes, file, { ...l.record, owner: { x25519: owner.x25519, ed25519: owner.ed25519 } });
+    commitRevision(dir, l.path, l.bytes, file, {
+      ...l.record,
+      owner: { x25519: owner.x25519, ed25519: owner.ed25519 },
+    });
     return w;
   } finally {
     wipeEntries(entries);

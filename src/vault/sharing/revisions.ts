@@ -14,7 +14,15 @@ import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, readBounded } from '../fs-atomic.js';
 import { randomBytes, wipe } from '../secure.js';
 import { fileHash, sealKey, signMembership, signWrite } from './crypto.js';
-import { decodeShared, encodeMembership, encodeWrite, MAX_SHARED_FILE_BYTES, type SharedFile, type Stanza, type WriteInfo } from './format.js';
+import {
+  decodeShared,
+  encodeMembership,
+  encodeWrite,
+  MAX_SHARED_FILE_BYTES,
+  type SharedFile,
+  type Stanza,
+  type WriteInfo,
+} from './format.js';
 import { seenOf } from './history.js';
 import { assertLockHeld, withFileLock } from './file-lock.js';
 import { ownCopyPath, readRecord, sharedDir, writeRecord, type SharedRecord } from './records.js';
@@ -26,13 +34,23 @@ import type { PublicIdentity } from './verify.js';
  * gets the content key sealed anew.
  */
 export function signedMembership(
-  containerId: Buffer, epoch: number, contentKey: Buffer, members: PublicIdentity[], ownerSecret: Buffer, reuse: Stanza[] = [],
+  containerId: Buffer,
+  epoch: number,
+  contentKey: Buffer,
+  members: PublicIdentity[],
+  ownerSecret: Buffer,
+  reuse: Stanza[] = [],
 ): { bytes: Buffer; stanzas: Stanza[] } {
   const stanzas = members.map((m) => {
     const kept = reuse.find((s) => s.ed25519.equals(m.ed25519) && s.x25519.equals(m.x25519));
     return { x25519: m.x25519, ed25519: m.ed25519, sealedKey: kept ? kept.sealedKey : sealKey(contentKey, m.x25519) };
   });
-  const unsigned = encodeMembership({ containerId, epoch, commitment: keyCommitment(contentKey, containerId), stanzas });
+  const unsigned = encodeMembership({
+    containerId,
+    epoch,
+    commitment: keyCommitment(contentKey, containerId),
+    stanzas,
+  });
   return { bytes: Buffer.concat([unsigned, signMembership(unsigned, ownerSecret)]), stanzas };
 }
 
@@ -60,7 +78,12 @@ export function nextWrite(base: SharedFile | null, stanzas: Stanza[], writer: Bu
 
 /** The whole file: membership, write block, body under `contentKey`, writer signature. */
 export function assembleFile(
-  membership: Buffer, recipients: number, write: WriteInfo, contentKey: Buffer, entries: ReadonlyMap<string, Uint8Array>, writerSecret: Buffer,
+  membership: Buffer,
+  recipients: number,
+  write: WriteInfo,
+  contentKey: Buffer,
+  entries: ReadonlyMap<string, Uint8Array>,
+  writerSecret: Buffer,
 ): Buffer {
   const header = Buffer.concat([membership, encodeWrite(write, recipients)]);
   const plain = encodeBody(entries);
@@ -113,22 +136,36 @@ export function sweepStaleTemps(path: string): void {
  * its mode and group so that the other members can still read it. Stale temp files of earlier crashed writes
  * of `path` are swept afterwards.
  */
-export function writeIfUnchanged(path: string, bytes: Buffer, expected: Buffer | null, opts: { shared?: boolean; hint?: string } = {}): void {
+export function writeIfUnchanged(
+  path: string,
+  bytes: Buffer,
+  expected: Buffer | null,
+  opts: { shared?: boolean; hint?: string } = {},
+): void {
   const shared = opts.shared === true;
-  const write = () => atomicWrite(path, [bytes], {
-    shared,
-    beforeRename() {
-      if (shared) assertLockHeld(path);
-      const now = readBounded(path, MAX_SHARED_FILE_BYTES + 1024 * 1024, () => new VaultError('SHARE_CHANGED', `${path} was replaced by something that is not a container file while this write was made; nothing was written`));
-      const same = expected === null ? now === null : now !== null && fileHash(now).equals(expected);
-      if (!same) {
-        throw new VaultError(
-          'SHARE_CHANGED',
-          `${path} changed while this write was being made (another member or program wrote it at the same moment); nothing was written: run the command again${opts.hint ?? ''}`,
+  const write = () =>
+    atomicWrite(path, [bytes], {
+      shared,
+      beforeRename() {
+        if (shared) assertLockHeld(path);
+        const now = readBounded(
+          path,
+          MAX_SHARED_FILE_BYTES + 1024 * 1024,
+          () =>
+            new VaultError(
+              'SHARE_CHANGED',
+              `${path} was replaced by something that is not a container file while this write was made; nothing was written`,
+            ),
         );
-      }
-    },
-  });
+        const same = expected === null ? now === null : now !== null && fileHash(now).equals(expected);
+        if (!same) {
+          throw new VaultError(
+            'SHARE_CHANGED',
+            `${path} changed while this write was being made (another member or program wrote it at the same moment); nothing was written: run the command again${opts.hint ?? ''}`,
+          );
+        }
+      },
+    });
   if (shared) withFileLock(path, write);
   else write();
   sweepStaleTemps(path);
@@ -151,7 +188,13 @@ export function withWriteLock<T>(dir: string, name: string, fn: () => T): T {
  * kept in the vault (ownCopyPath), so that it can be merged back if the write
  * is refused, or if something else replaces the file after it.
  */
-export function commitRevision(dir: string, path: string, baseBytes: Buffer | null, bytes: Buffer, record: Omit<SharedRecord, 'seen'>): SharedFile {
+export function commitRevision(
+  dir: string,
+  path: string,
+  baseBytes: Buffer | null,
+  bytes: Buffer,
+  record: Omit<SharedRecord, 'seen'>,
+): SharedFile {
   const file = decodeShared(bytes, path);
   let hint = '';
   if (record.link !== null) {
@@ -160,7 +203,10 @@ export function commitRevision(dir: string, path: string, baseBytes: Buffer | nu
     atomicWrite(copy, [bytes]);
     hint = ` (or take this version as it was made: stash container merge ${record.name} ${copy})`;
   }
-  writeIfUnchanged(path, bytes, baseBytes === null ? null : fileHash(baseBytes), { shared: record.link !== null, hint });
+  writeIfUnchanged(path, bytes, baseBytes === null ? null : fileHash(baseBytes), {
+    shared: record.link !== null,
+    hint,
+  });
   writeRecord(dir, { ...record, seen: seenOf(file, bytes) });
   return file;
 }

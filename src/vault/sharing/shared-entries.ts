@@ -45,7 +45,10 @@ export function openSharedBody(l: LoadedShared, contentKey: Buffer): Entries {
   assertKey(contentKey, 'the content key');
   const m = l.file.membership;
   if (!constantTimeEqual(keyCommitment(contentKey, m.containerId), m.commitment)) {
-    throw new VaultError('CONTENT_KEY_MISMATCH', `the content key does not open ${l.path} (a stale cached key, or the key was rotated); open it again with your identity key`);
+    throw new VaultError(
+      'CONTENT_KEY_MISMATCH',
+      `the content key does not open ${l.path} (a stale cached key, or the key was rotated); open it again with your identity key`,
+    );
   }
   const plain = open(l.file.body, l.file.headerBytes, l.file.write.bodyNonce, contentKey);
   if (plain === null) throw corrupt(l.path, 'the encrypted body failed authentication');
@@ -97,7 +100,12 @@ export function readSharedEntries(dir: string, name: string, contentKey: Buffer)
  * written when none did.
  */
 export function updateSharedEntries(
-  dir: string, name: string, contentKey: Buffer, changes: ReadonlyMap<string, Buffer | null>, signer: IdentitySecret, policy: HistoryPolicy = DEFAULT_POLICY,
+  dir: string,
+  name: string,
+  contentKey: Buffer,
+  changes: ReadonlyMap<string, Buffer | null>,
+  signer: IdentitySecret,
+  policy: HistoryPolicy = DEFAULT_POLICY,
 ): string[] {
   checkPolicy(policy);
   for (const [entryName, value] of changes) {
@@ -106,22 +114,32 @@ export function updateSharedEntries(
   }
   assertKey(contentKey, 'the content key');
   const me = myIdentity(dir);
-  if (!ed25519PublicOf(signer.ed25519).equals(me.ed25519)) throw new VaultError('INVALID_ARGUMENT', "the signing key is not this vault's identity");
-  return withVaultLock(dir, () => withWriteLock(dir, name, () => {
-    const l = loadVerified(dir, name, me);
-    recipientIndex(l, me);
-    const entries = openSharedBody(l, contentKey);
-    try {
-      const { next, changed } = applyChanges(entries, changes, policy);
-      if (changed.length === 0) return changed;
-      const m = l.file.membership;
-      const membership = l.file.membershipBytes.length + l.file.ownerSignature.length;
-      const write = nextWrite(l.file, m.stanzas, me.ed25519);
-      const bytes = assembleFile(l.bytes.subarray(0, membership), m.stanzas.length, write, contentKey, next, signer.ed25519);
-      commitRevision(dir, l.path, l.bytes, bytes, l.record);
-      return changed;
-    } finally {
-      wipeEntries(entries);
-    }
-  }));
+  if (!ed25519PublicOf(signer.ed25519).equals(me.ed25519))
+    throw new VaultError('INVALID_ARGUMENT', "the signing key is not this vault's identity");
+  return withVaultLock(dir, () =>
+    withWriteLock(dir, name, () => {
+      const l = loadVerified(dir, name, me);
+      recipientIndex(l, me);
+      const entries = openSharedBody(l, contentKey);
+      try {
+        const { next, changed } = applyChanges(entries, changes, policy);
+        if (changed.length === 0) return changed;
+        const m = l.file.membership;
+        const membership = l.file.membershipBytes.length + l.file.ownerSignature.length;
+        const write = nextWrite(l.file, m.stanzas, me.ed25519);
+        const bytes = assembleFile(
+          l.bytes.subarray(0, membership),
+          m.stanzas.length,
+          write,
+          contentKey,
+          next,
+          signer.ed25519,
+        );
+        commitRevision(dir, l.path, l.bytes, bytes, l.record);
+        return changed;
+      } finally {
+        wipeEntries(entries);
+      }
+    }),
+  );
 }

@@ -28,7 +28,15 @@ import { checkJump } from './numbering.js';
 import { listRecords, readRecord, writeRecord, type SeenRevision, type SharedRecord } from './records.js';
 import { writeIfUnchanged } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
-import { loadShared, loadVerified, memberNamer, readSharedFile, verifySignatures, type LoadedShared, type PublicIdentity } from './verify.js';
+import {
+  loadShared,
+  loadVerified,
+  memberNamer,
+  readSharedFile,
+  verifySignatures,
+  type LoadedShared,
+  type PublicIdentity,
+} from './verify.js';
 
 export interface TransferResult {
   name: string;
@@ -53,7 +61,11 @@ function defaultName(path: string): string {
  * vault is a recipient, the owner is trusted, and the body opens with the key
  * sealed to this vault (so a file accepted is a file that can be read).
  */
-function checkArrival(dir: string, vaultKey: Buffer, l: Omit<LoadedShared, 'record'> & { record: SharedRecord | null }): PublicIdentity {
+function checkArrival(
+  dir: string,
+  vaultKey: Buffer,
+  l: Omit<LoadedShared, 'record'> & { record: SharedRecord | null },
+): PublicIdentity {
   requireVaultKey(dir, vaultKey);
   const pub = identityPublic(dir, vaultKey);
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
@@ -71,7 +83,9 @@ function checkArrival(dir: string, vaultKey: Buffer, l: Omit<LoadedShared, 'reco
     wipe(secret.ed25519);
   }
   const owner = l.file.membership.stanzas[0]!;
-  const trusted = owner.ed25519.equals(me.ed25519) || listContacts(dir, vaultKey).some((c) => c.ed25519.equals(owner.ed25519) && c.x25519.equals(owner.x25519));
+  const trusted =
+    owner.ed25519.equals(me.ed25519) ||
+    listContacts(dir, vaultKey).some((c) => c.ed25519.equals(owner.ed25519) && c.x25519.equals(owner.x25519));
   if (!trusted) {
     throw new VaultError(
       'SHARE_UNTRUSTED_OWNER',
@@ -82,22 +96,40 @@ function checkArrival(dir: string, vaultKey: Buffer, l: Omit<LoadedShared, 'reco
 }
 
 /** A record for `name` of a file just checked, with no history of its own yet. */
-function freshRecord(name: string, l: { file: LoadedShared['file']; next: SeenRevision }, link: string | null): SharedRecord {
+function freshRecord(
+  name: string,
+  l: { file: LoadedShared['file']; next: SeenRevision },
+  link: string | null,
+): SharedRecord {
   const o = l.file.membership.stanzas[0]!;
-  return { name, containerId: l.file.membership.containerId, owner: { x25519: o.x25519, ed25519: o.ed25519 }, link, seen: l.next };
+  return {
+    name,
+    containerId: l.file.membership.containerId,
+    owner: { x25519: o.x25519, ed25519: o.ed25519 },
+    link,
+    seen: l.next,
+  };
 }
 
 /** Refuses a container id that this vault already holds under another name. */
 function refuseDuplicateId(dir: string, name: string, containerId: Buffer): void {
   for (const r of listRecords(dir)) {
     if (r.record && r.name !== name && r.record.containerId.equals(containerId)) {
-      throw new VaultError('CONTAINER_EXISTS', `this vault already holds that container as ${r.name}; use that name (stash container rm ${r.name} first to use another)`);
+      throw new VaultError(
+        'CONTAINER_EXISTS',
+        `this vault already holds that container as ${r.name}; use that name (stash container rm ${r.name} first to use another)`,
+      );
     }
   }
 }
 
 /** Judges an arriving file against the record of the same container; throws for rollback and divergence. */
-function judge(l: { file: LoadedShared['file']; next: SeenRevision; path: string }, record: SharedRecord, name: string, me: PublicIdentity): Relation {
+function judge(
+  l: { file: LoadedShared['file']; next: SeenRevision; path: string },
+  record: SharedRecord,
+  name: string,
+  me: PublicIdentity,
+): Relation {
   checkJump(record.seen, l.file, l.path, name);
   const relation = relate(record.seen, l.next);
   const err = historyError(relation, record.seen, l.next, l.path, name, memberNamer(l.file, me));
@@ -114,23 +146,36 @@ function judge(l: { file: LoadedShared['file']; next: SeenRevision; path: string
 export function importShared(dir: string, vaultKey: Buffer, file: string, name = defaultName(file)): TransferResult {
   validateContainerName(name);
   const source = resolve(file);
-  const { bytes, file: parsed } = readSharedFile(source, () => new VaultError('FILE_NOT_FOUND', `${source} does not exist`));
+  const { bytes, file: parsed } = readSharedFile(
+    source,
+    () => new VaultError('FILE_NOT_FOUND', `${source} does not exist`),
+  );
   return withVaultLock(dir, () => {
     const record = readRecord(dir, name);
     const l = { name, path: source, bytes, file: parsed, record, next: seenOf(parsed, bytes) };
-    if (record && !record.containerId.equals(parsed.membership.containerId)) throw new VaultError('CONTAINER_EXISTS', `a different container named ${name} already exists`);
-    if (record?.link) throw new VaultError('CONTAINER_EXISTS', `${name} is linked to ${record.link}; it is updated where it is (git pull), not imported`);
+    if (record && !record.containerId.equals(parsed.membership.containerId))
+      throw new VaultError('CONTAINER_EXISTS', `a different container named ${name} already exists`);
+    if (record?.link)
+      throw new VaultError(
+        'CONTAINER_EXISTS',
+        `${name} is linked to ${record.link}; it is updated where it is (git pull), not imported`,
+      );
     const me = checkArrival(dir, vaultKey, l);
     const target = vaultPaths(dir).container(name);
     if (!record) {
-      if (existsSync(target)) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists; choose another with --name`);
+      if (existsSync(target))
+        throw new VaultError(
+          'CONTAINER_EXISTS',
+          `a container named ${JSON.stringify(name)} already exists; choose another with --name`,
+        );
       refuseDuplicateId(dir, name, parsed.membership.containerId);
       writeIfUnchanged(target, bytes, null);
       writeRecord(dir, freshRecord(name, l, null));
       return { name, path: target, revision: l.next.revision, outcome: 'added', previous: null };
     }
     const relation = judge(l, record, name, me);
-    if (relation === 'same') return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: record.seen };
+    if (relation === 'same')
+      return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: record.seen };
     const current = loadShared(dir, name);
     writeIfUnchanged(target, bytes, fileHash(current.bytes));
     writeRecord(dir, { ...record, seen: l.next });
@@ -147,14 +192,22 @@ export function importShared(dir: string, vaultKey: Buffer, file: string, name =
 export function linkShared(dir: string, vaultKey: Buffer, path: string, name = defaultName(path)): TransferResult {
   validateContainerName(name);
   const target = resolve(path);
-  const { bytes, file: parsed } = readSharedFile(target, () => new VaultError('FILE_NOT_FOUND', `${target} does not exist`));
+  const { bytes, file: parsed } = readSharedFile(
+    target,
+    () => new VaultError('FILE_NOT_FOUND', `${target} does not exist`),
+  );
   return withVaultLock(dir, () => {
     const record = readRecord(dir, name);
     const l = { name, path: target, bytes, file: parsed, record, next: seenOf(parsed, bytes) };
-    if (record && !record.containerId.equals(parsed.membership.containerId)) throw new VaultError('CONTAINER_EXISTS', `a different container named ${name} already exists`);
+    if (record && !record.containerId.equals(parsed.membership.containerId))
+      throw new VaultError('CONTAINER_EXISTS', `a different container named ${name} already exists`);
     const me = checkArrival(dir, vaultKey, l);
     if (!record) {
-      if (existsSync(vaultPaths(dir).container(name))) throw new VaultError('CONTAINER_EXISTS', `a container named ${JSON.stringify(name)} already exists; choose another with --name`);
+      if (existsSync(vaultPaths(dir).container(name)))
+        throw new VaultError(
+          'CONTAINER_EXISTS',
+          `a container named ${JSON.stringify(name)} already exists; choose another with --name`,
+        );
       refuseDuplicateId(dir, name, parsed.membership.containerId);
       writeRecord(dir, freshRecord(name, l, target));
       return { name, path: target, revision: l.next.revision, outcome: 'added', previous: null };
@@ -164,15 +217,20 @@ export function linkShared(dir: string, vaultKey: Buffer, path: string, name = d
       relation = judge(l, record, name, me);
     } catch (err) {
       if (record.link === null && (err as VaultError).code === 'SHARE_ROLLBACK') {
-        throw new VaultError('SHARE_ROLLBACK', `the copy of ${name} in this vault (version ${record.seen.revision}) is newer than ${target} (version ${l.next.revision}); write it there first: stash container export ${name} ${target}`);
+        throw new VaultError(
+          'SHARE_ROLLBACK',
+          `the copy of ${name} in this vault (version ${record.seen.revision}) is newer than ${target} (version ${l.next.revision}); write it there first: stash container export ${name} ${target}`,
+        );
       }
       throw err;
     }
-    if (record.link === target && relation === 'same') return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: record.seen };
+    if (record.link === target && relation === 'same')
+      return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: record.seen };
     // The copy goes first: a crash in between leaves a record without its file, which linking again repairs.
     if (record.link === null) removeFile(vaultPaths(dir).container(name));
     writeRecord(dir, { ...record, link: target, seen: l.next });
-    if (record.link === null) return { name, path: target, revision: l.next.revision, outcome: 'replaced-copy', previous: record.seen };
+    if (record.link === null)
+      return { name, path: target, revision: l.next.revision, outcome: 'replaced-copy', previous: record.seen };
     return { name, path: target, revision: l.next.revision, outcome: 'updated', previous: record.seen };
   });
 }
@@ -192,7 +250,11 @@ export function exportShared(dir: string, name: string, file: string): TransferR
     existing = readSharedFile(target, () => new VaultError('FILE_NOT_FOUND', `${target} does not exist`));
   } catch (err) {
     const code = (err as VaultError).code;
-    if (code === 'CONTAINER_CORRUPT') throw new VaultError('CONTAINER_EXISTS', `${target} exists and is not a copy of container ${name}; remove it or choose another file`);
+    if (code === 'CONTAINER_CORRUPT')
+      throw new VaultError(
+        'CONTAINER_EXISTS',
+        `${target} exists and is not a copy of container ${name}; remove it or choose another file`,
+      );
     if (code !== 'FILE_NOT_FOUND') throw err;
   }
   if (existing === null) {
@@ -205,15 +267,19 @@ export function exportShared(dir: string, name: string, file: string): TransferR
   verifySignatures(existing.file, target, l.record.owner, name);
   const theirs = seenOf(existing.file, existing.bytes);
   const relation = relate(l.next, theirs);
-  if (relation === 'same') return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: theirs };
+  if (relation === 'same')
+    return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: theirs };
   if (relation === 'newer') {
-    throw new VaultError('SHARE_DIVERGED', `${target} holds version ${theirs.revision}, newer than this vault's version ${l.next.revision} of ${name}; nothing was written. Take it in first (stash container import, or link it)`);
+    throw new VaultError(
+      'SHARE_DIVERGED',
+      `${target} holds version ${theirs.revision}, newer than this vault's version ${l.next.revision} of ${name}; nothing was written. Take it in first (stash container import, or link it)`,
+    );
   }
   if (relation === 'diverged') {
     throw new VaultError(
       'SHARE_DIVERGED',
-      `${target} holds version ${theirs.revision} of ${name}, which has changes that this vault's version ${l.next.revision} lacks, and the other way round; nothing was written. `
-        + `Take its changes in first (read it with a separate name: stash container import ${target} --name ${name}-theirs, then stash get / stash set), then export again`,
+      `${target} holds version ${theirs.revision} of ${name}, which has changes that this vault's version ${l.next.revision} lacks, and the other way round; nothing was written. ` +
+        `Take its changes in first (read it with a separate name: stash container import ${target} --name ${name}-theirs, then stash get / stash set), then export again`,
     );
   }
   writeIfUnchanged(target, l.bytes, fileHash(existing.bytes), { shared: true });
@@ -229,13 +295,18 @@ export function exportShared(dir: string, name: string, file: string): TransferR
  */
 function olderList(l: LoadedShared, seen: SeenRevision, me: PublicIdentity): VaultError {
   const nameOf = memberNamer(l.file, me);
-  const removed = l.file.membership.stanzas.map((s) => s.ed25519.toString('hex')).filter((k) => !seen.lastWrites.has(k));
-  const who = removed.length > 0 ? ` It names ${removed.map(nameOf).join(', ')}, removed since, who could read what is written on it next.` : '';
+  const removed = l.file.membership.stanzas
+    .map((s) => s.ed25519.toString('hex'))
+    .filter((k) => !seen.lastWrites.has(k));
+  const who =
+    removed.length > 0
+      ? ` It names ${removed.map(nameOf).join(', ')}, removed since, who could read what is written on it next.`
+      : '';
   return new VaultError(
     'SHARE_ROLLBACK',
-    `${l.path} holds ${describeRevision(l.next, nameOf)} of ${l.name} on recipient list ${l.next.epoch}, older than list ${seen.epoch} that this vault already saw, so it cannot be accepted.${who} `
-      + `Get the current file back (for example git pull, or from the owner). If it is lost for good, the owner can start over from this one: copy it elsewhere, `
-      + `stash container rm ${l.name}, import or link the copy, then remove those members again with stash container unshare`,
+    `${l.path} holds ${describeRevision(l.next, nameOf)} of ${l.name} on recipient list ${l.next.epoch}, older than list ${seen.epoch} that this vault already saw, so it cannot be accepted.${who} ` +
+      `Get the current file back (for example git pull, or from the owner). If it is lost for good, the owner can start over from this one: copy it elsewhere, ` +
+      `stash container rm ${l.name}, import or link the copy, then remove those members again with stash container unshare`,
   );
 }
 

@@ -51,12 +51,17 @@ function corrupt(path: string, why: string): VaultError {
 
 /** Reads and decodes a shared container file at `path` (CONTAINER_NOT_FOUND when missing). */
 export function readSharedFile(path: string, missing: () => VaultError): { bytes: Buffer; file: SharedFile } {
-  const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, (size) => corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`));
+  const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, (size) =>
+    corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`),
+  );
   if (bytes === null) throw missing();
   const version = containerVersion(bytes);
   if (version === null) throw corrupt(path, 'it is not a stash container file');
   if (version === 1) {
-    throw new VaultError('SHARE_NOT_SHARED', `${path} is a private container of one vault and cannot be opened elsewhere; its owner shares it first (stash container share NAME CONTACT), then exports that`);
+    throw new VaultError(
+      'SHARE_NOT_SHARED',
+      `${path} is a private container of one vault and cannot be opened elsewhere; its owner shares it first (stash container share NAME CONTACT), then exports that`,
+    );
   }
   return { bytes, file: decodeShared(bytes, path) };
 }
@@ -67,19 +72,29 @@ export function loadShared(dir: string, name: string): LoadedShared {
   loadMeta(dir);
   const record = readRecord(dir, name);
   const path = record?.link ?? vaultPaths(dir).container(name);
-  const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, (size) => corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`));
+  const bytes = readBounded(path, MAX_SHARED_FILE_BYTES, (size) =>
+    corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`),
+  );
   if (bytes === null) {
     throw new VaultError(
       'CONTAINER_NOT_FOUND',
-      record?.link ? `container ${name} is linked to ${record.link}, which does not exist (moved, or not pulled yet?)` : `no container named ${JSON.stringify(name)} in the vault at ${dir}`,
+      record?.link
+        ? `container ${name} is linked to ${record.link}, which does not exist (moved, or not pulled yet?)`
+        : `no container named ${JSON.stringify(name)} in the vault at ${dir}`,
     );
   }
   if (!record && containerVersion(bytes) === 1) {
-    throw new VaultError('SHARE_NOT_SHARED', `container ${name} is private to this vault; share it first: stash container share ${name} CONTACT`);
+    throw new VaultError(
+      'SHARE_NOT_SHARED',
+      `container ${name} is private to this vault; share it first: stash container share ${name} CONTACT`,
+    );
   }
   const file = decodeShared(bytes, path);
   if (record && !record.containerId.equals(file.membership.containerId)) {
-    throw corrupt(path, `it holds another container than ${name} (id ${file.membership.containerId.toString('hex')}, expected ${record.containerId.toString('hex')}); was the file swapped?`);
+    throw corrupt(
+      path,
+      `it holds another container than ${name} (id ${file.membership.containerId.toString('hex')}, expected ${record.containerId.toString('hex')}); was the file swapped?`,
+    );
   }
   return { name, path, bytes, file, record, next: seenOf(file, bytes) };
 }
@@ -90,7 +105,13 @@ export function loadShared(dir: string, name: string): LoadedShared {
  * `numbering: false` skips the numbering checks, for the owner's unshare of
  * the member whose numbering was refused (numbering.ts).
  */
-export function verifySignatures(file: SharedFile, path: string, pinnedOwner: PublicIdentity | null, name: string, opts: { numbering?: boolean } = {}): void {
+export function verifySignatures(
+  file: SharedFile,
+  path: string,
+  pinnedOwner: PublicIdentity | null,
+  name: string,
+  opts: { numbering?: boolean } = {},
+): void {
   const m = file.membership;
   for (const s of m.stanzas) {
     const problem = publicKeysProblem(s);
@@ -100,22 +121,32 @@ export function verifySignatures(file: SharedFile, path: string, pinnedOwner: Pu
   if (pinnedOwner && !(pinnedOwner.ed25519.equals(owner.ed25519) && pinnedOwner.x25519.equals(owner.x25519))) {
     throw new VaultError(
       'SHARE_MEMBERSHIP_INVALID',
-      `${path} names another owner (${formatFingerprint(fingerprintOf(owner.x25519, owner.ed25519))}) than the one this vault accepted `
-        + `(${formatFingerprint(fingerprintOf(pinnedOwner.x25519, pinnedOwner.ed25519))}); it was refused. If the owner rotated their identity, `
-        + 'accept their rotation statement first: stash vault contact accept-rotation FILE',
+      `${path} names another owner (${formatFingerprint(fingerprintOf(owner.x25519, owner.ed25519))}) than the one this vault accepted ` +
+        `(${formatFingerprint(fingerprintOf(pinnedOwner.x25519, pinnedOwner.ed25519))}); it was refused. If the owner rotated their identity, ` +
+        'accept their rotation statement first: stash vault contact accept-rotation FILE',
     );
   }
   if (!verifyMembership(file.membershipBytes, file.ownerSignature, owner.ed25519)) {
-    throw new VaultError('SHARE_MEMBERSHIP_INVALID', `${path} was refused: its recipient list is not signed by its owner (the list or a sealed key was changed without the owner's signature)`);
+    throw new VaultError(
+      'SHARE_MEMBERSHIP_INVALID',
+      `${path} was refused: its recipient list is not signed by its owner (the list or a sealed key was changed without the owner's signature)`,
+    );
   }
   if (!verifyWrite(file.signedBytes, file.writerSignature, file.write.writer)) {
-    throw new VaultError('SHARE_BAD_SIGNATURE', `${path} was refused: it was changed after it was written (the writer's signature does not match: truncated, damaged or tampered with)`);
+    throw new VaultError(
+      'SHARE_BAD_SIGNATURE',
+      `${path} was refused: it was changed after it was written (the writer's signature does not match: truncated, damaged or tampered with)`,
+    );
   }
   const w = stanzaIndex(m, file.write.writer);
   if (w < 0) {
-    throw new VaultError('SHARE_SIGNER_NOT_MEMBER', `${path} was refused: version ${file.write.revision} is signed by ${shortKey(file.write.writer.toString('hex'))}, who is not one of its recipients`);
+    throw new VaultError(
+      'SHARE_SIGNER_NOT_MEMBER',
+      `${path} was refused: version ${file.write.revision} is signed by ${shortKey(file.write.writer.toString('hex'))}, who is not one of its recipients`,
+    );
   }
-  if (file.write.lastWrites[w] !== file.write.revision) throw corrupt(path, "the writer's last-write revision is not this revision");
+  if (file.write.lastWrites[w] !== file.write.revision)
+    throw corrupt(path, "the writer's last-write revision is not this revision");
   if (opts.numbering !== false) checkNumbering(file, path, name);
 }
 
@@ -162,8 +193,8 @@ export function recipientIndex(l: { file: SharedFile; path: string; name: string
   if (i < 0 || !l.file.membership.stanzas[i]!.x25519.equals(me.x25519)) {
     throw new VaultError(
       'SHARE_NOT_RECIPIENT',
-      `you are not a recipient of ${l.path} (version ${l.file.write.revision}): the owner has not shared it with you, or removed you. `
-        + 'Copies of earlier versions you hold still open with your key.',
+      `you are not a recipient of ${l.path} (version ${l.file.write.revision}): the owner has not shared it with you, or removed you. ` +
+        'Copies of earlier versions you hold still open with your key.',
     );
   }
   return i;
@@ -175,7 +206,13 @@ export function recipientIndex(l: { file: SharedFile; path: string; name: string
  * was read before that process's write, so it is judged against the record
  * now only when `final`; otherwise false: read the file again.
  */
-export function rememberSeen(dir: string, l: LoadedShared, me: PublicIdentity | null, base: SharedRecord, final = true): boolean {
+export function rememberSeen(
+  dir: string,
+  l: LoadedShared,
+  me: PublicIdentity | null,
+  base: SharedRecord,
+  final = true,
+): boolean {
   return withVaultLock(dir, () => {
     const current = readRecord(dir, l.name) ?? base;
     if (!current.containerId.equals(l.file.membership.containerId)) return true; // replaced meanwhile; the next read sees it
@@ -208,7 +245,12 @@ export function loadVerified(dir: string, name: string, me: PublicIdentity): Loa
 }
 
 /** One read for loadVerified; null when another process of this vault wrote meanwhile and it must read again. */
-function verifiedOnce(dir: string, name: string, me: PublicIdentity, final: boolean): (LoadedShared & { record: SharedRecord }) | null {
+function verifiedOnce(
+  dir: string,
+  name: string,
+  me: PublicIdentity,
+  final: boolean,
+): (LoadedShared & { record: SharedRecord }) | null {
   const l = loadShared(dir, name);
   verifySignatures(l.file, l.path, l.record?.owner ?? null, name);
   const relation = checkHistory(l, me, dir);
@@ -223,7 +265,13 @@ function verifiedOnce(dir: string, name: string, me: PublicIdentity, final: bool
         `this vault has no record of shared container ${name} (${vaultPaths(dir).dir}/shared/${name}.json is missing); check the file, then run: stash container accept ${name}`,
       );
     }
-    const record: SharedRecord = { name, containerId: l.file.membership.containerId, owner: { x25519: owner.x25519, ed25519: owner.ed25519 }, link: null, seen: l.next };
+    const record: SharedRecord = {
+      name,
+      containerId: l.file.membership.containerId,
+      owner: { x25519: owner.x25519, ed25519: owner.ed25519 },
+      link: null,
+      seen: l.next,
+    };
     withVaultLock(dir, () => {
       if (!readRecord(dir, name)) writeRecord(dir, record);
     });
@@ -238,14 +286,23 @@ function verifiedOnce(dir: string, name: string, me: PublicIdentity, final: bool
  * owner's unshare of its writer: every check but numbering, and of history
  * only the recipient list (an older list than this vault saw stays a rollback).
  */
-export function loadRefusedNumbering(dir: string, name: string, me: PublicIdentity, refused: NumberingError): LoadedShared & { record: SharedRecord } {
+export function loadRefusedNumbering(
+  dir: string,
+  name: string,
+  me: PublicIdentity,
+  refused: NumberingError,
+): LoadedShared & { record: SharedRecord } {
   const l = loadShared(dir, name);
   if (!l.record) throw refused; // no version seen before it to number the next one from
   verifySignatures(l.file, l.path, l.record.owner, name, { numbering: false });
   if (!l.file.write.writer.equals(refused.writer.ed25519)) {
-    throw new VaultError('SHARE_CHANGED', `${l.path} changed while it was being read (another member or program wrote it); nothing was written: run the command again`);
+    throw new VaultError(
+      'SHARE_CHANGED',
+      `${l.path} changed while it was being read (another member or program wrote it); nothing was written: run the command again`,
+    );
   }
-  if (l.next.epoch < l.record.seen.epoch) throw historyError('rollback', l.record.seen, l.next, l.path, name, memberNamer(l.file, me))!;
+  if (l.next.epoch < l.record.seen.epoch)
+    throw historyError('rollback', l.record.seen, l.next, l.path, name, memberNamer(l.file, me))!;
   recipientIndex(l, me);
   return l as LoadedShared & { record: SharedRecord };
 }

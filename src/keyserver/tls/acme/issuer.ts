@@ -58,7 +58,11 @@ async function step<T>(what: string, run: () => Promise<T>): Promise<T> {
 
 /** Obtains a certificate for `s.domains`; resolves with the chain and key (PEM) and the account URL. */
 export async function orderCertificate(
-  s: AcmeSettings, files: AcmeFiles, challenges: AlpnChallenges, logger: Logger, poll: PollSettings = DEFAULT_POLL,
+  s: AcmeSettings,
+  files: AcmeFiles,
+  challenges: AlpnChallenges,
+  logger: Logger,
+  poll: PollSettings = DEFAULT_POLL,
 ): Promise<TlsMaterial & { accountUrl: string }> {
   const acme = await import('acme-client');
   await files.prepare();
@@ -70,39 +74,67 @@ export async function orderCertificate(
     logger.info(`ACME: new account key in ${files.dir}`);
   }
   const client = new acme.Client({
-    directoryUrl: s.directory, accountKey, backoffAttempts: poll.attempts, backoffMin: poll.minMs, backoffMax: poll.maxMs,
+    directoryUrl: s.directory,
+    accountKey,
+    backoffAttempts: poll.attempts,
+    backoffMin: poll.minMs,
+    backoffMax: poll.maxMs,
   });
   const contact = s.email !== undefined ? { contact: [`mailto:${s.email}`] } : {};
   // A stored key finds its account (RFC 8555 section 7.3.1, onlyReturnExisting); asking to register it again
   // would make acme-client send an empty update, which CAs refuse. A CA that lost the account gets a new registration.
-  const existing = known && await client.createAccount({ onlyReturnExisting: true }).then(() => true, () => false);
+  const existing =
+    known &&
+    (await client.createAccount({ onlyReturnExisting: true }).then(
+      () => true,
+      () => false,
+    ));
   if (existing) {
-    if (s.email !== undefined) await step(`updating the account's contact at ${s.directory}`, () => client.updateAccount(contact));
+    if (s.email !== undefined)
+      await step(`updating the account's contact at ${s.directory}`, () => client.updateAccount(contact));
   } else {
-    await step(`registering the account at ${s.directory}`, () => client.createAccount({ termsOfServiceAgreed: true, ...contact }));
+    await step(`registering the account at ${s.directory}`, () =>
+      client.createAccount({ termsOfServiceAgreed: true, ...contact }),
+    );
   }
   const accountUrl = client.getAccountUrl();
-  const order = await step('placing the order', () => client.createOrder({ identifiers: s.domains.map((value) => ({ type: 'dns', value })) }));
+  const order = await step('placing the order', () =>
+    client.createOrder({ identifiers: s.domains.map((value) => ({ type: 'dns', value })) }),
+  );
   const authorizations = await step('reading the authorizations', () => client.getAuthorizations(order));
-  await Promise.all(authorizations.map(async (authz) => {
-    const name = authz.identifier.value;
-    if (authz.status === 'valid') return;
-    // acme-client's types list http-01 and dns-01 only; its code answers any type.
-    const challenge = authz.challenges.find((c) => (c.type as string) === 'tls-alpn-01');
-    if (!challenge) {
-      throw new AcmeError(`${s.directory} offers no tls-alpn-01 challenge for ${name} (only ${authz.challenges.map((c) => c.type).join(', ')}); this server answers tls-alpn-01 only`);
-    }
-    const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
-    const [alpnKey, alpnCert] = await acme.crypto.createAlpnCertificate(authz, keyAuthorization, await acme.crypto.createPrivateEcdsaKey('P-256'));
-    challenges.add(name, alpnCert, alpnKey);
-    try {
-      await step(`asking ${s.directory} to validate ${name}`, () => client.completeChallenge(challenge));
-      await step(`the TLS-ALPN-01 challenge for ${name} failed (the CA connects to ${name} port 443 and must reach this server)`, () => client.waitForValidStatus(challenge));
-    } finally {
-      challenges.remove(name);
-    }
-  }));
-  const [key, csr] = await acme.crypto.createCsr({ commonName: s.domains[0]!, altNames: s.domains }, await acme.crypto.createPrivateEcdsaKey('P-256'));
+  await Promise.all(
+    authorizations.map(async (authz) => {
+      const name = authz.identifier.value;
+      if (authz.status === 'valid') return;
+      // acme-client's types list http-01 and dns-01 only; its code answers any type.
+      const challenge = authz.challenges.find((c) => (c.type as string) === 'tls-alpn-01');
+      if (!challenge) {
+        throw new AcmeError(
+          `${s.directory} offers no tls-alpn-01 challenge for ${name} (only ${authz.challenges.map((c) => c.type).join(', ')}); this server answers tls-alpn-01 only`,
+        );
+      }
+      const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
+      const [alpnKey, alpnCert] = await acme.crypto.createAlpnCertificate(
+        authz,
+        keyAuthorization,
+        await acme.crypto.createPrivateEcdsaKey('P-256'),
+      );
+      challenges.add(name, alpnCert, alpnKey);
+      try {
+        await step(`asking ${s.directory} to validate ${name}`, () => client.completeChallenge(challenge));
+        await step(
+          `the TLS-ALPN-01 challenge for ${name} failed (the CA connects to ${name} port 443 and must reach this server)`,
+          () => client.waitForValidStatus(challenge),
+        );
+      } finally {
+        challenges.remove(name);
+      }
+    }),
+  );
+  const [key, csr] = await acme.crypto.createCsr(
+    { commonName: s.domains[0]!, altNames: s.domains },
+    await acme.crypto.createPrivateEcdsaKey('P-256'),
+  );
   const finalized = await step('finalizing the order', () => client.finalizeOrder(order, csr));
   const cert = await step('downloading the certificate', () => client.getCertificate(finalized));
   return { cert, key: key.toString('latin1'), accountUrl };

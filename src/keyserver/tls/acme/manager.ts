@@ -72,7 +72,9 @@ export class AcmeCertificates {
     }
     this.use(stored, stored.x509);
     this.accountUrl = (await this.files.status())?.accountUrl;
-    this.logger.info(`ACME: serving the stored certificate for ${this.names} (valid until ${show(f.notAfter)}, renewal from ${show(this.renewAt())})`);
+    this.logger.info(
+      `ACME: serving the stored certificate for ${this.names} (valid until ${show(f.notAfter)}, renewal from ${show(this.renewAt())})`,
+    );
   }
 
   private use(m: TlsMaterial, x509: X509Certificate): void {
@@ -95,20 +97,34 @@ export class AcmeCertificates {
       this.use(got, x509);
       this.accountUrl = got.accountUrl;
       const f = certificateFacts(x509);
-      await this.saveStatus({ lastAttemptAt: started, obtainedAt: Date.now(), notAfter: f.notAfter, renewAt: this.renewAt() });
-      this.logger.info(`ACME: certificate for ${this.names} obtained from ${this.s.directory} (valid until ${show(f.notAfter)}, renewal from ${show(this.renewAt())})`);
+      await this.saveStatus({
+        lastAttemptAt: started,
+        obtainedAt: Date.now(),
+        notAfter: f.notAfter,
+        renewAt: this.renewAt(),
+      });
+      this.logger.info(
+        `ACME: certificate for ${this.names} obtained from ${this.s.directory} (valid until ${show(f.notAfter)}, renewal from ${show(this.renewAt())})`,
+      );
       return this.material!;
     } catch (err) {
       const message = err instanceof AcmeError ? err.message : `unexpected failure: ${(err as Error).message}`;
       const f = this.x509 ? certificateFacts(this.x509) : undefined;
-      await this.saveStatus({ lastAttemptAt: started, lastError: message, ...(f ? { notAfter: f.notAfter, renewAt: this.renewAt() } : {}) }).catch(() => undefined);
+      await this.saveStatus({
+        lastAttemptAt: started,
+        lastError: message,
+        ...(f ? { notAfter: f.notAfter, renewAt: this.renewAt() } : {}),
+      }).catch(() => undefined);
       throw new AcmeError(`ACME: no certificate for ${this.names} from ${this.s.directory}: ${message}`);
     }
   }
 
   private async saveStatus(part: Omit<AcmeStatus, 'directory' | 'domains'>): Promise<void> {
     await this.files.saveStatus({
-      directory: this.s.directory, domains: this.s.domains, ...(this.accountUrl ? { accountUrl: this.accountUrl } : {}), ...part,
+      directory: this.s.directory,
+      domains: this.s.domains,
+      ...(this.accountUrl ? { accountUrl: this.accountUrl } : {}),
+      ...part,
     });
   }
 
@@ -122,17 +138,24 @@ export class AcmeCertificates {
           schedule(Math.min(this.renewAt() - Date.now(), MAX_WAIT_MS));
           return;
         }
-        this.renewing = this.obtain().then((m) => {
-          onRenewed(m);
-          schedule(Math.min(Math.max(this.renewAt() - Date.now(), 0), MAX_WAIT_MS));
-        }, (err: unknown) => {
-          const left = certificateFacts(this.x509!).notAfter - Date.now();
-          const wait = retryDelay(left);
-          this.logger.error(`${(err as Error).message}; the certificate in use ${left > 0 ? `expires at ${show(Date.now() + left)}` : 'HAS EXPIRED'}; trying again in ${Math.ceil(wait / 1000)} s`);
-          schedule(wait);
-        }).finally(() => {
-          this.renewing = undefined;
-        });
+        this.renewing = this.obtain()
+          .then(
+            (m) => {
+              onRenewed(m);
+              schedule(Math.min(Math.max(this.renewAt() - Date.now(), 0), MAX_WAIT_MS));
+            },
+            (err: unknown) => {
+              const left = certificateFacts(this.x509!).notAfter - Date.now();
+              const wait = retryDelay(left);
+              this.logger.error(
+                `${(err as Error).message}; the certificate in use ${left > 0 ? `expires at ${show(Date.now() + left)}` : 'HAS EXPIRED'}; trying again in ${Math.ceil(wait / 1000)} s`,
+              );
+              schedule(wait);
+            },
+          )
+          .finally(() => {
+            this.renewing = undefined;
+          });
       }, delayMs);
       this.timer.unref();
     };

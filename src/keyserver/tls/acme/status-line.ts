@@ -12,7 +12,10 @@ import { AcmeFiles } from './files.js';
 const show = (ms: number | undefined) => (ms === undefined ? 'unknown' : new Date(ms).toISOString());
 
 /** One line, or undefined without --acme-domain. */
-export async function acmeStatusLine(c: Pick<ServerConfig, 'acmeDomains' | 'acmeDirectory' | 'stateDir'>, stateDir = c.stateDir): Promise<string | undefined> {
+export async function acmeStatusLine(
+  c: Pick<ServerConfig, 'acmeDomains' | 'acmeDirectory' | 'stateDir'>,
+  stateDir = c.stateDir,
+): Promise<string | undefined> {
   if (c.acmeDomains.length === 0) return undefined;
   const directory = c.acmeDirectory ?? LETS_ENCRYPT_DIRECTORY;
   const files = new AcmeFiles(stateDir, directory);
@@ -25,7 +28,8 @@ export async function acmeStatusLine(c: Pick<ServerConfig, 'acmeDomains' | 'acme
   }
   if (!s) return `${head}: no order yet (${files.dir})`;
   if (s.lastError !== undefined) {
-    const serving = s.notAfter !== undefined ? `; serving the previous certificate until ${show(s.notAfter)}` : '; no certificate';
+    const serving =
+      s.notAfter !== undefined ? `; serving the previous certificate until ${show(s.notAfter)}` : '; no certificate';
     return `${head}: LAST ORDER FAILED at ${show(s.lastAttemptAt)}: ${s.lastError}${serving}`;
   }
   return `${head}: certificate obtained ${show(s.obtainedAt)}, valid until ${show(s.notAfter)}, renewal from ${show(s.renewAt)}`;
