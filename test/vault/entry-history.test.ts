@@ -9,6 +9,7 @@ import * as assert from 'uvu/assert';
 import {
   decodeBody,
   encodeBody,
+  changeTime,
   historyOf,
   PAD_BLOCK,
   withChangeTimes,
@@ -30,6 +31,8 @@ import { renameContainer } from '../../src/vault/containers.js';
 import {
   mergeShared,
   openSharedContentKey,
+  shareContainer,
+  unshareContainer,
   readSharedEntries,
   updateSharedEntries,
 } from '../../src/vault/sharing/index.js';
@@ -363,6 +366,36 @@ test('shared: a member sees the history other members wrote; share and unshare k
   updateSharedEntries(bob.dir, 'team', key, new Map(), bob.secret, { keep: 10, purge: ['A'] });
   wipe(key);
   sharedAs(alice, (e) => assert.is(historyOf(e).size, 0));
+});
+
+test('share: a person added to a container gets no values replaced before they joined (private conversion and a new member)', async () => {
+  const { alice, bob, carol } = await threeMembers();
+  // A new member: team holds alpha, beta, gamma of A when carol is added again after unshare.
+  write(alice, 'team', 'A', 'beta');
+  write(alice, 'team', 'A', 'gamma');
+  sharedAs(alice, (e) => assert.equal(text(historyOf(e), 'A'), ['beta', 'alpha']));
+  unshareContainer(alice.dir, alice.key, 'team', [carol.pub]);
+  write(alice, 'team', 'A', 'delta');
+  shareContainer(alice.dir, alice.key, 'team', [carol.pub]);
+  sharedAs(bob, (e) => {
+    assert.is(Buffer.from(e.get('A')!).toString(), 'delta');
+    assert.is(historyOf(e).size, 0);
+    assert.ok(changeTime(e, 'A') > 0, 'the change time stays');
+  });
+  // A private container with history, converted by share: the members get its current values only.
+  createContainer(alice.dir, alice.key, 'solo');
+  for (const v of ['one', 'two', 'three']) {
+    const ck = unwrapContentKey(alice.dir, alice.key, 'solo');
+    updateEntries(alice.dir, 'solo', ck, new Map([['S', b(v)]]), { keep: 10 });
+    wipe(ck);
+  }
+  shareContainer(alice.dir, alice.key, 'solo', [bob.pub]);
+  const key = openSharedContentKey(alice.dir, 'solo', alice.secret);
+  const e = readSharedEntries(alice.dir, 'solo', key);
+  wipe(key);
+  assert.is(Buffer.from(e.get('S')!).toString(), 'three');
+  assert.is(historyOf(e).size, 0);
+  wipeEntries(e);
 });
 
 test('merge: the histories of both sides are united, and the value that lost a conflict joins them', async () => {

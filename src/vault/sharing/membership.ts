@@ -6,6 +6,7 @@
  * container id and content key, now sealed to each recipient instead of
  * wrapped by the vault key, so keys cached in the agent stay valid.
  */
+import { withChangeTimes, withHistory, type Entries } from '../container-body.js';
 import { readEntries, unwrapContentKey, wipeEntries } from '../containers.js';
 import { VaultError } from '../errors.js';
 import { fingerprintOf, formatFingerprint } from '../fingerprint.js';
@@ -61,6 +62,16 @@ function withIdentity<T>(dir: string, vaultKey: Buffer, fn: (me: PublicIdentity,
   }
 }
 
+/**
+ * The entries with their change times but none of their previous values: a
+ * person added to a container reads what is current from then on, not the
+ * values replaced before they joined (docs/cli.md, "Entry history"). The
+ * values stay views into `entries`, which the caller wipes.
+ */
+function withoutHistory(entries: Entries): Entries {
+  return withHistory(withChangeTimes(new Map(entries), entries, []), new Map());
+}
+
 /** Converts private container `name` into a shared one owned by `me`, readable by `others`. */
 function convert(
   dir: string,
@@ -78,7 +89,7 @@ function convert(
     const containerId = Buffer.from(v1Bytes.subarray(26, 42)); // version 1 header: container id at offset 26
     const { bytes: membership, stanzas } = signedMembership(containerId, 1, key, [me, ...others], secret.ed25519);
     const write = nextWrite(null, stanzas, me.ed25519);
-    const bytes = assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519);
+    const bytes = assembleFile(membership, stanzas.length, write, key, withoutHistory(entries), secret.ed25519);
     commitRevision(dir, path, v1Bytes, bytes, { name, containerId, owner: me, link: null });
     return { changed: others, unchanged: [], revision: write.revision, previous: 0, epoch: 1, converted: true };
   } finally {
@@ -157,7 +168,7 @@ export function shareContainer(
             dir,
             l.path,
             l.bytes,
-            assembleFile(membership, stanzas.length, write, key, entries, secret.ed25519),
+            assembleFile(membership, stanzas.length, write, key, withoutHistory(entries), secret.ed25519),
             l.record,
           );
           return {
