@@ -77,7 +77,14 @@ export function applyChanges(
     }
   }
   const history = new Map<string, PastValue[]>([...historyOf(entries)].map(([n, v]) => [n, [...v]]));
-  const movedFrom = new Set((policy.moves ?? []).map(([from]) => from));
+  // A move read its value under an earlier lock: if the source has changed since (a set, another
+  // member's write), the write is no move but a removal of that newer value, which goes to history.
+  const moves = (policy.moves ?? []).filter(([from, to]) => {
+    const source = entries.get(from);
+    const moved = changes.get(to);
+    return source !== undefined && moved != null && constantTimeEqual(source, moved);
+  });
+  const movedFrom = new Set(moves.map(([from]) => from));
   for (const entryName of changed) {
     const old = entries.get(entryName);
     if (old !== undefined && !movedFrom.has(entryName)) {
@@ -87,7 +94,7 @@ export function applyChanges(
       ]);
     }
   }
-  for (const [from, to] of policy.moves ?? []) {
+  for (const [from, to] of moves) {
     const carried = history.get(from) ?? [];
     history.delete(from);
     if (carried.length > 0)

@@ -334,6 +334,17 @@ test('applyChanges: a move within the container takes the history to the new nam
   assert.equal([next.has('K'), Buffer.from(next.get('L')!).toString()], [false, 'two']);
   assert.equal([historyOf(next).has('K'), text(historyOf(next), 'L')], [false, ['one']]);
   expectCode(() => applyChanges(e, new Map(), { keep: 10, moves: [['K', 'no good']] }), 'INVALID_NAME');
+  // The source changed after the move read it: its newer value is not lost but kept in its history.
+  const raced = applyChanges(
+    e,
+    new Map([
+      ['K', null],
+      ['L', Buffer.from('stale')],
+    ]),
+    { keep: 10, moves: [['K', 'L']] },
+  );
+  assert.equal(Buffer.from(raced.next.get('L')!).toString(), 'stale');
+  assert.equal(text(historyOf(raced.next), 'K'), ['two', 'one']);
   wipeEntries(e);
   wipe(c.key);
 });
