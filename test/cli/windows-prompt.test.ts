@@ -141,17 +141,23 @@ interface Typed {
 /** [regex, answer] types the answer and Enter; [regex, answer, false] only the answer (a Ctrl-C alone). */
 type Step = [string, string] | [string, string, false];
 
+/**
+ * How long one Wine run may take. Alone it takes 10-20 s; under CI's load (suites and Node lines at
+ * once, load 20-30 on 2 CPUs) a finished `vault init` was still closing its console after 60 s.
+ */
+const PTY_SECONDS = 180;
+
 /** Runs `wine node.exe ARGS` on a pseudo-terminal (Wine's console), answering each step in turn. */
 function typeInto(args: string[], script: Step[], env: NodeJS.ProcessEnv = {}): Typed {
   const r = spawnSync(python, [ptyRunner, 'wine', winNode!, ...args], {
     cwd: root,
-    env: { ...wineEnv(), ...env, PTY_SCRIPT: JSON.stringify(script), PTY_TIMEOUT: '60', PTY_WAIT_RAW: '1' },
+    env: { ...wineEnv(), ...env, PTY_SCRIPT: JSON.stringify(script), PTY_TIMEOUT: String(PTY_SECONDS), PTY_WAIT_RAW: '1' },
     encoding: 'utf8',
-    timeout: 90_000,
+    timeout: (PTY_SECONDS + 30) * 1000,
   });
   assert.ok(r.stdout, `pty-run failed: ${r.stderr}`);
   const out = JSON.parse(r.stdout) as Omit<Typed, 'screen'>;
-  assert.not.ok(out.killed, `still running (or the terminal still open) after 60 s:\n${screen(out.output)}`);
+  assert.not.ok(out.killed, `still running (or the terminal still open) after ${PTY_SECONDS} s:\n${screen(out.output)}`);
   return { ...out, screen: screen(out.output) };
 }
 
