@@ -20,7 +20,7 @@ import {
 import { withVaultLock } from '../lock.js';
 import { requireVaultKey } from '../meta-file.js';
 import { listRecords } from '../sharing/records.js';
-import { resealContainer } from '../sharing/reseal.js';
+import { repinResealed, resealContainer } from '../sharing/reseal.js';
 import type { PublicIdentity } from '../sharing/verify.js';
 import { makeStatement, parseStatement, statementText } from './statement.js';
 
@@ -107,12 +107,15 @@ export function rotateIdentity(dir: string, vaultKey: Buffer): RotationResult {
         result.resealed.push({ name, revision: null });
       } else if (same(record.owner, old)) {
         try {
-          const done = resealContainer(dir, name, {
-            as: old,
-            asSecret: old.secret,
-            owner: next,
-            ownerSecret: next.secret,
-          });
+          // A crash between the re-seal's file and its record leaves the file owned by the new keys already.
+          const done =
+            repinResealed(dir, name, old, next) ??
+            resealContainer(dir, name, {
+              as: old,
+              asSecret: old.secret,
+              owner: next,
+              ownerSecret: next.secret,
+            });
           result.resealed.push({ name, revision: done?.revision ?? null });
         } catch (err) {
           if (!(err instanceof VaultError)) throw err;

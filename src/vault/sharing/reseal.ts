@@ -13,8 +13,16 @@ import { wipeEntries } from '../containers.js';
 import { assembleFile, commitRevision, nextWrite, signedMembership, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
 import type { Stanza, WriteInfo } from './format.js';
-import type { SharedRecord } from './records.js';
-import { loadVerified, type LoadedShared, type PublicIdentity } from './verify.js';
+import { writeRecord, type SharedRecord } from './records.js';
+import {
+  checkHistory,
+  loadShared,
+  loadVerified,
+  recipientIndex,
+  verifySignatures,
+  type LoadedShared,
+  type PublicIdentity,
+} from './verify.js';
 
 export interface ResealOptions {
   /** The identity the container is read as: its current owner, this vault (before a rotation: the old keys). */
@@ -58,6 +66,36 @@ export function resealContainer(
       if (!changed) return null;
       const write = rekeyAndCommit(dir, l, opts.as, opts.asSecret, members, opts.owner, opts.ownerSecret);
       return { revision: write.revision, epoch: m.epoch + 1 };
+    }),
+  );
+}
+
+/**
+ * Finishes a re-seal from `from` to `to` that a crash cut between its two
+ * writes (commitRevision writes the file, then the record): the file is
+ * already owned and signed by `to`, while the record still pins `from`, so
+ * every read refuses it. When the file's recipient list names `to` as owner,
+ * verifies under `to` (whose secret key never left this vault), lists `to`,
+ * and follows the revision the record saw, the record is pinned to `to` and
+ * the file's revision returned. Null, with nothing written, when the file is
+ * not such a re-seal; a file that claims to be one but fails a check throws.
+ */
+export function repinResealed(
+  dir: string,
+  name: string,
+  from: PublicIdentity,
+  to: PublicIdentity,
+): { revision: number } | null {
+  return withVaultLock(dir, () =>
+    withWriteLock(dir, name, () => {
+      const l = loadShared(dir, name);
+      if (!l.record || !same(l.record.owner, from) || !same(l.file.membership.stanzas[0]!, to)) return null;
+      const record = { ...l.record, owner: { x25519: to.x25519, ed25519: to.ed25519 } };
+      verifySignatures(l.file, l.path, record.owner, name);
+      if (checkHistory({ ...l, record }, to, dir) !== 'newer') return null;
+      recipientIndex(l, to);
+      writeRecord(dir, { ...record, seen: l.next });
+      return { revision: l.file.write.revision };
     }),
   );
 }
