@@ -239,7 +239,9 @@ export const commands: Command[] = [
     summary: 'print (or write with --out) the statement of your last identity rotation, for your contacts',
     details:
       'One line of text, signed by the old and the new key; it holds nothing secret. A contact who checked your old ' +
-      'fingerprint takes it with stash vault contact accept-rotation FILE. Needs no password. An existing FILE is not replaced.',
+      'fingerprint takes it with stash vault contact accept-rotation FILE. Unlocks the vault (the agent or the password) to ' +
+      'check that the statement hands over to your current key; a statement that does not is refused (exit 65). ' +
+      'An existing FILE is not replaced.',
     options: {
       out: {
         type: 'string',
@@ -247,6 +249,7 @@ export const commands: Command[] = [
         help: 'write the statement to FILE (a new file) instead of standard output',
       },
       json,
+      ...unlock,
     },
     load: () => import('./commands/vault-rotate.js'),
   },

@@ -255,4 +255,31 @@ test('tampered, forged and conflicting statements are refused and change nothing
   );
 });
 
+test('identity statement refuses a statement in identity.json that does not hand over to the vault key', async () => {
+  const path = join(alice.vault, 'identity.json');
+  const before = readFileSync(path, 'utf8');
+  const doc = JSON.parse(before) as { rotations: string[] };
+  const real = parseStatement(doc.rotations[doc.rotations.length - 1]!);
+  // Someone who can write the vault folder and holds Alice's old key swaps in a statement to a key of theirs.
+  const theirs = generateKeyPairs();
+  const swapped = statementText(makeStatement(real.old, theirs, stolen!, theirs.secret.ed25519));
+  wipeKeyPairs(theirs);
+  try {
+    writeFileSync(path, JSON.stringify({ ...doc, rotations: [...doc.rotations.slice(0, -1), swapped] }));
+    await refused(alice, ['vault', 'identity', 'statement'], 65, /hands over to .*, not to this vault's key/);
+    await refused(alice, ['vault', 'identity', 'statement', '--json'], 65, /not sent out/);
+    // A list that does not chain: a statement from some other key put before the real one.
+    const stray = generateKeyPairs();
+    const other = generateKeyPairs();
+    const first = statementText(makeStatement(stray, other, stray.secret.ed25519, other.secret.ed25519));
+    wipeKeyPairs(stray);
+    wipeKeyPairs(other);
+    writeFileSync(path, JSON.stringify({ ...doc, rotations: [first, ...doc.rotations] }));
+    await refused(alice, ['vault', 'identity', 'statement'], 65, /do not follow on/);
+  } finally {
+    writeFileSync(path, before);
+  }
+  assert.match((await ok(alice, ['vault', 'identity', 'statement'])).stdout, /^stash-rotation-v1:/);
+});
+
 test.run();

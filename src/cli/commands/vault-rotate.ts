@@ -2,13 +2,12 @@
  * `stash vault identity rotate [--yes] [--json]`: new identity keys, a
  * statement signed by the old ones, every owned shared container re-sealed
  * (docs/vault.md, "Identity rotation"); and `stash vault identity statement
- * [--out FILE] [--json]`, which prints or writes the last statement (public:
- * no password).
+ * [--out FILE] [--json]`, which prints or writes the last statement once it
+ * is checked against the key the vault key unlocks.
  */
 import { writeFileSync } from 'node:fs';
 import { StashError, UsageError } from '../../errors.js';
 import {
-  defaultVaultDir,
   fingerprintOf,
   formatFingerprint,
   identityPublic,
@@ -17,7 +16,6 @@ import {
   wipe,
   type Contact,
 } from '../../vault/index.js';
-import { identityRotations } from '../../vault/identity.js';
 import { out, outJson, terminalSafe } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
 import type { Invocation } from '../registry.js';
@@ -126,14 +124,27 @@ function report(r: import('../../vault/rotation/index.js').RotationResult, conta
 }
 
 async function statement(inv: Invocation): Promise<number> {
-  const dir = defaultVaultDir();
-  readVaultInfo(dir);
-  const rotations = identityRotations(dir);
-  const last = rotations[rotations.length - 1];
-  if (last === undefined)
-    throw new StashError('FILE_NOT_FOUND', `the identity of ${dir} was never rotated, so it has no rotation statement`);
-  const { parseStatement } = await import('../../vault/rotation/index.js');
-  const s = parseStatement(last);
+  const session = new Session(inv.values);
+  let found: ReturnType<typeof import('../../vault/rotation/index.js').ownStatement>;
+  try {
+    readVaultInfo(session.dir);
+    const vaultKey = await session.vaultKey();
+    try {
+      const { ownStatement } = await import('../../vault/rotation/index.js');
+      // Checked against the key the vault key unlocks: the list itself is stored in the clear.
+      found = ownStatement(session.dir, vaultKey);
+    } finally {
+      wipe(vaultKey);
+    }
+  } finally {
+    session.close();
+  }
+  if (found === null)
+    throw new StashError(
+      'FILE_NOT_FOUND',
+      `the identity of ${session.dir} was never rotated, so it has no rotation statement`,
+    );
+  const { text: last, statement: s } = found;
   const file = typeof inv.values.out === 'string' ? inv.values.out : null;
   if (file !== null) {
     try {

@@ -15,3 +15,4 @@ export {
 } from './statement.js';
 export { rotateIdentity, type RotationResult } from './rotate.js';
 export { acceptRotation, type AcceptResult } from './accept.js';
+export { ownStatement } from './own-statement.js';
