@@ -93,6 +93,7 @@ const byErrorCode: Record<string, number> = {
   BAD_PUBLIC_KEY: ExitCode.dataError,
   BAD_ROTATION: ExitCode.dataError,
   ROTATION_CONFLICT: ExitCode.dataError,
+  KEY_RETIRED: ExitCode.dataError,
   ROTATION_UNKNOWN_KEY: ExitCode.noInput,
   INVALID_PUBLIC_KEY: ExitCode.dataError,
   SHARE_NOT_FOUND: ExitCode.noInput,

@@ -18,7 +18,7 @@ import { atomicWrite, readBounded } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { requireVaultKey } from './meta-file.js';
 import { vaultPaths } from './paths.js';
-import { publicKeysProblem } from './public-key.js';
+import { publicKeysProblem, type PublicKeys } from './public-key.js';
 import { randomBytes, wipe } from './secure.js';
 
 const MAGIC = Buffer.from('STASHCN\0', 'latin1');
@@ -227,9 +227,30 @@ export function getContact(dir: string, vaultKey: Buffer, name: string): Contact
 }
 
 /**
+ * KEY_RETIRED when `key` (either half) is one that a contact retired by a
+ * rotation this vault accepted: a retired key may be in someone else's hands
+ * (often why it was retired), so it is never trusted again, as a new contact
+ * or as the new key of a statement. Null when it was never retired.
+ */
+export function retiredKeyError(contacts: readonly Contact[], key: PublicKeys): VaultError | null {
+  for (const c of contacts) {
+    const r = c.rotatedFrom.find((x) => x.ed25519.equals(key.ed25519) || x.x25519.equals(key.x25519));
+    if (r) {
+      return new VaultError(
+        'KEY_RETIRED',
+        `the key ${formatFingerprint(fingerprintOf(key.x25519, key.ed25519))} is (or shares half of) a key retired by contact ` +
+          `${JSON.stringify(c.name)} on ${r.acceptedAt.slice(0, 10)} (they rotated from ${r.fingerprint} to a new key); ` +
+          'a retired key may be in the wrong hands and is not trusted again. Nothing was changed',
+      );
+    }
+  }
+  return null;
+}
+
+/**
  * Adds a contact whose keys the caller has already checked against a
  * fingerprint obtained out of band. CONTACT_EXISTS when the name (in any case)
- * or the same keys are already saved.
+ * or the same keys are already saved, KEY_RETIRED when a contact retired them.
  */
 export function addContact(dir: string, vaultKey: Buffer, c: NewContact): Contact {
   const name = normalizeContactName(c.name);
@@ -249,6 +270,8 @@ export function addContact(dir: string, vaultKey: Buffer, c: NewContact): Contac
         throw new VaultError('CONTACT_EXISTS', `this key is already saved as contact ${JSON.stringify(old.name)}`);
       }
     }
+    const retired = retiredKeyError(contacts, c);
+    if (retired) throw retired;
     const added: Contact = {
       name,
       email,

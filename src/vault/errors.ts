@@ -49,7 +49,8 @@ export type VaultErrorCode =
   // identity rotation (rotation/)
   | 'BAD_ROTATION'
   | 'ROTATION_UNKNOWN_KEY'
-  | 'ROTATION_CONFLICT';
+  | 'ROTATION_CONFLICT'
+  | 'KEY_RETIRED';
 
 export class VaultError extends StashError {
   declare readonly code: VaultErrorCode;

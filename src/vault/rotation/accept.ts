@@ -5,7 +5,7 @@
  * this vault owns are re-sealed with the new key in place of the old.
  */
 import { errorMessage } from '../../errors.js';
-import { updateContacts, type Contact } from '../contacts.js';
+import { retiredKeyError, updateContacts, type Contact } from '../contacts.js';
 import { VaultError } from '../errors.js';
 import { fingerprintOf, formatFingerprint } from '../fingerprint.js';
 import { identityPublic, identitySecret, wipeKeyPairs } from '../identity.js';
@@ -60,6 +60,8 @@ function takeContact(dir: string, vaultKey: Buffer, s: RotationStatement): { con
         'CONTACT_EXISTS',
         `the new key ${fp(s.new)} is already saved as contact ${JSON.stringify(other.name)}; nothing was changed`,
       );
+    const retired = retiredKeyError(contacts, s.new);
+    if (retired) throw retired;
     const was = contacts[i]!;
     const fingerprintBytes = fingerprintOf(s.new.x25519, s.new.ed25519);
     const contact: Contact = {
@@ -89,7 +91,7 @@ function takeContact(dir: string, vaultKey: Buffer, s: RotationStatement): { con
  * Accepts `s` (already decoded and verified) in the vault at `dir`. Refused
  * (before anything is written) when its old key is no contact's current key
  * (ROTATION_UNKNOWN_KEY), or is a contact's former key that rotated to another
- * key (ROTATION_CONFLICT).
+ * key (ROTATION_CONFLICT), or when its new key is one a contact retired (KEY_RETIRED).
  */
 export function acceptRotation(dir: string, vaultKey: Buffer, s: RotationStatement): AcceptResult {
   const { contact, already } = takeContact(dir, vaultKey, s);
