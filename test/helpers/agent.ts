@@ -87,8 +87,12 @@ export async function startAgent(t: TestAgentEnv, timeoutMs = 5000): Promise<Chi
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Waits for a process to exit; returns its exit code (or signal). */
-export async function exited(proc: ChildProcess, timeoutMs = 5000): Promise<number | string> {
+/**
+ * Waits for a process to exit; returns its exit code (or signal), killing it after `timeoutMs`. The
+ * default bound is for a loaded machine: a whole CI run (suites and Node lines at once) reaches load
+ * 26 on 2 CPUs, where an agent's clean exit took more than 5 s.
+ */
+export async function exited(proc: ChildProcess, timeoutMs = 30_000): Promise<number | string> {
   if (proc.exitCode !== null) return proc.exitCode;
   if (proc.signalCode !== null) return proc.signalCode;
   const timer = setTimeout(() => proc.kill('SIGKILL'), timeoutMs);
