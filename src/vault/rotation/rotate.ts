@@ -51,31 +51,37 @@ function begin(
   const meta = requireVaultKey(dir, vaultKey);
   return withVaultLock(dir, () => {
     const extras = identityExtras(dir, vaultKey);
-    const pub = identityPublic(dir, vaultKey);
-    const current: KeyPairs = { x25519: pub.x25519, ed25519: pub.ed25519, secret: identitySecret(dir, vaultKey) };
-    if (extras.retiring) {
-      const last = extras.rotations[extras.rotations.length - 1];
-      const s = last === undefined ? null : parseStatement(last);
-      if (!s || !same(s.old, extras.retiring) || !same(s.new, current)) {
-        wipeKeyPairs(extras.retiring);
-        wipeKeyPairs(current);
-        throw new VaultError(
-          'VAULT_CORRUPT',
-          `${dir}/identity.json is inconsistent: its retiring keys are not the ones its last rotation statement names`,
-        );
-      }
-      return { old: extras.retiring, next: current, statement: last!, rotations: extras.rotations, resumed: true };
-    }
-    const next = generateKeyPairs();
+    let current: KeyPairs | null = null;
+    let next: KeyPairs | null = null;
+    // Every secret key decrypted or made here is wiped unless it is handed to the caller.
+    let handed = false;
     try {
+      const pub = identityPublic(dir, vaultKey);
+      current = { x25519: pub.x25519, ed25519: pub.ed25519, secret: identitySecret(dir, vaultKey) };
+      if (extras.retiring) {
+        const last = extras.rotations[extras.rotations.length - 1];
+        const s = last === undefined ? null : parseStatement(last);
+        if (!s || !same(s.old, extras.retiring) || !same(s.new, current)) {
+          throw new VaultError(
+            'VAULT_CORRUPT',
+            `${dir}/identity.json is inconsistent: its retiring keys are not the ones its last rotation statement names`,
+          );
+        }
+        handed = true;
+        return { old: extras.retiring, next: current, statement: last!, rotations: extras.rotations, resumed: true };
+      }
+      next = generateKeyPairs();
       const statement = statementText(makeStatement(current, next, current.secret.ed25519, next.secret.ed25519));
       const rotations = [...extras.rotations, statement];
       writeIdentity(dir, meta.vaultId, vaultKey, next, { rotations, retiring: current });
+      handed = true;
       return { old: current, next, statement, rotations, resumed: false };
-    } catch (err) {
-      wipeKeyPairs(next);
-      wipeKeyPairs(current);
-      throw err;
+    } finally {
+      if (!handed) {
+        wipeKeyPairs(extras.retiring);
+        wipeKeyPairs(current);
+        wipeKeyPairs(next);
+      }
     }
   });
 }
