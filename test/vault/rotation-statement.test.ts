@@ -109,4 +109,15 @@ test('garbage: wrong length, magic, version, keys, time, text form', () => {
   refused(() => parseStatement(7 as unknown as string), /not text/);
 });
 
+test('a text whose unused low bits are set is refused: one statement has one text form', () => {
+  const text = statementText(makeStatement(a, b, a.secret.ed25519, b.secret.ed25519));
+  const abc = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  // 275 bytes end in a group of two: the last character carries 4 bits and 2 unused ones.
+  const last = abc.indexOf(text.at(-1)!);
+  assert.is(last & 3, 0, 'the canonical form leaves them clear');
+  const loose = `${text.slice(0, -1)}${abc[last | 1]}`;
+  assert.ok(Buffer.from(loose.slice(TEXT_PREFIX.length), 'base64url').equals(parseStatement(text).bytes));
+  refused(() => parseStatement(loose), /not in canonical base64url/);
+});
+
 test.run();

@@ -12,7 +12,7 @@
  *   211  64    new key's Ed25519 signature over the same message
  *
  * As text: "stash-rotation-v1:" and the bytes in unpadded base64url, one line.
- * Decoding checks structure, keys and both signatures; every refusal is
+ * Decoding checks the canonical text form, structure, keys and both signatures; every refusal is
  * BAD_ROTATION with a message that says which part is wrong.
  */
 import { VaultError } from '../errors.js';
@@ -115,7 +115,11 @@ export function parseStatement(text: string): RotationStatement {
   if (!t.startsWith(TEXT_PREFIX)) throw bad(`it does not start with ${JSON.stringify(TEXT_PREFIX)}`);
   const body = t.slice(TEXT_PREFIX.length);
   if (!/^[A-Za-z0-9_-]*$/.test(body)) throw bad('it holds characters that are not base64url');
-  return decodeStatement(Buffer.from(body, 'base64url'));
+  const bytes = Buffer.from(body, 'base64url');
+  // Node ignores the unused low bits of the last character: refuse them, so one statement has one text.
+  if (bytes.length === STATEMENT_BYTES && bytes.toString('base64url') !== body)
+    throw bad('it is not in canonical base64url (the unused low bits of its last character are set)');
+  return decodeStatement(bytes);
 }
 
 /** A short hash of a statement, to tell two statements of one old key apart. */
