@@ -10,6 +10,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
@@ -237,6 +238,28 @@ test('tampered, forged and conflicting statements are refused and change nothing
     /does not start with "stash-rotation-v1:"/,
   );
   await refused(bob, ['vault', 'contact', 'accept-rotation', join(root, 'missing')], 66, /no such file/);
+  // Read with a bound: a FIFO is refused at once (not waited on), a large file without reading it all.
+  const fifo = join(root, 'statement.fifo');
+  assert.is(spawnSync('mkfifo', [fifo]).status, 0, 'mkfifo');
+  const r = await bob.run(['vault', 'contact', 'accept-rotation', fifo], {
+    env: { STASH_PASSWORD_FILE: bob.pwFile },
+    timeoutMs: 10_000,
+  });
+  assert.is(r.code, 65, `a FIFO: ${r.code} ${r.stderr}`);
+  assert.match(r.stderr, /^stash: .*statement\.fifo is not a regular file/);
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', write('big', Buffer.alloc(8 << 20, 0x41))],
+    65,
+    /8388608 bytes is far longer than a statement/,
+  );
+  await refused(
+    bob,
+    ['vault', 'contact', 'accept-rotation', '-'],
+    65,
+    /4097 bytes is far longer than a statement/,
+    'A'.repeat(100_000),
+  );
 
   // The thief of Alice's old key signs a statement to a key of their own: a second successor of one key.
   const conflicting = statementText(makeStatement(s.old, other, stolen!, other.secret.ed25519));

@@ -6,9 +6,11 @@
  * to it. A statement from a key that is not a contact's, or a second,
  * different one from a key that already rotated, changes nothing.
  */
-import { readFileSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import { StashError } from '../../errors.js';
 import { fingerprintOf, formatFingerprint, wipe } from '../../vault/index.js';
+import { readBounded } from '../../vault/fs-atomic.js';
+import { VaultError } from '../../vault/errors.js';
 import { out, outJson, terminalSafe } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -16,23 +18,41 @@ import { Session } from '../session.js';
 /** A statement is one line of about 400 characters; anything much larger is not one. */
 const MAX_INPUT = 4096;
 
+const tooLong = (size: number) =>
+  new VaultError('BAD_ROTATION', `not a valid rotation statement: ${size} bytes is far longer than a statement`);
+
+/** Standard input up to one byte past MAX_INPUT: enough to refuse more without reading it all. */
+function readStdin(): Buffer {
+  const buf = Buffer.alloc(MAX_INPUT + 1);
+  let off = 0;
+  for (let n = 1; n > 0 && off < buf.length; off += n) n = readSync(0, buf, off, buf.length - off, null);
+  if (off > MAX_INPUT) throw tooLong(off);
+  return buf.subarray(0, off);
+}
+
+/**
+ * FILE, or standard input for `-`, read with a bound: a FIFO, a device or a
+ * huge file is refused without waiting on it or holding it in memory.
+ */
 function readInput(file: string): string {
-  let bytes: Buffer;
+  let bytes: Buffer | null;
   try {
-    bytes = file === '-' ? readFileSync(0) : readFileSync(file);
+    bytes =
+      file === '-'
+        ? readStdin()
+        : readBounded(file, MAX_INPUT, (size) =>
+            size < 0
+              ? new VaultError('BAD_ROTATION', `${file} is not a regular file, so not a rotation statement`)
+              : tooLong(size),
+          );
   } catch (err) {
+    if (err instanceof StashError) throw err;
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new StashError('FILE_NOT_FOUND', `no such file: ${file}`);
     if (code === 'EACCES' || code === 'EPERM')
       throw new StashError('PERMISSION', `cannot read ${file}: permission denied`);
-    if (code === 'EISDIR') throw new StashError('BAD_ROTATION', `${file} is a folder, not a rotation statement`);
     throw new StashError('VAULT_IO', `cannot read ${file}: ${code ?? 'error'}`);
   }
-  if (bytes.length > MAX_INPUT)
-    throw new StashError(
-      'BAD_ROTATION',
-      `not a valid rotation statement: ${bytes.length} bytes is far longer than a statement`,
-    );
+  if (bytes === null) throw new StashError('FILE_NOT_FOUND', `no such file: ${file}`);
   return bytes.toString('latin1');
 }
 
