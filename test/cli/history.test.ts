@@ -163,6 +163,14 @@ test('the cap: vault.history_keep (or STASH_HISTORY_KEEP) previous values per en
     await ok(t, ['set', 'work', 'K'], 'v8', { STASH_HISTORY_KEEP: '0' });
     const none = await ok(t, ['history', 'work', 'K']);
     assert.match(none.stdout, /No previous values of K yet/);
+    // With none kept, nothing claims a value was kept.
+    const zero = { STASH_HISTORY_KEEP: '0' };
+    await ok(t, ['set', 'work', 'K'], 'v9', zero);
+    const restored = await t.run(['restore', 'work', 'K', '--version', '1'], { env: zero });
+    assert.is(restored.code, 66, restored.stderr);
+    const removed = await ok(t, ['rm', 'work', 'K'], undefined, zero);
+    assert.match(removed.stderr, /vault.history_keep = 0: no previous value is kept/);
+    assert.not.match(removed.stderr, /previous values are kept/);
   } finally {
     await t.dispose();
   }

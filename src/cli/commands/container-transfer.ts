@@ -150,7 +150,7 @@ async function merge(inv: Invocation): Promise<number> {
         if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
         if (r.conflicts.length > 0)
           out(
-            `Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} (the other value is now version 1 in stash history).`,
+            `Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} ${keep === 0 ? '(the other value is not kept: vault.history_keep = 0)' : '(the other value is now version 1 in stash history)'}.`,
           );
         // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
         if (r.oneSided.length > 0)

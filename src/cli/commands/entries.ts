@@ -6,7 +6,7 @@
  * Both work on private and shared containers (container-access.ts).
  */
 import { changeTime, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
-import { readEntriesOf, updateEntriesOf } from '../container-access.js';
+import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { isTotpValue } from '../totp/otpauth.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -76,10 +76,13 @@ async function remove(session: Session, container: string, name: string, purge: 
       `container ${JSON.stringify(container)} has no entry ${name}${purge ? ' and no history of one' : ''}; nothing was removed (see stash ls ${container})`,
     );
   }
+  const { keep } = await historyPolicy();
   note(
     purge
       ? `Removed ${name} and its previous values from ${container}.`
-      : `Removed ${name} from ${container}; its previous values are kept (stash history ${container} ${name}; rm --purge drops them).`,
+      : keep === 0
+        ? `Removed ${name} from ${container} (vault.history_keep = 0: no previous value is kept).`
+        : `Removed ${name} from ${container}; its previous values are kept (stash history ${container} ${name}; rm --purge drops them).`,
   );
   return 0;
 }

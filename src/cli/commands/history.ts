@@ -11,7 +11,7 @@ import { entryNotFound } from '../../vault/containers.js';
 import { MAX_HISTORY_KEEP } from '../../vault/history-block.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
-import { readEntriesOf, updateEntriesOf } from '../container-access.js';
+import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -169,8 +169,11 @@ async function restoreVersion(session: Session, container: string, name: string,
     note(`Version ${version} of ${name} is its current value already; nothing was written.`);
     return 0;
   }
+  const { keep } = await historyPolicy();
   note(
-    `Restored version ${version} of ${name} in ${container}; the value it replaced is now version 1 (stash history ${container} ${name}).`,
+    keep === 0
+      ? `Restored version ${version} of ${name} in ${container}; the value it replaced is not kept (vault.history_keep = 0).`
+      : `Restored version ${version} of ${name} in ${container}; the value it replaced is now version 1 (stash history ${container} ${name}).`,
   );
   return 0;
 }
