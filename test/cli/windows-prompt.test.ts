@@ -151,13 +151,22 @@ const PTY_SECONDS = 180;
 function typeInto(args: string[], script: Step[], env: NodeJS.ProcessEnv = {}): Typed {
   const r = spawnSync(python, [ptyRunner, 'wine', winNode!, ...args], {
     cwd: root,
-    env: { ...wineEnv(), ...env, PTY_SCRIPT: JSON.stringify(script), PTY_TIMEOUT: String(PTY_SECONDS), PTY_WAIT_RAW: '1' },
+    env: {
+      ...wineEnv(),
+      ...env,
+      PTY_SCRIPT: JSON.stringify(script),
+      PTY_TIMEOUT: String(PTY_SECONDS),
+      PTY_WAIT_RAW: '1',
+    },
     encoding: 'utf8',
     timeout: (PTY_SECONDS + 30) * 1000,
   });
   assert.ok(r.stdout, `pty-run failed: ${r.stderr}`);
   const out = JSON.parse(r.stdout) as Omit<Typed, 'screen'>;
-  assert.not.ok(out.killed, `still running (or the terminal still open) after ${PTY_SECONDS} s:\n${screen(out.output)}`);
+  assert.not.ok(
+    out.killed,
+    `still running (or the terminal still open) after ${PTY_SECONDS} s:\n${screen(out.output)}`,
+  );
   return { ...out, screen: screen(out.output) };
 }
 
