@@ -294,8 +294,3 @@ export function identityExtras(dir: string, vaultKey: Buffer): IdentityExtras {
     retiring: { x25519: r.x25519, ed25519: r.ed25519, secret: checkedSecret(path, plain, r) },
   };
 }
-
-/** The rotation statements in identity.json (public: no key needed), oldest first. */
-export function identityRotations(dir: string): string[] {
-  return loadIdentityFile(dir, loadMeta(dir).vaultId).rotations;
-}
