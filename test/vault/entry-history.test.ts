@@ -429,4 +429,24 @@ test('merge: the histories of both sides are united, and the value that lost a c
   });
 });
 
+test('merge: a purge on one side that the history of the other side undoes is named', async () => {
+  const { alice, bob, file } = await threeMembers();
+  write(alice, 'team', 'A', 'beta');
+  const key = openSharedContentKey(alice.dir, 'team', alice.secret);
+  updateSharedEntries(alice.dir, 'team', key, new Map([['A', null]]), alice.secret, { keep: 10 });
+  wipe(key);
+  // Both sides start with A removed and its history kept; Alice purges it, Bob writes B.
+  const bobs = diverge(
+    file,
+    () => {
+      const k = openSharedContentKey(alice.dir, 'team', alice.secret);
+      updateSharedEntries(alice.dir, 'team', k, new Map(), alice.secret, { keep: 10, purge: ['A'] });
+      wipe(k);
+    },
+    () => write(bob, 'team', 'B', 'bee'),
+  );
+  const r = mergeShared(alice.dir, alice.key, 'team', bobs, null);
+  assert.equal([r.outcome, r.oneSided, r.historyOneSided], ['merged', ['B'], ['A']]);
+});
+
 test.run();

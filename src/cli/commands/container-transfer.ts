@@ -155,7 +155,11 @@ async function merge(inv: Invocation): Promise<number> {
         // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
         if (r.oneSided.length > 0)
           out(
-            `Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again.`,
+            `Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again (with --purge if it was purged).`,
+          );
+        if (r.historyOneSided.length > 0)
+          out(
+            `Previous values of removed entries held by one side only, so kept: ${r.historyOneSided.join(', ')}. If the other side had purged any of them, run stash rm ${name} NAME --purge again.`,
           );
       }
       return 0;

@@ -55,6 +55,11 @@ export interface MergeResult {
    * so these are the ones a deletion may have been undone for.
    */
   oneSided: string[];
+  /**
+   * Removed entries whose previous values only one side holds, all kept: the
+   * other side may have purged them (`rm --purge`), which the merge undid.
+   */
+  historyOneSided: string[];
 }
 
 /** Which side wins an entry that both versions hold with different values. */
@@ -94,6 +99,13 @@ function unite(
     }
   }
   return { merged, fromOther, conflicts, oneSided: oneSided.sort() };
+}
+
+/** Names with no current value after the merge whose history only one side holds. */
+function oneSidedHistory(ours: Entries, theirs: Entries, merged: ReadonlyMap<string, Uint8Array>): string[] {
+  const [a, b] = [historyOf(ours), historyOf(theirs)];
+  const names = [...a.keys()].filter((n) => !b.has(n)).concat([...b.keys()].filter((n) => !a.has(n)));
+  return names.filter((n) => !merged.has(n)).sort();
 }
 
 /**
@@ -146,12 +158,26 @@ export function mergeShared(
         (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)
       ) {
         toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
-        return { outcome: 'unchanged', revision: cur.next.revision, fromOther: [], conflicts: [], oneSided: [] };
+        return {
+          outcome: 'unchanged',
+          revision: cur.next.revision,
+          fromOther: [],
+          conflicts: [],
+          oneSided: [],
+          historyOneSided: [],
+        };
       }
       if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
         toSeen(other.next, path);
         commitRevision(dir, cur.path, cur.bytes, bytes, record);
-        return { outcome: 'fast-forward', revision: other.next.revision, fromOther: [], conflicts: [], oneSided: [] };
+        return {
+          outcome: 'fast-forward',
+          revision: other.next.revision,
+          fromOther: [],
+          conflicts: [],
+          oneSided: [],
+          historyOneSided: [],
+        };
       }
       refuseRemovedWriter(cur, other, me);
       return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
@@ -178,11 +204,12 @@ export function mergeShared(
             }),
           );
           withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
+          const historyOneSided = oneSidedHistory(ours, theirs, merged);
           const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
           const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
           toSeen(result, 'the merged version');
           commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
-          return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided };
+          return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided, historyOneSided };
         } finally {
           wipeEntries(ours);
           if (theirs) wipeEntries(theirs);
