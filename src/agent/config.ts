@@ -156,7 +156,8 @@ function wholeNumber(what: string, value: unknown, fromText: boolean, min: numbe
   const n = fromText && typeof value === 'string' && /^\s*[0-9]+\s*$/.test(value) ? Number(value) : value;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max) {
     throw new ConfigError(
-      `${what} must be a whole number ${range}, got ${JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`,
+      // String(): JSON would print TOML's nan and inf as null.
+      `${what} must be a whole number ${range}, got ${typeof value === 'number' ? String(value) : JSON.stringify(typeof value === 'string' ? value.slice(0, 100) : value)}`,
     );
   }
   return n;

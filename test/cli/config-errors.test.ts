@@ -88,6 +88,8 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
       ],
       ['[vault]\n\nhistory_keep = "10"\n', /:3: vault\.history_keep must be a whole number .* got "10"\n$/],
       ['vault.history_keep = 2.5\n', /:1: vault\.history_keep must be a whole number .* got 2\.5\n$/],
+      ['vault.history_keep = nan\n', /:1: vault\.history_keep must be a whole number .* got NaN\n$/],
+      ['vault.history_keep = -inf\n', /:1: vault\.history_keep must be a whole number .* got -Infinity\n$/],
       [
         '[vault]\nhistory_keep = ten\n',
         /:2: history_keep: "ten" is not a TOML value; history_keep takes a whole number from 0 to 100, unquoted\n$/,
