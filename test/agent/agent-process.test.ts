@@ -342,6 +342,11 @@ test('the agent exits when its socket file is removed or taken over', async () =
   assert.is(await exited(proc, 30_000), 0);
   assert.match(readLog(t), /socket file removed or replaced/);
   proc = await startAgent(t);
+  // startAgent returns once the kernel accepts a connection, which can be before the agent has taken
+  // the inode of its socket file (a loaded machine delays it): an answer to a request comes after.
+  const c = await AgentClient.connect(endpointOf(t.dir));
+  await c.status();
+  c.close();
   unlinkSync(join(t.dir, 'agent.sock'));
   const impostor = createServer().listen(join(t.dir, 'agent.sock'));
   try {
