@@ -8,6 +8,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -145,13 +146,43 @@ test("the same value copied twice: the first helper's end does not clear the sec
 test('xsel instead of xclip (STASH_CLIPBOARD=xsel): copied and cleared the same way', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
-  // 8 s, not 2: in a whole CI run (load 26 on 2 CPUs) the paste after a 2 s copy found it cleared already.
+  // 8 s, not 2: room for a loaded machine (load 26 on 2 CPUs) between the command's exit and the paste.
   const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '8'], { env: { STASH_CLIPBOARD: 'xsel' } });
   assert.is(r.code, 0, r.stderr);
   const pid = helperPid();
   assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), /--tool\0xsel\0/);
   assert.is(x.paste(), VALUE);
   await waitFor(() => x!.paste() === '', 20_000, 'the clear through xsel');
+});
+
+test('an xsel that returns before it owns the clipboard (it forks first): --clip waits until the value is there', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // Real xsel forks, the parent exits, then the child takes the selection: on
+  // a loaded machine a paste right after `get --clip` found the old value.
+  // This xsel widens that gap to 1 s; the real one still does the work.
+  const bin = mkdtempSync(join(tmpdir(), 'stash-slow-xsel-'));
+  try {
+    const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+    writeFileSync(
+      join(bin, 'xsel'),
+      // (sh gives a background job /dev/null for stdin: the pipe goes by fd 3.)
+      `#!/bin/sh\nif [ "$2" = "--input" ]; then exec 3<&0; ( sleep 1; exec ${real} "$@" <&3 ) & exit 0; fi\nexec ${real} "$@"\n`,
+      { mode: 0o755 },
+    );
+    x.copy('what was there before');
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '8'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.is(r.code, 0, r.stderr);
+    assert.is(x.paste(), VALUE, 'the value is on the clipboard once the command has said so');
+    const pid = helperPid();
+    process.kill(pid, 'SIGTERM');
+    await waitFor(() => !alive(pid), 10_000, 'the helper to clear and exit');
+    assert.is(x.paste(), '', 'cleared');
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
 });
 
 test('otp --clip copies the current code', async () => {
