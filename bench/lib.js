@@ -11,6 +11,13 @@ export const root = fileURLToPath(new URL('..', import.meta.url));
 export const dist = (path) => join(root, 'dist', path);
 export const bin = (name) => join(root, 'bin', name);
 
+// Every process a bench starts runs as on a user's machine: without NODE_EXTRA_CA_CERTS,
+// which the development machines set to Debian's bundle of 150 certificates. Node 20 reads
+// and parses that file at every start (22 and later only when TLS needs it): 60-70 ms of
+// CPU added to both sides of a ratio to `node -e 0`, which flattered `stash get` (1.26
+// with it, 1.65 without, 2026-11-26). The benches talk only to loopback.
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 /** BENCH_QUICK=1: tiny runs (CI, tests): the scripts must work, the figures mean little. */
 export const quick = process.env.BENCH_QUICK === '1';
 
