@@ -16,9 +16,7 @@ import type { AddressInfo } from 'node:net';
 import { LatencyHistogram } from '../../src/keyserver/bench/histogram.js';
 import { RawHttpClient } from '../../src/keyserver/bench/raw-client.js';
 import { needFacility } from '../helpers/facility.js';
-import { tempDir, tsxNodeArgs } from '../keyserver/harness.js';
-
-const fixture = join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts');
+import { keyServerCommand, tempDir } from '../keyserver/harness.js';
 
 interface Ran {
   code: number | null;
@@ -49,7 +47,7 @@ function runArgv(argv: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000
   });
 }
 
-const keyServer = (args: string[]) => runArgv([...tsxNodeArgs, fixture, ...args]);
+const keyServer = (args: string[]) => runArgv([...keyServerCommand, ...args]);
 
 interface Report {
   command: string;
@@ -179,7 +177,7 @@ test('bench-http-flow: publish, confirm, fetch; per-step latencies', async () =>
 
 test('STASH_BENCH_CLIENT=node-http measures with node:http instead of the lean client', async () => {
   const r = await runArgv(
-    [...tsxNodeArgs, fixture, 'bench-http-fetch', '--requests', '100', '--preload-shares', '10', '--json'],
+    [...keyServerCommand, 'bench-http-fetch', '--requests', '100', '--preload-shares', '10', '--json'],
     { STASH_BENCH_CLIENT: 'node-http' },
   );
   assert.is(r.code, 0, r.stderr);
@@ -231,8 +229,7 @@ test('on a terminal a progress line is drawn on stderr and cleared', async () =>
     [
       '/usr/bin/python3',
       join('test', 'fixtures', 'pty-run.py'),
-      ...tsxNodeArgs,
-      fixture,
+      ...keyServerCommand,
       'bench-http-fetch',
       '--requests',
       '200',
@@ -253,8 +250,8 @@ test('SIGINT ends a run with 130 and removes its temporary state folder and load
   const tmp = tempDir('bench-tmp');
   try {
     const child = spawn(
-      tsxNodeArgs[0]!,
-      [...tsxNodeArgs.slice(1), fixture, 'bench-http-fetch', '--requests', '100000000', '--preload-shares', '10'],
+      keyServerCommand[0]!,
+      [...keyServerCommand.slice(1), 'bench-http-fetch', '--requests', '100000000', '--preload-shares', '10'],
       {
         env: { ...process.env, TMPDIR: tmp.path },
         stdio: ['ignore', 'ignore', 'pipe'],

@@ -5,9 +5,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { join } from 'node:path';
 import type { ServerConfig } from '../../src/keyserver/cli/options.js';
-import { http, tsxNodeArgs, type RawResponse } from './harness.js';
+import { http, keyServerCommand, type RawResponse } from './harness.js';
 import { signatureHeaders } from '../../src/keyserver/replication/signature.js';
 import { BINARY_MEDIA_TYPE } from '../../src/keyserver/wire/messages.js';
 
@@ -93,16 +92,14 @@ export function postSigned(
   return http(`${base}/v1/replicate`, { method: 'POST', headers, body: sent });
 }
 
-const fixture = join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts');
-
 /** Runs `stash_key_server <args>` to completion (30 s at most). */
 export function runServerCommand(
   args: string[],
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const [node, ...prefix] = tsxNodeArgs;
+  const [node, ...prefix] = keyServerCommand;
   return new Promise((resolve) => {
-    const child = spawn(node!, [...prefix, fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const child = spawn(node!, [...prefix, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
@@ -137,8 +134,8 @@ function exited(child: ChildProcess): Promise<void> {
 
 /** Starts `stash_key_server run <args>` as a real process (with `env`, default this one's); resolves once it listens. */
 export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServerProcess> {
-  const [node, ...prefix] = tsxNodeArgs;
-  const child = spawn(node!, [...prefix, fixture, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+  const [node, ...prefix] = keyServerCommand;
+  const child = spawn(node!, [...prefix, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
   let out = '';
   let err = '';
   child.stderr!.on('data', (d) => {

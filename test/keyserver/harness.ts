@@ -222,5 +222,14 @@ export function postBinary(base: string, body: Buffer, headers: Record<string, s
   return http(`${base}/v1/share`, { method: 'POST', headers: { 'Content-Type': BINARY, ...headers }, body });
 }
 
-/** `node --import tsx` argv prefix for server child processes. */
+/** `node --import tsx` argv prefix for child processes that run a TypeScript file. */
 export const tsxNodeArgs = tsxNode;
+
+/**
+ * `stash_key_server` as a user runs it: node and bin/stash_key_server.js over
+ * the compiled dist/ (`npm test` compiles before any suite; after a change to
+ * src/, `npm run compile` before running a suite alone). Server processes start
+ * from it, not through tsx: a tsx start costs about 0.3 s of CPU more, and the
+ * key server suites start hundreds of servers.
+ */
+export const keyServerCommand = [process.execPath, join(process.cwd(), 'bin', 'stash_key_server.js')];

@@ -27,7 +27,7 @@ import { join, relative } from 'node:path';
 import { parseCommandLine } from '../../src/keyserver/cli/parse.js';
 import { installPaths } from '../../src/keyserver/install/paths.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
-import { tempDir, tsxNodeArgs } from './harness.js';
+import { keyServerCommand, tempDir } from './harness.js';
 import { freePorts, runServerCommand } from './cluster.js';
 import { issueCert, makeCa } from './test-pki.js';
 import { execStart, unitEnvironment, unitLines } from './unit-lines.js';
@@ -211,8 +211,8 @@ test("install --tls-cert/--tls-key: systemd hands the files over, and the unit's
             ? p.log
             : w.replace('%d', credentials),
       );
-    const [node, ...prefix] = tsxNodeArgs;
-    const child = spawn(node!, [...prefix, join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts'), ...args], {
+    const [node, ...prefix] = keyServerCommand;
+    const child = spawn(node!, [...prefix, ...args], {
       env: { ...process.env, ...unitEnvironment(unit) },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
