@@ -8,7 +8,7 @@
  */
 import { spawn } from 'node:child_process';
 import { StashError } from '../../errors.js';
-import { secureAlloc, wipe } from '../../vault/secure.js';
+import { constantTimeEqual, secureAlloc, wipe } from '../../vault/secure.js';
 
 export type ToolName = 'xclip' | 'xsel' | 'wl-clipboard' | 'pbcopy' | 'powershell';
 
@@ -119,6 +119,34 @@ export function runTool(program: string, args: string[], opts: RunOptions = {}):
     }
     if (opts.input) child.stdin!.end(opts.input);
   });
+}
+
+/** How long the child a tool forks may take to serve the value (a loaded machine took over 100 ms). */
+const SERVE_TIMEOUT_MS = 5000;
+
+/**
+ * For the tools that fork a child to serve the clipboard (xclip, xsel,
+ * wl-copy): waits until a paste gets `value` (compared in constant time).
+ * xsel forks first and takes the selection after its parent has exited, so
+ * its exit proves nothing; the command says "Copied" only once the value is
+ * there, and the helper's check before it clears (does the clipboard still
+ * hold our value?) never sees what was there before.
+ */
+export async function untilServed(tool: ClipboardTool, value: Buffer): Promise<void> {
+  if (value.length === 0) return;
+  const deadline = Date.now() + SERVE_TIMEOUT_MS;
+  for (;;) {
+    const now = await tool.read(value.length);
+    const holds = now !== null && constantTimeEqual(now, value);
+    wipe(now);
+    if (holds) return;
+    if (Date.now() >= deadline) {
+      throw new ClipboardError(
+        `${tool.name} did not put the value on the clipboard within ${SERVE_TIMEOUT_MS / 1000} s`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
 }
 
 /** Throws ClipboardError naming the tool and what it said, unless it exited with 0. */

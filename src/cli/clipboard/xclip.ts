@@ -6,7 +6,7 @@
  * copy cannot carry KDE's x-kde-passwordManagerHint next to the text: it is
  * not marked as sensitive.
  */
-import { check, readResult, runTool, type ClipboardTool } from './tool.js';
+import { check, readResult, runTool, untilServed, type ClipboardTool } from './tool.js';
 
 const selection = ['-selection', 'clipboard'];
 
@@ -16,6 +16,7 @@ export const xclip: ClipboardTool = {
   install: 'install xclip (Debian/Ubuntu: apt install xclip; Homebrew: brew install xclip) or xsel',
   async copy(value) {
     check(await runTool('xclip', [...selection, '-in'], { input: value }), 'xclip');
+    await untilServed(xclip, value);
     return false;
   },
   async read(limit) {
