@@ -148,7 +148,8 @@ test('PrepareForSleep(true): the delay lock outlives beforeSleep, then goes; (fa
       sawHeld++;
     }
   }
-  assert.ok(sawHeld >= 3, `the delay lock was observed during the wipe (${sawHeld} times)`);
+  // Each look is a round trip to dbusmock: at load 18 (a whole CI run) only two fitted in the 300 ms.
+  assert.ok(sawHeld >= 1, `the delay lock was observed during the wipe (${sawHeld} times)`);
   await until('the delay lock to be released', async () => ours(await bus!.listInhibitors(), 'delay').length === 0);
   const s = power.status();
   assert.is(s.phase, 'sleeping');
@@ -254,10 +255,15 @@ test('a logind restart: both locks are taken again from the new logind', async (
   assert.is(power.status().blockLock.held, false);
   assert.match(power.status().reason ?? '', /login1 is not on the system bus/);
   await bus.startLogind();
-  await until('both locks at the new logind', async () => {
-    const list = await bus!.listInhibitors();
-    return ours(list, 'delay').length === 1 && ours(list, 'block').length === 1;
-  });
+  // 10 s: a whole CI run at load 18 took longer than 3 s here (the new logind's start and the agent's calls).
+  await until(
+    'both locks at the new logind',
+    async () => {
+      const list = await bus!.listInhibitors();
+      return ours(list, 'delay').length === 1 && ours(list, 'block').length === 1;
+    },
+    10_000,
+  );
   assert.equal(
     ours(await bus.listInhibitors(), 'block').map((i) => i.why),
     ['unlock'],
