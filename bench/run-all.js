@@ -8,19 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { conditions, root, table } from './lib.js';
-
-export const SCRIPTS = [
-  'keyserver-fetch.js',
-  'keyserver-publish.js',
-  'keyserver-flow.js',
-  'keyserver-fetch-scaling.js',
-  'agent-get.js',
-  'cli-get.js',
-  'suspend-wipe.js',
-  'store-memory.js',
-  'keyserver-rss.js',
-  'keyserver-rss-process.js',
-];
+import { SCRIPTS } from './scripts.js';
 
 /** Issue 30's targets table, in its order: the figure each script records (lib.js recordTarget). */
 const TARGETS = [

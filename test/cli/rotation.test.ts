@@ -18,8 +18,9 @@ import { identityPublic, identitySecret, unlockVault, wipe } from '../../src/vau
 import { generateKeyPairs, wipeKeyPairs } from '../../src/vault/identity.js';
 import { makeStatement, parseStatement, statementText } from '../../src/vault/rotation/index.js';
 import { tempDir, type TestServer } from '../keyserver/harness.js';
-import { cliEnv, type CliEnv, type RunResult } from './harness.js';
-import { confirmLink, startPlainServer } from './keyserver-harness.js';
+import { cliEnv, type CliEnv } from './harness.js';
+import { startPlainServer } from './keyserver-harness.js';
+import { exchange, fingerprintOf, ok, refused } from './members.js';
 
 const sodium = createRequire(import.meta.url)('sodium-native');
 
@@ -31,45 +32,6 @@ let root: string;
 let removeRoot: () => void = () => {};
 /** A copy of Alice's old secret Ed25519 key: what an attacker who stole it holds. */
 let stolen: Buffer | null = null;
-
-const as = (t: CliEnv, args: string[], input?: string): Promise<RunResult> =>
-  t.run(args, { env: { STASH_PASSWORD_FILE: t.pwFile }, ...(input === undefined ? {} : { input }) });
-
-async function ok(t: CliEnv, args: string[], input?: string): Promise<RunResult> {
-  const r = await as(t, args, input);
-  assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-  return r;
-}
-
-async function refused(t: CliEnv, args: string[], status: number, message: RegExp, input?: string): Promise<void> {
-  const r = await as(t, args, input);
-  assert.is(r.code, status, `${args.join(' ')}: expected ${status}, got ${r.code}: ${r.stderr}`);
-  assert.match(r.stderr, /^stash: [^\n]+\n$/, `one line: ${r.stderr}`);
-  assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
-  assert.match(r.stderr, message);
-  assert.is(r.stdout, '');
-}
-
-const fingerprintOf = async (t: CliEnv): Promise<string> =>
-  (JSON.parse((await ok(t, ['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string }).fingerprint;
-
-async function exchange(from: CliEnv, email: string, to: CliEnv, name: string): Promise<void> {
-  const pub = await ok(from, ['vault', 'identity', 'publish', '--email', email, '--server', server.url, '--json']);
-  const code = String((JSON.parse(pub.stdout) as { code: string }).code);
-  await confirmLink(server, email);
-  await ok(to, [
-    'vault',
-    'contact',
-    'receive',
-    code,
-    '--server',
-    server.url,
-    '--fingerprint',
-    await fingerprintOf(from),
-    '--name',
-    name,
-  ]);
-}
 
 test.before(async () => {
   server = await startPlainServer();
@@ -88,8 +50,8 @@ test.after(async () => {
 });
 
 test('Alice rotates; Bob accepts through the signed statement without a fingerprint and opens what she re-sealed', async () => {
-  await exchange(alice, 'alice@example.test', bob, 'alice');
-  await exchange(bob, 'bob@example.test', alice, 'bob');
+  await exchange(server, alice, 'alice@example.test', bob, 'alice');
+  await exchange(server, bob, 'bob@example.test', alice, 'bob');
   const teamFile = join(root, 'team.stash');
   const bobsFile = join(root, 'bobs.stash');
   await ok(alice, ['container', 'create', 'team']);

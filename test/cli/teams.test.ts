@@ -20,8 +20,9 @@ import { signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
 import { assembleFile } from '../../src/vault/sharing/revisions.js';
 import { tempDir, type TestServer } from '../keyserver/harness.js';
-import { cliEnv, type CliEnv, type RunResult } from './harness.js';
-import { confirmLink, startPlainServer } from './keyserver-harness.js';
+import { cliEnv, type CliEnv } from './harness.js';
+import { startPlainServer } from './keyserver-harness.js';
+import { exchange, fingerprintOf, ok, refused } from './members.js';
 
 let server: TestServer;
 let alice: CliEnv;
@@ -32,49 +33,6 @@ let removeRoot: () => void = () => {};
 /** Alice's and Bob's checkouts of the team repository. */
 let aliceFile: string;
 let bobFile: string;
-
-/** Runs stash as `t`, with only `t`'s own password available. */
-const as = (t: CliEnv, args: string[], input?: string): Promise<RunResult> =>
-  t.run(args, { env: { STASH_PASSWORD_FILE: t.pwFile }, ...(input === undefined ? {} : { input }) });
-
-async function ok(t: CliEnv, args: string[], input?: string): Promise<RunResult> {
-  const r = await as(t, args, input);
-  assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-  return r;
-}
-
-/** A refusal: the exit status, one `stash: ` line, no stack trace. */
-async function refused(t: CliEnv, args: string[], status: number, message: RegExp, input?: string): Promise<void> {
-  const r = await as(t, args, input);
-  assert.is(r.code, status, `${args.join(' ')}: expected ${status}, got ${r.code}: ${r.stderr}`);
-  assert.match(r.stderr, /^stash: [^\n]+\n$/, `one line: ${r.stderr}`);
-  assert.not.match(r.stderr, /\n\s+at /, 'no stack trace');
-  assert.match(r.stderr, message);
-  assert.is(r.stdout, '');
-}
-
-const fingerprintOf = async (t: CliEnv): Promise<string> =>
-  (JSON.parse((await ok(t, ['vault', 'identity', 'show', '--json'])).stdout) as { fingerprint: string }).fingerprint;
-
-/** `from` publishes, `to` receives it as contact `name` with the fingerprint read out to them. */
-async function exchange(from: CliEnv, email: string, to: CliEnv, name: string): Promise<void> {
-  const pub = await ok(from, ['vault', 'identity', 'publish', '--email', email, '--server', server.url, '--json']);
-  const code = String((JSON.parse(pub.stdout) as { code: string }).code);
-  await confirmLink(server, email);
-  const r = await ok(to, [
-    'vault',
-    'contact',
-    'receive',
-    code,
-    '--server',
-    server.url,
-    '--fingerprint',
-    await fingerprintOf(from),
-    '--name',
-    name,
-  ]);
-  assert.match(r.stdout, new RegExp(`Added contact ${name} <${email}>`));
-}
 
 const pull = () => copyFileSync(aliceFile, bobFile);
 const push = () => copyFileSync(bobFile, aliceFile);
@@ -99,9 +57,9 @@ test.after(async () => {
 });
 
 test('keys exchanged both ways through the key server; Alice shares, Bob reads with his own password, writes; Alice reads', async () => {
-  await exchange(alice, 'alice@example.test', bob, 'alice');
-  await exchange(bob, 'bob@example.test', alice, 'bob');
-  await exchange(alice, 'alice@example.test', carol, 'alice'); // Carol trusts Alice, but Alice never shares with her
+  await exchange(server, alice, 'alice@example.test', bob, 'alice');
+  await exchange(server, bob, 'bob@example.test', alice, 'bob');
+  await exchange(server, alice, 'alice@example.test', carol, 'alice'); // Carol trusts Alice, but Alice never shares with her
 
   await ok(alice, ['container', 'create', 'team']);
   await ok(alice, ['set', 'team', 'API_KEY'], 'sk-alice-1');
