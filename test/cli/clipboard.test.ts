@@ -155,24 +155,33 @@ test('xsel instead of xclip (STASH_CLIPBOARD=xsel): copied and cleared the same 
   await waitFor(() => x!.paste() === '', 20_000, 'the clear through xsel');
 });
 
+/**
+ * A folder holding an `xsel` that returns at once from --input and lets the
+ * real xsel take the selection `delay` seconds later (as real xsel does
+ * after its fork, but slower); everything else goes to the real one.
+ */
+function slowXsel(delay: number): { path: string; remove(): void } {
+  const bin = mkdtempSync(join(tmpdir(), 'stash-slow-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    join(bin, 'xsel'),
+    // (sh gives a background job /dev/null for stdin: the pipe goes by fd 3.)
+    `#!/bin/sh\nif [ "$2" = "--input" ]; then exec 3<&0; ( sleep ${delay}; exec ${real} "$@" <&3 ) & exit 0; fi\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
+  return { path: `${bin}:${process.env.PATH}`, remove: () => rmSync(bin, { recursive: true, force: true }) };
+}
+
 test('an xsel that returns before it owns the clipboard (it forks first): --clip waits until the value is there', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
   // Real xsel forks, the parent exits, then the child takes the selection: on
   // a loaded machine a paste right after `get --clip` found the old value.
-  // This xsel widens that gap to 1 s; the real one still does the work.
-  const bin = mkdtempSync(join(tmpdir(), 'stash-slow-xsel-'));
+  const slow = slowXsel(1);
   try {
-    const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-    writeFileSync(
-      join(bin, 'xsel'),
-      // (sh gives a background job /dev/null for stdin: the pipe goes by fd 3.)
-      `#!/bin/sh\nif [ "$2" = "--input" ]; then exec 3<&0; ( sleep 1; exec ${real} "$@" <&3 ) & exit 0; fi\nexec ${real} "$@"\n`,
-      { mode: 0o755 },
-    );
     x.copy('what was there before');
     const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '8'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+      env: { STASH_CLIPBOARD: 'xsel', PATH: slow.path },
     });
     assert.is(r.code, 0, r.stderr);
     assert.is(x.paste(), VALUE, 'the value is on the clipboard once the command has said so');
@@ -181,7 +190,30 @@ test('an xsel that returns before it owns the clipboard (it forks first): --clip
     await waitFor(() => !alive(pid), 10_000, 'the helper to clear and exit');
     assert.is(x.paste(), '', 'cleared');
   } finally {
-    rmSync(bin, { recursive: true, force: true });
+    slow.remove();
+  }
+});
+
+test('an xsel whose value comes after the 5 s the copy waits: the command fails, and the late value is still cleared on time', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  const slow = slowXsel(7);
+  try {
+    x.copy('what was there before');
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '12'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: slow.path },
+    });
+    const failedAt = Date.now();
+    assert.is(r.code, 69, r.stderr);
+    assert.match(r.stderr, /^stash: xsel did not put the value on the clipboard within 5 s\n$/);
+    const pid = helperPid();
+    assert.ok(alive(pid), 'the helper stays to clear');
+    await waitFor(() => x!.paste() === VALUE, 15_000, 'the late value');
+    await waitFor(() => x!.paste() === '', 20_000, 'the clear at the end of the 12 s');
+    assert.ok(Date.now() - failedAt >= 4000, 'cleared when the time was up, not before');
+    await waitFor(() => !alive(pid), 5000, 'the helper to exit');
+  } finally {
+    slow.remove();
   }
 });
 

@@ -18,6 +18,7 @@ import { errorCode, errorMessage } from '../../errors.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { MAX_VALUE_BYTES } from '../../vault/names.js';
 import { clipboardTool, isToolName, type ClipboardTool } from './index.js';
+import { NotServedError } from './tool.js';
 
 /** The helper's one report to the command that started it. */
 export type HelperReport =
@@ -198,6 +199,13 @@ export async function runClipHelper(argv: string[]): Promise<void> {
     copying = null;
   } catch (err) {
     if (finishing) return; // finish() is clearing and exiting
+    if (err instanceof NotServedError) {
+      // The tool's child may still serve the value later: say so now, and clear on time as after a copy.
+      copying = null;
+      report({ ok: false, code: err.code, message: err.message });
+      setTimeout(() => void finish('timeout'), args.seconds * 1000);
+      return;
+    }
     wipe(value);
     report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
     if (token !== null) await unregister(token);

@@ -121,6 +121,13 @@ export function runTool(program: string, args: string[], opts: RunOptions = {}):
   });
 }
 
+/**
+ * The tool ran, but a paste did not get the value in time. Its forked child
+ * may still put it there later, so whoever sees this must still clear the
+ * clipboard when the time is up (the helper does).
+ */
+export class NotServedError extends ClipboardError {}
+
 /** How long the child a tool forks may take to serve the value (a loaded machine took over 100 ms). */
 const SERVE_TIMEOUT_MS = 5000;
 
@@ -141,7 +148,7 @@ export async function untilServed(tool: ClipboardTool, value: Buffer): Promise<v
     wipe(now);
     if (holds) return;
     if (Date.now() >= deadline) {
-      throw new ClipboardError(
+      throw new NotServedError(
         `${tool.name} did not put the value on the clipboard within ${SERVE_TIMEOUT_MS / 1000} s`,
       );
     }
