@@ -261,7 +261,12 @@ try {
   out.tokenLength = token.length;
   await c.unregisterActivity(process.pid, token);
   try { await c.registerActivity(4, 'env'); out.foreignPid = 'accepted'; } catch (e) { out.foreignPid = e.code; }
-  const status = await c.status();
+  let status = await c.status();
+  // The WTS watcher starts on its own thread: under load (a whole CI run) it can still be 'starting' here.
+  for (let i = 0; i < 100 && status.sessionLock.sources.some((s) => s.state === 'starting'); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    status = await c.status();
+  }
   out.socket = status.socket;
   out.lockSources = status.sessionLock.sources.map((s) => [s.source, s.state, s.watching]);
   // Eight clients at once: one instance waits at a time, the others see ERROR_PIPE_BUSY and WaitNamedPipeW.

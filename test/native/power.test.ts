@@ -167,12 +167,15 @@ test('a process with a running watcher (stopped or not) exits by itself', async 
   for (const stop of [true, false]) {
     const script = `
       const b = require('node-gyp-build')(process.cwd());
+      // Kept alive until the watcher is ready (at load 18 that took more than 300 ms), then
+      // nothing but the watcher is left: the process must exit by itself.
+      const keep = setTimeout(() => {}, 6000);
       const w = new b.PowerWatcher((e) => {
         if (e.type !== 'ready') return;
         console.log('ready ' + e.owner);
         ${stop ? 'w.stop();' : ''}
-      });
-      setTimeout(() => {}, 300);`;
+        clearTimeout(keep);
+      });`;
     const child = spawn(process.execPath, ['-e', script], {
       env: { ...process.env },
       stdio: ['ignore', 'pipe', 'pipe'],
