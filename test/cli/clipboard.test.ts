@@ -210,8 +210,35 @@ test('an xsel whose value comes after the 5 s the copy waits: the command fails,
     assert.ok(alive(pid), 'the helper stays to clear');
     await waitFor(() => x!.paste() === VALUE, 15_000, 'the late value');
     await waitFor(() => x!.paste() === '', 20_000, 'the clear at the end of the 12 s');
-    assert.ok(Date.now() - failedAt >= 4000, 'cleared when the time was up, not before');
+    assert.ok(Date.now() - failedAt >= 10_000, 'cleared when the time was up, not before');
     await waitFor(() => !alive(pid), 5000, 'the helper to exit');
+  } finally {
+    slow.remove();
+  }
+});
+
+test('a signal while the copy waits for a slow xsel: the helper stops waiting, clears and exits at once', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  const slow = slowXsel(4);
+  try {
+    rmSync(pidfile(), { force: true });
+    const running = t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '30'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: slow.path },
+    });
+    await waitFor(() => existsSync(pidfile()), 10_000, "the helper's pidfile");
+    const pid = helperPid();
+    await sleep(500);
+    const signalled = Date.now();
+    process.kill(pid, 'SIGTERM'); // what the agent sends on suspend (it waits 1.5 s, then SIGKILL)
+    await waitFor(() => !alive(pid), 5000, 'the helper to exit');
+    assert.ok(Date.now() - signalled < 1500, `exited ${Date.now() - signalled} ms after the signal`);
+    const r = await running;
+    assert.is.not(r.code, 0, 'not reported as copied');
+    // This xsel's detached child still takes the selection at 4 s, after the clear (a known gap:
+    // only an xsel kept attached, --nodetach, could be ended with the helper). Leave a clean clipboard.
+    await sleep(Math.max(0, signalled + 4500 - Date.now()));
+    x.copy('');
   } finally {
     slow.remove();
   }

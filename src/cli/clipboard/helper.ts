@@ -162,13 +162,16 @@ export async function runClipHelper(argv: string[]): Promise<void> {
   let finishing = false;
   let token: string | null = null;
   let copying: Promise<boolean> | null = null;
+  /** A paste got the value: until then the clear at the end is unconditional (the tool's child may serve it late). */
+  let served = false;
   const finish = async (why: 'timeout' | NodeJS.Signals): Promise<void> => {
     if (finishing) return;
     finishing = true;
     // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
     if (copying) await copying.catch(() => false);
     try {
-      await clearIfOurs(tool, value);
+      if (served) await clearIfOurs(tool, value);
+      else await tool.clear();
     } catch {
       /* nothing more can be done: the tool cannot be run now */
     }
@@ -194,8 +197,9 @@ export async function runClipHelper(argv: string[]): Promise<void> {
   }
   let marked: boolean;
   try {
-    copying = tool.copy(value);
+    copying = tool.copy(value, () => finishing);
     marked = await copying;
+    served = true;
     copying = null;
   } catch (err) {
     if (finishing) return; // finish() is clearing and exiting

@@ -25,8 +25,12 @@ export interface ClipboardTool {
   readonly programs: readonly string[];
   /** How to install them, for the error that names a missing one. */
   readonly install: string;
-  /** Puts `value` on the clipboard; true when the copy was marked as sensitive for clipboard managers. */
-  copy(value: Buffer): Promise<boolean>;
+  /**
+   * Puts `value` on the clipboard; true when the copy was marked as sensitive
+   * for clipboard managers. `stop` ends a wait for the value to be served
+   * early (NotServedError): the helper's signal handlers must clear at once.
+   */
+  copy(value: Buffer, stop?: () => boolean): Promise<boolean>;
   /**
    * The clipboard's text in secure memory (wipe it), or null when it is
    * empty, cannot be read, or holds more than `limit` bytes.
@@ -132,17 +136,19 @@ export class NotServedError extends ClipboardError {}
 const SERVE_TIMEOUT_MS = 5000;
 
 /**
- * For the tools that fork a child to serve the clipboard (xclip, xsel,
- * wl-copy): waits until a paste gets `value` (compared in constant time).
+ * For the X11 tools, which fork a child to serve the clipboard (xclip,
+ * xsel): waits until a paste gets `value` (compared in constant time).
+ * (wl-copy forks only once the compositor has set its selection.)
  * xsel forks first and takes the selection after its parent has exited, so
  * its exit proves nothing; the command says "Copied" only once the value is
  * there, and the helper's check before it clears (does the clipboard still
  * hold our value?) never sees what was there before.
  */
-export async function untilServed(tool: ClipboardTool, value: Buffer): Promise<void> {
+export async function untilServed(tool: ClipboardTool, value: Buffer, stop?: () => boolean): Promise<void> {
   if (value.length === 0) return;
   const deadline = Date.now() + SERVE_TIMEOUT_MS;
   for (;;) {
+    if (stop?.()) throw new NotServedError(`${tool.name}: stopped before the value was on the clipboard`);
     const now = await tool.read(value.length);
     const holds = now !== null && constantTimeEqual(now, value);
     wipe(now);

@@ -13,7 +13,7 @@
  * with xclip (clear() says why not --clear).
  */
 import { wipe } from '../../vault/secure.js';
-import { check, ClipboardError, readResult, runTool, untilServed, type ClipboardTool } from './tool.js';
+import { check, ClipboardError, readResult, runTool, type ClipboardTool } from './tool.js';
 import { inMemory } from '../memory-folder.js';
 
 interface Capabilities {
@@ -54,8 +54,8 @@ export const wayland: ClipboardTool = {
     const caps = await probe();
     const env = bufferFolder(caps);
     const args = ['--type', 'text/plain;charset=utf-8', ...(caps.sensitive ? ['--sensitive'] : [])];
+    // No wait for the value to be served: wl-copy forks only once the compositor has set its selection.
     check(await runTool('wl-copy', args, { input: value, env }), 'wl-copy');
-    await untilServed(wayland, value);
     return caps.sensitive;
   },
   async read(limit) {

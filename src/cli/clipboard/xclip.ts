@@ -14,9 +14,9 @@ export const xclip: ClipboardTool = {
   name: 'xclip',
   programs: ['xclip'],
   install: 'install xclip (Debian/Ubuntu: apt install xclip; Homebrew: brew install xclip) or xsel',
-  async copy(value) {
+  async copy(value, stop) {
     check(await runTool('xclip', [...selection, '-in'], { input: value }), 'xclip');
-    await untilServed(xclip, value);
+    await untilServed(xclip, value, stop);
     return false;
   },
   async read(limit) {

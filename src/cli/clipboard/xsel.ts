@@ -13,9 +13,9 @@ export const xsel: ClipboardTool = {
   name: 'xsel',
   programs: ['xsel'],
   install: 'install xclip or xsel (Debian/Ubuntu: apt install xclip; Homebrew: brew install xclip)',
-  async copy(value) {
+  async copy(value, stop) {
     check(await runTool('xsel', ['--clipboard', '--input'], { input: value }), 'xsel');
-    await untilServed(xsel, value);
+    await untilServed(xsel, value, stop);
     return false;
   },
   async read(limit) {
