@@ -156,7 +156,14 @@ test('each error path answers with its code and keeps the connection (or closes 
       s.once('data', r);
       s.write(wire);
     });
-    await new Promise((r) => setTimeout(r, 50));
+    // Up to 1 s for the agent to close (a whole CI run at load 18 took longer than a fixed 50 ms).
+    await new Promise<void>((r) => {
+      const timer = setTimeout(r, 1000);
+      s.once('close', () => {
+        clearTimeout(timer);
+        r();
+      });
+    });
     s.destroy();
     assert.is(reply[4], MsgType.ERROR);
     return { code: reply.readUInt16LE(9), closed };
