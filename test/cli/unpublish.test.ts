@@ -12,20 +12,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseShareCode } from '../../src/keyserver/share-code.js';
 import type { TestServer } from '../keyserver/harness.js';
-import { cliEnv, type CliEnv, type RunResult } from './harness.js';
+import { cliEnv, type CliEnv } from './harness.js';
+import { as, ok } from './members.js';
 import { confirmLink, startPlainServer } from './keyserver-harness.js';
 
 let server: TestServer;
 let alice: CliEnv;
 let bob: CliEnv;
-
-const as = (t: CliEnv, args: string[]): Promise<RunResult> => t.run(args, { env: { STASH_PASSWORD_FILE: t.pwFile } });
-
-async function ok(t: CliEnv, args: string[]): Promise<RunResult> {
-  const r = await as(t, args);
-  assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
-  return r;
-}
 
 async function published(t: CliEnv, email: string): Promise<string> {
   const r = await ok(t, ['vault', 'identity', 'publish', '--email', email, '--server', server.url, '--json']);
