@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Runs every test/**/*.test.ts in its own Node process (TypeScript through tsx),
+// Runs every test/**/*.test.ts in its own Node process (compiled to JavaScript first,
+// test/compile-tests.js),
 // so a suite that starts agents, servers or crashing children cannot disturb
 // another. Several suites run at once (they mostly wait on child processes);
 // each suite keeps its own folders, ports and agent directories, so none depends
@@ -19,6 +20,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, w
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { compileTests } from './compile-tests.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const timesFile = join(root, 'test', 'suite-times.json');
@@ -65,6 +67,8 @@ const measureCpu = process.env.STASH_TEST_CPU === '1' && existsSync('/usr/bin/ti
 // node processes (the suites, each stash command, agents, servers). The suites talk
 // only to loopback, trusting the test CAs they make, and install only offline.
 const suiteEnv = { ...process.env, FORCE_COLOR: '0' };
+// STASH_TEST_COMPILED (the compiled copy, set below) lets a suite start its TypeScript
+// fixtures from there too (tsNode in test/helpers/facility.ts).
 delete suiteEnv.NODE_EXTRA_CA_CERTS;
 
 function findTests(dir) {
@@ -82,6 +86,8 @@ function findTests(dir) {
 
 /** Suites still running, so a signal to the runner can end their process groups. */
 const running = new Set();
+/** The compiled copy of the tests this run starts suites from (test/compile-tests.js). */
+let compiled = null;
 
 function killGroup(child, signal) {
   try {
@@ -95,7 +101,11 @@ function runSuite(file) {
   return new Promise((resolveSuite) => {
     const started = Date.now();
     const cpuDir = measureCpu ? mkdtempSync(join(tmpdir(), 'stash-test-cpu-')) : null;
-    const argv = [process.execPath, '--import', 'tsx', file];
+    const argv = [
+      process.execPath,
+      '--enable-source-maps',
+      join(compiled.dir, relative(root, file).replace(/\.ts$/, '.js')),
+    ];
     if (cpuDir) argv.unshift('/usr/bin/time', '-f', '%U %S', '-o', join(cpuDir, 'cpu'));
     // Its own process group: a suite killed at its timeout takes the servers,
     // agents and helpers it started (and did not detach) with it.
@@ -162,6 +172,7 @@ function runSuite(file) {
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     for (const child of running) killGroup(child, 'SIGKILL');
+    compiled?.remove();
     process.exit(130);
   });
 }
@@ -187,6 +198,15 @@ for (const f of files) {
   if (m) alone.set(f, m[1].trim());
 }
 const pooled = files.filter((f) => !alone.has(f)).sort((a, b) => weight(b) - weight(a));
+
+try {
+  compiled = compileTests(root);
+  suiteEnv.STASH_TEST_COMPILED = compiled.dir;
+} catch (err) {
+  console.error(`test/run.js: the tests do not compile:\n${err.message}`);
+  console.log('\n0 passed, 1 failed');
+  process.exit(1);
+}
 
 let passed = 0;
 let failed = 0;
@@ -231,6 +251,7 @@ for (const [file, reason] of alone) {
   report(await runSuite(file));
 }
 
+compiled.remove();
 if (recordTimes) {
   const merged = { ...times, ...measured };
   const sorted = Object.fromEntries(

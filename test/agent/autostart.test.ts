@@ -5,12 +5,12 @@ import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { agentEnv, agentPids, exited, sleep, waitFor } from '../helpers/agent.js';
-import { isRoot, needFacility, tsxNode } from '../helpers/facility.js';
+import { isRoot, needFacility, tsNode } from '../helpers/facility.js';
 
 const fixture = join(process.cwd(), 'test', 'fixtures', 'agent-client.ts');
 
 function runClient(env: NodeJS.ProcessEnv): Promise<{ code: number | string; out: string; err: string }> {
-  const p = spawn(tsxNode[0]!, [...tsxNode.slice(1), fixture], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(...tsNode(fixture), { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   p.stdout!.on('data', (d) => {

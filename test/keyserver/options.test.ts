@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { TOKEN_FLAG_WARNING, parseCommandLine, type Invocation } from '../../src/keyserver/cli/parse.js';
 import { optionDefs, type ServerConfig } from '../../src/keyserver/cli/options.js';
 import { helpText } from '../../src/keyserver/cli/help.js';
-import { tsxNode } from '../helpers/facility.js';
+import { tsNode } from '../helpers/facility.js';
 import { startServerProcess } from './cluster.js';
 import { tempDir } from './harness.js';
 
@@ -337,7 +337,7 @@ test('config-file errors carry file:line and the key', () => {
 test('the real entry: --help does not load koa, errors exit 64, usage errors of the operator commands exit 64', () => {
   const fixture = join(process.cwd(), 'test', 'fixtures', 'keyserver-main.ts');
   const run = (args: string[], env: Record<string, string> = {}) =>
-    spawnSync(tsxNode[0]!, [...tsxNode.slice(1), fixture, ...args], {
+    spawnSync(...tsNode(fixture, ...args), {
       encoding: 'utf8',
       timeout: 30000,
       env: { ...process.env, STASH_PROBE_MODULES: '1', ...env },

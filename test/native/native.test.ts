@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { once } from 'node:events';
 import { peerCredentials, processPosture, openSystemLog, systemLog, closeSystemLog } from '../../src/native/index.js';
-import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
+import { haveCommand, isRoot, needFacility, tsNode } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const child = join(process.cwd(), 'test', 'fixtures', 'native-child.ts');
@@ -49,7 +49,7 @@ test('peerCredentials reports a child client by its real pid', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'stash-peer-'));
   const path = join(dir, 's.sock');
   const { server, accepted } = await listen(path);
-  const proc = spawn(tsxNode[0]!, [...tsxNode.slice(1), child, 'connect', path], {
+  const proc = spawn(...tsNode(child, 'connect', path), {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const serverSide = await accepted;
@@ -101,7 +101,8 @@ test('peerCredentials on a bad descriptor throws with an errno code', () => {
 
 function abortIn(dir: string, mode: string): void {
   // ulimit -c unlimited first, so that only hardenProcess can be what stops the core file.
-  const r = spawnSync('sh', ['-c', `ulimit -c unlimited; exec "$@"`, 'sh', ...tsxNode, child, mode], {
+  const [node, args] = tsNode(child, mode);
+  const r = spawnSync('sh', ['-c', `ulimit -c unlimited; exec "$@"`, 'sh', node, ...args], {
     cwd: dir,
     stdio: 'ignore',
   });
@@ -137,7 +138,7 @@ test('after hardenProcess a crashing child leaves no core file', () => {
 });
 
 test('hardenProcess makes the process non-dumpable, as /proc shows', async () => {
-  const proc = spawn(tsxNode[0]!, [...tsxNode.slice(1), child, 'harden-wait'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const proc = spawn(...tsNode(child, 'harden-wait'), { stdio: ['pipe', 'pipe', 'inherit'] });
   const [line] = (await once(proc.stdout!, 'data')) as [Buffer];
   const report = JSON.parse(line.toString());
   assert.is(report.dumpable, false);

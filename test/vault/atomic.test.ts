@@ -19,7 +19,7 @@ import {
   writeEntry,
 } from '../../src/vault/index.js';
 import { withVaultLock } from '../../src/vault/lock.js';
-import { tsxNode } from '../helpers/facility.js';
+import { tsNode } from '../helpers/facility.js';
 import { cleanup, expectCode, newVault } from './vault-fixture.js';
 
 test.after.each(cleanup);
@@ -28,7 +28,7 @@ const child = fileURLToPath(new URL('./fixtures/vault-child.ts', import.meta.url
 const isPosix = process.platform !== 'win32';
 
 function run(args: string[], key: Buffer) {
-  return spawnSync(tsxNode[0]!, [...tsxNode.slice(1), child, ...args], {
+  return spawnSync(...tsNode(child, ...args), {
     env: { ...process.env, STASH_TEST_CONTENT_KEY: key.toString('hex') },
     encoding: 'utf8',
   });
@@ -90,14 +90,10 @@ test('concurrent writers from several processes lose no update', async () => {
     writers.map(
       (prefix) =>
         new Promise<number | null>((resolve) => {
-          const p = spawn(
-            tsxNode[0]!,
-            [...tsxNode.slice(1), child, 'writer', v.dir, 'shared', prefix, String(perWriter)],
-            {
-              env: { ...process.env, STASH_TEST_CONTENT_KEY: ck.toString('hex') },
-              stdio: ['ignore', 'ignore', 'inherit'],
-            },
-          );
+          const p = spawn(...tsNode(child, 'writer', v.dir, 'shared', prefix, String(perWriter)), {
+            env: { ...process.env, STASH_TEST_CONTENT_KEY: ck.toString('hex') },
+            stdio: ['ignore', 'ignore', 'inherit'],
+          });
           p.on('close', (code) => resolve(code));
         }),
     ),

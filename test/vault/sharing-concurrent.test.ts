@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { mergeShared } from '../../src/vault/sharing/index.js';
-import { tsxNode } from '../helpers/facility.js';
+import { tsNode } from '../helpers/facility.js';
 import { cleanup, expectCode, PASSWORD } from './vault-fixture.js';
 import { read, threeMembers, write, type Person } from './sharing-people.js';
 
@@ -28,11 +28,9 @@ async function slowWrite(
   at: 'rename' | 'check',
   ms: number,
 ): Promise<{ done: Promise<string> }> {
-  const child = spawn(
-    tsxNode[0]!,
-    [...tsxNode.slice(1), childPath, 'slow', p.dir, 'team', PASSWORD, file, entry, String(ms), at],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  const child = spawn(...tsNode(childPath, 'slow', p.dir, 'team', PASSWORD, file, entry, String(ms), at), {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => {

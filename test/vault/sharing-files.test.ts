@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { tsxNode } from '../helpers/facility.js';
+import { tsNode } from '../helpers/facility.js';
 import { cleanup, PASSWORD } from './vault-fixture.js';
 import { read, threeMembers, write } from './sharing-people.js';
 
@@ -22,7 +22,7 @@ const isPosix = process.platform !== 'win32';
 const CHILD_TIMEOUT_MS = 45_000;
 
 function run(args: string[]) {
-  return spawnSync(tsxNode[0]!, [...tsxNode.slice(1), child, ...args], {
+  return spawnSync(...tsNode(child, ...args), {
     encoding: 'utf8',
     timeout: CHILD_TIMEOUT_MS,
     killSignal: 'SIGKILL',

@@ -12,7 +12,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { VaultError } from '../../src/vault/errors.js';
 import { assertLockHeld, lockPathOf, withFileLock } from '../../src/vault/sharing/file-lock.js';
-import { haveCommand, isRoot, needFacility, tsxNode } from '../helpers/facility.js';
+import { haveCommand, isRoot, needFacility, tsNode } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { cleanup, expectCode, tempRoot } from './vault-fixture.js';
 
@@ -22,7 +22,7 @@ const holderPath = fileURLToPath(new URL('./fixtures/lock-holder.ts', import.met
 
 /** A process holding the lock of `file` until killed. */
 async function holder(file: string): Promise<ChildProcess> {
-  const child = spawn(tsxNode[0]!, [...tsxNode.slice(1), holderPath, file, '60000'], {
+  const child = spawn(...tsNode(holderPath, file, '60000'), {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
