@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Bundles the compiled CLI (dist/, from tsc) into two CommonJS files, run by
-// `npm run compile` and `prepare` after tsc:
+// Bundles the compiled CLI (dist/, from scripts/compile-src.js) into two CommonJS files, run by
+// `npm run compile` and `prepare` after it:
 //   dist/cli/stash.cjs   every module the CLI can load, dist/cli/main.js first
 //   dist/cli/launch.cjs  dist/cli/launch.js: loads stash.cjs with a code cache
 // One CommonJS file starts faster than the same code as ES modules: no ES

@@ -1,7 +1,7 @@
 // The key server as ONE CommonJS file, the main script of its single executable
 // (scripts/release/sea.js). A single executable's require() loads Node's
 // built-in modules only, so everything else is bundled: the compiled server
-// (dist/, from tsc: run `npm run compile` first), Koa and the other
+// (dist/, from scripts/compile-src.js: run `npm run compile` first), Koa and the other
 // packages, and sodium-native's JavaScript. What cannot be bundled is
 // replaced at build time and the build stops on anything it does not know:
 //   - sodium-native's addon (its binding.js finds the .node file through
