@@ -34,11 +34,10 @@
 namespace stash {
 namespace {
 
-constexpr const char* kLogindName = "org.freedesktop.login1";
 constexpr const char* kSessionInterface = "org.freedesktop.login1.Session";
 constexpr const char* kPropertiesInterface = "org.freedesktop.DBus.Properties";
 // Setup calls block stop() until they return (Properties.Get from a match callback too).
-constexpr uint64_t kCallTimeoutUsec = 2 * 1000 * 1000;
+constexpr uint64_t kLockCallTimeoutUsec = 2 * 1000 * 1000;
 
 // The two screensaver names and the object each answers GetActive on.
 struct ScreenSaver {
@@ -114,7 +113,7 @@ class LockWatcher : public LockWatcherBase<LockWatcher> {
     int r = api_->message_new_method_call(bus_, call.out(), dest, path, iface, member);
     if (r >= 0) r = append(call.get());
     sd_bus_error error{nullptr, nullptr, 0};
-    if (r >= 0) r = api_->call(bus_, call.get(), kCallTimeoutUsec, &error, reply->out());
+    if (r >= 0) r = api_->call(bus_, call.get(), kLockCallTimeoutUsec, &error, reply->out());
     if (r < 0) DescribeBusFailure(member, r, &error, failure);
     api_->error_free(&error);
     return r >= 0;
@@ -176,12 +175,12 @@ class LockWatcher : public LockWatcherBase<LockWatcher> {
 
   void RunLogind() {
     BusFailure failure;
-    bus_ = OpenSystemBus(api_, kCallTimeoutUsec, &failure);
+    bus_ = OpenSystemBus(api_, kLockCallTimeoutUsec, &failure);
     if (bus_ == nullptr) return Fail(failure);
     BusRef bus(api_, bus_);
     std::string owner;
     if (!WatchOwner(kLogindName, &failure) ||
-        !GetNameOwner(api_, bus_, kLogindName, kCallTimeoutUsec, &owner, &failure)) {
+        !GetNameOwner(api_, bus_, kLogindName, kLockCallTimeoutUsec, &owner, &failure)) {
       return Fail(failure);
     }
     if (owner.empty()) {
@@ -273,7 +272,7 @@ class LockWatcher : public LockWatcherBase<LockWatcher> {
 
   void RunScreenSaver() {
     BusFailure failure;
-    bus_ = OpenSessionBus(api_, kCallTimeoutUsec, &failure);
+    bus_ = OpenSessionBus(api_, kLockCallTimeoutUsec, &failure);
     if (bus_ == nullptr) return Fail(failure);
     BusRef bus(api_, bus_);
     for (const ScreenSaver& s : kScreenSavers) {
@@ -285,7 +284,7 @@ class LockWatcher : public LockWatcherBase<LockWatcher> {
     }
     int locked = -1;
     for (size_t i = 0; i < kScreenSaverCount; i++) {
-      if (!GetNameOwner(api_, bus_, kScreenSavers[i].name, kCallTimeoutUsec, &owners_[i], &failure)) return Fail(failure);
+      if (!GetNameOwner(api_, bus_, kScreenSavers[i].name, kLockCallTimeoutUsec, &owners_[i], &failure)) return Fail(failure);
       Owner(kScreenSavers[i].name, owners_[i]);
       if (owners_[i].empty()) continue;
       MessageRef reply(api_);

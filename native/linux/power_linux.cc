@@ -30,12 +30,11 @@
 namespace stash {
 namespace {
 
-constexpr const char* kLogindName = "org.freedesktop.login1";
 constexpr const char* kLogindPath = "/org/freedesktop/login1";
 constexpr const char* kManagerInterface = "org.freedesktop.login1.Manager";
 // logind answers Inhibit in well under a millisecond; a stuck bus must not pin a
 // libuv pool thread for sd-bus's default 25 s.
-constexpr uint64_t kCallTimeoutUsec = 5 * 1000 * 1000;
+constexpr uint64_t kPowerCallTimeoutUsec = 5 * 1000 * 1000;
 // The watcher's setup calls (AddMatch, GetNameOwner) block stop() until they return.
 constexpr uint64_t kWatcherCallTimeoutUsec = 2 * 1000 * 1000;
 
@@ -94,13 +93,13 @@ class ProbeWorker : public BusWorker {
       return;
     }
     BusFailure failure;
-    sd_bus* raw = OpenSystemBus(api_, kCallTimeoutUsec, &failure);
+    sd_bus* raw = OpenSystemBus(api_, kPowerCallTimeoutUsec, &failure);
     if (raw == nullptr) {
       reason_ = failure.message;
       return;
     }
     BusRef bus(api_, raw);
-    if (!GetNameOwner(api_, bus.get(), kLogindName, kCallTimeoutUsec, &owner_, &failure)) {
+    if (!GetNameOwner(api_, bus.get(), kLogindName, kPowerCallTimeoutUsec, &owner_, &failure)) {
       reason_ = failure.message;
     } else if (owner_.empty()) {
       reason_ = std::string(kLogindName) + " is not on the system bus at " + SystemBusAddress() +
@@ -133,7 +132,7 @@ class InhibitWorker : public BusWorker {
   void Execute() override {
     const SdBusApi* api = Api();
     if (api == nullptr) return;
-    sd_bus* raw = OpenSystemBus(api, kCallTimeoutUsec, &failure_);
+    sd_bus* raw = OpenSystemBus(api, kPowerCallTimeoutUsec, &failure_);
     if (raw == nullptr) {
       failed_ = true;
       return;
@@ -149,7 +148,7 @@ class InhibitWorker : public BusWorker {
     }
     sd_bus_error error{nullptr, nullptr, 0};
     MessageRef reply(api);
-    r = api->call(bus.get(), call.get(), kCallTimeoutUsec, &error, reply.out());
+    r = api->call(bus.get(), call.get(), kPowerCallTimeoutUsec, &error, reply.out());
     if (r < 0) {
       failed_ = true;
       DescribeBusFailure("Inhibit", r, &error, &failure_);

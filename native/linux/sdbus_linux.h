@@ -101,6 +101,9 @@ struct BusFailure {
 // Fills `out` from a negative sd-bus return value and an optional sd_bus_error.
 void DescribeBusFailure(const char* what, int r, const sd_bus_error* error, BusFailure* out);
 
+// logind's bus name (the power and the lock watchers both call it).
+inline constexpr const char* kLogindName = "org.freedesktop.login1";
+
 // The system bus address in use, for messages ("default" when the variable is unset).
 std::string SystemBusAddress();
 

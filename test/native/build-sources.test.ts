@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { haveCommand, needFacility } from '../helpers/facility.js';
 
 type Group = 'common' | 'linux' | 'mac' | 'win';
@@ -69,14 +69,26 @@ function gypSources(dir: string, os: 'linux' | 'win' | 'mac'): string[] {
   const objs = /^OBJS := \\\n((?:\t.*\\?\n)+)/m.exec(mk)?.[1] ?? '';
   return objs
     .split('\n')
-    .map((l) => /\$\(TARGET\)\/(native\/\S+)\.o/.exec(l)?.[1])
+    .map((l) => /\$\(TARGET\)\/((?:native|build)\/\S+)\.o/.exec(l)?.[1])
     .filter((f): f is string => f !== undefined)
-    .map((f) => `${f}.cc`)
+    .flatMap((f) => (f.startsWith('build/') ? unityIncludes(dir, `${f}.cc`) : [`${f}.cc`]))
     .sort();
 }
 
+/** The sources a generated one-translation-unit file (native/sources.cjs --unity) #includes, from the checkout's root. */
+function unityIncludes(dir: string, file: string): string[] {
+  const text = readFileSync(join(dir, file), 'utf8');
+  const lines = text.split('\n').filter((l) => l.startsWith('#include'));
+  assert.ok(lines.length > 0, `${file} includes nothing`);
+  return lines.map((l) => {
+    const path = /^#include "([^"]+)"$/.exec(l)?.[1];
+    assert.ok(path, `${file}: not a quoted include: ${l}`);
+    return relative(dir, resolve(dir, 'build', path!));
+  });
+}
+
 /** What CMake would compile, read from its file API after a cmake-js configure. */
-function cmakeSources(dir: string, args: string[]): string[] {
+function cmakeSources(dir: string, args: string[]): { sources: string[]; unity: boolean } {
   const out = join(dir, 'build-cmake');
   rmSync(out, { recursive: true, force: true });
   mkdirSync(join(out, '.cmake', 'api', 'v1', 'query'), { recursive: true });
@@ -97,7 +109,11 @@ function cmakeSources(dir: string, args: string[]): string[] {
   };
   const entry = model.configurations[0]!.targets.find((t) => t.name === 'stash_native')!;
   const target = JSON.parse(readFileSync(join(reply, entry.jsonFile), 'utf8')) as { sources: Array<{ path: string }> };
-  return target.sources.map((s) => s.path.replace(`${dir}/`, '')).sort();
+  // CMake's one-translation-unit file (UNITY_BUILD, Linux) is generated in its build folder;
+  // the sources it includes are listed beside it.
+  const paths = target.sources.map((s) => s.path.replace(`${dir}/`, ''));
+  const isUnity = (p: string) => /\/Unity\/unity_[0-9]+_cxx\.cxx$/.test(p);
+  return { sources: paths.filter((p) => !isUnity(p)).sort(), unity: paths.some(isUnity) };
 }
 
 test('node-gyp (binding.gyp) would compile exactly native/sources.json on Linux, Windows and macOS', () => {
@@ -109,11 +125,27 @@ test('node-gyp (binding.gyp) would compile exactly native/sources.json on Linux,
   }
 });
 
+test('on Linux both builds compile one translation unit that includes every Linux source in the listed order', () => {
+  const dir = sandbox();
+  try {
+    rmSync(join(dir, 'build'), { recursive: true, force: true });
+    const r = spawnSync(process.execPath, ['native/sources.cjs', '--unity', 'common', 'linux'], {
+      cwd: dir,
+      encoding: 'utf8',
+    });
+    assert.is(r.status, 0, r.stderr);
+    assert.is(r.stdout.trim(), 'build/unity-linux.cc');
+    assert.equal(unityIncludes(dir, 'build/unity-linux.cc'), [...sources.common, ...sources.linux]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('cmake-js (CMakeLists.txt) would compile exactly native/sources.json for each release target', () => {
   if (!needFacility(haveCommand('cmake'), 'cmake', 'apt-get install cmake')) return;
   const dir = sandbox();
   try {
-    assert.equal(cmakeSources(dir, []), expected('linux'), 'linux-x64');
+    assert.equal(cmakeSources(dir, []), { sources: expected('linux'), unity: true }, 'linux-x64');
     if (
       needFacility(
         haveCommand('aarch64-linux-gnu-g++'),
@@ -127,7 +159,7 @@ test('cmake-js (CMakeLists.txt) would compile exactly native/sources.json for ea
           'arm64',
           `--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'aarch64-linux-gnu.cmake')}`,
         ]),
-        expected('linux'),
+        { sources: expected('linux'), unity: true },
         'linux-arm64',
       );
     }
@@ -136,7 +168,7 @@ test('cmake-js (CMakeLists.txt) would compile exactly native/sources.json for ea
     ) {
       assert.equal(
         cmakeSources(dir, [`--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'x86_64-w64-mingw32.cmake')}`]),
-        expected('win'),
+        { sources: expected('win'), unity: false },
         'win32-x64',
       );
     }
@@ -157,13 +189,13 @@ test('a source the two lists disagree on is caught (the comparison bites)', () =
         'list(APPEND STASH_SOURCES ${STASH_OS_SOURCES} "${CMAKE_CURRENT_SOURCE_DIR}/native/macos/peer_macos.cc")',
       ),
     );
-    if (haveCommand('cmake')) assert.not.equal(cmakeSources(dir, []), expected('linux'));
+    if (haveCommand('cmake')) assert.not.equal(cmakeSources(dir, []).sources, expected('linux'));
     const gyp = readFileSync(join(dir, 'binding.gyp'), 'utf8');
     writeFileSync(
       join(dir, 'binding.gyp'),
       gyp.replace(
-        '"<!@(node native/sources.cjs linux)"',
-        '"<!@(node native/sources.cjs linux)", "native/macos/peer_macos.cc"',
+        '"<!@(node native/sources.cjs --unity common linux)"',
+        '"<!@(node native/sources.cjs --unity common linux)", "native/macos/peer_macos.cc"',
       ),
     );
     assert.not.equal(gypSources(dir, 'linux'), expected('linux'));
