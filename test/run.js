@@ -16,7 +16,16 @@
 // A suite whose source holds a line `// @alone: <reason>` runs by itself after
 // the others (the reason is printed); keep that list tiny.
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -202,6 +211,9 @@ const pooled = files.filter((f) => !alone.has(f)).sort((a, b) => weight(b) - wei
 try {
   compiled = compileTests(root);
   suiteEnv.STASH_TEST_COMPILED = compiled.dir;
+  // One warm code cache that every test environment starts from (test/helpers/code-cache-seed.ts).
+  suiteEnv.STASH_TEST_CODE_CACHE = join(compiled.dir, 'code-cache-seed');
+  mkdirSync(suiteEnv.STASH_TEST_CODE_CACHE, { mode: 0o700 });
 } catch (err) {
   console.error(`test/run.js: the tests do not compile:\n${err.message}`);
   console.log('\n0 passed, 1 failed');

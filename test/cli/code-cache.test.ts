@@ -66,7 +66,7 @@ function filesUnder(dir: string): Buffer[] {
 }
 
 test('the first run writes the cache owner-only, the next run uses it', async () => {
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     await withEntry(t);
     const first = await t.run(['get', 'work', 'TOKEN'], { env: tracing });
@@ -101,7 +101,7 @@ test('the first run writes the cache owner-only, the next run uses it', async ()
 
 test('a damaged cache is ignored and rewritten (V8 would crash on it), so is a truncated or foreign one', async () => {
   if (nodeCompileCache) return; // Node's compile cache checks its own files
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     await withEntry(t);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).code, 0);
@@ -141,7 +141,7 @@ test('a damaged cache is ignored and rewritten (V8 would crash on it), so is a t
 
 test('a cache V8 refuses (made under other V8 flags) is rewritten', async () => {
   if (nodeCompileCache) return;
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     await withEntry(t);
     // A V8 flag changes V8's flag hash: a cache made under it does not fit a plain run.
@@ -167,7 +167,7 @@ test('a cache V8 refuses (made under other V8 flags) is rewritten', async () => 
 
 test('a cache file or folder that others can write is neither used nor replaced', async () => {
   if (nodeCompileCache || process.platform === 'win32') return;
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     await withEntry(t);
     assert.is((await t.run(['get', 'work', 'TOKEN'])).code, 0);
@@ -190,7 +190,7 @@ test('a cache file or folder that others can write is neither used nor replaced'
 });
 
 test('the cache never holds a value or a password', async () => {
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     const value = 'VALUE-7f3a9c1e-never-in-a-cache';
     await withEntry(t, value);
@@ -220,7 +220,7 @@ test('the cache never holds a value or a password', async () => {
 });
 
 test('no cache folder to be had, or STASH_CODE_CACHE=off: the command runs as ever, silently', async () => {
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     await withEntry(t);
     const blocker = join(t.home, 'a-file');
@@ -241,7 +241,7 @@ test('no cache folder to be had, or STASH_CODE_CACHE=off: the command runs as ev
 test('a bundle older than dist/cli/main.js (tsc run alone) is not used: the ES modules run', async () => {
   // A copy of the package whose main.js is dated after the bundle.
   const root = mkdtempSync(join(tmpdir(), 'stash-stale-bundle-'));
-  const t = cliEnv();
+  const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder
   try {
     for (const f of ['bin', 'dist']) cpSync(join(process.cwd(), f), join(root, f), { recursive: true });
     cpSync(join(process.cwd(), 'package.json'), join(root, 'package.json'));

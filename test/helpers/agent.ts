@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { returnCodeCache, seedCodeCache } from './code-cache-seed.js';
 
 export const stashBin = join(process.cwd(), 'bin', 'stash.js');
 
@@ -43,12 +44,21 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
   delete env.STASH_AGENT_CONFIG;
   delete env.STASH_CONFIG;
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  // The run's warm code cache (test/helpers/code-cache-seed.ts), unless this environment
+  // brings its own cache folder or opts out.
+  const seed = env.STASH_TEST_CODE_CACHE;
+  delete env.STASH_TEST_CODE_CACHE;
+  const seeded = seed !== undefined && extra.XDG_CACHE_HOME === undefined;
+  if (seeded) seedCodeCache(seed, env.XDG_CACHE_HOME!);
   return {
     dir,
     home,
     logPath,
     env,
-    cleanup: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }),
+    cleanup: () => {
+      if (seeded) returnCodeCache(seed, env.XDG_CACHE_HOME!);
+      rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 });
+    },
   };
 }
 
