@@ -77,7 +77,8 @@ try {
       wrkUs: ((childrenCpu() - wrkBefore) / r.total) * 1e6,
     };
   };
-  for (const s of [one, two]) await runWrk({ url: s.url, script, seconds: 1, threads, connections });
+  // Warm-up (not in quick mode, whose figures mean nothing).
+  if (!quick) for (const s of [one, two]) await runWrk({ url: s.url, script, seconds: 1, threads, connections });
   const r = { one: [], two: [] };
   for (let i = 0; i < rounds; i++) {
     r.one.push(await measure(one));
@@ -131,7 +132,7 @@ try {
     ],
     [
       `command: \`node bench/keyserver-fetch-scaling.js\`: the real \`stash_key_server run\` over ${fmt.int(store.codes.length)} preloaded verified shares (request limits off), every fetch of one live share, binary`,
-      `load: \`wrk -t ${threads} -c ${connections} -d ${seconds}s\` in its own process, ${rounds} interleaved round(s) (BENCH_ROUNDS) after a 1 s warm-up of each; nothing pinned: the servers and wrk share the machine's ${availableParallelism()} CPUs`,
+      `load: \`wrk -t ${threads} -c ${connections} -d ${seconds}s\` in its own process, ${rounds} interleaved round(s) (BENCH_ROUNDS) ${quick ? 'without warm-up (quick mode);' : 'after a 1 s warm-up of each;'} nothing pinned: the servers and wrk share the machine's ${availableParallelism()} CPUs`,
       `ratio round by round: ${ratios.map(fmt.ratio).join(', ')} (the ratio column is their median)`,
       "CPU per fetch: user + system time of each server process (the store's process first) and of wrk, each divided by all the fetches of the round (so the server's figures add up to its CPU per fetch)",
       `projection (issue 30: >= ${PROJECTION_TARGET}): 2 CPUs / ${fmt.us(twoUs)} us against 1 CPU / ${fmt.us(oneUs)} us (medians of the rounds' server CPU per fetch) = ${fmt.ratio(projected)} x, ${projected >= PROJECTION_TARGET ? 'met' : 'not met'}`,
