@@ -8,8 +8,10 @@
 // each original file (a fixture a suite starts through tsx, `./fixtures/x.ts`, is the
 // original), and every other top-level entry (bin, dist, native, package.json...) is a link
 // to the checkout's own. It lives under node_modules/.cache, so bare imports resolve to the
-// checkout's node_modules, and in a folder of its own per run, so two runs in one checkout
-// (CI runs the release suites beside the others) never share one.
+// checkout's node_modules, in a folder per user (a run as root must not leave one that
+// another user cannot write) and one of its own per run, so two runs in one checkout (CI
+// runs the release suites beside the others) never share one. Folders created at the top
+// of the checkout after the copy was made (build/, prebuilds/) are not in it.
 import { buildSync } from 'esbuild';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
@@ -32,6 +34,15 @@ function mirror(root, out, dir, entries) {
   }
 }
 
+/** Removes a copy; one that cannot be removed is left (it only takes room), never a failure. */
+function removeQuietly(dir) {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    /* left for a later run's clean-up */
+  }
+}
+
 function alive(pid) {
   try {
     process.kill(pid, 0);
@@ -47,12 +58,13 @@ function alive(pid) {
  * does not compile.
  */
 export function compileTests(root) {
-  const base = join(root, 'node_modules', '.cache', 'stash-tests');
+  const uid = typeof process.getuid === 'function' ? process.getuid() : 'user';
+  const base = join(root, 'node_modules', '.cache', `stash-tests-${uid}`);
   mkdirSync(base, { recursive: true });
   // The copies of runs that were killed before they could remove their own.
   for (const name of readdirSync(base)) {
     const pid = Number(/^run-([0-9]+)-/.exec(name)?.[1]);
-    if (pid && !alive(pid)) rmSync(join(base, name), { recursive: true, force: true });
+    if (pid && !alive(pid)) removeQuietly(join(base, name));
   }
   const out = mkdtempSync(join(base, `run-${process.pid}-`));
   try {
@@ -76,8 +88,8 @@ export function compileTests(root) {
       logLevel: 'silent',
     });
   } catch (err) {
-    rmSync(out, { recursive: true, force: true });
+    removeQuietly(out);
     throw err;
   }
-  return { dir: out, remove: () => rmSync(out, { recursive: true, force: true }) };
+  return { dir: out, remove: () => removeQuietly(out) };
 }

@@ -215,7 +215,9 @@ try {
   suiteEnv.STASH_TEST_CODE_CACHE = join(compiled.dir, 'code-cache-seed');
   mkdirSync(suiteEnv.STASH_TEST_CODE_CACHE, { mode: 0o700 });
 } catch (err) {
-  console.error(`test/run.js: the tests do not compile:\n${err.message}`);
+  // esbuild's errors name the file and line; anything else is a problem with the folder.
+  const what = Array.isArray(err.errors) ? 'the tests do not compile' : 'cannot make the compiled copy of the tests';
+  console.error(`test/run.js: ${what}:\n${err.message}`);
   console.log('\n0 passed, 1 failed');
   process.exit(1);
 }

@@ -9,11 +9,11 @@
  *
  * Both live in `<cache folder>/` (cache-dir.ts), owner-only. STASH_CODE_CACHE=off
  * compiles without a cache; STASH_CODE_CACHE=trace says on stderr what the
- * cache did. A bundle older than the ES modules it was made from (`tsc` run
- * without the bundle step) is not used: the ES modules run instead, slower
+ * cache did. A bundle older than the ES modules it was made from
+ * (scripts/compile-src.js run without the bundle step) is not used: the ES modules run instead, slower
  * but current. docs/benchmarks.md has the figures.
  *
- * Note: tsc rewrites every output, so dist/cli/main.js dates each `tsc` run.
+ * Note: scripts/compile-src.js rewrites every output, so dist/cli/main.js dates each run of it.
  * Copies of the package (cp -r) may give the files of one folder times a
  * few milliseconds apart in any order, hence the margin.
  */
@@ -35,7 +35,7 @@ function failedToStart(err: unknown): never {
 /** How much newer dist/cli/main.js may be than the bundle before the bundle counts as stale. */
 const STALE_MARGIN_MS = 2000;
 
-/** The bundle's size and time when it exists and dist/cli/main.js is not newer (a `tsc` alone leaves it stale), else null. */
+/** The bundle's size and time when it exists and dist/cli/main.js is not newer (compile-src.js alone leaves it stale), else null. */
 function currentBundle(bundle: string, esm: string): BundleFile | null {
   try {
     const { size, mtimeMs } = statSync(bundle);

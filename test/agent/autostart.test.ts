@@ -19,7 +19,7 @@ function runClient(env: NodeJS.ProcessEnv): Promise<{ code: number | string; out
   p.stderr!.on('data', (d) => {
     err += d;
   });
-  // A bound, not a speed: alone a client is done in about 1 s; eight tsx starts at once in a whole CI run
+  // A bound, not a speed: alone a client is done in about 1 s; eight client starts at once in a whole CI run (then through tsx)
   // (load 26 on 2 CPUs) went past 20 s.
   return exited(p, 90_000).then((code) => ({ code, out: out.trim(), err }));
 }

@@ -238,7 +238,7 @@ test('no cache folder to be had, or STASH_CODE_CACHE=off: the command runs as ev
   }
 });
 
-test('a bundle older than dist/cli/main.js (tsc run alone) is not used: the ES modules run', async () => {
+test('a bundle older than dist/cli/main.js (dist/ compiled without the bundle step) is not used: the ES modules run', async () => {
   // A copy of the package whose main.js is dated after the bundle.
   const root = mkdtempSync(join(tmpdir(), 'stash-stale-bundle-'));
   const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // its own, empty cache folder

@@ -70,7 +70,7 @@ export function loadCpuFromEnv(env: NodeJS.ProcessEnv = process.env): number | u
 
 function childEntry(): { path: string; execArgv: string[] } {
   const self = fileURLToPath(import.meta.url);
-  // Under tsx (tests run the TypeScript sources) the child needs the same loader.
+  // Run from TypeScript sources (through tsx) the child needs the same loader.
   if (self.endsWith('.ts'))
     return { path: self.replace(/load-driver\.ts$/, 'load-process.ts'), execArgv: ['--import', 'tsx'] };
   return { path: self.replace(/load-driver\.js$/, 'load-process.js'), execArgv: [] };
