@@ -76,8 +76,6 @@ const measureCpu = process.env.STASH_TEST_CPU === '1' && existsSync('/usr/bin/ti
 // node processes (the suites, each stash command, agents, servers). The suites talk
 // only to loopback, trusting the test CAs they make, and install only offline.
 const suiteEnv = { ...process.env, FORCE_COLOR: '0' };
-// STASH_TEST_COMPILED (the compiled copy, set below) lets a suite start its TypeScript
-// fixtures from there too (tsNode in test/helpers/facility.ts).
 delete suiteEnv.NODE_EXTRA_CA_CERTS;
 
 function findTests(dir) {
@@ -210,6 +208,7 @@ const pooled = files.filter((f) => !alone.has(f)).sort((a, b) => weight(b) - wei
 
 try {
   compiled = compileTests(root);
+  // Suites start their TypeScript fixtures from the copy too (tsNode in test/helpers/facility.ts).
   suiteEnv.STASH_TEST_COMPILED = compiled.dir;
   // One warm code cache that every test environment starts from (test/helpers/code-cache-seed.ts).
   suiteEnv.STASH_TEST_CODE_CACHE = join(compiled.dir, 'code-cache-seed');
