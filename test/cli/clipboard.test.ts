@@ -244,6 +244,30 @@ test('a signal while the copy waits for a slow xsel: the helper stops waiting, c
   }
 });
 
+test('a paste that fails when the time is up (the reader errs, as on a loaded machine): the helper clears anyway', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose --output fails once the file `fail-reads` exists beside it; the rest goes to the real one.
+  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  writeFileSync(
+    join(bin, 'xsel'),
+    `#!/bin/sh\nif [ "$2" = "--output" ] && [ -e "${bin}/fail-reads" ]; then echo "xsel: cannot read" >&2; exit 1; fi\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
+  try {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '3'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.is(r.code, 0, r.stderr);
+    assert.is(x.paste(), VALUE);
+    writeFileSync(join(bin, 'fail-reads'), '');
+    await waitFor(() => x!.paste() === '', 20_000, 'the clear although the helper could not read the clipboard');
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
 test('otp --clip copies the current code', async () => {
   if (!x) return;
   assert.is((await t.run(['set', 'c', 'TOTP', '--totp', '-'], { input: 'JBSWY3DPEHPK3PXP' })).code, 0);

@@ -121,13 +121,18 @@ async function unregister(token: string): Promise<void> {
   }
 }
 
-/** Clears the clipboard only if it still holds `value` (compared in constant time): what the user copied since stays. */
+/**
+ * Clears the clipboard unless it holds something else now (compared in constant time):
+ * what the user copied since stays. A read that fails (the paste tool errs or is killed
+ * at its timeout, as on a loaded machine) shows nothing else is there, so the clipboard
+ * is cleared: losing a newer copy is better than leaving the secret on it.
+ */
 async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean> {
   const now = await tool.read(value.length).catch(() => null);
-  const ours = now !== null && constantTimeEqual(now, value);
-  wipe(now);
-  if (ours) await tool.clear();
-  return ours;
+  const other = now === 'longer' || (now !== null && !constantTimeEqual(now, value));
+  if (Buffer.isBuffer(now)) wipe(now);
+  if (!other) await tool.clear();
+  return !other;
 }
 
 /** Runs the helper; resolves once it has copied and reported (it exits later, by itself). */

@@ -32,10 +32,11 @@ export interface ClipboardTool {
    */
   copy(value: Buffer, stop?: () => boolean): Promise<boolean>;
   /**
-   * The clipboard's text in secure memory (wipe it), or null when it is
-   * empty, cannot be read, or holds more than `limit` bytes.
+   * The clipboard's text in secure memory (wipe it); 'longer' when it holds more
+   * than `limit` bytes (so it is not a value of `limit` bytes); null when it is
+   * empty or cannot be read (the reader failed or timed out).
    */
-  read(limit: number): Promise<Buffer | null>;
+  read(limit: number): Promise<Buffer | 'longer' | null>;
   /** Empties the clipboard. */
   clear(): Promise<void>;
 }
@@ -150,8 +151,8 @@ export async function untilServed(tool: ClipboardTool, value: Buffer, stop?: () 
   for (;;) {
     if (stop?.()) throw new NotServedError(`${tool.name}: stopped before the value was on the clipboard`);
     const now = await tool.read(value.length);
-    const holds = now !== null && constantTimeEqual(now, value);
-    wipe(now);
+    const holds = Buffer.isBuffer(now) && constantTimeEqual(now, value);
+    if (Buffer.isBuffer(now)) wipe(now);
     if (holds) return;
     if (Date.now() >= deadline) {
       throw new NotServedError(
@@ -169,9 +170,9 @@ export function check(result: RunResult, what: string): void {
   throw new ClipboardError(`${what} ${how}${result.stderr ? `: ${result.stderr}` : ''}`);
 }
 
-/** The clipboard text of a reader's run, or null when the reader failed (an empty clipboard, no owner). */
-export function readResult(result: RunResult): Buffer | null {
+/** The clipboard text of a reader's run, 'longer' past its limit, or null when the reader failed (an empty clipboard, no owner, killed at its timeout). */
+export function readResult(result: RunResult): Buffer | 'longer' | null {
   if (result.code === 0 && result.output !== null) return result.output;
   wipe(result.output);
-  return null;
+  return result.code === 0 && result.overflow ? 'longer' : null;
 }
