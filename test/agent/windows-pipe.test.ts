@@ -37,6 +37,7 @@ import { agentEndpoint, windowsPipeName } from '../../src/agent/paths.js';
 import { connectWindowsPipe, listenWindowsPipe, type PipeNative } from '../../src/agent/windows-pipe.js';
 import type { NativePipeEvent } from '../../src/native/binding.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
+import { releaseAddon } from '../helpers/release-addon.js';
 
 test('pipe name: \\\\.\\pipe\\stash-agent-<user>, plus 16 hex digits of SHA-256 of the agent dir', () => {
   assert.is(windowsPipeName('alice'), '\\\\.\\pipe\\stash-agent-alice');
@@ -293,12 +294,8 @@ test('the agent on Windows (Wine): autostart, pipe, secure frames, activity by t
     // (sodium-native brings its own win32-x64 prebuild). No build/, so node-gyp-build cannot pick the Linux addon.
     mkdirSync(join(root, 'prebuilds', 'win32-x64'), { recursive: true });
     // Built as the release builds it: cmake-js with the mingw-w64 toolchain file.
-    const build = spawnSync(
-      process.execPath,
-      ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')],
-      { encoding: 'utf8' },
-    );
-    assert.is(build.status, 0, build.stderr);
+    const build = releaseAddon('win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node'));
+    assert.ok(build.ok, build.output);
     cpSync('bin', join(root, 'bin'), { recursive: true });
     cpSync('dist', join(root, 'dist'), { recursive: true });
     copyFileSync('package.json', join(root, 'package.json'));

@@ -28,6 +28,7 @@ import { join, resolve } from 'node:path';
 import { endOfInput } from '../../src/cli/prompt-console.js';
 import { consoleReadLine, hasConsole } from '../../src/native/console.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
+import { releaseAddon } from '../helpers/release-addon.js';
 import { python, ptyRunner } from './harness.js';
 
 const code = async (fn: () => unknown): Promise<string | undefined> => {
@@ -98,12 +99,8 @@ function stage(): string {
   if (root) return root;
   root = mkdtempSync(join(tmpdir(), 'stash-wine-prompt-'));
   mkdirSync(join(root, 'prebuilds', 'win32-x64'), { recursive: true });
-  const build = spawnSync(
-    process.execPath,
-    ['scripts/release/build.js', 'win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node')],
-    { encoding: 'utf8' },
-  );
-  assert.is(build.status, 0, build.stderr);
+  const build = releaseAddon('win32-x64', join(root, 'prebuilds', 'win32-x64', 'node.napi.node'));
+  assert.ok(build.ok, build.output);
   const probe = spawnSync(
     'x86_64-w64-mingw32-g++-posix',
     [

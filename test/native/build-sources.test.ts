@@ -109,7 +109,7 @@ function cmakeSources(dir: string, args: string[]): { sources: string[]; unity: 
   };
   const entry = model.configurations[0]!.targets.find((t) => t.name === 'stash_native')!;
   const target = JSON.parse(readFileSync(join(reply, entry.jsonFile), 'utf8')) as { sources: Array<{ path: string }> };
-  // CMake's one-translation-unit file (UNITY_BUILD, Linux) is generated in its build folder;
+  // CMake's one-translation-unit file (UNITY_BUILD: Linux, mingw-w64) is generated in its build folder;
   // the sources it includes are listed beside it.
   const paths = target.sources.map((s) => s.path.replace(`${dir}/`, ''));
   const isUnity = (p: string) => /\/Unity\/unity_[0-9]+_cxx\.cxx$/.test(p);
@@ -168,8 +168,8 @@ test('cmake-js (CMakeLists.txt) would compile exactly native/sources.json for ea
     ) {
       assert.equal(
         cmakeSources(dir, [`--CDCMAKE_TOOLCHAIN_FILE=${join(dir, 'cmake', 'x86_64-w64-mingw32.cmake')}`]),
-        { sources: expected('win'), unity: false },
-        'win32-x64',
+        { sources: expected('win'), unity: true },
+        'win32-x64 (mingw-w64)',
       );
     }
   } finally {
