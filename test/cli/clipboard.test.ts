@@ -87,7 +87,7 @@ test('get --clip --clip-seconds 2: the value on the CLIPBOARD selection, a form 
   assert.not.ok(readFileSync(`/proc/${pid}/environ`, 'utf8').includes('first line'), 'nor in its environment');
   await sleep(Math.max(0, copiedAt + 1000 - Date.now()));
   assert.is(x.paste(), VALUE, 'still there after 1 s');
-  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+  await waitFor(() => x!.paste() === '', 20_000, 'the clear');
   const took = Date.now() - copiedAt;
   assert.ok(took >= 1800, `cleared after the delay, not before (${took} ms)`);
   await waitFor(() => !alive(pid), 3000, 'the helper to exit');
@@ -104,7 +104,7 @@ test('a value the user copied meanwhile is left alone', async () => {
   assert.is(r.code, 0, r.stderr);
   const pid = helperPid();
   x.copy('the user copied this');
-  await waitFor(() => !alive(pid), 6000, 'the helper to finish');
+  await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
   assert.is(x.paste(), 'the user copied this');
 });
 
@@ -126,7 +126,7 @@ test('a second --clip replaces the first helper, which clears its value on the w
     [secondPid],
     'one form activity',
   );
-  await waitFor(() => x!.paste() === '', 6000, "the second helper's clear");
+  await waitFor(() => x!.paste() === '', 20_000, "the second helper's clear");
   await waitFor(() => !alive(secondPid), 3000, 'the second helper to exit');
 });
 
@@ -140,7 +140,7 @@ test("the same value copied twice: the first helper's end does not clear the sec
   assert.not.ok(alive(first));
   await sleep(Math.max(0, copiedAt + 2000 - Date.now()));
   assert.is(x.paste(), VALUE, 'the second copy is still there when the first would have cleared');
-  await waitFor(() => x!.paste() === '', 6000, 'the second clear');
+  await waitFor(() => x!.paste() === '', 20_000, 'the second clear');
 });
 
 test('xsel instead of xclip (STASH_CLIPBOARD=xsel): copied and cleared the same way', async () => {
@@ -276,7 +276,7 @@ test('otp --clip copies the current code', async () => {
   assert.is(r.stdout, '');
   assert.match(r.stderr, /Copied the code of TOTP to the clipboard; it is cleared in 2 s/);
   assert.match(x.paste(), /^[0-9]{6}$/);
-  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+  await waitFor(() => x!.paste() === '', 20_000, 'the clear');
   const both = await t.run(['otp', 'c', 'TOTP', '--clip', '--json']);
   assert.is(both.code, 64, both.stderr);
   const getBoth = await t.run(['get', 'c', 'K', '--clip', '--json']);
@@ -299,7 +299,7 @@ test('the delay: cli.clip_seconds in the config file, STASH_CLIP_SECONDS over it
   assert.match(fromOption.stderr, /cleared in 2 s/, fromOption.stderr);
   const byDefault = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2']);
   assert.is(byDefault.code, 0);
-  await waitFor(() => x!.paste() === '', 6000, 'the clear');
+  await waitFor(() => x!.paste() === '', 20_000, 'the clear');
 
   writeFileSync(config, '[cli]\nclip_seconds = "45"\n');
   const quoted = await t.run(['get', 'c', 'K', '--clip'], { env: { STASH_CONFIG: config } });
