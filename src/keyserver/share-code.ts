@@ -16,10 +16,11 @@
  *   (Crockford's own mod-37 check needs the symbols * ~ $ = which shells eat.)
  */
 import { randomBytes } from 'node:crypto';
+import { CROCKFORD_ALPHABET } from '../vault/crockford.js';
 import { CodeTypoError } from './errors.js';
 
+export { CROCKFORD_ALPHABET };
 export const LOCATOR_ALPHABET = '0123456789abcdefghijklmnopqrstuv';
-export const CROCKFORD_ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 export const RANDOM_SYMBOLS = 12;
 /** Length of the canonical form (no separators). */
 export const CODE_LENGTH = 2 + RANDOM_SYMBOLS + 1;

@@ -5,12 +5,12 @@
  * server's verification page can show a fingerprint formatted exactly as
  * `stash vault identity show` prints it, hashing with its own libsodium.
  */
+import { CROCKFORD_ALPHABET, decodeCrockfordInto, encodeCrockford, normaliseCrockford } from './crockford.js';
 import { VaultError } from './errors.js';
 
 export const FINGERPRINT_BYTES = 15;
 export const FINGERPRINT_CHARS = 24;
 const GROUP = 4;
-const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const DOMAIN = Buffer.from('stash-identity-fingerprint-v1\0', 'latin1');
 
 /**
@@ -34,19 +34,8 @@ export function formatFingerprint(b: Buffer): string {
   if (!Buffer.isBuffer(b) || b.length !== FINGERPRINT_BYTES) {
     throw new VaultError('BAD_FINGERPRINT', `a fingerprint is ${FINGERPRINT_BYTES} bytes`);
   }
-  let out = '';
-  let acc = 0;
-  let bits = 0;
-  for (const byte of b) {
-    acc = (acc << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      bits -= 5;
-      out += ALPHABET[(acc >> bits) & 31];
-    }
-    acc &= (1 << bits) - 1;
-  }
   // 15 bytes = 120 bits = exactly 24 characters: no partial group, no padding.
+  const out = encodeCrockford(b);
   return out.match(/.{4}/g)!.join('-');
 }
 
@@ -58,13 +47,9 @@ export function formatFingerprint(b: Buffer): string {
 export function parseFingerprint(s: string): Buffer {
   if (typeof s !== 'string') throw new VaultError('BAD_FINGERPRINT', 'a fingerprint must be text');
   if (s.length > 200) throw new VaultError('BAD_FINGERPRINT', 'that is far too long for a fingerprint');
-  const chars = s
-    .replace(/[\s\-\u2010-\u2015\u2212]/g, '')
-    .toUpperCase()
-    .replace(/[IL]/g, '1')
-    .replace(/O/g, '0');
+  const chars = normaliseCrockford(s);
   for (const c of chars) {
-    if (!ALPHABET.includes(c)) {
+    if (!CROCKFORD_ALPHABET.includes(c)) {
       const hint = c === 'U' ? ' (U is never used in fingerprints; check that character)' : '';
       throw new VaultError('BAD_FINGERPRINT', `${JSON.stringify(c)} cannot appear in a fingerprint${hint}`);
     }
@@ -76,17 +61,6 @@ export function parseFingerprint(s: string): Buffer {
     );
   }
   const out = Buffer.alloc(FINGERPRINT_BYTES);
-  let acc = 0;
-  let bits = 0;
-  let o = 0;
-  for (const c of chars) {
-    acc = (acc << 5) | ALPHABET.indexOf(c);
-    bits += 5;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (acc >> bits) & 0xff;
-      acc &= (1 << bits) - 1;
-    }
-  }
+  decodeCrockfordInto(chars, out);
   return out;
 }

@@ -11,6 +11,12 @@
  * that cannot be guessed, and as weak as the paper it is written on.
  */
 import { open, seal } from './aead.js';
+import {
+  CROCKFORD_ALPHABET as ALPHABET,
+  decodeCrockfordInto,
+  encodeCrockford,
+  normaliseCrockford,
+} from './crockford.js';
 import { VaultError } from './errors.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
@@ -18,7 +24,6 @@ import { blake2b, constantTimeEqual, KEY_BYTES, secureAlloc, secureRandom, wipe 
 import { keyCheckOf, type RecoveryWrap, type VaultMeta } from './vault-meta.js';
 import { writeMeta } from './vault.js';
 
-const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const GROUPS = 13;
 const DOMAIN = Buffer.from('stash-recovery-key\0', 'latin1');
 
@@ -37,19 +42,7 @@ function checksum(key: Buffer): number {
 
 /** 52 base32 characters of the 256 bits (and 4 zero bits), then 4 of the checksum, in groups of 4. */
 export function formatRecoveryKey(key: Buffer): string {
-  let bits = 0;
-  let acc = 0;
-  let text = '';
-  for (const b of key) {
-    acc = (acc << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      text += ALPHABET[(acc >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-    acc &= (1 << bits) - 1;
-  }
-  if (bits > 0) text += ALPHABET[(acc << (5 - bits)) & 31];
+  let text = encodeCrockford(key);
   const sum = checksum(key);
   for (let shift = 15; shift >= 0; shift -= 5) text += ALPHABET[(sum >>> shift) & 31];
   return text.match(/.{4}/g)!.join('-');
@@ -61,26 +54,15 @@ export function formatRecoveryKey(key: Buffer): string {
  * length or a checksum that does not match is INVALID_RECOVERY_KEY.
  */
 export function parseRecoveryKey(text: string): Buffer {
-  const clean = text.toUpperCase().replace(/[\s-]/g, '').replace(/O/g, '0').replace(/[IL]/g, '1');
+  const clean = normaliseCrockford(text);
   const bad = (why: string) => new VaultError('INVALID_RECOVERY_KEY', `that is not a valid recovery key: ${why}`);
   if (clean.length !== (GROUPS + 1) * 4)
     throw bad(`it has ${clean.length} characters, a recovery key has ${(GROUPS + 1) * 4} (14 groups of 4)`);
   const key = secureAlloc(KEY_BYTES);
-  let bits = 0;
-  let acc = 0;
-  let at = 0;
-  for (const c of clean.slice(0, GROUPS * 4)) {
-    const v = ALPHABET.indexOf(c);
-    if (v < 0) {
-      wipe(key);
-      throw bad(`${JSON.stringify(c)} is not one of its characters`);
-    }
-    acc = ((acc << 5) | v) & 0xffff;
-    bits += 5;
-    if (bits >= 8 && at < KEY_BYTES) {
-      key[at++] = (acc >>> (bits - 8)) & 0xff;
-      bits -= 8;
-    }
+  const badAt = decodeCrockfordInto(clean.slice(0, GROUPS * 4), key);
+  if (badAt >= 0) {
+    wipe(key);
+    throw bad(`${JSON.stringify(clean[badAt])} is not one of its characters`);
   }
   let sum = 0;
   for (const c of clean.slice(GROUPS * 4)) sum = (sum << 5) | ALPHABET.indexOf(c);

@@ -37,6 +37,14 @@ test('format: 14 groups of 4, read back whatever the case, spacing or O/I/L; any
   assert.throws(() => parseRecoveryKey('ABCD-EFGH'), /14 groups of 4/);
 });
 
+test('known answer: the format a user wrote down never changes (computed independently with Python base64.b32encode and hashlib.blake2b)', () => {
+  const key = Buffer.from(Array.from({ length: 32 }, (_, i) => i));
+  const text = '000G-40R4-0M30-E209-185G-R38E-1W81-24GK-2GAH-C5RR-34D1-P70X-3RFG-DNW4';
+  assert.is(formatRecoveryKey(key), text);
+  assert.equal(parseRecoveryKey(text), key);
+  assert.equal(parseRecoveryKey(`  ${text.toLowerCase().replace(/-/g, '\u2013')} `), key, 'en dashes and spaces');
+});
+
 test('init --recovery-key, forget the password, recover: a new password opens every container; passwd, create and remove behave', async () => {
   const t = cliEnv();
   try {
