@@ -11,24 +11,13 @@ import { appendFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { identityPublicKey, tempDir } from './harness.js';
-import { startServerProcess, type ServerProcess } from './cluster.js';
+import { startServerProcess, type ServerProcess, LIMITS_OFF } from './cluster.js';
 
 const key = identityPublicKey();
 
 /** A real server process on a free loopback port with `stateDir` and no limits in the way. */
 function startProcess(stateDir: string): Promise<ServerProcess> {
-  return startServerProcess([
-    '--bind',
-    '127.0.0.1:0',
-    '--state-dir',
-    stateDir,
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
-  ]);
+  return startServerProcess(['--bind', '127.0.0.1:0', '--state-dir', stateDir, ...LIMITS_OFF]);
 }
 
 function waitExit(child: ChildProcess): Promise<void> {

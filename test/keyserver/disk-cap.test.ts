@@ -18,7 +18,7 @@ import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { diskBudget } from '../../src/keyserver/disk/budget.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ShareStore } from '../../src/keyserver/store/share-store.js';
-import { startServerProcess, type ServerProcess } from './cluster.js';
+import { startServerProcess, type ServerProcess, LIMITS_OFF } from './cluster.js';
 import { ManualClock, MemoryLogger, http, identityPublicKey, mailSink, tempDir } from './harness.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
@@ -47,12 +47,7 @@ function startCapped(
     logFile,
     '--verification-email-command',
     sinkCommand,
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
+    ...LIMITS_OFF,
     ...extra,
   ]);
 }

@@ -33,6 +33,7 @@ import {
   startServerProcess,
   waitFor,
   type ServerProcess,
+  LIMITS_OFF,
 } from './cluster.js';
 import { http, mailSink, postJson, tempDir, type MailSink, type RawResponse } from './harness.js';
 
@@ -83,12 +84,7 @@ function nodeArgs(
     ...routes.flatMap((r) => ['--route', r]),
     '--verification-email-command',
     sink.command,
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
+    ...LIMITS_OFF,
     ...extra,
   ];
 }

@@ -12,7 +12,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
-import { freePorts, startServerProcess, waitFor } from './cluster.js';
+import { freePorts, startServerProcess, waitFor, LIMITS_OFF } from './cluster.js';
 import { http, identityPublicKey, mailSink, postJson, startTestServer, tempDir } from './harness.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
 import { issueCert, makeCa } from './test-pki.js';
@@ -184,12 +184,7 @@ test('under load with --processes 2: every scrape passes promtool, counters neve
     '2',
     '--verification-email-command',
     sink.command,
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
+    ...LIMITS_OFF,
   ]);
   try {
     await waitFor('the fetch process', () => /fetch process 1 started/.test(server.stderr()), 20_000);
@@ -291,12 +286,7 @@ test('--metrics-bind: a real Prometheus scrapes it; the main address still refus
     '--metrics-bind',
     `127.0.0.1:${metricsPort}`,
     '--developer',
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
+    ...LIMITS_OFF,
   ]);
   const promDir = join(dir.path, 'prometheus');
   mkdirSync(promDir);

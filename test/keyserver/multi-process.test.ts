@@ -15,7 +15,7 @@ import { publish } from '../../src/keyserver/client.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
 import { BINARY_MEDIA_TYPE, decodeShareResponse, encodeShareRequest } from '../../src/keyserver/wire/messages.js';
-import { startServerProcess, waitFor, type ServerProcess } from './cluster.js';
+import { startServerProcess, waitFor, type ServerProcess, LIMITS_OFF } from './cluster.js';
 import { identityPublicKey, mailSink, tempDir, type RawResponse } from './harness.js';
 import { needFacility } from '../helpers/facility.js';
 
@@ -32,12 +32,7 @@ function start(stateDir: string, sinkCommand: string, processes = '2'): Promise<
     processes,
     '--verification-email-command',
     sinkCommand,
-    '--rate-limit-per-minute',
-    '0',
-    '--verification-email-rate-limit-per-hour',
-    '0',
-    '--verification-email-ip-rate-limit-per-hour',
-    '0',
+    ...LIMITS_OFF,
   ]);
 }
 

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
 import { identityPublicKey, mailSink, tempDir } from './harness.js';
-import { CLUSTER, TOKEN, freePorts, startServerProcess, waitFor, type ServerProcess } from './cluster.js';
+import { CLUSTER, TOKEN, freePorts, startServerProcess, waitFor, type ServerProcess, LIMITS_OFF } from './cluster.js';
 import { issueCert, makeCa } from './test-pki.js';
 
 function https(url: string, ca: Buffer, method = 'GET'): Promise<{ status: number; json: any }> {
@@ -74,12 +74,7 @@ test('two nodes replicate both ways over HTTPS with a test CA; a peer with an un
       cert.keyPath,
       '--verification-email-command',
       sink.command,
-      '--rate-limit-per-minute',
-      '0',
-      '--verification-email-rate-limit-per-hour',
-      '0',
-      '--verification-email-ip-rate-limit-per-hour',
-      '0',
+      ...LIMITS_OFF,
     ];
     const env = { ...process.env, NODE_EXTRA_CA_CERTS: ca.caPath };
     // A sends to B and to C; B sends to A; C only receives, with a certificate of a CA nobody here trusts.
