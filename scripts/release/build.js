@@ -1,7 +1,8 @@
 // One cmake-js build of the addon for one release target, into
 // build-release/<target>/. Used by scripts/release.js and, on its own, by the
 // tests that run the Windows addon under Wine:
-//   node scripts/release/build.js TARGET [COPY_TO.node]     (TARGET: linux-x64, linux-arm64, win32-x64)
+//   node scripts/release/build.js TARGET [COPY_TO.node] [--build-dir DIR]
+// (TARGET: linux-x64, linux-arm64, win32-x64; DIR, emptied first: default build-release/<target>/)
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,12 +27,11 @@ function findNodeFile(dir) {
 
 /**
  * Builds `target` with cmake-js (N-API headers from node-api-headers: nothing is
- * downloaded) and returns the path of the built .node file. Throws with the
- * build's output on failure.
+ * downloaded) in `out` (emptied first) and returns the path of the built .node
+ * file. Throws with the build's output on failure.
  */
-export function buildTarget(root, target) {
+export function buildTarget(root, target, out = join(root, 'build-release', target.name)) {
   const cmakeJs = createRequire(join(root, 'package.json')).resolve('cmake-js/bin/cmake-js');
-  const out = join(root, 'build-release', target.name);
   rmSync(out, { recursive: true, force: true });
   const env = { ...process.env };
   delete env.npm_config_nodedir;
@@ -48,18 +48,21 @@ export function buildTarget(root, target) {
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const [name, copyTo] = process.argv.slice(2);
+  const args = process.argv.slice(2);
+  const at = args.indexOf('--build-dir');
+  const buildDir = at >= 0 ? args.splice(at, 2)[1] : undefined;
+  const [name, copyTo, extra] = args;
   const target = releaseTargets(root).find((t) => t.name === name);
-  if (!target) {
+  if (!target || extra !== undefined || (at >= 0 && !buildDir)) {
     console.error(
-      `usage: node scripts/release/build.js TARGET [COPY_TO.node]   (TARGET: ${releaseTargets(root)
+      `usage: node scripts/release/build.js TARGET [COPY_TO.node] [--build-dir DIR]   (TARGET: ${releaseTargets(root)
         .map((t) => t.name)
         .join(', ')})`,
     );
     process.exit(64);
   }
   try {
-    const file = buildTarget(root, target);
+    const file = buildTarget(root, target, buildDir === undefined ? undefined : resolve(buildDir));
     if (copyTo) {
       mkdirSync(dirname(resolve(copyTo)), { recursive: true });
       copyFileSync(file, copyTo);

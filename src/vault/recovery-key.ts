@@ -62,7 +62,7 @@ export function parseRecoveryKey(text: string): Buffer {
   const badAt = decodeCrockfordInto(clean.slice(0, GROUPS * 4), key);
   if (badAt >= 0) {
     wipe(key);
-    throw bad(`${JSON.stringify(clean[badAt])} is not one of its characters`);
+    throw bad(`${JSON.stringify(String.fromCodePoint(clean.codePointAt(badAt)!))} is not one of its characters`);
   }
   let sum = 0;
   for (const c of clean.slice(GROUPS * 4)) sum = (sum << 5) | ALPHABET.indexOf(c);

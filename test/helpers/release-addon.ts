@@ -7,14 +7,27 @@
  * once could pull that folder from under each other, and each build costs
  * about 7 s of CPU.
  *
- * Under test/run.js (STASH_TEST_COMPILED names the run's folder) the first
- * suite to ask builds while holding a lock (a folder made with mkdir, with
- * its pid inside); the others wait for its result, bounded, and copy it. A
- * failed build is recorded, so the others fail with its output instead of
- * building again. Outside test/run.js each call builds.
+ * Every build goes to a folder of its own (build.js --build-dir), never to
+ * the checkout's build-release/, which `npm run release` uses. Under
+ * test/run.js (STASH_TEST_COMPILED names the run's folder) the first suite
+ * to ask builds while holding a lock (a folder holding its pid, renamed into
+ * place, so the pid is there as soon as the lock is); the others wait for
+ * its result, bounded, and copy it. A failed build is recorded, so the
+ * others fail with its output instead of building again. Outside
+ * test/run.js each call builds in a temporary folder.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 export interface AddonBuild {
@@ -23,7 +36,8 @@ export interface AddonBuild {
   output: string;
 }
 
-const WAIT_MS = 10 * 60_000;
+/** Far below a suite's timeout (test/run.js, 600 s), so a waiter says why it gave up. */
+const WAIT_MS = 240_000;
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -38,55 +52,68 @@ function alive(pid: number): boolean {
   }
 }
 
-function build(target: string, copyTo: string): AddonBuild {
+/** build.js in `buildDir`, the result copied to `copyTo`. */
+function build(target: string, buildDir: string, copyTo: string): AddonBuild {
   mkdirSync(dirname(copyTo), { recursive: true });
-  const r = spawnSync(process.execPath, ['scripts/release/build.js', target, copyTo], {
+  const r = spawnSync(process.execPath, ['scripts/release/build.js', target, copyTo, '--build-dir', buildDir], {
     encoding: 'utf8',
     maxBuffer: 64 << 20,
   });
-  return r.status === 0 ? { ok: true, output: '' } : { ok: false, output: `${r.stdout ?? ''}${r.stderr ?? r.error}` };
+  if (r.status === 0) return { ok: true, output: '' };
+  const how = r.error ? r.error.message : r.signal ? `killed by ${r.signal}` : `exit ${r.status}`;
+  return { ok: false, output: `scripts/release/build.js ${target}: ${how}\n${r.stdout ?? ''}${r.stderr ?? ''}` };
+}
+
+function copyOut(from: string, copyTo: string): AddonBuild {
+  mkdirSync(dirname(copyTo), { recursive: true });
+  copyFileSync(from, copyTo);
+  return { ok: true, output: '' };
 }
 
 /** Puts `target`'s release build of the addon at `copyTo` (a .node file). */
 export function releaseAddon(target: string, copyTo: string): AddonBuild {
   const run = process.env.STASH_TEST_COMPILED;
-  if (!run) return build(target, copyTo);
+  if (!run) {
+    const scratch = mkdtempSync(join(tmpdir(), `stash-addon-${target}-`));
+    try {
+      return build(target, join(scratch, 'build'), copyTo);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
   const dir = join(run, `release-addon-${target}`);
   const done = join(dir, 'addon.node');
   const failed = join(dir, 'failed.txt');
+  const claim = `${dir}.claim-${process.pid}`;
+  mkdirSync(claim, { mode: 0o700 });
+  writeFileSync(join(claim, 'pid'), String(process.pid));
   try {
-    mkdirSync(dir, { mode: 0o700 });
+    renameSync(claim, dir);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    rmSync(claim, { recursive: true, force: true });
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOTEMPTY' && code !== 'EEXIST') throw err;
     // Another suite builds it: wait for its result, or for it to die without one.
-    const deadline = Date.now() + WAIT_MS;
-    for (;;) {
-      if (existsSync(done)) {
-        mkdirSync(dirname(copyTo), { recursive: true });
-        copyFileSync(done, copyTo);
-        return { ok: true, output: '' };
-      }
+    const pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
+    for (const deadline = Date.now() + WAIT_MS; ; sleepSync(200)) {
+      if (existsSync(done)) return copyOut(done, copyTo);
       if (existsSync(failed)) return { ok: false, output: readFileSync(failed, 'utf8') };
-      let pid = 0;
-      try {
-        pid = Number(readFileSync(join(dir, 'pid'), 'utf8'));
-      } catch {
-        /* not written yet */
-      }
-      if (pid > 0 && !alive(pid)) return { ok: false, output: `the suite building ${target} (pid ${pid}) died` };
-      if (Date.now() > deadline) return { ok: false, output: `waited ${WAIT_MS / 1000} s for ${target}'s build` };
-      sleepSync(200);
+      if (!alive(pid)) return { ok: false, output: `the suite building ${target} (pid ${pid}) ended without a result` };
+      if (Date.now() > deadline)
+        return { ok: false, output: `waited ${WAIT_MS / 1000} s for ${target}'s build (pid ${pid})` };
     }
   }
-  writeFileSync(join(dir, 'pid'), String(process.pid));
-  const partial = join(dir, 'addon.node.partial');
-  const result = build(target, partial);
-  if (result.ok) {
-    renameSync(partial, done);
-    mkdirSync(dirname(copyTo), { recursive: true });
-    copyFileSync(done, copyTo);
-  } else {
-    writeFileSync(failed, result.output);
+  let result: AddonBuild;
+  try {
+    const partial = join(dir, 'addon.node.partial');
+    result = build(target, join(dir, 'build'), partial);
+    if (result.ok) renameSync(partial, done);
+  } catch (err) {
+    result = { ok: false, output: `building ${target}: ${err instanceof Error ? err.message : String(err)}` };
   }
-  return result;
+  if (!result.ok) {
+    writeFileSync(failed, result.output);
+    return result;
+  }
+  return copyOut(done, copyTo);
 }

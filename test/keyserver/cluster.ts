@@ -132,7 +132,6 @@ function exited(child: ChildProcess): Promise<void> {
   );
 }
 
-/** Starts `stash_key_server run <args>` as a real process (with `env`, default this one's); resolves once it listens. */
 /** `run` options that turn the request and mail rate limits off (a test's load comes from one address). */
 export const LIMITS_OFF: readonly string[] = [
   '--rate-limit-per-minute',
@@ -143,6 +142,7 @@ export const LIMITS_OFF: readonly string[] = [
   '0',
 ];
 
+/** Starts `stash_key_server run <args>` as a real process (with `env`, default this one's); resolves once it listens. */
 export async function startServerProcess(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<ServerProcess> {
   const [node, ...prefix] = keyServerCommand;
   const child = spawn(node!, [...prefix, 'run', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });

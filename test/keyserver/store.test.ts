@@ -9,7 +9,7 @@ import { mkdirSync } from 'node:fs';
 import { ShareStore, type StoreOptions } from '../../src/keyserver/store/share-store.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
-import { waitFor } from '../helpers/agent.js';
+import { waitFor } from './cluster.js';
 
 const key = identityPublicKey();
 
@@ -249,13 +249,13 @@ test('compaction under load keeps every live share, drops expired ones, and surv
     // lands after the compaction's cut goes to the new log and grows it past
     // newSize, so wait until every count is durable (the index holds it).
     await waitFor(
+      'the fetch counts to be written',
       () =>
         verified.every((c) => {
           const l = store.lookup(c);
           return l.state === 'live' && l.share.fetchCount === 1;
         }),
       10_000,
-      'the fetch counts to be written',
     );
     const before = store.stats().storeBytes;
     const final = await store.compact();

@@ -1,7 +1,7 @@
 /**
  * The --clip options as the command table shows them (get, otp), kept apart
- * from the clipboard code so that registry.ts (and `stash --help`) loads none
- * of it.
+ * from the clipboard code so that the table (src/cli/command-table/entry.ts,
+ * and `stash --help`) loads none of it.
  */
 import type { OptionDef } from '../options.js';
 

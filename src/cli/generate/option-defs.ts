@@ -1,6 +1,7 @@
 /**
  * The generator's options as the command table shows them: kept apart from
- * the generator so that registry.ts (and `stash --help`) loads no sodium.
+ * the generator so that the table (src/cli/command-table/entry.ts, and
+ * `stash --help`) loads no sodium.
  */
 import type { OptionDef } from '../options.js';
 
