@@ -13,7 +13,7 @@
 //   node bench/agent-get.js              (BENCH_QUICK=1 for a tiny run)
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -93,12 +93,18 @@ async function measure() {
     const argv = pinned(pinning?.server, ['ssh-agent', '-D', '-a', path]);
     const proc = spawn(argv[0], argv.slice(1), { stdio: 'ignore' });
     try {
-      for (let i = 0; !existsSync(path); i++) {
-        if (i > 250) throw new Error('ssh-agent did not create its socket');
-        await sleep(20);
+      // The socket file appears at bind(), before listen(): until then a connect is refused.
+      let c;
+      for (let i = 0; !c; i++) {
+        try {
+          // SSH2_AGENTC_REQUEST_IDENTITIES (11); the answer (12, no keys) is 9 bytes.
+          c = await rawRoundTrip(path, Buffer.from([0, 0, 0, 1, 11]), () => 9);
+        } catch (err) {
+          if (!['ENOENT', 'ECONNREFUSED'].includes(err.code) || proc.exitCode !== null || i > 250)
+            throw new Error(`ssh-agent is not listening on ${path}: ${err.message}`);
+          await sleep(20);
+        }
       }
-      // SSH2_AGENTC_REQUEST_IDENTITIES (11); the answer (12, no keys) is 9 bytes.
-      const c = await rawRoundTrip(path, Buffer.from([0, 0, 0, 1, 11]), () => 9);
       try {
         return { name: 'ssh-agent request-identities (raw socket)', ...(await timeRoundTrips(c.op)) };
       } finally {

@@ -49,7 +49,16 @@ export async function startAgent(h, cpu) {
   }
   const { AgentClient } = await import(dist('agent/client.js'));
   const { agentEndpoint } = await import(dist('agent/paths.js'));
-  const client = await AgentClient.connect(agentEndpoint(h.env));
+  // The socket file appears at bind(), a moment before listen(): a connect in between is refused.
+  let client;
+  for (let i = 0; !client; i++) {
+    try {
+      client = await AgentClient.connect(agentEndpoint(h.env));
+    } catch (err) {
+      if (proc.exitCode !== null || i > 250) throw err;
+      await sleep(20);
+    }
+  }
   return {
     proc,
     client,
