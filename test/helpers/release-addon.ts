@@ -29,6 +29,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { alive } from '../../src/keyserver/store/state-dir.js';
 
 export interface AddonBuild {
   ok: boolean;
@@ -41,15 +42,6 @@ const WAIT_MS = 240_000;
 
 function sleepSync(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** build.js in `buildDir`, the result copied to `copyTo`. */
