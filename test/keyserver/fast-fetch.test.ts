@@ -21,6 +21,7 @@ import {
   encodeShareResponse,
   type FetchedResponse,
 } from '../../src/keyserver/wire/messages.js';
+import { arrayBuffersKeptSince, arrayBuffersNow, lonePooledCopy } from './kept-memory.js';
 import { BINARY, JSON_TYPE, ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
 
 const key = identityPublicKey();
@@ -450,6 +451,25 @@ test('cached fetched answers are the bytes of the plain encoders, and follow a c
     }
   }
   assert.ok(cache.size <= 2, 'bounded');
+});
+
+test('a full cache keeps no 8 KiB Buffer pool slab alive for a key it holds', async () => {
+  // A share's key read from the store is a slice of node's Buffer pool; a cached entry that kept the
+  // slice would keep its whole slab (8 KiB) for 65 bytes: 1,024 entries pinned about 8 MB of a
+  // loaded server's memory (docs/benchmarks.md, "Memory").
+  const entries = 1024;
+  const cache = new FetchedCache(entries);
+  const version = new Float64Array(PEEK_SIZE);
+  const facts = { type: 'fetched' as const, publicKey: key, email: 'a@example.org', verifiedAt: 1, expiresAt: 2 };
+  const before = arrayBuffersNow();
+  for (let i = 0; i < entries; i++) {
+    const code = `CODE${i}`;
+    const publicKey = lonePooledCopy(key);
+    cache.body(code, version, 0, 'binary', () => ({ ...facts, code, publicKey }));
+  }
+  assert.is(cache.size, entries);
+  const kept = await arrayBuffersKeptSince(before, 1024 * 1024);
+  assert.ok(kept < 1024 * 1024, `the cache keeps ${kept} bytes of array buffers for ${entries} keys of 65 bytes`);
 });
 
 test('fetch counts are coalesced per share and durable after the flush window, across a restart', async () => {

@@ -3,6 +3,7 @@ import * as assert from 'uvu/assert';
 import { randomBytes, randomInt } from 'node:crypto';
 import type { ShareState } from '../../src/keyserver/store/records.js';
 import { CODE_WIDTH, KEY_WIDTH, ShareTable } from '../../src/keyserver/store/share-table.js';
+import { arrayBuffersKeptSince, arrayBuffersNow, lonePooledCopy } from './kept-memory.js';
 
 function share(i: number, extra: Partial<ShareState> = {}): ShareState {
   return {
@@ -236,6 +237,21 @@ test('hash table: 20,000 inserts and deletes in churn keep every live code finda
   assert.equal(new Set([...table.values()].map((s) => s.code)), new Set(live.keys()));
   // Slots were reused: the table holds about as many slots as live shares, not as many as were ever set.
   assert.ok(table.slotCapacity <= 16_384, `capacity ${table.slotCapacity}`);
+});
+
+test('token hashes and wide keys kept for pending shares keep no 8 KiB Buffer pool slab alive', async () => {
+  // A publish's token hash is a slice of node's Buffer pool; kept as it is, it would keep its slab
+  // (8 KiB) for 32 bytes, for as long as the share is pending.
+  const table = new ShareTable(16);
+  const n = 1024;
+  const before = arrayBuffersNow();
+  for (let i = 0; i < n; i++)
+    table.set(
+      share(i, { tokenHash: lonePooledCopy(randomBytes(32)), publicKey: lonePooledCopy(randomBytes(KEY_WIDTH + 1)) }),
+    );
+  const kept = await arrayBuffersKeptSince(before, 1024 * 1024);
+  assert.ok(kept < 1024 * 1024, `the table keeps ${kept} bytes of array buffers for ${n} pending shares`);
+  assert.is(table.size, n);
 });
 
 test.run();

@@ -28,7 +28,7 @@ import { Writer } from '../wire/codec.js';
 import { encodeLogRecord, writeLogRecord } from './log-format.js';
 import type { ShareState, Stamp, StoreRecord } from './records.js';
 import { openAndRecover, type SkippedRange } from './recovery.js';
-import { ShareIndex, laterOfOrigin, snapshotEvents } from './share-index.js';
+import { ShareIndex, laterOfOrigin, snapshotEvents, tokenKey } from './share-index.js';
 import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT, type TableSnapshot } from './share-table.js';
 import { COMPACT_NAME, LOG_NAME, REPAIR_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
 
@@ -404,7 +404,7 @@ export class ShareStore {
 
   /** The pending, unexpired share a verification token belongs to. */
   findByToken(tokenHash: Buffer): ShareState | undefined {
-    const code = this.index.tokens.get(tokenHash.toString('hex'));
+    const code = this.index.tokens.get(tokenKey(tokenHash));
     const share = code === undefined ? undefined : this.index.shares.get(code);
     if (share?.verifiedAt !== 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
     return share;
@@ -412,7 +412,7 @@ export class ShareStore {
 
   /** The live, verified share whose verification used this token (a link opened again), if still known. */
   findConfirmedByToken(tokenHash: Buffer): ShareState | undefined {
-    const code = this.index.confirmedTokens.get(tokenHash.toString('hex'));
+    const code = this.index.confirmedTokens.get(tokenKey(tokenHash));
     const share = code === undefined ? undefined : this.index.shares.get(code);
     if (!share || share.verifiedAt === 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
     return share;
@@ -427,7 +427,7 @@ export class ShareStore {
   async verify(tokenHash: Buffer): Promise<ShareState | undefined> {
     const share = this.findByToken(tokenHash);
     if (!share) return undefined;
-    const key = tokenHash.toString('hex');
+    const key = tokenKey(tokenHash);
     this.index.tokens.delete(key);
     try {
       await this.append({ type: 'verify', stamp: this.stamp(), code: share.code, verifiedAt: this.opts.clock.now() });

@@ -11,7 +11,10 @@
  * 100,000 shares as with none (docs/benchmarks.md, "Memory").
  *
  * Token hashes live in a Map by slot: only pending shares have one, and they
- * are few (15 minutes of publishes), so a column would be mostly empty.
+ * are few (15 minutes of publishes), so a column would be mostly empty; they
+ * are kept as latin1 strings (48 bytes of heap for 32 bytes, against about
+ * 200 for a Buffer). Wide keys are copies in memory of their own (ownBytes):
+ * a kept slice of node's Buffer pool would keep its whole 8 KiB slab alive.
  * Freed slots are reused; the arrays double when full; an email that changes
  * leaves its old bytes in the arena until they are a third of it, then the
  * arena is rewritten. Fields the columns cannot hold exactly (a key wider
@@ -22,6 +25,7 @@
  * `get` and `values` hand out fresh ShareState objects (copies): a caller may
  * keep one while the slot is freed and reused.
  */
+import { ownBytes } from '../own-bytes.js';
 import type { ShareState, Stamp } from './records.js';
 
 /** Width of the public key column: an uncompressed P-256 point. */
@@ -101,7 +105,8 @@ export class ShareTable {
   private readonly wideKeys = new Map<number, Buffer>();
   private readonly wideCodes = new Map<number, string>();
   private readonly wideEmails = new Map<number, string>();
-  private readonly tokenHashes = new Map<number, Buffer>();
+  /** Token hashes by slot, one character per byte (latin1): a short string costs less heap than a Buffer. */
+  private readonly tokenHashes = new Map<number, string>();
   private readonly free: number[] = [];
   private readonly cuts = new Set<Cut>();
   private used = 0;
@@ -182,14 +187,14 @@ export class ShareTable {
     this.small[s + 2] = share.publicKey.length;
     let flags = LIVE | (this.small[s + 3]! & (WIDE_CODE | WIDE_EMAIL));
     if (share.publicKey.length > KEY_WIDTH) {
-      this.wideKeys.set(slot, Buffer.from(share.publicKey));
+      this.wideKeys.set(slot, ownBytes(share.publicKey));
     } else {
       this.wideKeys.delete(slot);
       this.keys.set(share.publicKey, slot * KEY_WIDTH);
     }
     if (share.tokenHash) {
       flags |= HAS_TOKEN;
-      this.tokenHashes.set(slot, Buffer.from(share.tokenHash));
+      this.tokenHashes.set(slot, share.tokenHash.toString('latin1'));
     } else {
       this.tokenHashes.delete(slot);
     }
@@ -446,7 +451,7 @@ export class ShareTable {
       expiresAt: this.nums[n + 1]!,
       verifiedAt: this.nums[n + 2]!,
       fetchCount: this.nums[n + 3]!,
-      tokenHash: flags & HAS_TOKEN ? Buffer.from(this.tokenHashes.get(slot)!) : undefined,
+      tokenHash: flags & HAS_TOKEN ? Buffer.from(this.tokenHashes.get(slot)!, 'latin1') : undefined,
       stamp: { origin: this.small[s]!, epoch: this.nums[n + 4]!, seq: this.nums[n + 5]! },
     };
     if (flags & HAS_FETCH_STAMP)

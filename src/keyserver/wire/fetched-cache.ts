@@ -10,6 +10,10 @@
  * writes as they are, in one write with the status line and headers; a fetch
  * allocates no Buffer (docs/benchmarks.md, "Fetch beside bare node:http").
  *
+ * An entry keeps its own copy of the key (ownBytes): a key read from the
+ * store is a slice of node's Buffer pool, and 1,024 cached slices kept about
+ * 8 MB of pool slabs alive.
+ *
  * The cache is bounded (hot shares only): when full it is emptied and refills
  * with whatever is fetched next. An entry is used only while the share's
  * version (its stamp, verification and expiry times) is the one it was built
@@ -22,6 +26,7 @@ import {
   PEEK_STAMP_SEQ,
   PEEK_VERIFIED_AT,
 } from '../store/share-table.js';
+import { ownBytes } from '../own-bytes.js';
 import { shareResponseJson } from './json.js';
 import { encodeShareResponse, type FetchedResponse } from './messages.js';
 
@@ -45,6 +50,11 @@ interface Entry {
 
 const COUNT_FROM_END = 8 + 4; // u32 fetch_count, then u64 expires_at
 const JSON_COUNT = ',"fetch_count":';
+
+/** `facts` with the key in memory of its own, not a slice of a pool slab. */
+function kept(facts: FetchedFacts): FetchedFacts {
+  return { ...facts, publicKey: ownBytes(facts.publicKey) };
+}
 
 /** A u32 as four latin1 characters, big-endian. */
 function u32Chars(n: number): string {
@@ -89,7 +99,7 @@ export class FetchedCache {
         origin: version[PEEK_STAMP_ORIGIN]!,
         verifiedAt: version[PEEK_VERIFIED_AT]!,
         expiresAt: version[PEEK_EXPIRES_AT]!,
-        facts: facts(),
+        facts: kept(facts()),
         binHead: undefined,
         binTail: '',
         jsonHead: undefined,
