@@ -453,6 +453,30 @@ test('cached fetched answers are the bytes of the plain encoders, and follow a c
   assert.ok(cache.size <= 2, 'bounded');
 });
 
+test('a share enters the cache on its second fetch; the first is answered all the same', () => {
+  const cache = new FetchedCache(16);
+  const version = new Float64Array(PEEK_SIZE);
+  const facts = { type: 'fetched' as const, publicKey: key, email: 'a@example.org', verifiedAt: 1, expiresAt: 2 };
+  let built = 0;
+  const factsOf = (code: string) => () => {
+    built++;
+    return { ...facts, code };
+  };
+  const expected = (code: string, count: number) =>
+    FetchedCache.encode({ ...facts, code, fetchCount: count }, 'binary');
+  for (let i = 0; i < 8; i++) {
+    const body = cache.body(`ONCE${i}`, version, 1, 'binary', factsOf(`ONCE${i}`));
+    assert.equal(Buffer.from(body, 'latin1'), expected(`ONCE${i}`, 1));
+  }
+  assert.is(cache.size, 0, 'shares fetched once are not cached');
+  for (const count of [1, 2, 3, 4]) {
+    const body = cache.body('HOT', version, count, 'binary', factsOf('HOT'));
+    assert.equal(Buffer.from(body, 'latin1'), expected('HOT', count), `fetch ${count}`);
+  }
+  assert.is(cache.size, 1, 'a share fetched again is cached');
+  assert.is(built, 8 + 2, 'its facts are read twice (seen, then cached), then come from the cache');
+});
+
 test('a full cache keeps no 8 KiB Buffer pool slab alive for a key it holds', async () => {
   // A share's key read from the store is a slice of node's Buffer pool; a cached entry that kept the
   // slice would keep its whole slab (8 KiB) for 65 bytes: 1,024 entries pinned about 8 MB of a
@@ -465,7 +489,8 @@ test('a full cache keeps no 8 KiB Buffer pool slab alive for a key it holds', as
   for (let i = 0; i < entries; i++) {
     const code = `CODE${i}`;
     const publicKey = lonePooledCopy(key);
-    cache.body(code, version, 0, 'binary', () => ({ ...facts, code, publicKey }));
+    // The second fetch of a share puts it in the cache (the first only marks it seen).
+    for (const count of [1, 2]) cache.body(code, version, count, 'binary', () => ({ ...facts, code, publicKey }));
   }
   assert.is(cache.size, entries);
   const kept = await arrayBuffersKeptSince(before, 1024 * 1024);

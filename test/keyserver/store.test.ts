@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync } from 'node:fs';
+import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
+import type { ShareState } from '../../src/keyserver/store/records.js';
 import { ShareStore, type StoreOptions } from '../../src/keyserver/store/share-store.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
@@ -88,6 +90,42 @@ test('a put is durable, its token survives a restart, verification and fetch cou
     assert.is(stats.sharesLive, 2);
     assert.is(stats.sharesPending, 1);
     assert.ok(stats.lastSequence >= 4, 'sequence numbers survive restarts');
+    await store.close();
+  } finally {
+    dir.remove();
+  }
+});
+
+test('fetch counts of many shares are written once a batch is full, before the window ends', async () => {
+  // A window's counts are kept in memory until written: with many shares fetched once each (the
+  // usual case: B fetches a key once), a long window would hold one entry per share fetched.
+  const dir = tempDir('store-batch');
+  const clock = new ManualClock();
+  const batch = 8;
+  try {
+    const store = await ShareStore.open(
+      options(dir.path, clock, undefined, { fetchFlushMs: 60_000, fetchFlushBatch: batch }),
+    );
+    const shares: ShareState[] = [];
+    for (let i = 0; i < batch; i++) {
+      const s = newShare(clock);
+      await store.put(s.input);
+      shares.push((await store.verify(s.input.tokenHash))!);
+    }
+    const onDisk = async () => {
+      const state = await readStateReadOnly(dir.path, 0);
+      return shares.map((s) => state.index.shares.get(s.code)?.fetchCount);
+    };
+    for (const s of shares.slice(0, -1)) store.recordFetch(s);
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(await onDisk(), new Array(batch).fill(0), 'one short of a batch: nothing written within the window');
+    store.recordFetch(shares.at(-1)!);
+    let counts = await onDisk();
+    for (let i = 0; i < 100 && counts.some((c) => c !== 1); i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      counts = await onDisk();
+    }
+    assert.equal(counts, new Array(batch).fill(1), 'a full batch is written at once');
     await store.close();
   } finally {
     dir.remove();

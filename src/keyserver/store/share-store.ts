@@ -7,7 +7,8 @@
  * Durability: a publish and a verification resolve only after their record is
  * fdatasync'ed. Fetch counts are NOT awaited: the fetch path is a Map lookup
  * plus a counter increment; changed counts are written in one coalesced batch
- * every `fetchFlushMs` (default 50 ms). A crash can lose the count increments
+ * every `fetchFlushMs` (default 50 ms), or as soon as `fetchFlushBatch`
+ * shares have changed counts. A crash can lose the count increments
  * of the last batch, never a share or a verification. Counts merge by maximum.
  *
  * Several processes later: the log is self-delimiting and checksummed, so
@@ -45,6 +46,8 @@ export interface StoreOptions {
   sweepIntervalMs?: number;
   /** Coalescing delay of fetch-count records (default 50 ms). */
   fetchFlushMs?: number;
+  /** Shares with unwritten fetch counts that start a write before the delay is over (default FETCH_FLUSH_BATCH). */
+  fetchFlushBatch?: number;
   /** How long a tombstone is kept after deletion (default 1 h). */
   tombstoneRetentionMs?: number;
 }
@@ -107,6 +110,16 @@ export interface StoreStats {
   /** Per origin, the highest stamp seen. */
   originHigh: Map<number, Stamp>;
 }
+
+/**
+ * Shares with changed fetch counts that are written at once, before the
+ * coalescing delay is over: a window's counts are held in memory until
+ * written (an entry per share, and the batch's records), and most shares are
+ * fetched once or twice, so under load a long window held tens of thousands
+ * (docs/benchmarks.md, "Memory"). A hot share still gets one record per
+ * window.
+ */
+export const FETCH_FLUSH_BATCH = 2048;
 
 export class ShareStore {
   private readonly index: ShareIndex;
@@ -457,7 +470,10 @@ export class ShareStore {
     const count = Math.max(this.counted.get(code) ?? 0, stored) + n;
     this.counted.set(code, count);
     this.dirtyFetches.add(code);
-    if (!this.fetchTimer && !this.closed) {
+    if (this.dirtyFetches.size >= (this.opts.fetchFlushBatch ?? FETCH_FLUSH_BATCH) && !this.closed) {
+      if (this.fetchTimer) clearTimeout(this.fetchTimer);
+      void this.flushFetches();
+    } else if (!this.fetchTimer && !this.closed) {
       this.fetchTimer = setTimeout(() => void this.flushFetches(), this.opts.fetchFlushMs ?? 50);
       this.fetchTimer.unref();
     }

@@ -61,8 +61,28 @@ function u32Chars(n: number): string {
   return String.fromCharCode((n >>> 24) & 0xff, (n >>> 16) & 0xff, (n >>> 8) & 0xff, n & 0xff);
 }
 
+/** Slots of the doorkeeper (a power of two): codes fetched once lately, by hash. */
+const SEEN_SLOTS = 4096;
+
+/** FNV-1a over the UTF-16 code units of `code`, never 0 (0 marks an empty slot). */
+function codeHash(code: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < code.length; i++) h = Math.imul(h ^ code.charCodeAt(i), 0x01000193);
+  return h | 1;
+}
+
 export class FetchedCache {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * The doorkeeper: a share enters the cache on its second fetch, not its
+   * first. Most shares are fetched once or twice (B fetches A's key), and an
+   * entry made for a share never fetched again lived long enough to reach
+   * V8's old generation: under a load of distinct shares the cache turned
+   * over its 1,024 entries many times a second, and the old generation grew
+   * with their garbage (docs/benchmarks.md, "Memory"). A slot holds the hash
+   * of the last code seen there; a collision only admits a share early.
+   */
+  private readonly seen = new Int32Array(SEEN_SLOTS);
 
   constructor(private readonly maxEntries = 1024) {}
 
@@ -84,6 +104,14 @@ export class FetchedCache {
     facts: () => FetchedFacts,
   ): string {
     let e = this.entries.get(canonical);
+    if (e === undefined) {
+      const h = codeHash(canonical);
+      const slot = h & (SEEN_SLOTS - 1);
+      if (this.seen[slot] !== h) {
+        this.seen[slot] = h;
+        return render(unversioned(facts()), count, encoding);
+      }
+    }
     if (
       e === undefined ||
       e.seq !== version[PEEK_STAMP_SEQ] ||
@@ -113,20 +141,24 @@ export class FetchedCache {
   /** The answer to `res` as bytes, built without the cache (tests compare it with the plain encoders). */
   static encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
     const { fetchCount, ...facts } = res;
-    const e: Entry = {
-      epoch: 0,
-      seq: 0,
-      origin: 0,
-      verifiedAt: 0,
-      expiresAt: 0,
-      facts,
-      binHead: undefined,
-      binTail: '',
-      jsonHead: undefined,
-      jsonTail: '',
-    };
-    return Buffer.from(render(e, fetchCount, encoding), 'latin1');
+    return Buffer.from(render(unversioned(facts), fetchCount, encoding), 'latin1');
   }
+}
+
+/** An entry for one answer, kept nowhere. */
+function unversioned(facts: FetchedFacts): Entry {
+  return {
+    epoch: 0,
+    seq: 0,
+    origin: 0,
+    verifiedAt: 0,
+    expiresAt: 0,
+    facts,
+    binHead: undefined,
+    binTail: '',
+    jsonHead: undefined,
+    jsonTail: '',
+  };
 }
 
 function render(e: Entry, count: number, encoding: FetchedEncoding): string {
