@@ -7,12 +7,9 @@ import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { StashError } from '../errors.js';
 import { secureAlloc, wipe } from '../vault/secure.js';
 import { octal, warn } from './output.js';
+import { sleepSync } from '../process-state.js';
 
 export class InputError extends StashError {}
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
 
 /** Length of `buf[0..len)` without one trailing "\n" or "\r\n". */
 function withoutNewline(buf: Buffer, len: number): number {

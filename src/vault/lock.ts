@@ -14,6 +14,7 @@ import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { errnoCode, ioError, VaultError } from './errors.js';
 import { sweepTempFiles } from './fs-atomic.js';
+import { sleepSync } from '../process-state.js';
 
 export const LOCK_FILE = 'vault.lock';
 const STALE_MS = 120_000;
@@ -22,10 +23,6 @@ const POLL_MS = 20;
 
 /** Vault folders whose lock this process holds (makes nested use re-entrant). */
 const held = new Set<string>();
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
 
 interface LockOwner {
   pid: number;

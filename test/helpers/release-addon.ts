@@ -29,7 +29,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { alive } from '../../src/keyserver/store/state-dir.js';
+import { alive, sleepSync } from '../../src/process-state.js';
 
 export interface AddonBuild {
   ok: boolean;
@@ -39,10 +39,6 @@ export interface AddonBuild {
 
 /** Far below a suite's timeout (test/run.js, 600 s), so a waiter says why it gave up. */
 const WAIT_MS = 240_000;
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
-}
 
 /** build.js in `buildDir`, the result copied to `copyTo`. */
 function build(target: string, buildDir: string, copyTo: string): AddonBuild {

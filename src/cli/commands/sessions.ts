@@ -10,6 +10,7 @@ import { StashError, errorCode } from '../../errors.js';
 import { defaultVaultDir, listContainers, readVaultInfo, validateContainerName } from '../../vault/index.js';
 import { formatDuration, formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
+import { alive } from '../../process-state.js';
 
 /** A running agent, or null when none answers. Other problems (unsafe folder) are errors. */
 async function runningAgent(): Promise<AgentClient | null> {
@@ -184,13 +185,4 @@ async function stop(agent: AgentClient | null): Promise<number> {
   }
   out(`Stopped the agent${typeof pid === 'number' ? ` (pid ${pid})` : ''}; its keys were wiped.`);
   return 0;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

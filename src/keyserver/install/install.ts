@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { StashError } from '../../errors.js';
 import type { ServerConfig } from '../cli/options.js';
 import { parseCommandLine } from '../cli/parse.js';
-import { alive } from '../store/state-dir.js';
+import { alive } from '../../process-state.js';
 import { isSingleExecutable } from '../sea/runtime.js';
 import { installExecutable, removeExecutable } from './executable.js';
 import { liveServerLines } from './live-status.js';

@@ -7,6 +7,7 @@ import { constants, readFileSync } from 'node:fs';
 import { mkdir, open, readFile, unlink, chmod } from 'node:fs/promises';
 import { join } from 'node:path';
 import { StashError } from '../../errors.js';
+import { alive } from '../../process-state.js';
 
 export const LOG_NAME = 'store.log';
 export const COMPACT_NAME = 'store.log.compact';
@@ -27,16 +28,6 @@ export async function syncDirectory(dir: string): Promise<void> {
     await fh.sync();
   } finally {
     await fh.close();
-  }
-}
-
-/** Whether process `pid` exists (EPERM: it does, under another user). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -24,6 +24,7 @@ import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { errnoCode, ioError, VaultError } from '../errors.js';
 import { randomBytes } from '../secure.js';
+import { sleepSync } from '../../process-state.js';
 
 /** A lock this old is abandoned, whoever holds it. */
 export const STALE_MS = 15_000;
@@ -47,10 +48,6 @@ const held = new Map<string, { token: string; depth: number }>();
 
 export function lockPathOf(file: string): string {
   return join(dirname(file), `.${basename(file)}.lock`);
-}
-
-function sleepSync(ms: number): void {
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 interface Found {
