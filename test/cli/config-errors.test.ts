@@ -13,8 +13,10 @@ import { agentPids } from '../helpers/agent.js';
 import { cliEnv, type CliEnv } from './harness.js';
 
 // The old failure took the whole 5 s autostart wait; a reported error takes one
-// process start. The margin is for a loaded CI machine (a cold start measured 0.2 s).
-const PROMPT_MS = 2500;
+// process start (0.2 s cold on an idle machine, 3.4 s seen in a CI run at load).
+// The messages checked below already tell the two apart; the bound only says
+// that nothing waited out the 5 s.
+const PROMPT_MS = 4500;
 
 async function vaultWithEntry(t: CliEnv): Promise<void> {
   await t.initVault(['work']);
