@@ -15,7 +15,7 @@ import type { AckVector, ShareState, Stamp, StoreRecord, TombstoneReason } from 
 import { BoundedMap } from '../limits/bounded-map.js';
 import { ShareTable } from './share-table.js';
 
-/** How many used verification tokens are remembered (about 200 bytes each). */
+/** How many used verification tokens are remembered (about 150 bytes of heap each). */
 export const CONFIRMED_TOKENS_KEPT = 10_000;
 
 /**

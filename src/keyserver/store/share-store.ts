@@ -116,8 +116,8 @@ export interface StoreStats {
  * coalescing delay is over: a window's counts are held in memory until
  * written (an entry per share, and the batch's records), and most shares are
  * fetched once or twice, so under load a long window held tens of thousands
- * (docs/benchmarks.md, "Memory"). A hot share still gets one record per
- * window.
+ * (docs/benchmarks.md, "Memory"). A hot share gets one record per write,
+ * however often it was fetched since the last one.
  */
 export const FETCH_FLUSH_BATCH = 2048;
 

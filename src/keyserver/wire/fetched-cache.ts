@@ -1,9 +1,10 @@
 /**
  * Encoded "fetched" answers, cached per share. Of a fetched answer only the
  * fetch count changes from one fetch to the next; the rest (code, key, email,
- * times) is encoded once, on the first fetch of a version of a share, as the
- * bytes before and after the count, and each later fetch puts the count
- * between them. The bytes are exactly those of encodeShareResponse /
+ * times) is encoded once, on the second fetch of a version of a share (the
+ * first is encoded the same way and kept nowhere: see `seen`), as the bytes
+ * before and after the count, and each later fetch puts the count between
+ * them. The bytes are exactly those of encodeShareResponse /
  * shareResponseJson (test/keyserver/fast-fetch.test.ts).
  *
  * Answers are strings of one character per byte (latin1), which node:http
@@ -64,11 +65,11 @@ function u32Chars(n: number): string {
 /** Slots of the doorkeeper (a power of two): codes fetched once lately, by hash. */
 const SEEN_SLOTS = 4096;
 
-/** FNV-1a over the UTF-16 code units of `code`, never 0 (0 marks an empty slot). */
+/** FNV-1a over the UTF-16 code units of `code`. */
 function codeHash(code: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < code.length; i++) h = Math.imul(h ^ code.charCodeAt(i), 0x01000193);
-  return h | 1;
+  return h;
 }
 
 export class FetchedCache {
@@ -79,8 +80,12 @@ export class FetchedCache {
    * entry made for a share never fetched again lived long enough to reach
    * V8's old generation: under a load of distinct shares the cache turned
    * over its 1,024 entries many times a second, and the old generation grew
-   * with their garbage (docs/benchmarks.md, "Memory"). A slot holds the hash
-   * of the last code seen there; a collision only admits a share early.
+   * with their garbage (docs/benchmarks.md, "Memory"). A slot (the hash's
+   * low bits) holds the hash of the last code seen there, with its lowest bit
+   * set so that no hash reads as the empty slot's 0. Two codes of one slot
+   * push each other out (a share then waits for a later fetch to enter); two
+   * codes of one hash admit each other early. Either only moves when a share
+   * enters, never what is answered.
    */
   private readonly seen = new Int32Array(SEEN_SLOTS);
 
@@ -107,8 +112,9 @@ export class FetchedCache {
     if (e === undefined) {
       const h = codeHash(canonical);
       const slot = h & (SEEN_SLOTS - 1);
-      if (this.seen[slot] !== h) {
-        this.seen[slot] = h;
+      const mark = h | 1;
+      if (this.seen[slot] !== mark) {
+        this.seen[slot] = mark;
         return render(unversioned(facts()), count, encoding);
       }
     }
