@@ -35,7 +35,15 @@ export interface CompactionResult {
   records: number;
 }
 
-const CHUNK = 1 << 20;
+/**
+ * Bytes of snapshot encoded between two awaits (and the tail's copy buffer).
+ * Encoding a chunk holds the event loop: with 1 MiB (about 6,000 shares) the
+ * requests that queued meanwhile came in bursts. The installed unit's peak
+ * RSS while compacting under load: 100.2-101.7 MB with 1 MiB chunks,
+ * 97.7-100.8 MB with 128 KiB (docs/benchmarks.md, "Memory"): some of the
+ * time under 100 MB, not reliably.
+ */
+const CHUNK = 1 << 17;
 
 export async function compactLog(args: {
   dir: string;
@@ -60,7 +68,7 @@ export async function compactLog(args: {
       while (done < buf.length) done += (await out.write(buf, done, buf.length - done, size + done)).bytesWritten;
       size += buf.length;
     };
-    // 2. The snapshot, in chunks of about 1 MiB encoded into one buffer each: each await lets requests run.
+    // 2. The snapshot, in chunks of about CHUNK bytes encoded into one buffer each: each await lets requests run.
     // One buffer for every chunk: it is reused once its bytes are written.
     const w = new Writer(CHUNK + 4096);
     w.bytes(MAGIC_V2);
