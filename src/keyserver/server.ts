@@ -73,8 +73,9 @@ export interface StartOptions {
  * How long fetch counts are coalesced before their records are written: a
  * hot share gets one fetch_count record per window however often it is
  * fetched (a window ends early once FETCH_FLUSH_BATCH shares have changed
- * counts, store/share-store.ts). A crash loses at most this window's increments (counts merge by
- * maximum, so a lost increment never goes backwards elsewhere).
+ * counts, store/share-store.ts). A crash loses at most this window's
+ * increments (counts merge by maximum, so a lost increment never goes
+ * backwards elsewhere).
  */
 export const FETCH_FLUSH_MS = 1000;
 

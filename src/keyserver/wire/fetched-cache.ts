@@ -115,7 +115,7 @@ export class FetchedCache {
       const mark = h | 1;
       if (this.seen[slot] !== mark) {
         this.seen[slot] = mark;
-        return render(unversioned(facts()), count, encoding);
+        return render(entryOf(facts()), count, encoding);
       }
     }
     if (
@@ -127,18 +127,7 @@ export class FetchedCache {
       e.expiresAt !== version[PEEK_EXPIRES_AT]
     ) {
       if (this.entries.size >= this.maxEntries) this.entries.clear();
-      e = {
-        epoch: version[PEEK_STAMP_EPOCH]!,
-        seq: version[PEEK_STAMP_SEQ]!,
-        origin: version[PEEK_STAMP_ORIGIN]!,
-        verifiedAt: version[PEEK_VERIFIED_AT]!,
-        expiresAt: version[PEEK_EXPIRES_AT]!,
-        facts: kept(facts()),
-        binHead: undefined,
-        binTail: '',
-        jsonHead: undefined,
-        jsonTail: '',
-      };
+      e = entryOf(kept(facts()), version);
       this.entries.set(canonical, e);
     }
     return render(e, count, encoding);
@@ -147,18 +136,18 @@ export class FetchedCache {
   /** The answer to `res` as bytes, built without the cache (tests compare it with the plain encoders). */
   static encode(res: FetchedResponse, encoding: FetchedEncoding): Buffer {
     const { fetchCount, ...facts } = res;
-    return Buffer.from(render(unversioned(facts), fetchCount, encoding), 'latin1');
+    return Buffer.from(render(entryOf(facts), fetchCount, encoding), 'latin1');
   }
 }
 
-/** An entry for one answer, kept nowhere. */
-function unversioned(facts: FetchedFacts): Entry {
+/** An entry for `facts` of the share version in `version` (ShareTable.peek's numbers); without one, for one answer kept nowhere. */
+function entryOf(facts: FetchedFacts, version?: Float64Array): Entry {
   return {
-    epoch: 0,
-    seq: 0,
-    origin: 0,
-    verifiedAt: 0,
-    expiresAt: 0,
+    epoch: version?.[PEEK_STAMP_EPOCH] ?? 0,
+    seq: version?.[PEEK_STAMP_SEQ] ?? 0,
+    origin: version?.[PEEK_STAMP_ORIGIN] ?? 0,
+    verifiedAt: version?.[PEEK_VERIFIED_AT] ?? 0,
+    expiresAt: version?.[PEEK_EXPIRES_AT] ?? 0,
     facts,
     binHead: undefined,
     binTail: '',
