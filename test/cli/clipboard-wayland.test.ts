@@ -154,7 +154,18 @@ test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', a
     [],
     'no wl-copy file of ours in the real /tmp',
   );
-  await waitFor(() => wl!.paste() === '', 20_000, 'the clear');
+  let pid = 0; // 0: the helper is done already
+  try {
+    pid = Number(readFileSync(join(t.dir, 'clip-clear.pid'), 'utf8').split(' ')[0]);
+  } catch {
+    /* removed by the helper on its way out */
+  }
+  await waitFor(() => wl!.paste() === '', 20_000, 'the clear').catch((err: Error) => {
+    const left = wl!.paste() === VALUE ? 'the value' : 'something else';
+    throw new Error(
+      `${err.message} (${left} on the clipboard; helper ${existsSync(`/proc/${pid}`) ? 'running' : 'gone'})`,
+    );
+  });
 });
 
 test('a value copied meanwhile is left alone', async () => {

@@ -268,6 +268,42 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
   }
 });
 
+test('a clear that fails, then one that says yes but leaves the value: the helper tries again until the value is gone', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose first --clear fails (as one killed at its timeout on a loaded machine), whose
+  // second exits 0 and does nothing, and whose later ones are real; each --clear adds a line to `clears`.
+  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  const clears = join(bin, 'clears');
+  writeFileSync(
+    join(bin, 'xsel'),
+    '#!/bin/sh\n' +
+      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"; n=$(wc -l < "${clears}")\n` +
+      '  if [ "$n" -eq 1 ]; then echo "xsel: cannot clear" >&2; exit 1; fi\n' +
+      '  if [ "$n" -eq 2 ]; then exit 0; fi\n' +
+      `fi\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
+  try {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.is(r.code, 0, r.stderr);
+    assert.is(x.paste(), VALUE);
+    const pid = helperPid();
+    await waitFor(() => x!.paste() === '', 20_000, 'the clear on a later attempt');
+    await waitFor(() => !alive(pid), 10_000, 'the helper to exit');
+    assert.is(
+      readFileSync(clears, 'utf8'),
+      'x\nx\nx\n',
+      'three clears: the failed one, the one that did nothing, the real one',
+    );
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
 test('otp --clip copies the current code', async () => {
   if (!x) return;
   assert.is((await t.run(['set', 'c', 'TOTP', '--totp', '-'], { input: 'JBSWY3DPEHPK3PXP' })).code, 0);

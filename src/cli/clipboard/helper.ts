@@ -135,6 +135,35 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean>
   return !other;
 }
 
+/** Attempts at the clear, 1 s apart: one tool run that fails must not leave the secret on the clipboard. */
+const CLEAR_ATTEMPTS = 3;
+
+/**
+ * Clears (only if still ours once a paste got the value, `served`), then reads
+ * back: a tool that failed (killed at its timeout on a loaded machine, a busy
+ * compositor) or said yes and left the value gets another attempt. Stops
+ * early when the clipboard holds something else: the user's newer copy stays.
+ */
+async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean): Promise<void> {
+  for (let attempt = 1; attempt <= CLEAR_ATTEMPTS; attempt++) {
+    try {
+      if (served) {
+        if (!(await clearIfOurs(tool, value))) return;
+      } else {
+        await tool.clear();
+      }
+      if (value.length === 0) return;
+      const now = await tool.read(value.length).catch(() => null);
+      const still = Buffer.isBuffer(now) && constantTimeEqual(now, value);
+      if (Buffer.isBuffer(now)) wipe(now);
+      if (!still) return;
+    } catch {
+      /* the tool could not be run or failed: try again after the pause */
+    }
+    if (attempt < CLEAR_ATTEMPTS) await sleep(1000);
+  }
+}
+
 /** Runs the helper; resolves once it has copied and reported (it exits later, by itself). */
 export async function runClipHelper(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
@@ -174,12 +203,7 @@ export async function runClipHelper(argv: string[]): Promise<void> {
     finishing = true;
     // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
     if (copying) await copying.catch(() => false);
-    try {
-      if (served) await clearIfOurs(tool, value);
-      else await tool.clear();
-    } catch {
-      /* nothing more can be done: the tool cannot be run now */
-    }
+    await clearUntilGone(tool, value, served);
     wipe(value);
     // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
     if (why === 'timeout' && token !== null) await unregister(token);
