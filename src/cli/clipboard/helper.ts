@@ -135,8 +135,10 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean>
   return !other;
 }
 
-/** Attempts at the clear, 1 s apart: one tool run that fails must not leave the secret on the clipboard. */
+/** Attempts at the clear: one tool run that fails must not leave the secret on the clipboard. */
 const CLEAR_ATTEMPTS = 3;
+/** The pause between attempts; shorter on a signal, where the agent (a suspend) waits 1.5 s before SIGKILL. */
+const CLEAR_PAUSE_MS = { timeout: 1000, signal: 200 };
 
 /**
  * Clears (only if still ours once a paste got the value, `served`), then reads
@@ -144,7 +146,7 @@ const CLEAR_ATTEMPTS = 3;
  * compositor) or said yes and left the value gets another attempt. Stops
  * early when the clipboard holds something else: the user's newer copy stays.
  */
-async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean): Promise<void> {
+async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean, pauseMs: number): Promise<void> {
   for (let attempt = 1; attempt <= CLEAR_ATTEMPTS; attempt++) {
     try {
       if (served) {
@@ -160,7 +162,7 @@ async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolea
     } catch {
       /* the tool could not be run or failed: try again after the pause */
     }
-    if (attempt < CLEAR_ATTEMPTS) await sleep(1000);
+    if (attempt < CLEAR_ATTEMPTS) await sleep(pauseMs);
   }
 }
 
@@ -203,7 +205,7 @@ export async function runClipHelper(argv: string[]): Promise<void> {
     finishing = true;
     // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
     if (copying) await copying.catch(() => false);
-    await clearUntilGone(tool, value, served);
+    await clearUntilGone(tool, value, served, why === 'timeout' ? CLEAR_PAUSE_MS.timeout : CLEAR_PAUSE_MS.signal);
     wipe(value);
     // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
     if (why === 'timeout' && token !== null) await unregister(token);
