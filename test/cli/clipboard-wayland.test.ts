@@ -11,7 +11,7 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { inMemory } from '../../src/cli/memory-folder.js';
 import { startWeston, westonFacility, type Weston } from '../fixtures/weston.js';
@@ -160,13 +160,25 @@ test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', a
   } catch {
     /* removed by the helper on its way out */
   }
-  await waitFor(() => wl!.paste() === '', 20_000, 'the clear').catch((err: Error) => {
-    const left = wl!.paste() === VALUE ? 'the value' : 'something else';
-    throw new Error(
-      `${err.message} (${left} on the clipboard; helper ${existsSync(`/proc/${pid}`) ? 'running' : 'gone'})`,
-    );
+  let last: string | null = VALUE;
+  const cleared = (): boolean => {
+    last = wl!.paste();
+    return last === '';
+  };
+  await waitFor(cleared, 20_000, 'the clear').catch((err: Error) => {
+    const left = last === VALUE ? 'the value' : last === null ? 'a paste that timed out' : 'something else';
+    throw new Error(`${err.message} (last seen: ${left}; the helper ${running(pid) ? 'still runs' : 'is gone'})`);
   });
 });
+
+/** True while `pid` runs (a zombie has ended). */
+function running(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
 
 test('a value copied meanwhile is left alone', async () => {
   if (!wl) return;
@@ -176,7 +188,7 @@ test('a value copied meanwhile is left alone', async () => {
   assert.is(r.code, 0, r.stderr);
   const pid = Number(readFileSync(join(t.dir, 'clip-clear.pid'), 'utf8').split(' ')[0]);
   wl.copy('mine now');
-  await waitFor(() => !existsSync(`/proc/${pid}`), 20_000, 'the helper to finish');
+  await waitFor(() => !running(pid), 20_000, 'the helper to finish');
   assert.is(wl.paste(), 'mine now');
 });
 

@@ -304,6 +304,66 @@ test('a clear that fails, then one that says yes but leaves the value: the helpe
   }
 });
 
+test('a clear that says yes but leaves the value, and a read-back that fails: not taken as cleared', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose first --clear exits 0 and does nothing, and whose next --output then fails.
+  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  const clears = join(bin, 'clears');
+  const failRead = join(bin, 'fail-next-read');
+  writeFileSync(
+    join(bin, 'xsel'),
+    '#!/bin/sh\n' +
+      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"\n` +
+      `  if [ "$(wc -l < "${clears}")" -eq 1 ]; then touch "${failRead}"; exit 0; fi\n` +
+      `fi\nif [ "$2" = "--output" ] && [ -e "${failRead}" ]; then rm "${failRead}"; exit 1; fi\n` +
+      `exec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
+  try {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.is(r.code, 0, r.stderr);
+    const pid = helperPid();
+    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
+    assert.is(x.paste(), '', 'cleared by a second attempt');
+    assert.is(readFileSync(clears, 'utf8'), 'x\nx\n');
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
+test('something copied between two attempts at the clear is left alone', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose first --clear fails, while the user copies something else (xclip, as the fixture does).
+  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  const clears = join(bin, 'clears');
+  writeFileSync(
+    join(bin, 'xsel'),
+    '#!/bin/sh\n' +
+      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"\n` +
+      `  if [ "$(wc -l < "${clears}")" -eq 1 ]; then printf mine | xclip -selection clipboard -in; exit 1; fi\n` +
+      `fi\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
+  try {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+    });
+    assert.is(r.code, 0, r.stderr);
+    const pid = helperPid();
+    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
+    assert.is(x.paste(), 'mine', "the user's copy stays");
+    assert.is(readFileSync(clears, 'utf8'), 'x\n', 'no clear after the clipboard held something else');
+  } finally {
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
 test('otp --clip copies the current code', async () => {
   if (!x) return;
   assert.is((await t.run(['set', 'c', 'TOTP', '--totp', '-'], { input: 'JBSWY3DPEHPK3PXP' })).code, 0);
@@ -311,7 +371,7 @@ test('otp --clip copies the current code', async () => {
   assert.is(r.code, 0, r.stderr);
   assert.is(r.stdout, '');
   assert.match(r.stderr, /Copied the code of TOTP to the clipboard; it is cleared in 2 s/);
-  assert.match(x.paste(), /^[0-9]{6}$/);
+  assert.match(x.paste() ?? 'no paste', /^[0-9]{6}$/);
   await waitFor(() => x!.paste() === '', 20_000, 'the clear');
   const both = await t.run(['otp', 'c', 'TOTP', '--clip', '--json']);
   assert.is(both.code, 64, both.stderr);

@@ -137,19 +137,42 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean>
 
 /** Attempts at the clear: one tool run that fails must not leave the secret on the clipboard. */
 const CLEAR_ATTEMPTS = 3;
-/** The pause between attempts; shorter on a signal, where the agent (a suspend) waits 1.5 s before SIGKILL. */
+/** The pause between attempts; shorter once a signal came, since the agent (a suspend) waits 1.5 s before SIGKILL. */
 const CLEAR_PAUSE_MS = { timeout: 1000, signal: 200 };
 
+/** The pace of the attempts: a signal that comes while they run shortens the pause under way and the next ones. */
+interface Pace {
+  ms: number;
+  cut?: (() => void) | undefined;
+}
+
+async function pause(pace: Pace): Promise<void> {
+  try {
+    await new Promise<void>((resolve) => {
+      let timer = setTimeout(resolve, pace.ms);
+      pace.cut = () => {
+        clearTimeout(timer);
+        timer = setTimeout(resolve, CLEAR_PAUSE_MS.signal);
+      };
+    });
+  } finally {
+    pace.cut = undefined;
+  }
+}
+
 /**
- * Clears (only if still ours once a paste got the value, `served`), then reads
- * back: a tool that failed (killed at its timeout on a loaded machine, a busy
- * compositor) or said yes and left the value gets another attempt. Stops
- * early when the clipboard holds something else: the user's newer copy stays.
+ * Clears, then reads back: a tool that failed (killed at its timeout on a
+ * loaded machine, a busy compositor) or said yes and left the value gets
+ * another attempt, and so does a read-back that failed (the clear is then
+ * not confirmed). Once a paste got the value (`served`, or a read-back that
+ * finds it) each attempt clears only if the clipboard still holds it, so
+ * something the user copied meanwhile stays, and the attempts end there.
  */
-async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean, pauseMs: number): Promise<void> {
+async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean, pace: Pace): Promise<void> {
+  let ours = served;
   for (let attempt = 1; attempt <= CLEAR_ATTEMPTS; attempt++) {
     try {
-      if (served) {
+      if (ours) {
         if (!(await clearIfOurs(tool, value))) return;
       } else {
         await tool.clear();
@@ -158,11 +181,12 @@ async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolea
       const now = await tool.read(value.length).catch(() => null);
       const still = Buffer.isBuffer(now) && constantTimeEqual(now, value);
       if (Buffer.isBuffer(now)) wipe(now);
-      if (!still) return;
+      if (now !== null && !still) return; // empty, or something else: cleared
+      if (still) ours = true;
     } catch {
       /* the tool could not be run or failed: try again after the pause */
     }
-    if (attempt < CLEAR_ATTEMPTS) await sleep(pauseMs);
+    if (attempt < CLEAR_ATTEMPTS) await pause(pace);
   }
 }
 
@@ -200,15 +224,23 @@ export async function runClipHelper(argv: string[]): Promise<void> {
   let copying: Promise<boolean> | null = null;
   /** A paste got the value: until then the clear at the end is unconditional (the tool's child may serve it late). */
   let served = false;
+  const pace: Pace = { ms: CLEAR_PAUSE_MS.timeout };
+  let signalled = false;
   const finish = async (why: 'timeout' | NodeJS.Signals): Promise<void> => {
+    if (why !== 'timeout') {
+      // Also while the attempts of the timeout run: the agent or the next helper now waits for us.
+      signalled = true;
+      pace.ms = CLEAR_PAUSE_MS.signal;
+      pace.cut?.();
+    }
     if (finishing) return;
     finishing = true;
     // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
     if (copying) await copying.catch(() => false);
-    await clearUntilGone(tool, value, served, why === 'timeout' ? CLEAR_PAUSE_MS.timeout : CLEAR_PAUSE_MS.signal);
+    await clearUntilGone(tool, value, served, pace);
     wipe(value);
     // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
-    if (why === 'timeout' && token !== null) await unregister(token);
+    if (!signalled && token !== null) await unregister(token);
     try {
       if (pidfile !== null && readFileSync(pidfile, 'utf8').startsWith(`${process.pid} `)) unlinkSync(pidfile);
     } catch {
