@@ -268,21 +268,20 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
   }
 });
 
-test('a clear that fails, then one that says yes but leaves the value: the helper tries again until the value is gone', async () => {
-  if (!x) return;
-  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
-  // An xsel whose first --clear fails (as one killed at its timeout on a loaded machine), whose
-  // second exits 0 and does nothing, and whose later ones are real; each --clear adds a line to `clears`.
+/**
+ * `get --clip --clip-seconds 2` through an xsel stand-in first on PATH: each
+ * `--clear` adds a line to its `clears` file and sets N (how many so far),
+ * then `script` (shell lines) runs, then the real xsel. Resolves once the
+ * helper has exited, with the `clears` file's lines.
+ */
+async function clipThroughXsel(script: string, waitBefore?: () => Promise<void>): Promise<string[]> {
   const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
   const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
   const clears = join(bin, 'clears');
   writeFileSync(
     join(bin, 'xsel'),
-    '#!/bin/sh\n' +
-      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"; n=$(wc -l < "${clears}")\n` +
-      '  if [ "$n" -eq 1 ]; then echo "xsel: cannot clear" >&2; exit 1; fi\n' +
-      '  if [ "$n" -eq 2 ]; then exit 0; fi\n' +
-      `fi\nexec ${real} "$@"\n`,
+    `#!/bin/sh\nDIR="${bin}"\nN=0\nif [ "$2" = "--clear" ]; then echo x >> "$DIR/clears"; N=$(wc -l < "$DIR/clears"); fi\n` +
+      `${script}\nexec ${real} "$@"\n`,
     { mode: 0o755 },
   );
   try {
@@ -290,78 +289,50 @@ test('a clear that fails, then one that says yes but leaves the value: the helpe
       env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
     });
     assert.is(r.code, 0, r.stderr);
-    assert.is(x.paste(), VALUE);
     const pid = helperPid();
-    await waitFor(() => x!.paste() === '', 20_000, 'the clear on a later attempt');
-    await waitFor(() => !alive(pid), 10_000, 'the helper to exit');
-    assert.is(
-      readFileSync(clears, 'utf8'),
-      'x\nx\nx\n',
-      'three clears: the failed one, the one that did nothing, the real one',
-    );
+    await waitBefore?.();
+    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
+    return existsSync(clears) ? readFileSync(clears, 'utf8').trim().split('\n') : [];
   } finally {
     rmSync(bin, { recursive: true, force: true });
   }
+}
+
+test('a clear that fails, then one that says yes but leaves the value: the helper tries again until the value is gone', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // The first --clear fails (as one killed at its timeout on a loaded machine), the second does nothing.
+  const clears = await clipThroughXsel(
+    'if [ "$N" -eq 1 ]; then echo "xsel: cannot clear" >&2; exit 1; fi\nif [ "$N" -eq 2 ]; then exit 0; fi',
+    async () => {
+      assert.is(x!.paste(), VALUE);
+    },
+  );
+  assert.is(x.paste(), '', 'cleared by the third attempt');
+  assert.is(clears.length, 3, 'three clears: the failed one, the one that did nothing, the real one');
 });
 
 test('a clear that says yes but leaves the value, and a read-back that fails: not taken as cleared', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
-  // An xsel whose first --clear exits 0 and does nothing, and whose next --output then fails.
-  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
-  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  const clears = join(bin, 'clears');
-  const failRead = join(bin, 'fail-next-read');
-  writeFileSync(
-    join(bin, 'xsel'),
-    '#!/bin/sh\n' +
-      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"\n` +
-      `  if [ "$(wc -l < "${clears}")" -eq 1 ]; then touch "${failRead}"; exit 0; fi\n` +
-      `fi\nif [ "$2" = "--output" ] && [ -e "${failRead}" ]; then rm "${failRead}"; exit 1; fi\n` +
-      `exec ${real} "$@"\n`,
-    { mode: 0o755 },
+  // The first --clear exits 0 and does nothing, and the --output after it fails.
+  const clears = await clipThroughXsel(
+    'if [ "$N" -eq 1 ]; then touch "$DIR/fail-next-read"; exit 0; fi\n' +
+      'if [ "$2" = "--output" ] && [ -e "$DIR/fail-next-read" ]; then rm "$DIR/fail-next-read"; exit 1; fi',
   );
-  try {
-    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
-    });
-    assert.is(r.code, 0, r.stderr);
-    const pid = helperPid();
-    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
-    assert.is(x.paste(), '', 'cleared by a second attempt');
-    assert.is(readFileSync(clears, 'utf8'), 'x\nx\n');
-  } finally {
-    rmSync(bin, { recursive: true, force: true });
-  }
+  assert.is(x.paste(), '', 'cleared by a second attempt');
+  assert.is(clears.length, 2);
 });
 
 test('something copied between two attempts at the clear is left alone', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
-  // An xsel whose first --clear fails, while the user copies something else (xclip, as the fixture does).
-  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
-  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  const clears = join(bin, 'clears');
-  writeFileSync(
-    join(bin, 'xsel'),
-    '#!/bin/sh\n' +
-      `if [ "$2" = "--clear" ]; then echo x >> "${clears}"\n` +
-      `  if [ "$(wc -l < "${clears}")" -eq 1 ]; then printf mine | xclip -selection clipboard -in; exit 1; fi\n` +
-      `fi\nexec ${real} "$@"\n`,
-    { mode: 0o755 },
+  // The first --clear fails while the user copies something else (with xclip, as the fixture does).
+  const clears = await clipThroughXsel(
+    'if [ "$N" -eq 1 ]; then printf mine | xclip -selection clipboard -in; exit 1; fi',
   );
-  try {
-    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
-    });
-    assert.is(r.code, 0, r.stderr);
-    const pid = helperPid();
-    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
-    assert.is(x.paste(), 'mine', "the user's copy stays");
-    assert.is(readFileSync(clears, 'utf8'), 'x\n', 'no clear after the clipboard held something else');
-  } finally {
-    rmSync(bin, { recursive: true, force: true });
-  }
+  assert.is(x.paste(), 'mine', "the user's copy stays");
+  assert.is(clears.length, 1, 'no clear after the clipboard held something else');
 });
 
 test('otp --clip copies the current code', async () => {
