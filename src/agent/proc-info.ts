@@ -15,7 +15,7 @@
  *   in theory be reused between the check and the kill (microseconds);
  *   docs/suspend.md discusses it.
  */
-import { closeSync, readFileSync } from 'node:fs';
+import { closeSync, readdirSync, readFileSync } from 'node:fs';
 import { StashError, errorCode } from '../errors.js';
 import { havePidfd, nativeProcessInfo, pidfdOpen, pidfdSendSignal } from '../native/power.js';
 
@@ -26,6 +26,8 @@ export interface ProcInfo {
   startTime: string;
   /** Exited but not yet reaped: no longer running, and never to be signalled. */
   zombie: boolean;
+  /** Its session id (Linux only: field 6 of /proc/<pid>/stat). */
+  session?: number;
 }
 
 /** /proc/<pid>/stat could be read but not understood. */
@@ -43,25 +45,60 @@ export function parseProcStat(pid: number, text: string): ProcInfo {
   if (close < 0 || text.indexOf('(') < 0 || text.indexOf('(') > close) {
     throw new ProcInfoError('PROC_BAD_STAT', `/proc/${pid}/stat has no "(comm)" field`);
   }
-  // After ") " come fields 3 (state), 4 (ppid), ... 22 (starttime).
+  // After ") " come fields 3 (state), 4 (ppid), 5 (pgrp), 6 (session), ... 22 (starttime).
   const rest = text
     .slice(close + 1)
     .trim()
     .split(/\s+/);
   const state = rest[0];
   const ppid = rest[1];
+  const session = rest[3];
   const start = rest[19];
   if (
     state === undefined ||
     !/^[A-Za-z]$/.test(state) ||
     ppid === undefined ||
     !digits.test(ppid) ||
+    session === undefined ||
+    !digits.test(session) ||
     start === undefined ||
     !digits.test(start)
   ) {
     throw new ProcInfoError('PROC_BAD_STAT', `/proc/${pid}/stat has unexpected fields`);
   }
-  return { pid, ppid: Number(ppid), startTime: start, zombie: state === 'Z' || state === 'X' || state === 'x' };
+  return {
+    pid,
+    ppid: Number(ppid),
+    startTime: start,
+    zombie: state === 'Z' || state === 'X' || state === 'x',
+    session: Number(session),
+  };
+}
+
+/**
+ * The processes in session `sid` (Linux, from /proc; none elsewhere). The
+ * kernel never gives a new process the id of a session that still has a
+ * process in it, so these are what that session's leader left running.
+ */
+export function sessionMembers(sid: number): ProcInfo[] {
+  if (process.platform !== 'linux' || !Number.isInteger(sid) || sid <= 0) return [];
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const members: ProcInfo[] = [];
+  for (const name of names) {
+    if (!digits.test(name)) continue;
+    try {
+      const info = readProcInfo(Number(name));
+      if (info !== null && info.session === sid) members.push(info);
+    } catch {
+      /* gone meanwhile, or a stat that cannot be parsed: not one to signal */
+    }
+  }
+  return members;
 }
 
 /** Identity of `pid`, or null when there is no such process (or it cannot be seen). */

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { ActivityError, ActivityRegistry, type ActivityKind } from '../../src/agent/activities.js';
-import { parseProcStat, readProcInfo } from '../../src/agent/proc-info.js';
+import { parseProcStat, readProcInfo, sessionMembers } from '../../src/agent/proc-info.js';
 import { errorCode } from '../../src/errors.js';
 import { join } from 'node:path';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
@@ -261,7 +261,7 @@ test('/proc/<pid>/stat parsing survives spaces and parentheses in comm and rejec
   tail[17] = '777777'; // field 22
   const stat = `4242 (we (ird) ) name)) S 17 ${tail.slice(0).join(' ')}`;
   const info = parseProcStat(4242, stat);
-  assert.equal(info, { pid: 4242, ppid: 17, startTime: '777777', zombie: false });
+  assert.equal(info, { pid: 4242, ppid: 17, startTime: '777777', zombie: false, session: 6 });
   assert.is(parseProcStat(1, stat.replace(') S 17', ') Z 17')).zombie, true);
   for (const bad of ['', 'garbage', '12 (x S 1 2', '12 (x) S notanumber 3', `12 (x) S 1 ${'9 '.repeat(10)}`]) {
     try {
@@ -275,6 +275,11 @@ test('/proc/<pid>/stat parsing survives spaces and parentheses in comm and rejec
   assert.is(own.ppid, process.ppid);
   assert.match(own.startTime, /^\d+$/);
   assert.is(readProcInfo(99_999_999), null);
+  if (process.platform === 'linux') {
+    const members = sessionMembers(own.session!).map((p) => p.pid);
+    assert.ok(members.includes(process.pid), 'this process is in its own session');
+    assert.equal(sessionMembers(99_999_999), []);
+  }
 });
 
 test.run();

@@ -335,6 +335,42 @@ test('something copied between two attempts at the clear is left alone', async (
   assert.is(clears.length, 1, 'no clear after the clipboard held something else');
 });
 
+test('a helper killed for hanging in its clear takes the hung tool with it: the newer copy stays', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose --clear hangs 6 s, then clears: the first helper, ended by the second --clip, hangs in
+  // it past the 3 s the second waits before SIGKILL; a clear landing after that would wipe the new value.
+  const bin = mkdtempSync(join(tmpdir(), 'stash-hanging-xsel-'));
+  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
+  writeFileSync(join(bin, 'xsel'), `#!/bin/sh\nif [ "$2" = "--clear" ]; then sleep 6; fi\nexec ${real} "$@"\n`, {
+    mode: 0o755,
+  });
+  const env = { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` };
+  try {
+    assert.is((await t.run(['set', 'c', 'THIRD'], { input: 'third value' })).code, 0);
+    const first = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '60'], { env });
+    assert.is(first.code, 0, first.stderr);
+    const firstPid = helperPid();
+    const started = Date.now();
+    const second = await t.run(['get', 'c', 'THIRD', '--clip', '--clip-seconds', '30'], { env });
+    assert.is(second.code, 0, second.stderr);
+    assert.not.ok(alive(firstPid), 'the first helper is gone');
+    assert.is(x.paste(), 'third value');
+    // The hung clear would have run 6 s after the first helper began it.
+    await sleep(Math.max(0, started + 8000 - Date.now()));
+    assert.is(x.paste(), 'third value', 'the newer copy is still there');
+  } finally {
+    // The second helper would hang in the same clear: end its process group (it leads one) instead.
+    try {
+      process.kill(-helperPid(), 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+    x.copy('');
+    rmSync(bin, { recursive: true, force: true });
+  }
+});
+
 test('otp --clip copies the current code', async () => {
   if (!x) return;
   assert.is((await t.run(['set', 'c', 'TOTP', '--totp', '-'], { input: 'JBSWY3DPEHPK3PXP' })).code, 0);

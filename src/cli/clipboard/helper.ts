@@ -61,7 +61,7 @@ async function pidfilePath(): Promise<string | null> {
  * holds the pid and its start time, so a reused pid is never signalled.
  */
 async function replacePrevious(path: string): Promise<void> {
-  const { isSameProcess, readProcInfo, signalIfSame } = await import('../../agent/proc-info.js');
+  const { isSameProcess, readProcInfo, sessionMembers, signalIfSame } = await import('../../agent/proc-info.js');
   let pid = 0;
   let start = '';
   try {
@@ -76,7 +76,18 @@ async function replacePrevious(path: string): Promise<void> {
     try {
       if (signalIfSame(pid, start, 'SIGTERM') === 'signalled') {
         for (let i = 0; i < 150 && isSameProcess(pid, start); i++) await sleep(20);
-        if (isSameProcess(pid, start)) signalIfSame(pid, start, 'SIGKILL');
+        if (isSameProcess(pid, start)) {
+          signalIfSame(pid, start, 'SIGKILL');
+          // It leads its own session (started detached): a clipboard tool it left hanging there
+          // could still clear the clipboard after our copy. End them too (Linux).
+          for (const p of sessionMembers(pid)) {
+            try {
+              if (p.pid !== process.pid && !p.zombie) signalIfSame(p.pid, p.startTime, 'SIGKILL');
+            } catch {
+              /* not ours to signal: leave it */
+            }
+          }
+        }
       }
     } catch {
       /* not ours to signal: leave it */
