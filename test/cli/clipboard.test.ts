@@ -9,12 +9,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
 import { DEFAULT_CLIP_SECONDS } from '../../src/agent/config.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
+import { readProcInfo, sessionMembers, signalIfSame } from '../../src/agent/proc-info.js';
 import { HELP_CLIP_SECONDS } from '../../src/cli/clipboard/option-defs.js';
 import { sleep, waitFor } from '../helpers/agent.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
@@ -338,33 +339,58 @@ test('something copied between two attempts at the clear is left alone', async (
 test('a helper killed for hanging in its clear takes the hung tool with it: the newer copy stays', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
-  // An xsel whose --clear hangs 6 s, then clears: the first helper, ended by the second --clip, hangs in
-  // it past the 3 s the second waits before SIGKILL; a clear landing after that would wipe the new value.
+  // An xsel whose --clear hangs 6 s (marking `hang` first and `late` if it ever gets past), then clears:
+  // the first helper, ended by the second --clip, hangs in it past the 3 s the second waits before it
+  // kills it; a clear landing after that would wipe the new value.
   const bin = mkdtempSync(join(tmpdir(), 'stash-hanging-xsel-'));
   const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  writeFileSync(join(bin, 'xsel'), `#!/bin/sh\nif [ "$2" = "--clear" ]; then sleep 6; fi\nexec ${real} "$@"\n`, {
-    mode: 0o755,
-  });
+  writeFileSync(
+    join(bin, 'xsel'),
+    `#!/bin/sh\nif [ "$2" = "--clear" ]; then touch "${bin}/hang"; sleep 6; touch "${bin}/late"; fi\nexec ${real} "$@"\n`,
+    { mode: 0o755 },
+  );
   const env = { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` };
+  const helpers: Array<{ pid: number; startTime: string }> = [];
+  const noteHelper = (): number => {
+    const pid = helperPid();
+    const info = readProcInfo(pid);
+    if (info) helpers.push({ pid, startTime: info.startTime });
+    return pid;
+  };
   try {
     assert.is((await t.run(['set', 'c', 'THIRD'], { input: 'third value' })).code, 0);
     const first = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '60'], { env });
     assert.is(first.code, 0, first.stderr);
-    const firstPid = helperPid();
-    const started = Date.now();
+    const firstPid = noteHelper();
     const second = await t.run(['get', 'c', 'THIRD', '--clip', '--clip-seconds', '30'], { env });
     assert.is(second.code, 0, second.stderr);
-    assert.not.ok(alive(firstPid), 'the first helper is gone');
+    noteHelper();
+    assert.ok(existsSync(join(bin, 'hang')), "the first helper's clear began and hung");
+    await waitFor(
+      () => sessionMembers(firstPid).every((p) => p.zombie),
+      2000,
+      "the first helper's session to be ended",
+    );
     assert.is(x.paste(), 'third value');
-    // The hung clear would have run 6 s after the first helper began it.
-    await sleep(Math.max(0, started + 8000 - Date.now()));
+    // Past the moment the hung clear would have gone on (6 s after it began), with a margin.
+    await sleep(Math.max(0, statSync(join(bin, 'hang')).mtimeMs + 7000 - Date.now()));
+    assert.not.ok(existsSync(join(bin, 'late')), 'the hung clear never went on');
     assert.is(x.paste(), 'third value', 'the newer copy is still there');
   } finally {
-    // The second helper would hang in the same clear: end its process group (it leads one) instead.
-    try {
-      process.kill(-helperPid(), 'SIGKILL');
-    } catch {
-      /* gone */
+    // Whatever happened above: end both helpers' sessions (leaders included), so no clear of theirs runs later.
+    for (const h of helpers) {
+      for (const p of sessionMembers(h.pid)) {
+        try {
+          signalIfSame(p.pid, p.startTime, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+      try {
+        signalIfSame(h.pid, h.startTime, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
     }
     x.copy('');
     rmSync(bin, { recursive: true, force: true });

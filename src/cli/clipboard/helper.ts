@@ -19,6 +19,7 @@ import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { MAX_VALUE_BYTES } from '../../vault/names.js';
 import { clipboardTool, isToolName, type ClipboardTool } from './index.js';
 import { NotServedError } from './tool.js';
+import type * as ProcInfo from '../../agent/proc-info.js';
 
 /** The helper's one report to the command that started it. */
 export type HelperReport =
@@ -61,7 +62,8 @@ async function pidfilePath(): Promise<string | null> {
  * holds the pid and its start time, so a reused pid is never signalled.
  */
 async function replacePrevious(path: string): Promise<void> {
-  const { isSameProcess, readProcInfo, sessionMembers, signalIfSame } = await import('../../agent/proc-info.js');
+  const proc = await import('../../agent/proc-info.js');
+  const { isSameProcess, readProcInfo, signalIfSame } = proc;
   let pid = 0;
   let start = '';
   try {
@@ -76,17 +78,12 @@ async function replacePrevious(path: string): Promise<void> {
     try {
       if (signalIfSame(pid, start, 'SIGTERM') === 'signalled') {
         for (let i = 0; i < 150 && isSameProcess(pid, start); i++) await sleep(20);
-        if (isSameProcess(pid, start)) {
+        // Still there: it hangs, most likely in a clipboard tool, which could still clear the clipboard
+        // after our copy. It leads its own session (started detached): stopped, it keeps that session id
+        // reserved and starts nothing more while what runs in the session is ended (Linux), then it goes.
+        if (signalIfSame(pid, start, 'SIGSTOP') === 'signalled') {
+          await endSessionOf(pid, proc);
           signalIfSame(pid, start, 'SIGKILL');
-          // It leads its own session (started detached): a clipboard tool it left hanging there
-          // could still clear the clipboard after our copy. End them too (Linux).
-          for (const p of sessionMembers(pid)) {
-            try {
-              if (p.pid !== process.pid && !p.zombie) signalIfSame(p.pid, p.startTime, 'SIGKILL');
-            } catch {
-              /* not ours to signal: leave it */
-            }
-          }
         }
       }
     } catch {
@@ -97,6 +94,26 @@ async function replacePrevious(path: string): Promise<void> {
   const tmp = `${path}.${process.pid}`;
   writeFileSync(tmp, `${process.pid} ${me?.startTime ?? ''}\n`, { mode: 0o600 });
   renameSync(tmp, path);
+}
+
+/**
+ * Kills every process but the leader (stopped by the caller) in session
+ * `sid`, and again while some remain (a tool may fork meanwhile), 5 passes
+ * 20 ms apart at most. Each by pidfd with its start time re-checked.
+ */
+async function endSessionOf(sid: number, proc: typeof ProcInfo): Promise<void> {
+  for (let pass = 0; pass < 5; pass++) {
+    const left = proc.sessionMembers(sid).filter((p) => p.pid !== sid && p.pid !== process.pid && !p.zombie);
+    if (left.length === 0) return;
+    for (const p of left) {
+      try {
+        proc.signalIfSame(p.pid, p.startTime, 'SIGKILL');
+      } catch {
+        /* not ours to signal: leave it */
+      }
+    }
+    await sleep(20);
+  }
 }
 
 /** Registers the `form` activity; the token, or the reason there is none. */
