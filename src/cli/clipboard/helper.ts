@@ -163,9 +163,13 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean>
   return !other;
 }
 
-/** Attempts at the clear: one tool run that fails must not leave the secret on the clipboard. */
-const CLEAR_ATTEMPTS = 3;
-/** The pause between attempts; shorter once a signal came, since the agent (a suspend) waits 1.5 s before SIGKILL. */
+/**
+ * Attempts at the clear: one tool run that fails must not leave the secret on the clipboard, and
+ * a loaded machine (a compositor starved of CPU) may fail several in a row. The pauses double
+ * from CLEAR_PAUSE_MS (1, 2, 4, 8 s at the end of the delay: 15 s in all, plus the tool runs).
+ */
+const CLEAR_ATTEMPTS = 5;
+/** The first pause; shorter once a signal came, since the agent (a suspend) waits 1.5 s before SIGKILL. */
 const CLEAR_PAUSE_MS = { timeout: 1000, signal: 200 };
 
 /** The pace of the attempts: a signal that comes while they run shortens the pause under way and the next ones. */
@@ -214,7 +218,10 @@ async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolea
     } catch {
       /* the tool could not be run or failed: try again after the pause */
     }
-    if (attempt < CLEAR_ATTEMPTS) await pause(pace);
+    if (attempt < CLEAR_ATTEMPTS) {
+      await pause(pace);
+      pace.ms *= 2;
+    }
   }
 }
 
