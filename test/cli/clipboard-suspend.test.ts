@@ -7,11 +7,11 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logindBusFacility, startLogindBus, type LogindBus } from '../fixtures/logind-bus.js';
 import { startXvfb, xvfbFacility, type Xvfb } from '../fixtures/xvfb.js';
-import { sleep, waitFor } from '../helpers/agent.js';
+import { running as alive, sleep, waitFor } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv } from './harness.js';
 
@@ -32,9 +32,6 @@ test.after(async () => {
   await bus?.stop();
   await x?.stop();
 });
-
-const alive = (pid: number): boolean =>
-  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 for (const terminate of [false, true]) {
   test(`a suspend clears the clipboard at once (terminate_on_suspend ${terminate ? 'on' : 'off'}); the pending clear held no sleep inhibitor`, async () => {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { inMemory } from '../../src/cli/memory-folder.js';
 import { startWeston, westonFacility, type Weston } from '../fixtures/weston.js';
 import { startXvfb, type Xvfb } from '../fixtures/xvfb.js';
-import { stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
+import { running, stashBin, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { cliEnv, type CliEnv, type RunResult } from './harness.js';
 
@@ -171,15 +171,6 @@ test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', a
     throw new Error(`${err.message} (last seen: ${left}; the helper ${running(pid) ? 'still runs' : 'is gone'})`);
   });
 });
-
-/** True while `pid` runs (a zombie has ended). */
-function running(pid: number): boolean {
-  try {
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return false;
-  }
-}
 
 test('a value copied meanwhile is left alone', async () => {
   if (!wl) return;

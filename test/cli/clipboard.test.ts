@@ -17,7 +17,7 @@ import { DEFAULT_CLIP_SECONDS } from '../../src/agent/config.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { readProcInfo, sessionMembers, signalIfSame } from '../../src/agent/proc-info.js';
 import { HELP_CLIP_SECONDS } from '../../src/cli/clipboard/option-defs.js';
-import { sleep, waitFor } from '../helpers/agent.js';
+import { running as alive, sleep, waitFor } from '../helpers/agent.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
 import { startXvfb, xvfbFacility, type Xvfb } from '../fixtures/xvfb.js';
 import { cliEnv, type CliEnv } from './harness.js';
@@ -56,9 +56,6 @@ const pidfile = (): string => join(t.dir, 'clip-clear.pid');
 function helperPid(): number {
   return Number(readFileSync(pidfile(), 'utf8').split(' ')[0]);
 }
-
-const alive = (pid: number): boolean =>
-  existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
 
 async function activities(): Promise<Array<{ pid: number; kind: string }>> {
   const client = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
@@ -156,21 +153,35 @@ test('xsel instead of xclip (STASH_CLIPBOARD=xsel): copied and cleared the same 
   await waitFor(() => x!.paste() === '', 20_000, 'the clear through xsel');
 });
 
+interface XselStandIn {
+  /** Its folder, for the files its script reads or writes. */
+  dir: string;
+  /** PATH with the folder first. */
+  path: string;
+  remove(): void;
+}
+
 /**
- * A folder holding an `xsel` that returns at once from --input and lets the
- * real xsel take the selection `delay` seconds later (as real xsel does
- * after its fork, but slower); everything else goes to the real one.
+ * A folder holding an `xsel` that runs `script` (shell lines; DIR is the
+ * folder, REAL the real xsel) and then the real xsel with its arguments.
  */
-function slowXsel(delay: number): { path: string; remove(): void } {
-  const bin = mkdtempSync(join(tmpdir(), 'stash-slow-xsel-'));
+function xselStandIn(script: string): XselStandIn {
+  const dir = mkdtempSync(join(tmpdir(), 'stash-xsel-'));
   const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  writeFileSync(
-    join(bin, 'xsel'),
-    // (sh gives a background job /dev/null for stdin: the pipe goes by fd 3.)
-    `#!/bin/sh\nif [ "$2" = "--input" ]; then exec 3<&0; ( sleep ${delay}; exec ${real} "$@" <&3 ) & exit 0; fi\nexec ${real} "$@"\n`,
-    { mode: 0o755 },
-  );
-  return { path: `${bin}:${process.env.PATH}`, remove: () => rmSync(bin, { recursive: true, force: true }) };
+  writeFileSync(join(dir, 'xsel'), `#!/bin/sh\nDIR="${dir}"\nREAL="${real}"\n${script}\nexec "$REAL" "$@"\n`, {
+    mode: 0o755,
+  });
+  return { dir, path: `${dir}:${process.env.PATH}`, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * An `xsel` that returns at once from --input and lets the real xsel take
+ * the selection `delay` seconds later (as real xsel does after its fork, but
+ * slower); everything else goes to the real one.
+ */
+function slowXsel(delay: number): XselStandIn {
+  // (sh gives a background job /dev/null for stdin: the pipe goes by fd 3.)
+  return xselStandIn(`if [ "$2" = "--input" ]; then exec 3<&0; ( sleep ${delay}; exec "$REAL" "$@" <&3 ) & exit 0; fi`);
 }
 
 test('an xsel that returns before it owns the clipboard (it forks first): --clip waits until the value is there', async () => {
@@ -249,23 +260,19 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
   // An xsel whose --output fails once the file `fail-reads` exists beside it; the rest goes to the real one.
-  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
-  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  writeFileSync(
-    join(bin, 'xsel'),
-    `#!/bin/sh\nif [ "$2" = "--output" ] && [ -e "${bin}/fail-reads" ]; then echo "xsel: cannot read" >&2; exit 1; fi\nexec ${real} "$@"\n`,
-    { mode: 0o755 },
+  const failing = xselStandIn(
+    'if [ "$2" = "--output" ] && [ -e "$DIR/fail-reads" ]; then echo "xsel: cannot read" >&2; exit 1; fi',
   );
   try {
     const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '3'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+      env: { STASH_CLIPBOARD: 'xsel', PATH: failing.path },
     });
     assert.is(r.code, 0, r.stderr);
     assert.is(x.paste(), VALUE);
-    writeFileSync(join(bin, 'fail-reads'), '');
+    writeFileSync(join(failing.dir, 'fail-reads'), '');
     await waitFor(() => x!.paste() === '', 20_000, 'the clear although the helper could not read the clipboard');
   } finally {
-    rmSync(bin, { recursive: true, force: true });
+    failing.remove();
   }
 });
 
@@ -276,18 +283,13 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
  * helper has exited, with the `clears` file's lines.
  */
 async function clipThroughXsel(script: string, waitBefore?: () => Promise<void>): Promise<string[]> {
-  const bin = mkdtempSync(join(tmpdir(), 'stash-failing-xsel-'));
-  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  const clears = join(bin, 'clears');
-  writeFileSync(
-    join(bin, 'xsel'),
-    `#!/bin/sh\nDIR="${bin}"\nN=0\nif [ "$2" = "--clear" ]; then echo x >> "$DIR/clears"; N=$(wc -l < "$DIR/clears"); fi\n` +
-      `${script}\nexec ${real} "$@"\n`,
-    { mode: 0o755 },
+  const standIn = xselStandIn(
+    `N=0\nif [ "$2" = "--clear" ]; then echo x >> "$DIR/clears"; N=$(wc -l < "$DIR/clears"); fi\n${script}`,
   );
+  const clears = join(standIn.dir, 'clears');
   try {
     const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` },
+      env: { STASH_CLIPBOARD: 'xsel', PATH: standIn.path },
     });
     assert.is(r.code, 0, r.stderr);
     const pid = helperPid();
@@ -295,7 +297,7 @@ async function clipThroughXsel(script: string, waitBefore?: () => Promise<void>)
     await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
     return existsSync(clears) ? readFileSync(clears, 'utf8').trim().split('\n') : [];
   } finally {
-    rmSync(bin, { recursive: true, force: true });
+    standIn.remove();
   }
 }
 
@@ -342,14 +344,9 @@ test('a helper killed for hanging in its clear takes the hung tool with it: the 
   // An xsel whose --clear hangs 6 s (marking `hang` first and `late` if it ever gets past), then clears:
   // the first helper, ended by the second --clip, hangs in it past the 3 s the second waits before it
   // kills it; a clear landing after that would wipe the new value.
-  const bin = mkdtempSync(join(tmpdir(), 'stash-hanging-xsel-'));
-  const real = execFileSync('sh', ['-c', 'command -v xsel'], { encoding: 'utf8' }).trim();
-  writeFileSync(
-    join(bin, 'xsel'),
-    `#!/bin/sh\nif [ "$2" = "--clear" ]; then touch "${bin}/hang"; sleep 6; touch "${bin}/late"; fi\nexec ${real} "$@"\n`,
-    { mode: 0o755 },
-  );
-  const env = { STASH_CLIPBOARD: 'xsel', PATH: `${bin}:${process.env.PATH}` };
+  const hanging = xselStandIn('if [ "$2" = "--clear" ]; then touch "$DIR/hang"; sleep 6; touch "$DIR/late"; fi');
+  const bin = hanging.dir;
+  const env = { STASH_CLIPBOARD: 'xsel', PATH: hanging.path };
   const helpers: Array<{ pid: number; startTime: string }> = [];
   const noteHelper = (): number => {
     const pid = helperPid();
@@ -393,7 +390,7 @@ test('a helper killed for hanging in its clear takes the hung tool with it: the 
       }
     }
     x.copy('');
-    rmSync(bin, { recursive: true, force: true });
+    hanging.remove();
   }
 });
 

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import { readProcInfo } from '../../src/agent/proc-info.js';
 import { returnCodeCache, seedCodeCache } from './code-cache-seed.js';
 
 export const stashBin = join(process.cwd(), 'bin', 'stash.js');
@@ -122,6 +123,12 @@ export async function waitFor(
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(20);
   }
+}
+
+/** True while `pid` runs: a zombie (exited, not yet reaped) has ended. */
+export function running(pid: number): boolean {
+  const info = readProcInfo(pid);
+  return info !== null && !info.zombie;
 }
 
 export function readLog(t: TestAgentEnv): string {
