@@ -13,6 +13,7 @@ import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { withFastFetch } from './http/fast-fetch.js';
+import type { FrontFetch } from './http/fetch-front.js';
 import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
 import { responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
@@ -49,6 +50,8 @@ export interface KeyServerApp {
   app: Koa;
   /** The request handler: app.callback(), behind the fetch fast path unless AppDeps.fastFetch is false. */
   callback: (req: IncomingMessage, res: ServerResponse) => void;
+  /** The same fetches for the front on the raw connection (http/fetch-front.ts), unless AppDeps.fastFetch is false. */
+  front?: FrontFetch;
   limiters: Limiters;
 }
 
@@ -202,9 +205,9 @@ export function createApp(deps: AppDeps): KeyServerApp {
   // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
   app.use(router.allowedMethods());
   const koa = app.callback();
-  const handler =
+  const fast =
     deps.fastFetch === false
-      ? koa
+      ? undefined
       : withFastFetch(koa, {
           backend,
           limiter: limiters.requests,
@@ -216,6 +219,8 @@ export function createApp(deps: AppDeps): KeyServerApp {
           ...(observe ? { onFailure: observe } : {}),
           writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
         });
+  const handler = fast?.handler ?? koa;
   const callback = metrics ? metrics.countRequests(handler) : handler;
-  return { app, callback, limiters };
+  const front = fast && metrics ? metrics.countFront(fast.front) : fast?.front;
+  return { app, callback, limiters, ...(front ? { front } : {}) };
 }

@@ -25,6 +25,7 @@ import { ServerMetrics } from './metrics/server-metrics.js';
 import { ShareStore } from './store/share-store.js';
 import { applyReload, type ReloadResult } from './reload.js';
 import { createHttpsServer } from './tls/https-server.js';
+import { installFetchFront, type FrontFetch } from './http/fetch-front.js';
 import { ServerCertificates } from './tls/server-certificates.js';
 import type { AlpnChallengeResponder } from './tls/port-guard.js';
 import { profileOptions, type TlsMaterial } from './tls/profile.js';
@@ -143,6 +144,7 @@ export function createHttpServer(
   tls: TlsMaterial | undefined,
   handler: (req: IncomingMessage, res: ServerResponse) => void,
   https: { acme?: boolean; challenges?: AlpnChallengeResponder } = {},
+  front?: () => FrontFetch | undefined,
 ): Server {
   const serverOptions = {
     requestTimeout: timeouts.requestMs,
@@ -164,6 +166,7 @@ export function createHttpServer(
         )
       : createPlainServer(serverOptions, handler);
   server.maxHeadersCount = 64;
+  if (front) installFetchFront(server, tls !== undefined || https.acme === true, front);
   return server;
 }
 
@@ -217,7 +220,14 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     res.statusCode = 503;
     res.end();
   };
-  const server = createHttpServer(timeouts, tls, (req, res) => handler(req, res), certs.https);
+  let front: FrontFetch | undefined;
+  const server = createHttpServer(
+    timeouts,
+    tls,
+    (req, res) => handler(req, res),
+    certs.https,
+    () => front,
+  );
 
   try {
     await new Promise<void>((ok, fail) => {
@@ -319,6 +329,7 @@ export async function startServer(opts: StartOptions): Promise<RunningServer> {
     ...(opts.fastFetch !== undefined ? { fastFetch: opts.fastFetch } : {}),
   });
   handler = keyServer.callback;
+  front = keyServer.front;
   let fetchProcesses: FetchProcesses | undefined;
   if ((opts.processes ?? 1) > 1) {
     fetchProcesses = new FetchProcesses({

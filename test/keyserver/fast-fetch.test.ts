@@ -4,12 +4,10 @@
  * the fast path and one without, get the same requests; their answers must
  * be the same bytes (status line, headers in order, body; only Date differs).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { defaultConfig, type ServerConfig } from '../../src/keyserver/cli/options.js';
-import { startServer, type RunningServer } from '../../src/keyserver/server.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { readStateReadOnly } from '../../src/keyserver/store/read-only.js';
 import { PEEK_EXPIRES_AT, PEEK_SIZE, PEEK_STAMP_SEQ, PEEK_VERIFIED_AT } from '../../src/keyserver/store/share-table.js';
@@ -22,122 +20,8 @@ import {
   type FetchedResponse,
 } from '../../src/keyserver/wire/messages.js';
 import { arrayBuffersKeptSince, arrayBuffersNow, lonePooledCopy } from './kept-memory.js';
-import { BINARY, JSON_TYPE, ManualClock, MemoryLogger, identityPublicKey, tempDir } from './harness.js';
-
-const key = identityPublicKey();
-
-interface Server {
-  running: RunningServer;
-  logger: MemoryLogger;
-  dir: string;
-  /** Verification links sent, by address. */
-  links: Map<string, string>;
-  stop(): Promise<void>;
-}
-
-async function start(
-  clock: ManualClock,
-  fastFetch: boolean,
-  config: Partial<ServerConfig> = {},
-  dir?: string,
-  fetchFlushMs = 5,
-): Promise<Server> {
-  const state = dir !== undefined ? { path: dir, remove: () => {} } : tempDir('fast');
-  const logger = new MemoryLogger();
-  const links = new Map<string, string>();
-  const running = await startServer({
-    config: {
-      ...defaultConfig(),
-      bind: { host: '127.0.0.1', port: 0 },
-      stateDir: state.path,
-      developer: true,
-      ...config,
-    },
-    clock,
-    logger,
-    mailer: {
-      send: async (email: string, url: string) => {
-        links.set(email, url);
-        return { verification: 'sent', message: 'test' };
-      },
-    },
-    timeouts: { bodyMs: 300 },
-    store: { sweepIntervalMs: 0, fetchFlushMs },
-    fastFetch,
-  });
-  return {
-    running,
-    logger,
-    dir: state.path,
-    links,
-    stop: async () => {
-      await running.close();
-      state.remove();
-    },
-  };
-}
-
-/** Puts the same share in a store: verified unless `pending`. */
-async function seed(
-  s: Server,
-  code: string,
-  email: string,
-  now: number,
-  ttlMs: number,
-  pending = false,
-): Promise<void> {
-  const tokenHash = createHash('sha256').update(code).digest();
-  await s.running.store.put({ code, publicKey: key, email, createdAt: now, expiresAt: now + ttlMs, tokenHash });
-  if (!pending) await s.running.store.verify(tokenHash);
-}
-
-/** Sends raw bytes on a fresh connection; the whole answer, Date header blanked. */
-function raw(url: string, bytes: Buffer | string, pauseAfter?: number): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const sock = connect(Number(port), hostname);
-    const chunks: Buffer[] = [];
-    sock.on('data', (c: Buffer) => {
-      chunks.push(c);
-      // A request cut short keeps node:http's side open until its request timeout: stop once answered.
-      if (pauseAfter !== undefined) setTimeout(() => sock.destroy(), 100);
-    });
-    sock.on('error', reject);
-    sock.on('close', () =>
-      resolve(
-        Buffer.concat(chunks)
-          .toString('latin1')
-          .replace(/\r\nDate: [^\r]*/, '\r\nDate: -'),
-      ),
-    );
-    const data = typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes;
-    // Not end(): a half-closed socket is dropped by node:http before a slow (publish) answer; Connection: close ends it.
-    sock.write(pauseAfter === undefined ? data : data.subarray(0, pauseAfter)); // with pauseAfter, the rest never comes
-  });
-}
-
-function post(body: Buffer | string, headers: Record<string, string>): string {
-  const b = Buffer.from(body);
-  const lines = Object.entries({ Host: 'x', Connection: 'close', 'Content-Length': String(b.length), ...headers }).map(
-    ([k, v]) => `${k}: ${v}\r\n`,
-  );
-  return `POST /v1/share HTTP/1.1\r\n${lines.join('')}\r\n${b.toString('latin1')}`;
-}
-
-const fetchBin = (code: string, headers: Record<string, string> = {}) =>
-  post(encodeShareRequest({ op: 'fetch', code }), { 'Content-Type': BINARY, ...headers });
-const fetchJson = (code: string, headers: Record<string, string> = {}) =>
-  post(JSON.stringify({ op: 'fetch', code }), { 'Content-Type': JSON_TYPE, ...headers });
-
-async function same(fast: Server, koa: Server, bytes: string, what: string, pauseAfter?: number): Promise<string> {
-  const a = await raw(fast.running.url, bytes, pauseAfter);
-  const b = await raw(koa.running.url, bytes, pauseAfter);
-  assert.ok(a.startsWith('HTTP/1.1 '), `${what}: an answer (${JSON.stringify(a.slice(0, 60))})`);
-  assert.is(a, b, `${what}: same bytes from the fast path and from Koa`);
-  return a;
-}
-
-const status = (answer: string) => Number(answer.split(' ')[1]);
+import { fetchBin, fetchJson, key, post, raw, same, seed, start, status, type Server } from './fast-harness.js';
+import { BINARY, JSON_TYPE, ManualClock, tempDir } from './harness.js';
 
 test('fast path and Koa answer every fetch, error and fallback with the same bytes', async () => {
   const clock = new ManualClock(Date.now());

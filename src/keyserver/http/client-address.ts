@@ -5,7 +5,7 @@
  * forged. IPv6 clients are counted per /64, the block one subscriber gets.
  */
 import { isIP } from 'node:net';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 
 export interface ClientAddress {
   /** The address as seen (for logs). */
@@ -45,7 +45,10 @@ export function addressKey(raw: string | undefined): ClientAddress | undefined {
   return { ip, key };
 }
 
-export function clientAddress(req: IncomingMessage, trustProxy: boolean): ClientAddress {
+export function clientAddress(
+  req: { headers: IncomingHttpHeaders; socket: { remoteAddress?: string | undefined } },
+  trustProxy: boolean,
+): ClientAddress {
   if (trustProxy) {
     const header = req.headers['x-forwarded-for'];
     const value = Array.isArray(header) ? header.join(',') : header;

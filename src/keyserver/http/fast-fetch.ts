@@ -21,7 +21,7 @@
  * before the body arrives, the fast path once it has (the same token, the same
  * count, a Retry-After computed a body's arrival later).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerConfig } from '../cli/options.js';
 import { MalformedRequestError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -35,7 +35,8 @@ import {
   decodeShareRequest,
   type ShareRequest,
 } from '../wire/messages.js';
-import { failureAnswer, writeAnswer, writeFetched } from './answers.js';
+import { failureAnswer, writeAnswer, writeFetched, type Answer } from './answers.js';
+import type { FrontFetch, FrontRequest } from './fetch-front.js';
 import { handOverBody, readBodyThen } from './body.js';
 import { clientAddress } from './client-address.js';
 import { classify, type HttpFailure } from './error-middleware.js';
@@ -83,15 +84,20 @@ function requestOf(body: Buffer, json: boolean): ShareRequest | undefined {
   }
 }
 
-/** Wraps the Koa app's callback with the fetch fast path. */
-export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
+/**
+ * Wraps the Koa app's callback with the fetch fast path; `front` answers the
+ * same fetches for the front on the raw connection (fetch-front.ts).
+ */
+export function withFastFetch(app: Handler, deps: FastFetchDeps): { handler: Handler; front: FrontFetch } {
   const { backend, limiter, config, logger, bodyLimit, bodyTimeoutMs, onFailure, forwards, writes } = deps;
 
-  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void => {
+  const failure = (path: string, headers: IncomingHttpHeaders, err: unknown): Answer => {
     const f = classify(err, logger);
     onFailure?.(f);
-    writeAnswer(res, failureAnswer(f, req.url ?? '/v1/share', 'POST', req.headers));
+    return failureAnswer(f, path, 'POST', headers);
   };
+  const failed = (req: IncomingMessage, res: ServerResponse, err: unknown): void =>
+    writeAnswer(res, failure(req.url ?? '/v1/share', req.headers, err));
 
   /** The caller's key for the limits, after the request limit's check (as the app's first middleware does). */
   const checkedClient = (req: IncomingMessage): string => {
@@ -141,7 +147,13 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     answerConfirm(w.backend, token, res, (err) => failed(req, res, err));
   };
 
-  const answer = (req: IncomingMessage, res: ServerResponse, code: string): void => {
+  /** A fetch's answer: `ok` with the fetched type and body (at once, or later from another process), or `fail`. */
+  const runFetch = (
+    req: FrontRequest,
+    code: string,
+    ok: (type: string, body: string) => void,
+    fail: (err: unknown) => void,
+  ): void => {
     const encoding = responseEncoding(req.headers, 'POST');
     let body;
     try {
@@ -149,16 +161,21 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
       if (limiter.enabled) checkRequestRate(limiter, config, key);
       body = backend.fetchBody(code, encoding, limiter.enabled ? { limiter, key } : undefined);
     } catch (err) {
-      failed(req, res, err);
+      fail(err);
       return;
     }
-    if (typeof body === 'string') writeFetched(res, fetchedType(encoding), body);
-    else
-      body.then(
-        (b) => writeFetched(res, fetchedType(encoding), b),
-        (err: unknown) => failed(req, res, err),
-      );
+    const type = fetchedType(encoding);
+    if (typeof body === 'string') ok(type, body);
+    else body.then((b) => ok(type, b), fail);
   };
+
+  const answer = (req: IncomingMessage, res: ServerResponse, code: string): void =>
+    runFetch(
+      req,
+      code,
+      (type, body) => writeFetched(res, type, body),
+      (err) => failed(req, res, err),
+    );
 
   const withBody = (
     req: IncomingMessage,
@@ -208,7 +225,7 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     readBodyThen(req, bodyLimit, bodyTimeoutMs, (error) => confirm(req, res, writes!, token, error));
   };
 
-  return (req, res) => {
+  const handler: Handler = (req, res) => {
     if (req.method !== 'POST') return app(req, res);
     if (req.url !== '/v1/share') {
       const token = writes === undefined ? undefined : verifyToken(req.url);
@@ -231,4 +248,12 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): Handler {
     // by the time the event loop reaches its check phase (not yet at the next tick).
     setImmediate(afterHeaders, req, res, json);
   };
+
+  /** The same fetches for the front on the raw connection (fetch-front.ts): it has checked the request's form. */
+  const front: FrontFetch = (req, code, fetched, fail) => {
+    if (forwards?.(code) === true) return false;
+    runFetch(req, code, fetched, (err) => fail(failure('/v1/share', req.headers, err)));
+    return true;
+  };
+  return { handler, front };
 }

@@ -7,6 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+import type { FrontFetch } from '../http/fetch-front.js';
 import type { HttpFailure } from '../http/error-middleware.js';
 import { metricName } from './catalog.js';
 import { Counters, series, type Cell, type Snapshot } from './registry.js';
@@ -91,6 +92,25 @@ export class ProcessMetrics {
       res.on('finish', finished);
       handler(req, res);
     };
+  }
+
+  /** Wraps the front's fetch (http/fetch-front.ts): every answer it makes is counted as POST /v1/share. */
+  countFront(fetch: FrontFetch): FrontFetch {
+    let ok: Cell | undefined;
+    return (req, code, fetched, failed) =>
+      fetch(
+        req,
+        code,
+        (type, body) => {
+          ok ??= this.request('POST', '/v1/share', 200);
+          ok.n++;
+          fetched(type, body);
+        },
+        (a) => {
+          this.request('POST', '/v1/share', a.status).n++;
+          failed(a);
+        },
+      );
   }
 
   private request(method: string | undefined, url: string | undefined, status: number): Cell {

@@ -124,7 +124,13 @@ export async function runFetchProcess(): Promise<void> {
     const limiters = createLimiters(config, clock);
     limiters.requests.trackConsumption();
     const app = createApp({ backend, limiters, clock, config, logger, bodyTimeoutMs: init.timeouts.bodyMs, metrics });
-    const s = createHttpServer(init.timeouts, tls, app.callback, { acme: config.acmeDomains.length > 0 });
+    const s = createHttpServer(
+      init.timeouts,
+      tls,
+      app.callback,
+      { acme: config.acmeDomains.length > 0 },
+      () => app.front,
+    );
     // A renewed ACME certificate (store-side.ts tlsRenewed), with the same TLS profile.
     channel.handle('tls', (material: TlsMaterial) =>
       (s as unknown as HttpsServer).setSecureContext(profileOptions(material)),

@@ -1,0 +1,430 @@
+/**
+ * A front on the raw connection for the commonest request of all, a binary
+ * fetch of a share: it reads the connection's bytes before node:http does,
+ * answers each request that is a usual fetch (the exact request line, a short
+ * list of headers, a body of the usual fetch form in the same read) with the
+ * bytes node:http would have sent, and hands the connection to node:http at
+ * the first request it does not take, with that request's bytes put back
+ * unread. node:http's parser, IncomingMessage and ServerResponse cost more
+ * than the fetch itself (docs/benchmarks.md, "Binary fetch").
+ *
+ * What it takes, exactly (anything else goes to node:http, and from then on
+ * the connection is node:http's):
+ * - `POST /v1/share HTTP/1.1`, headers ending within 8 KiB of the request's
+ *   start, each named once from FRONT_HEADERS, with no control character,
+ *   no byte above 0x7e and no folded line; Host present; Content-Type exactly
+ *   the binary media type; Content-Length of digits, up to the largest usual
+ *   fetch; Connection, if given, `keep-alive` or `close`;
+ * - the whole body in what has been read, decoding as a fetch of a code that
+ *   the server answers itself (`take` says so before anything is counted).
+ *
+ * What node:http would do and this does too: its answer bytes (status line,
+ * headers in order, Date, Connection and Keep-Alive), answers in request order
+ * on a pipelined connection, the keep-alive timeout between requests and the
+ * headers timeout before the first, closing after `Connection: close` (either
+ * side), and server.close(): idle connections are closed at once, busy ones
+ * after their answer.
+ */
+import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { MessageType, WIRE_VERSION, BINARY_MEDIA_TYPE } from '../wire/messages.js';
+import { HSTS_HEADER, HSTS_VALUE } from '../tls/profile.js';
+import { COMMON_HEADERS, type Answer } from './answers.js';
+
+/** A request the front took, as the fetch rules need it: its headers (lowercase names) and its connection. */
+export interface FrontRequest {
+  headers: IncomingHttpHeaders;
+  socket: { remoteAddress?: string | undefined };
+}
+
+/**
+ * Answers a fetch of `code` taken by the front, through `fetched` (status 200,
+ * the body one character per byte) or `failed`, at once or later. Returns
+ * false, having done nothing, for a code the server does not answer itself:
+ * the request then goes to node:http.
+ */
+export type FrontFetch = (
+  req: FrontRequest,
+  code: string,
+  fetched: (type: string, body: string) => void,
+  failed: (answer: Answer) => void,
+) => boolean;
+
+/** Headers a usual fetch may carry: the ones the fetch rules read, and ones no part of the server reads. */
+const FRONT_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'connection',
+  'accept',
+  'x-forwarded-for',
+  'user-agent',
+  'accept-encoding',
+  'accept-language',
+  'sec-fetch-mode',
+]);
+
+const REQUEST_LINE = 'POST /v1/share HTTP/1.1\r\n';
+/** node:http's maxHeaderSize of the key server (server.ts): a longer head goes to node:http, which refuses it. */
+const MAX_HEAD = 8192;
+/** Version, type, length and a code of up to 255 bytes: the largest body of a usual fetch. */
+const MAX_FETCH_BODY = 3 + 255;
+
+/** A request the front takes: where it ends in the buffer, its code and headers, and whether it asked to close. */
+export interface FrontParsed {
+  end: number;
+  code: string;
+  headers: IncomingHttpHeaders;
+  close: boolean;
+}
+
+/** True when `s` has only visible ASCII, spaces and tabs (no CR, LF, NUL, DEL or byte above 0x7e). */
+function plainValue(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c > 0x7e) return false;
+  }
+  return true;
+}
+
+/** The code of a usual binary fetch body (buf[from..end)), else undefined. */
+function fetchCode(buf: Buffer, from: number, end: number): string | undefined {
+  if (buf[from] !== WIRE_VERSION || buf[from + 1] !== MessageType.fetchRequest || from + 3 + buf[from + 2]! !== end)
+    return undefined;
+  for (let i = from + 3; i < end; i++) if (buf[i]! < 0x21 || buf[i]! > 0x7e) return undefined;
+  return buf.toString('latin1', from + 3, end);
+}
+
+/** What parseFrontRequest says of the start of a request that may still become a usual fetch. */
+export const MORE = 'more';
+
+/**
+ * The usual fetch at `from` in `buf`; MORE when what is there is the start
+ * of what may still be one (the request line so far, or a head or body not
+ * all arrived); undefined when it is anything else.
+ */
+export function parseFrontRequest(buf: Buffer, from: number): FrontParsed | typeof MORE | undefined {
+  const avail = buf.length - from;
+  if (avail < REQUEST_LINE.length) return REQUEST_LINE.startsWith(buf.toString('latin1', from)) ? MORE : undefined;
+  if (buf.toString('latin1', from, from + REQUEST_LINE.length) !== REQUEST_LINE) return undefined;
+  const headEnd = buf.indexOf('\r\n\r\n', from + REQUEST_LINE.length - 2, 'latin1');
+  if (headEnd < 0) return avail < MAX_HEAD ? MORE : undefined;
+  if (headEnd + 4 - from > MAX_HEAD) return undefined;
+  const headers: IncomingHttpHeaders = {};
+  const lines = buf.toString('latin1', from + REQUEST_LINE.length, headEnd).split('\r\n');
+  for (const line of lines) {
+    const colon = line.indexOf(':');
+    if (colon <= 0) return undefined;
+    const name = line.slice(0, colon).toLowerCase();
+    // Named from the list (so no space before the colon, and no folded line: those start with a space), once.
+    if (!FRONT_HEADERS.has(name) || headers[name] !== undefined) return undefined;
+    const value = line.slice(colon + 1).replace(/^[ \t]+|[ \t]+$/g, '');
+    if (!plainValue(value)) return undefined;
+    headers[name] = value;
+  }
+  const length = headers['content-length'];
+  if (
+    headers.host === undefined ||
+    headers['content-type'] !== BINARY_MEDIA_TYPE ||
+    length === undefined ||
+    !/^[0-9]{1,3}$/.test(length) ||
+    Number(length) > MAX_FETCH_BODY
+  )
+    return undefined;
+  const connection = headers.connection?.toLowerCase();
+  if (connection !== undefined && connection !== 'keep-alive' && connection !== 'close') return undefined;
+  const bodyStart = headEnd + 4;
+  const end = bodyStart + Number(length);
+  if (end > buf.length) return MORE;
+  const code = fetchCode(buf, bodyStart, end);
+  return code === undefined ? undefined : { end, code, headers, close: connection === 'close' };
+}
+
+/** The Date header's value, as node:http writes it: made at most once a second. */
+let dateCache: string | undefined;
+function utcDate(): string {
+  if (dateCache === undefined) {
+    const d = new Date();
+    dateCache = d.toUTCString();
+    setTimeout(() => {
+      dateCache = undefined;
+    }, 1000 - d.getMilliseconds()).unref();
+  }
+  return dateCache;
+}
+
+const COMMON_LINES = COMMON_HEADERS.map(([k, v]) => `${k}: ${v}\r\n`).join('');
+
+/**
+ * Status line to the blank line, as node:http writes them after writeAnswer's
+ * writeHead; `lead` is a header set before it (HSTS over HTTPS: tls/https-server.ts).
+ */
+function head(lead: string, status: number, lines: string, connection: string): string {
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n${lead}${COMMON_LINES}${lines}Date: ${utcDate()}\r\n${connection}\r\n`;
+}
+
+/** The header line an HTTPS server's answers start with (HstsResponse in tls/https-server.ts). */
+export const HSTS_LINE = `${HSTS_HEADER}: ${HSTS_VALUE}\r\n`;
+
+/** The Connection (and Keep-Alive) lines node:http adds, given the answer's own headers. */
+function connectionLines(close: boolean, keepAliveMs: number): string {
+  if (close) return 'Connection: close\r\n';
+  const seconds = Math.floor(keepAliveMs / 1000);
+  return keepAliveMs > 0
+    ? `Connection: keep-alive\r\nKeep-Alive: timeout=${seconds}\r\n`
+    : 'Connection: keep-alive\r\n';
+}
+
+/** A fetched answer's bytes (one character per byte), as writeFetched's. */
+export function fetchedBytes(lead: string, type: string, body: string, close: boolean, keepAliveMs: number): string {
+  const lines = `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n`;
+  return head(lead, 200, lines, connectionLines(close, keepAliveMs)) + body;
+}
+
+/** An answer's bytes (one character per byte), as writeAnswer's; `closes` when the answer itself says Connection: close. */
+export function answerBytes(
+  lead: string,
+  a: Answer,
+  close: boolean,
+  keepAliveMs: number,
+): { bytes: string; closes: boolean } {
+  const body = typeof a.body === 'string' ? Buffer.from(a.body) : a.body;
+  let lines = '';
+  let own = false;
+  let closes = close;
+  for (const [k, v] of a.headers) {
+    lines += `${k}: ${v}\r\n`;
+    if (k.toLowerCase() === 'connection') {
+      own = true;
+      closes = closes || v.toLowerCase() === 'close';
+    }
+  }
+  lines += `Content-Type: ${a.type}\r\nContent-Length: ${body.length}\r\n`;
+  const bytes = head(lead, a.status, lines, own ? '' : connectionLines(close, keepAliveMs)) + body.toString('latin1');
+  return { bytes, closes };
+}
+
+type Listener = (socket: Socket) => void;
+
+/**
+ * Puts the front before node:http's own listener of `server` ('connection'
+ * for HTTP, 'secureConnection' for HTTPS). `take` is asked at each request
+ * (undefined until the app exists: then every connection goes to node:http).
+ */
+export function installFetchFront(server: Server, https: boolean, take: () => FrontFetch | undefined): void {
+  const event = https ? 'secureConnection' : 'connection';
+  const lead = https ? HSTS_LINE : '';
+  const own = server.listeners(event) as Listener[];
+  server.removeAllListeners(event);
+  /** Connections the front holds, with whether an answer is being made on each. */
+  const held = new Map<Socket, { busy: boolean }>();
+  let closing = false;
+
+  const toNodeHttp = (socket: Socket): void => {
+    for (const l of own) l.call(server, socket);
+  };
+
+  const closeIdle = server.closeIdleConnections.bind(server);
+  const closeAll = server.closeAllConnections.bind(server);
+  // server.close() calls closeIdleConnections(): a held connection between requests is idle.
+  server.closeIdleConnections = () => {
+    closing = true;
+    for (const [s, state] of held) if (!state.busy) s.destroy();
+    closeIdle();
+  };
+  server.closeAllConnections = () => {
+    closing = true;
+    for (const s of held.keys()) s.destroy();
+    closeAll();
+  };
+
+  server.on(event, (socket: Socket) => {
+    if (closing || take() === undefined) {
+      toNodeHttp(socket);
+      return;
+    }
+    const state = { busy: false };
+    held.set(socket, state);
+    let buf: Buffer = Buffer.alloc(0);
+    let at = 0;
+    let ended = false;
+    /** Whether the request at `at` has come in part, and the next read was awaited. */
+    let waiting = false;
+    // A timer of its own, not socket.setTimeout(): a TLS socket can carry the handshake's timeout state into it.
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (ms: number): void => {
+      clearTimeout(timer);
+      timer = ms > 0 ? setTimeout(onTimeout, ms) : undefined;
+    };
+
+    const stop = (): void => {
+      held.delete(socket);
+      socket.off('drain', drained);
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('error', onError);
+      socket.off('close', onClose);
+      clearTimeout(timer);
+    };
+    /** The rest, from a request's start, goes to node:http. */
+    const handOver = (): void => {
+      stop();
+      const rest = buf.subarray(at);
+      buf = Buffer.alloc(0);
+      if (ended) {
+        // A request cut short by the client's end: nothing more can come to complete it.
+        socket.destroy();
+        return;
+      }
+      socket.pause();
+      if (rest.length > 0) socket.unshift(rest);
+      toNodeHttp(socket);
+      socket.resume();
+    };
+    const finish = (): void => {
+      stop();
+      socket.end();
+    };
+    /** After an answer: more requests, an end, or waiting for the next (keep-alive timeout). */
+    const next = (): void => {
+      if (at < buf.length) {
+        run();
+        return;
+      }
+      buf = Buffer.alloc(0);
+      at = 0;
+      if (ended || closing) {
+        finish();
+        return;
+      }
+      arm(server.keepAliveTimeout);
+    };
+    /** Answers the client does not read yet: no more requests are read until they have gone out. */
+    const waitDrain = (): void => {
+      state.busy = true;
+      socket.pause();
+      socket.once('drain', drained);
+    };
+    const drained = (): void => {
+      state.busy = false;
+      if (socket.destroyed) return;
+      socket.resume();
+      next();
+    };
+    const write = (bytes: string, closes: boolean): boolean => {
+      socket.write(bytes, 'latin1');
+      if (!closes) return true;
+      finish();
+      return false;
+    };
+
+    const run = (): void => {
+      while (at < buf.length) {
+        const req = parseFrontRequest(buf, at);
+        if (req === MORE) {
+          // The rest is likely in the next read (a pipelined request cut by a read's end): wait for that one
+          // read, up to the headers deadline. A client that trickles its request gets node:http and its deadlines.
+          if (waiting) {
+            handOver();
+            return;
+          }
+          waiting = true;
+          arm(server.headersTimeout);
+          return;
+        }
+        waiting = false;
+        const fetch = req === undefined ? undefined : take();
+        if (req === undefined || fetch === undefined) {
+          handOver();
+          return;
+        }
+        const ka = server.keepAliveTimeout;
+        let answered: { bytes: string; closes: boolean } | undefined;
+        let sync = true;
+        const settle = (bytes: string, closes: boolean): void => {
+          if (sync) {
+            answered = { bytes, closes };
+            return;
+          }
+          state.busy = false;
+          if (socket.destroyed) return;
+          if (!write(bytes, closes)) return;
+          if (socket.writableNeedDrain) waitDrain();
+          else {
+            socket.resume();
+            next();
+          }
+        };
+        state.busy = true;
+        const taken = fetch(
+          { headers: req.headers, socket },
+          req.code,
+          (type, body) => settle(fetchedBytes(lead, type, body, req.close, ka), req.close),
+          (a) => {
+            const out = answerBytes(lead, a, req.close, ka);
+            settle(out.bytes, out.closes);
+          },
+        );
+        sync = false;
+        if (!taken) {
+          state.busy = false;
+          handOver();
+          return;
+        }
+        at = req.end;
+        if (answered === undefined) {
+          // Answered later (another process has the share): read nothing more until then.
+          socket.pause();
+          arm(0);
+          return;
+        }
+        state.busy = false;
+        if (!write(answered.bytes, answered.closes)) return;
+        if (socket.writableNeedDrain) {
+          waitDrain();
+          return;
+        }
+      }
+      next();
+    };
+
+    const onData = (chunk: Buffer): void => {
+      arm(0);
+      if (at < buf.length) {
+        buf = Buffer.concat([buf.subarray(at), chunk]);
+        at = 0;
+      } else {
+        buf = chunk;
+        at = 0;
+      }
+      if (!state.busy) run();
+    };
+    const onEnd = (): void => {
+      ended = true;
+      if (state.busy) return;
+      if (at < buf.length) handOver();
+      else finish();
+    };
+    const onTimeout = (): void => {
+      if (waiting) {
+        handOver(); // node:http answers a request that came in part as it would (408, 400)
+        return;
+      }
+      stop();
+      socket.destroy();
+    };
+    const onError = (): void => {
+      stop();
+      socket.destroy();
+    };
+    const onClose = (): void => stop();
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    socket.on('error', onError);
+    socket.on('close', onClose);
+    // A server with pauseOnConnect (multi/store-side.ts) makes its TLS sockets paused too: a 'data' listener alone reads nothing.
+    socket.resume();
+    // Before the first request, node:http's headers deadline.
+    arm(server.headersTimeout);
+  });
+}
