@@ -1,33 +1,37 @@
 /**
- * A front on the raw connection for the commonest request of all, a binary
- * fetch of a share: it reads the connection's bytes before node:http does,
- * answers each request that is a usual fetch (the exact request line, a short
- * list of headers, a body of the usual fetch form in the same read) with the
- * bytes node:http would have sent, and hands the connection to node:http at
- * the first request it does not take, with that request's bytes put back
- * unread. node:http's parser, IncomingMessage and ServerResponse cost more
- * than the fetch itself (docs/benchmarks.md, "Binary fetch").
+ * A front on the raw connection for the commonest request of all, a fetch of
+ * a share: it reads the connection's bytes before node:http does, answers
+ * each request that is a usual fetch (the exact request line, a short list of
+ * headers, a fetch body) with the bytes node:http would have sent, and hands
+ * the connection to node:http at the first request it does not take, with
+ * that request's bytes put back unread. node:http's parser, IncomingMessage
+ * and ServerResponse cost more than the fetch itself (docs/benchmarks.md,
+ * "Fetch beside bare node:http, with wrk").
  *
  * What it takes, exactly (anything else goes to node:http, and from then on
  * the connection is node:http's):
  * - `POST /v1/share HTTP/1.1`, headers ending within 8 KiB of the request's
  *   start, each named once from FRONT_HEADERS, with no control character,
  *   no byte above 0x7e and no folded line; Host present; Content-Type exactly
- *   the binary media type; Content-Length of digits, up to the largest usual
- *   fetch; Connection, if given, `keep-alive` or `close`;
- * - the whole body in what has been read, decoding as a fetch of a code that
- *   the server answers itself (`take` says so before anything is counted).
+ *   the binary media type or `application/json`; Content-Length of digits, up
+ *   to the largest usual fetch (258 bytes binary, 1 KiB JSON); Connection, if
+ *   given, `keep-alive` or `close`;
+ * - a body decoding as a fetch (binary: the usual form; JSON: as the app
+ *   decodes it) of a code that the server answers itself (`take` says so
+ *   before anything is counted). A request cut by the end of a read waits for
+ *   one more read.
  *
  * What node:http would do and this does too: its answer bytes (status line,
  * headers in order, Date, Connection and Keep-Alive), answers in request order
- * on a pipelined connection, the keep-alive timeout between requests and the
- * headers timeout before the first, closing after `Connection: close` (either
- * side), and server.close(): idle connections are closed at once, busy ones
- * after their answer.
+ * on a pipelined connection, no more reading while answers wait to go out,
+ * the keep-alive timeout between requests and the headers timeout before the
+ * first, closing after `Connection: close` (either side), and server.close():
+ * idle connections are closed at once, busy ones after their answer.
  */
 import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { MessageType, WIRE_VERSION, BINARY_MEDIA_TYPE } from '../wire/messages.js';
+import { decodeJsonShareRequest } from '../wire/json.js';
+import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE, MessageType, WIRE_VERSION } from '../wire/messages.js';
 import { HSTS_HEADER, HSTS_VALUE } from '../tls/profile.js';
 import { COMMON_HEADERS, type Answer } from './answers.js';
 
@@ -65,10 +69,13 @@ const FRONT_HEADERS = new Set([
 ]);
 
 const REQUEST_LINE = 'POST /v1/share HTTP/1.1\r\n';
+const REQUEST_LINE_BYTES = Buffer.from(REQUEST_LINE, 'latin1');
 /** node:http's maxHeaderSize of the key server (server.ts): a longer head goes to node:http, which refuses it. */
 const MAX_HEAD = 8192;
-/** Version, type, length and a code of up to 255 bytes: the largest body of a usual fetch. */
+/** Version, type, length and a code of up to 255 bytes: the largest body of a usual binary fetch. */
 const MAX_FETCH_BODY = 3 + 255;
+/** The largest JSON fetch body taken here (`{"op":"fetch","code":"..."}` is about 40 bytes). */
+const MAX_JSON_FETCH_BODY = 1024;
 
 /** A request the front takes: where it ends in the buffer, its code and headers, and whether it asked to close. */
 export interface FrontParsed {
@@ -98,6 +105,18 @@ function fetchCode(buf: Buffer, from: number, end: number): string | undefined {
 /** What parseFrontRequest says of the start of a request that may still become a usual fetch. */
 export const MORE = 'more';
 
+const refuse = (message: string) => new Error(message);
+
+/** The code of a JSON fetch body (decoded as the app decodes it), else undefined. */
+function jsonFetchCode(body: Buffer): string | undefined {
+  try {
+    const request = decodeJsonShareRequest(body, refuse);
+    return request.op === 'fetch' ? request.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The usual fetch at `from` in `buf`; MORE when what is there is the start
  * of what may still be one (the request line so far, or a head or body not
@@ -106,13 +125,49 @@ export const MORE = 'more';
 export function parseFrontRequest(buf: Buffer, from: number): FrontParsed | typeof MORE | undefined {
   const avail = buf.length - from;
   if (avail < REQUEST_LINE.length) return REQUEST_LINE.startsWith(buf.toString('latin1', from)) ? MORE : undefined;
-  if (buf.toString('latin1', from, from + REQUEST_LINE.length) !== REQUEST_LINE) return undefined;
+  if (buf.compare(REQUEST_LINE_BYTES, 0, REQUEST_LINE.length, from, from + REQUEST_LINE.length) !== 0) return undefined;
   const headEnd = buf.indexOf('\r\n\r\n', from + REQUEST_LINE.length - 2, 'latin1');
   if (headEnd < 0) return avail < MAX_HEAD ? MORE : undefined;
   if (headEnd + 4 - from > MAX_HEAD) return undefined;
+  const headLength = headEnd + 4 - from;
+  let head = lastParsed;
+  if (
+    head === undefined ||
+    lastHead.length !== headLength ||
+    buf.compare(lastHead, 0, headLength, from, headEnd + 4) !== 0
+  ) {
+    head = parseHead(buf.toString('latin1', from + REQUEST_LINE.length, headEnd));
+    if (head === undefined) return undefined;
+    lastHead = Buffer.allocUnsafeSlow(headLength); // its own memory: no pool slab kept alive
+    buf.copy(lastHead, 0, from, headEnd + 4);
+    lastParsed = head;
+  }
+  const end = headEnd + 4 + head.length;
+  if (end > buf.length) return MORE;
+  const code = head.json ? jsonFetchCode(buf.subarray(headEnd + 4, end)) : fetchCode(buf, headEnd + 4, end);
+  return code === undefined ? undefined : { end, code, headers: head.headers, close: head.close };
+}
+
+/** What a head of a usual fetch says: its headers (shared by every request with the same head: read only), body length, Connection: close. */
+interface FrontHead {
+  headers: IncomingHttpHeaders;
+  length: number;
+  /** A JSON body (else binary). */
+  json: boolean;
+  close: boolean;
+}
+
+/**
+ * The last head taken, byte for byte, and what it said: a client (wrk, the
+ * stash client) sends the same head with every fetch, parsed once here.
+ */
+let lastHead: Buffer = Buffer.alloc(0);
+let lastParsed: FrontHead | undefined;
+
+/** The header lines of a usual fetch (between the request line and the blank line), or undefined. */
+function parseHead(text: string): FrontHead | undefined {
   const headers: IncomingHttpHeaders = {};
-  const lines = buf.toString('latin1', from + REQUEST_LINE.length, headEnd).split('\r\n');
-  for (const line of lines) {
+  for (const line of text.split('\r\n')) {
     const colon = line.indexOf(':');
     if (colon <= 0) return undefined;
     const name = line.slice(0, colon).toLowerCase();
@@ -123,21 +178,19 @@ export function parseFrontRequest(buf: Buffer, from: number): FrontParsed | type
     headers[name] = value;
   }
   const length = headers['content-length'];
+  const type = headers['content-type'];
+  const json = type === JSON_MEDIA_TYPE;
   if (
     headers.host === undefined ||
-    headers['content-type'] !== BINARY_MEDIA_TYPE ||
+    (type !== BINARY_MEDIA_TYPE && !json) ||
     length === undefined ||
-    !/^[0-9]{1,3}$/.test(length) ||
-    Number(length) > MAX_FETCH_BODY
+    !/^[0-9]{1,4}$/.test(length) ||
+    Number(length) > (json ? MAX_JSON_FETCH_BODY : MAX_FETCH_BODY)
   )
     return undefined;
   const connection = headers.connection?.toLowerCase();
   if (connection !== undefined && connection !== 'keep-alive' && connection !== 'close') return undefined;
-  const bodyStart = headEnd + 4;
-  const end = bodyStart + Number(length);
-  if (end > buf.length) return MORE;
-  const code = fetchCode(buf, bodyStart, end);
-  return code === undefined ? undefined : { end, code, headers, close: connection === 'close' };
+  return { headers, length: Number(length), json, close: connection === 'close' };
 }
 
 /** The Date header's value, as node:http writes it: made at most once a second. */
