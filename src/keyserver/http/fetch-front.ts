@@ -259,6 +259,10 @@ export function answerBytes(
 
 type Listener = (socket: Socket) => void;
 
+const ignore = (): void => {};
+/** What node:http adds to keepAliveTimeout before it closes an idle connection (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER). */
+const KEEP_ALIVE_MARGIN_MS = 1000;
+
 /**
  * Puts the front before node:http's own listener of `server` ('connection'
  * for HTTP, 'secureConnection' for HTTPS). `take` is asked at each request
@@ -334,9 +338,11 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
       toNodeHttp(socket);
       socket.resume();
     };
+    /** The connection ends after what was written; as node:http does, not left half open for the client to close. */
     const finish = (): void => {
       stop();
-      socket.end();
+      socket.on('error', ignore); // a reset now has nobody else to hear it (HTTPS: tls.Server listens too)
+      socket.destroySoon();
     };
     /** After an answer: more requests, an end, or waiting for the next (keep-alive timeout). */
     const next = (): void => {
@@ -350,7 +356,8 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
         finish();
         return;
       }
-      arm(server.keepAliveTimeout);
+      // node:http (20.x, 22.x) waits a second longer than it announces, so that a client's reuse at the edge does not meet a closed socket.
+      arm(server.keepAliveTimeout > 0 ? server.keepAliveTimeout + KEEP_ALIVE_MARGIN_MS : 0);
     };
     /** Answers the client does not read yet: no more requests are read until they have gone out. */
     const waitDrain = (): void => {
