@@ -13,7 +13,7 @@
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run; Linux only)
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bin, conditions, dist, fmt, quick, recordTarget, report } from './lib.js';
@@ -198,7 +198,12 @@ try {
     await sleep(quick ? 200 : 1000);
     const baseline = serverMem(idle.child.pid);
     await stop(idle.child);
-    const { child, url, log } = await startServer(full, flags, env, extra, unit);
+    // Each row over the same 100,000 shares: a fresh copy of the store, not the one the rows before
+    // have published into (10,000 pending shares a row: the fourth row reached the default disk cap's
+    // publish limit, 26 MB of store.log, and its publishes were refused with 507).
+    const rowStore = join(work, `row-${rows.length}`);
+    cpSync(full, rowStore, { recursive: true });
+    const { child, url, log } = await startServer(rowStore, flags, env, extra, unit);
     const serving = 1 + childPids(child.pid).length;
     await sleep(quick ? 200 : 1000);
     const started = serverMem(child.pid);
@@ -235,6 +240,7 @@ try {
     sample();
     const compacted = /store: compacted/.test(log());
     await stop(child);
+    rmSync(rowStore, { recursive: true, force: true });
     if (summary.errors > 0) throw new Error(`${name}: ${summary.errors} fetch(es) failed: ${summary.firstError}`);
     if (published.errors > 0)
       throw new Error(`${name}: ${published.errors} publish(es) failed: ${published.firstError}`);
