@@ -271,16 +271,30 @@ test('parseFrontRequest takes only the usual fetch and never throws on damaged b
   assert.is(parseFrontRequest(endless, 0), undefined, 'a head past 8 KiB is not waited on');
 });
 
-test('deadlines: a silent connection is closed at the headers deadline, an idle one at the keep-alive deadline', async () => {
+test('deadlines: a silent connection and a cut head get 408 at the headers deadline, a cut body node:http, an idle connection closes', async () => {
   const clock = new ManualClock(Date.now());
-  const p = await pair(clock, { keepAliveMs: 300, headersMs: 400 });
+  const p = await pair(clock, { keepAliveMs: 300, headersMs: 400, checkIntervalMs: 100, requestMs: 1000 });
   try {
-    const { hostname, port } = new URL(p.fast.running.url);
-    const silent = connect(Number(port), hostname);
-    silent.on('error', () => {});
-    // node:http alone keeps a connection that never sends a byte (Node 20-24): the front closes it.
-    await within(once(silent, 'close'), 5_000, 'the silent connection closed');
-    const { answers, closed } = await exchange(p.fast.running.url, [usual(p.live)], 1);
+    const one = usual(p.live);
+    const cutHead = one.slice(0, 40);
+    const cutBody = one.slice(0, -3);
+    // The same on both servers: node:http answers 408 to a silent connection and to a head not whole by
+    // its deadline; a whole head whose body does not come gets the app's 408 at the body deadline.
+    for (const [what, pieces] of [
+      ['silent', [] as string[]],
+      ['a cut head', [cutHead]],
+      ['a cut body', [cutBody]],
+    ] as const) {
+      const a = await within(exchange(p.fast.running.url, [...pieces], Number.POSITIVE_INFINITY), 5_000, what);
+      const b = await within(exchange(p.koa.running.url, [...pieces], Number.POSITIVE_INFINITY), 5_000, what);
+      assert.equal(a.answers.map(status), [408], `${what}: 408 (${JSON.stringify(a.answers)})`);
+      assert.equal(
+        a.answers.map((x) => x.replace(/\r\nDate: -/, '')),
+        b.answers.map((x) => x.replace(/\r\nDate: -/, '')),
+        `${what}: node:http's bytes`,
+      );
+    }
+    const { answers, closed } = await exchange(p.fast.running.url, [one], 1);
     assert.is(status(answers[0]!), 200);
     assert.match(answers[0]!, /\r\nKeep-Alive: timeout=0\r\n/, "node:http's rounding of 300 ms");
     await within(closed, 5_000, 'the idle connection closed');

@@ -260,6 +260,8 @@ export function answerBytes(
 type Listener = (socket: Socket) => void;
 
 const ignore = (): void => {};
+/** node:http's answer to a request not whole by the headers deadline (and to a connection that sent nothing). */
+const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n';
 /** What node:http adds to keepAliveTimeout before it closes an idle connection (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER). */
 const KEEP_ALIVE_MARGIN_MS = 1000;
 
@@ -273,8 +275,10 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
   const lead = https ? HSTS_LINE : '';
   const own = server.listeners(event) as Listener[];
   server.removeAllListeners(event);
-  /** Connections the front holds, with whether an answer is being made on each. */
-  const held = new Map<Socket, { busy: boolean }>();
+  /** Connections the front holds, with whether an answer is being made on each, or the rest of a request awaited. */
+  const held = new Map<Socket, { busy: boolean; waiting: boolean }>();
+  /** Connections it has ended whose last bytes may still be on their way out. */
+  const ending = new Set<Socket>();
   let closing = false;
 
   const toNodeHttp = (socket: Socket): void => {
@@ -286,12 +290,13 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
   // server.close() calls closeIdleConnections(): a held connection between requests is idle.
   server.closeIdleConnections = () => {
     closing = true;
-    for (const [s, state] of held) if (!state.busy) s.destroy();
+    for (const [s, state] of held) if (!state.busy && !state.waiting) s.destroy();
     closeIdle();
   };
   server.closeAllConnections = () => {
     closing = true;
     for (const s of held.keys()) s.destroy();
+    for (const s of ending) s.destroy();
     closeAll();
   };
 
@@ -300,13 +305,13 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
       toNodeHttp(socket);
       return;
     }
-    const state = { busy: false };
+    const state = { busy: false, waiting: false };
     held.set(socket, state);
     let buf: Buffer = Buffer.alloc(0);
     let at = 0;
     let ended = false;
-    /** Whether the request at `at` has come in part, and the next read was awaited. */
-    let waiting = false;
+    /** When the request at `at` must have come whole (node:http's headers deadline); unset between requests. */
+    let deadlineAt: number | undefined = Date.now() + server.headersTimeout;
     // A timer of its own, not socket.setTimeout(): a TLS socket can carry the handshake's timeout state into it.
     let timer: NodeJS.Timeout | undefined;
     const arm = (ms: number): void => {
@@ -342,6 +347,8 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
     const finish = (): void => {
       stop();
       socket.on('error', ignore); // a reset now has nobody else to hear it (HTTPS: tls.Server listens too)
+      ending.add(socket);
+      socket.once('close', () => ending.delete(socket));
       socket.destroySoon();
     };
     /** After an answer: more requests, an end, or waiting for the next (keep-alive timeout). */
@@ -356,6 +363,7 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
         finish();
         return;
       }
+      deadlineAt = undefined;
       // node:http (20.x, 22.x) waits a second longer than it announces, so that a client's reuse at the edge does not meet a closed socket.
       arm(server.keepAliveTimeout > 0 ? server.keepAliveTimeout + KEEP_ALIVE_MARGIN_MS : 0);
     };
@@ -383,16 +391,19 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
         const req = parseFrontRequest(buf, at);
         if (req === MORE) {
           // The rest is likely in the next read (a pipelined request cut by a read's end): wait for that one
-          // read, up to the headers deadline. A client that trickles its request gets node:http and its deadlines.
-          if (waiting) {
+          // read, within the request's headers deadline. A client that trickles its request gets node:http
+          // and its deadlines; one that has ended can send no more.
+          if (state.waiting || ended) {
             handOver();
             return;
           }
-          waiting = true;
-          arm(server.headersTimeout);
+          state.waiting = true;
+          deadlineAt ??= Date.now() + server.headersTimeout;
+          arm(Math.max(1, deadlineAt - Date.now()));
           return;
         }
-        waiting = false;
+        state.waiting = false;
+        deadlineAt = undefined;
         const fetch = req === undefined ? undefined : take();
         if (req === undefined || fetch === undefined) {
           handOver();
@@ -450,6 +461,7 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
 
     const onData = (chunk: Buffer): void => {
       arm(0);
+      deadlineAt ??= Date.now() + server.headersTimeout;
       if (at < buf.length) {
         buf = Buffer.concat([buf.subarray(at), chunk]);
         at = 0;
@@ -465,13 +477,20 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
       if (at < buf.length) handOver();
       else finish();
     };
+    /** The keep-alive deadline closes the connection; the headers deadline answers 408 first, as node:http does. */
     const onTimeout = (): void => {
-      if (waiting) {
-        handOver(); // node:http answers a request that came in part as it would (408, 400)
+      if (deadlineAt === undefined) {
+        stop();
+        socket.destroy();
         return;
       }
-      stop();
-      socket.destroy();
+      // A head come whole, its body not: node:http's body deadline answers it (the app's 408, with its body).
+      if (buf.indexOf('\r\n\r\n', at, 'latin1') >= 0) {
+        handOver();
+        return;
+      }
+      socket.write(REQUEST_TIMEOUT);
+      finish();
     };
     const onError = (): void => {
       stop();
