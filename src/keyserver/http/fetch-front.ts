@@ -312,7 +312,7 @@ export function installFetchFront(server: Server, https: boolean, take: () => Fr
     let ended = false;
     /** When the request at `at` must have come whole (node:http's headers deadline); unset between requests. */
     let deadlineAt: number | undefined = Date.now() + server.headersTimeout;
-    // A timer of its own, not socket.setTimeout(): a TLS socket can carry the handshake's timeout state into it.
+    // A timer of its own (not socket.setTimeout(), which every byte written would push back): set by the request's phase.
     let timer: NodeJS.Timeout | undefined;
     const arm = (ms: number): void => {
       clearTimeout(timer);
