@@ -23,21 +23,13 @@
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import type { ServerConfig } from '../cli/options.js';
-import { MalformedRequestError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
-import { decodeJsonShareRequest } from '../wire/json.js';
-import {
-  BINARY_MEDIA_TYPE,
-  JSON_MEDIA_TYPE,
-  MessageType,
-  WIRE_VERSION,
-  decodeShareRequest,
-  type ShareRequest,
-} from '../wire/messages.js';
+import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE } from '../wire/messages.js';
 import { failureAnswer, writeAnswer, writeFetched, type Answer } from './answers.js';
 import type { FrontFetch, FrontRequest } from './fetch-front.js';
 import { handOverBody, readBodyThen } from './body.js';
+import { requestOf, usualFetchCode } from './fetch-body.js';
 import { clientAddress } from './client-address.js';
 import { classify, type HttpFailure } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
@@ -63,26 +55,7 @@ export interface FastFetchDeps {
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
-const fail = (message: string) => new MalformedRequestError(message);
 const EMPTY = Buffer.alloc(0);
-
-/** The code of the usual binary fetch (version, type, length, an ASCII code, nothing after), else undefined. */
-function usualFetchCode(body: Buffer, json: boolean): string | undefined {
-  if (json || body[0] !== WIRE_VERSION || body[1] !== MessageType.fetchRequest) return undefined;
-  const end = 3 + body[2]!;
-  if (body.length !== end) return undefined;
-  for (let i = 3; i < end; i++) if (body[i]! > 0x7f) return undefined;
-  return body.toString('latin1', 3, end);
-}
-
-/** The request in a body, or undefined when the body is not a well-formed one (the app then says why). */
-function requestOf(body: Buffer, json: boolean): ShareRequest | undefined {
-  try {
-    return json ? decodeJsonShareRequest(body, fail) : decodeShareRequest(body, fail);
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Wraps the Koa app's callback with the fetch fast path; `front` answers the
@@ -184,7 +157,7 @@ export function withFastFetch(app: Handler, deps: FastFetchDeps): { handler: Han
     error: Error | undefined,
     body: Buffer | undefined,
   ): void => {
-    const usual = error === undefined ? usualFetchCode(body!, json) : undefined;
+    const usual = error === undefined && !json ? usualFetchCode(body!, 0, body!.length) : undefined;
     const request = error === undefined && usual === undefined ? requestOf(body!, json) : undefined;
     const code = usual ?? (request?.op === 'fetch' ? request.code : undefined);
     if (code !== undefined && forwards?.(code) !== true) {

@@ -30,10 +30,10 @@
  */
 import { STATUS_CODES, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { Socket } from 'node:net';
-import { decodeJsonShareRequest } from '../wire/json.js';
-import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE, MessageType, WIRE_VERSION } from '../wire/messages.js';
+import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE } from '../wire/messages.js';
 import { HSTS_HEADER, HSTS_VALUE } from '../tls/profile.js';
 import { COMMON_HEADERS, type Answer } from './answers.js';
+import { requestOf, usualFetchCode } from './fetch-body.js';
 
 /** A request the front took, as the fetch rules need it: its headers (lowercase names) and its connection. */
 export interface FrontRequest {
@@ -94,27 +94,13 @@ function plainValue(s: string): boolean {
   return true;
 }
 
-/** The code of a usual binary fetch body (buf[from..end)), else undefined. */
-function fetchCode(buf: Buffer, from: number, end: number): string | undefined {
-  if (buf[from] !== WIRE_VERSION || buf[from + 1] !== MessageType.fetchRequest || from + 3 + buf[from + 2]! !== end)
-    return undefined;
-  for (let i = from + 3; i < end; i++) if (buf[i]! < 0x21 || buf[i]! > 0x7e) return undefined;
-  return buf.toString('latin1', from + 3, end);
-}
-
 /** What parseFrontRequest says of the start of a request that may still become a usual fetch. */
 export const MORE = 'more';
 
-const refuse = (message: string) => new Error(message);
-
 /** The code of a JSON fetch body (decoded as the app decodes it), else undefined. */
 function jsonFetchCode(body: Buffer): string | undefined {
-  try {
-    const request = decodeJsonShareRequest(body, refuse);
-    return request.op === 'fetch' ? request.code : undefined;
-  } catch {
-    return undefined;
-  }
+  const request = requestOf(body, true);
+  return request?.op === 'fetch' ? request.code : undefined;
 }
 
 /**
@@ -144,7 +130,7 @@ export function parseFrontRequest(buf: Buffer, from: number): FrontParsed | type
   }
   const end = headEnd + 4 + head.length;
   if (end > buf.length) return MORE;
-  const code = head.json ? jsonFetchCode(buf.subarray(headEnd + 4, end)) : fetchCode(buf, headEnd + 4, end);
+  const code = head.json ? jsonFetchCode(buf.subarray(headEnd + 4, end)) : usualFetchCode(buf, headEnd + 4, end);
   return code === undefined ? undefined : { end, code, headers: head.headers, close: head.close };
 }
 
@@ -217,7 +203,7 @@ function head(lead: string, status: number, lines: string, connection: string): 
 }
 
 /** The header line an HTTPS server's answers start with (HstsResponse in tls/https-server.ts). */
-export const HSTS_LINE = `${HSTS_HEADER}: ${HSTS_VALUE}\r\n`;
+const HSTS_LINE = `${HSTS_HEADER}: ${HSTS_VALUE}\r\n`;
 
 /** The Connection (and Keep-Alive) lines node:http adds, given the answer's own headers. */
 function connectionLines(close: boolean, keepAliveMs: number): string {
@@ -229,18 +215,13 @@ function connectionLines(close: boolean, keepAliveMs: number): string {
 }
 
 /** A fetched answer's bytes (one character per byte), as writeFetched's. */
-export function fetchedBytes(lead: string, type: string, body: string, close: boolean, keepAliveMs: number): string {
+function fetchedBytes(lead: string, type: string, body: string, close: boolean, keepAliveMs: number): string {
   const lines = `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n`;
   return head(lead, 200, lines, connectionLines(close, keepAliveMs)) + body;
 }
 
 /** An answer's bytes (one character per byte), as writeAnswer's; `closes` when the answer itself says Connection: close. */
-export function answerBytes(
-  lead: string,
-  a: Answer,
-  close: boolean,
-  keepAliveMs: number,
-): { bytes: string; closes: boolean } {
+function answerBytes(lead: string, a: Answer, close: boolean, keepAliveMs: number): { bytes: string; closes: boolean } {
   const body = typeof a.body === 'string' ? Buffer.from(a.body) : a.body;
   let lines = '';
   let own = false;
