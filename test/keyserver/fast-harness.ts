@@ -81,6 +81,9 @@ export async function seed(
   if (!pending) await s.running.store.verify(tokenHash);
 }
 
+/** An answer with its Date header's value blanked (the one part two servers' answers may differ in). */
+const blankDate = (answer: string): string => answer.replace(/\r\nDate: [^\r]*/, '\r\nDate: -');
+
 /** Sends raw bytes on a fresh connection; the whole answer, Date header blanked. */
 export function raw(url: string, bytes: Buffer | string, pauseAfter?: number): Promise<string> {
   const { hostname, port } = new URL(url);
@@ -93,13 +96,7 @@ export function raw(url: string, bytes: Buffer | string, pauseAfter?: number): P
       if (pauseAfter !== undefined) setTimeout(() => sock.destroy(), 100);
     });
     sock.on('error', reject);
-    sock.on('close', () =>
-      resolve(
-        Buffer.concat(chunks)
-          .toString('latin1')
-          .replace(/\r\nDate: [^\r]*/, '\r\nDate: -'),
-      ),
-    );
+    sock.on('close', () => resolve(blankDate(Buffer.concat(chunks).toString('latin1'))));
     const data = typeof bytes === 'string' ? Buffer.from(bytes, 'latin1') : bytes;
     // Not end(): a half-closed socket is dropped by node:http before a slow (publish) answer; Connection: close ends it.
     sock.write(pauseAfter === undefined ? data : data.subarray(0, pauseAfter)); // with pauseAfter, the rest never comes
@@ -154,7 +151,7 @@ export function answersIn(data: string): { answers: string[]; rest: string } {
     const length = /\r\nContent-Length: (\d+)/i.exec(data.slice(at, headEnd));
     const end = headEnd + 4 + Number(length?.[1] ?? 0);
     if (end > data.length) break;
-    answers.push(data.slice(at, end).replace(/\r\nDate: [^\r]*/, '\r\nDate: -'));
+    answers.push(blankDate(data.slice(at, end)));
     at = end;
   }
   return { answers, rest: data.slice(at) };
