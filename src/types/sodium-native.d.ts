@@ -121,6 +121,9 @@ declare module 'sodium-native' {
   export function crypto_generichash(out: Buf, input: Buf, key?: Buf): void;
   export function crypto_generichash_batch(out: Buf, inputs: Buf[], key?: Buf): void;
 
+  export const crypto_hash_sha256_BYTES: number;
+  export function crypto_hash_sha256(out: Buf, input: Buf | Uint8Array): void;
+
   export const crypto_secretbox_KEYBYTES: number;
   export const crypto_secretbox_NONCEBYTES: number;
   export const crypto_secretbox_MACBYTES: number;

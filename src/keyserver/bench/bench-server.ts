@@ -14,6 +14,7 @@ import { UsageError } from '../../errors.js';
 import type { ServerConfig } from '../cli/options.js';
 import { streamLogger, type Logger } from '../logger.js';
 import type { Mailer } from '../mailer.js';
+import type { LinkFeed } from './load-driver.js';
 import { startServer, type RunningServer } from '../server.js';
 import { ringSuccessor } from '../service.js';
 import { generateShareCode } from '../share-code.js';
@@ -23,8 +24,8 @@ import { LOG_NAME } from '../store/state-dir.js';
 export interface BenchServer {
   url: string;
   running: RunningServer;
-  /** The verification link path mailed to `email`, once (flow). */
-  takeLink(email: string): string | null;
+  /** Where the verification links go once mailed (flow): [email, path] pairs, a batch per turn of the event loop. */
+  feedLinks: LinkFeed;
   /** Stops the server; returns the store's size on disk. Removes a temporary state folder. */
   close(): Promise<{ storeBytes: number }>;
 }
@@ -65,17 +66,26 @@ export function storeBytesOnDisk(dir: string): number {
   }
 }
 
-/** Starts the server under test. `keepLinks` stores links for the flow benchmark. */
+/** Starts the server under test. `keepLinks` passes the mailed links on (feedLinks) for the flow benchmark. */
 export async function startBenchServer(
   config: ServerConfig,
   stateDirGiven: boolean,
   keepLinks: boolean,
 ): Promise<BenchServer> {
   const state = benchStateDir(config, stateDirGiven);
-  const links = new Map<string, string>();
+  let batch: Array<[string, string]> = [];
+  let deliver: ((links: Array<[string, string]>) => void) | undefined;
+  const flush = (): void => {
+    const links = batch;
+    batch = [];
+    deliver?.(links);
+  };
   const mailer: Mailer = {
     async send(email, url) {
-      if (keepLinks) links.set(email, new URL(url).pathname);
+      if (keepLinks) {
+        // The token sits at the end of the link: pathname is `/verify/<token>` (no query, no fragment).
+        if (batch.push([email, url.slice(url.indexOf('/verify/'))]) === 1) setImmediate(flush);
+      }
       return { verification: 'sent', message: 'benchmark: the link was kept in memory' };
     },
   };
@@ -107,10 +117,8 @@ export async function startBenchServer(
   return {
     url: running.url,
     running,
-    takeLink(email) {
-      const path = links.get(email) ?? null;
-      links.delete(email);
-      return path;
+    feedLinks(to) {
+      deliver = to;
     },
     async close() {
       await running.close();

@@ -58,7 +58,7 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
           client: loadClientFromEnv(),
         },
         {
-          link: (email) => server.takeLink(email),
+          links: (deliver) => server.feedLinks(deliver),
           ...(progress ? { onProgress: (d: number) => progress.update(d) } : {}),
         },
       );

@@ -50,15 +50,18 @@ export interface LoadSummary {
 
 export type ToParent =
   | { type: 'progress'; done: number }
-  | { type: 'link'; email: string }
   | { type: 'done'; summary: LoadSummary }
   | { type: 'failed'; message: string };
 
-export type ToChild = { type: 'plan'; plan: LoadPlan } | { type: 'link'; email: string; path: string | null };
+/** `links`: [email, verification link path] pairs as they were mailed, pushed in batches (flow). */
+export type ToChild = { type: 'plan'; plan: LoadPlan } | { type: 'links'; links: Array<[string, string]> };
+
+/** Hands `deliver` to whoever mails verification links, to push them to the load generator. */
+export type LinkFeed = (deliver: (links: Array<[string, string]>) => void) => void;
 
 export interface DriverHooks {
-  /** The verification link path mailed to `email` (flow). */
-  link?(email: string): string | null;
+  /** The flow's verification links: pushed to the load generator, one message per batch of mails. */
+  links?: LinkFeed;
   onProgress?(done: number): void;
 }
 
@@ -76,7 +79,12 @@ function childEntry(): { path: string; execArgv: string[] } {
   return { path: self.replace(/load-driver\.js$/, 'load-process.js'), execArgv: [] };
 }
 
-/** Forks the load generator, feeds it the plan, answers its link requests. */
+/**
+ * Forks the load generator, feeds it the plan and the links mailed meanwhile.
+ * The links are pushed, a batch per message, instead of asked for one by one:
+ * the server under test shares its CPU with this side of the channel, and a
+ * round trip per flow cost it about 4 % of a flow (docs/benchmarks.md).
+ */
 export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise<LoadSummary> {
   const entry = childEntry();
   const child = fork(entry.path, [], {
@@ -94,8 +102,6 @@ export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise
     child.on('message', (raw) => {
       const msg = raw as ToParent;
       if (msg.type === 'progress') hooks.onProgress?.(msg.done);
-      else if (msg.type === 'link')
-        child.send({ type: 'link', email: msg.email, path: hooks.link?.(msg.email) ?? null } satisfies ToChild);
       else if (msg.type === 'done') settle(() => resolve(msg.summary));
       else settle(() => reject(new Error(`load generator: ${msg.message}`)));
     });
@@ -103,6 +109,9 @@ export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise
     child.on('exit', (code, signal) =>
       settle(() => reject(new Error(`load generator exited early (${signal ?? `status ${code}`})`))),
     );
+    hooks.links?.((links) => {
+      if (child.connected) child.send({ type: 'links', links } satisfies ToChild);
+    });
     child.send({ type: 'plan', plan } satisfies ToChild);
   }).finally(() => {
     if (child.connected) child.disconnect();

@@ -16,12 +16,36 @@ function send(msg: ToParent, then?: () => void): void {
   process.send!(msg, undefined, undefined, () => then?.());
 }
 
-const linkWaiters = new Map<string, (path: string | null) => void>();
+/** Links pushed before their flow asked (the answer to a publish can overtake its mail's batch). */
+const arrived = new Map<string, string>();
+const linkWaiters = new Map<string, (path: string) => void>();
 
-function askLink(email: string): Promise<string | null> {
-  return new Promise((resolve) => {
-    linkWaiters.set(email, resolve);
-    send({ type: 'link', email });
+function linksArrived(links: Array<[string, string]>): void {
+  for (const [email, path] of links) {
+    const waiter = linkWaiters.get(email);
+    if (waiter) {
+      linkWaiters.delete(email);
+      waiter(path);
+    } else arrived.set(email, path);
+  }
+}
+
+/** The link mailed to `email`; rejects when none came within 30 s. */
+function linkFor(email: string): Promise<string> {
+  const path = arrived.get(email);
+  if (path !== undefined) {
+    arrived.delete(email);
+    return Promise.resolve(path);
+  }
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      linkWaiters.delete(email);
+      reject(new Error('no verification link was mailed within 30 s'));
+    }, 30_000);
+    linkWaiters.set(email, (p) => {
+      clearTimeout(timer);
+      resolve(p);
+    });
   });
 }
 
@@ -87,8 +111,7 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
         const body = createBody(keys[i % keys.length]!, email, plan.payloadBytes);
         const created = await timed(steps.publish, 201, 'POST', '/v1/share', headers, body);
         const code = createdCode(created.body, plan.payloadBytes);
-        const link = await askLink(email);
-        if (link === null) throw new Error('no verification link was mailed');
+        const link = await linkFor(email);
         await timed(steps.confirm, 200, 'POST', link, {}, undefined);
         const fetched = await timed(steps.fetch, 200, 'POST', '/v1/share', headers, fetchBody(code, plan.payloadBytes));
         requestBytes = body.length;
@@ -121,9 +144,8 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
 
 process.on('message', (raw) => {
   const msg = raw as ToChild;
-  if (msg.type === 'link') {
-    linkWaiters.get(msg.email)?.(msg.path);
-    linkWaiters.delete(msg.email);
+  if (msg.type === 'links') {
+    linksArrived(msg.links);
     return;
   }
   run(msg.plan).then(
