@@ -36,6 +36,9 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
   let liveShares: number;
   const rss = new RssSampler();
   let underLoadRss = 0;
+  let cpuBefore: NodeJS.CpuUsage | undefined;
+  /** The server process's CPU time (every thread: the event loop, libuv's pool) while the operations ran. */
+  let cpuMicros = 0;
   try {
     const keys = Array.from({ length: KEY_POOL }, benchPublicKey);
     const codes =
@@ -43,6 +46,7 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
     const progress = progressLine(spec.command, config.requests);
     collectGarbage();
     rss.start();
+    cpuBefore = process.cpuUsage();
     try {
       summary = await runLoadProcess(
         {
@@ -63,6 +67,8 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
         },
       );
     } finally {
+      const cpu = process.cpuUsage(cpuBefore);
+      cpuMicros = cpu.user + cpu.system;
       underLoadRss = rss.stop();
       progress?.end();
     }
@@ -72,7 +78,10 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
     throw err;
   }
   const { storeBytes } = await server.close();
-  const extra: Record<string, number | string> = {};
+  // Steadier than throughput on a shared machine: a change's effect shows here first (docs/benchmarks.md).
+  const extra: Record<string, number | string> = {
+    server_cpu_us_per_op: summary.requests > 0 ? Math.round((cpuMicros / summary.requests) * 10) / 10 : 0,
+  };
   for (const [step, h] of Object.entries(summary.steps)) {
     const l = latencyOf(h);
     extra[`${step}_p50_ms`] = l.p50;
