@@ -79,7 +79,7 @@ function view(
 const TOKEN_BYTES = 32;
 const TOKEN_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 
-/** SHA-256 of a verification token (libsodium's: 1.6 us against 2.8 for createHash). */
+/** SHA-256 of a verification token (libsodium's: 1.6 us against 2.8 for createHash, 2026-11-27). */
 function hashToken(token: Uint8Array): Buffer {
   const out = Buffer.alloc(sodium.crypto_hash_sha256_BYTES);
   sodium.crypto_hash_sha256(out, token);

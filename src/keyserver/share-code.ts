@@ -15,7 +15,7 @@
  *   the check: a mistyped code is reported as a typo, never looked up.
  *   (Crockford's own mod-37 check needs the symbols * ~ $ = which shells eat.)
  */
-import sodium from 'sodium-native';
+import { loadSodium } from '../native/sodium.js';
 import { CROCKFORD_ALPHABET } from '../vault/crockford.js';
 import { CodeTypoError } from './errors.js';
 
@@ -79,9 +79,13 @@ export function locatorChar(index: number): string {
 /** The random bytes of the code being made (generation is synchronous: one buffer serves every call). */
 const freshRandom = Buffer.alloc(RANDOM_SYMBOLS);
 
-/** libsodium's CSPRNG straight into a buffer: 0.7 us against 4.0 for crypto.randomBytes (docs/benchmarks.md). */
+/**
+ * libsodium's CSPRNG straight into a buffer: 0.7 us against 4.0 for
+ * crypto.randomBytes(12) (2026-11-27). Loaded on first use: the CLI imports
+ * this module to parse codes and must not open the addon for that.
+ */
 function fillRandom(): Uint8Array {
-  sodium.randombytes_buf(freshRandom);
+  loadSodium().randombytes_buf(freshRandom);
   return freshRandom;
 }
 

@@ -75,17 +75,17 @@ export async function startBenchServer(
   const state = benchStateDir(config, stateDirGiven);
   let batch: Array<[string, string]> = [];
   let deliver: ((links: Array<[string, string]>) => void) | undefined;
+  /** Hands the batch on; kept until someone takes links (feedLinks). */
   const flush = (): void => {
+    if (deliver === undefined || batch.length === 0) return;
     const links = batch;
     batch = [];
-    deliver?.(links);
+    deliver(links);
   };
   const mailer: Mailer = {
-    async send(email, url) {
-      if (keepLinks) {
-        // The token sits at the end of the link: pathname is `/verify/<token>` (no query, no fragment).
-        if (batch.push([email, url.slice(url.indexOf('/verify/'))]) === 1) setImmediate(flush);
-      }
+    async send(email, _url, token, kind = 'verify') {
+      // The path the app confirms at (routes: POST /verify/:token); other mails (manage links) are not the flow's.
+      if (keepLinks && kind === 'verify' && batch.push([email, `/verify/${token}`]) === 1) setImmediate(flush);
       return { verification: 'sent', message: 'benchmark: the link was kept in memory' };
     },
   };
@@ -119,6 +119,7 @@ export async function startBenchServer(
     running,
     feedLinks(to) {
       deliver = to;
+      flush();
     },
     async close() {
       await running.close();

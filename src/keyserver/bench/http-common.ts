@@ -81,6 +81,8 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
   // Steadier than throughput on a shared machine: a change's effect shows here first (docs/benchmarks.md).
   const extra: Record<string, number | string> = {
     server_cpu_us_per_op: summary.requests > 0 ? Math.round((cpuMicros / summary.requests) * 10) / 10 : 0,
+    // Below 1 the load generator waited for the server: it was not what limited the rate.
+    load_cpu_share: summary.seconds > 0 ? Math.round((summary.cpuMicros / (summary.seconds * 1e6)) * 100) / 100 : 0,
   };
   for (const [step, h] of Object.entries(summary.steps)) {
     const l = latencyOf(h);

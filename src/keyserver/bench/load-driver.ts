@@ -43,6 +43,8 @@ export interface LoadSummary {
   /** flow: the latency of each step. */
   steps: Record<string, HistogramData>;
   firstError: string | undefined;
+  /** The load generator's own CPU time (user + system, microseconds) while it ran the operations. */
+  cpuMicros: number;
   /** Size of the last successful answer body. */
   responseBytes: number;
   requestBytes: number;
@@ -83,7 +85,7 @@ function childEntry(): { path: string; execArgv: string[] } {
  * Forks the load generator, feeds it the plan and the links mailed meanwhile.
  * The links are pushed, a batch per message, instead of asked for one by one:
  * the server under test shares its CPU with this side of the channel, and a
- * round trip per flow cost it about 4 % of a flow (docs/benchmarks.md).
+ * round trip per flow cost it about 4 % of a flow (a CPU profile, 2026-11-27).
  */
 export function runLoadProcess(plan: LoadPlan, hooks: DriverHooks = {}): Promise<LoadSummary> {
   const entry = childEntry();
