@@ -23,6 +23,26 @@ import { identityPublicKey } from './harness.js';
 const fail = (m: string) => new Error(m);
 const key = identityPublicKey();
 
+test('the writer writes text as UTF-8 with its byte length, ASCII or not, and refuses what does not fit', () => {
+  // ASCII takes a shorter path than other text; a non-ASCII character late in a string must undo it.
+  const cases: Array<[string, number[]]> = [
+    ['', [0]],
+    ['abc', [3, 0x61, 0x62, 0x63]],
+    ['ab€', [5, 0x61, 0x62, 0xe2, 0x82, 0xac]],
+    ['\u007f\u0080', [3, 0x7f, 0xc2, 0x80]],
+  ];
+  for (const [text, bytes] of cases) {
+    const w = new Writer(16).u8(7).text(text, 1).u8(8);
+    assert.equal([...w.finish()], [7, ...bytes, 8], JSON.stringify(text));
+  }
+  const long = new Writer(16).text('x'.repeat(255), 1).text('y'.repeat(300), 2).finish();
+  assert.is(long.length, 1 + 255 + 2 + 300);
+  assert.is(long[0], 255);
+  assert.equal([...long.subarray(256, 258)], [0x01, 0x2c]);
+  assert.throws(() => new Writer().text('x'.repeat(256), 1), /text too long/);
+  assert.throws(() => new Writer().text(`${'x'.repeat(254)}é`, 1), /text too long/);
+});
+
 test('the writer grows past its first buffer and writes every field big-endian, exactly', () => {
   const w = new Writer(16);
   const expected: number[] = [];

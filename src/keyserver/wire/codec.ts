@@ -121,22 +121,32 @@ export class Writer {
 
   u16(v: number): this {
     const at = this.room(2);
-    this.buf.writeUInt16BE(v & 0xffff, at);
+    const b = this.buf;
+    b[at] = (v >>> 8) & 0xff;
+    b[at + 1] = v & 0xff;
     return this;
   }
 
   u32(v: number): this {
-    const at = this.room(4);
-    this.buf.writeUInt32BE(v >>> 0, at);
+    this.put32(this.room(4), v);
     return this;
   }
 
   u64(v: number): this {
     if (!Number.isSafeInteger(v) || v < 0) throw new RangeError(`u64 out of range: ${v}`);
     const at = this.room(8);
-    this.buf.writeUInt32BE(Math.floor(v / 0x1_0000_0000), at);
-    this.buf.writeUInt32BE(v >>> 0, at + 4);
+    this.put32(at, Math.floor(v / 0x1_0000_0000));
+    this.put32(at + 4, v);
     return this;
+  }
+
+  /** Big-endian u32 by byte stores: a Buffer's writeUInt32BE checks its arguments first, on every record of a store write. */
+  private put32(at: number, v: number): void {
+    const b = this.buf;
+    b[at] = (v >>> 24) & 0xff;
+    b[at + 1] = (v >>> 16) & 0xff;
+    b[at + 2] = (v >>> 8) & 0xff;
+    b[at + 3] = v & 0xff;
   }
 
   bytes(v: Uint8Array): this {
@@ -147,6 +157,7 @@ export class Writer {
 
   /** Text with a u8 or u16 length prefix; throws if it does not fit. */
   text(v: string, lengthBytes: 1 | 2): this {
+    if (v.length <= 0xff && lengthBytes === 1 && this.ascii(v)) return this;
     const n = Buffer.byteLength(v, 'utf8');
     const max = lengthBytes === 1 ? 0xff : 0xffff;
     if (n > max) throw new RangeError(`text too long for a ${lengthBytes}-byte length: ${n}`);
@@ -157,10 +168,32 @@ export class Writer {
     return this;
   }
 
+  /**
+   * Writes `v` with a u8 length prefix when it is all ASCII (codes, most
+   * addresses: one byte per character, as UTF-8 has them) and returns true;
+   * returns false, having written nothing, at the first other character.
+   */
+  private ascii(v: string): boolean {
+    const n = v.length;
+    const start = this.end;
+    const at = this.room(1 + n);
+    const b = this.buf;
+    b[at] = n;
+    for (let i = 0; i < n; i++) {
+      const c = v.charCodeAt(i);
+      if (c > 0x7f) {
+        this.end = start;
+        return false;
+      }
+      b[at + 1 + i] = c;
+    }
+    return true;
+  }
+
   /** Overwrites a u32 already written at `at`. */
   setU32(at: number, v: number): this {
     if (at < 0 || at + 4 > this.end) throw new RangeError(`no u32 written at ${at}`);
-    this.buf.writeUInt32BE(v >>> 0, at);
+    this.put32(at, v);
     return this;
   }
 
