@@ -48,6 +48,8 @@ test.before(async () => {
     else process.env.TMPDIR = savedTmp;
   }
   t.env.STASH_PASSWORD_FILE = t.pwFile;
+  // What each attempt at a clear saw, printed when a clear does not come (src/cli/clipboard/helper.ts).
+  t.env.STASH_CLIP_TRACE = join(shm, 'clip-trace');
   await t.initVault(['c']);
   assert.is((await t.run(['set', 'c', 'K', '--raw'], { input: VALUE })).code, 0);
 });
@@ -165,10 +167,19 @@ test('copied with wl-copy, its file kept off the disk, and cleared after 2 s', a
     last = wl!.paste();
     return last === '';
   };
-  // 45 s: the helper's five attempts and their pauses, on a CI host where weston is starved of CPU.
-  await waitFor(cleared, 45_000, 'the clear').catch((err: Error) => {
+  // 90 s: the helper's attempts go on for 60 s and their tool runs may take 5 s each, on a CI host where weston is
+  // starved of CPU (a whole CI run once saw the value stay past five attempts).
+  await waitFor(cleared, 90_000, 'the clear').catch((err: Error) => {
     const left = last === VALUE ? 'the value' : last === null ? 'a paste that timed out' : 'something else';
-    throw new Error(`${err.message} (last seen: ${left}; the helper ${running(pid) ? 'still runs' : 'is gone'})`);
+    let trace = '(no trace)';
+    try {
+      trace = readFileSync(t.env.STASH_CLIP_TRACE!, 'utf8').trim();
+    } catch {
+      /* none written */
+    }
+    throw new Error(
+      `${err.message} (last seen: ${left}; the helper ${running(pid) ? 'still runs' : 'is gone'}); its attempts:\n${trace}`,
+    );
   });
 });
 

@@ -282,14 +282,18 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
  * then `script` (shell lines) runs, then the real xsel. Resolves once the
  * helper has exited, with the `clears` file's lines.
  */
-async function clipThroughXsel(script: string, waitBefore?: () => Promise<void>): Promise<string[]> {
+async function clipThroughXsel(
+  script: string,
+  waitBefore?: () => Promise<void>,
+  env: Record<string, string> = {},
+): Promise<string[]> {
   const standIn = xselStandIn(
     `N=0\nif [ "$2" = "--clear" ]; then echo x >> "$DIR/clears"; N=$(wc -l < "$DIR/clears"); fi\n${script}`,
   );
   const clears = join(standIn.dir, 'clears');
   try {
     const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
-      env: { STASH_CLIPBOARD: 'xsel', PATH: standIn.path },
+      env: { STASH_CLIPBOARD: 'xsel', PATH: standIn.path, ...env },
     });
     assert.is(r.code, 0, r.stderr);
     const pid = helperPid();
@@ -305,14 +309,34 @@ test('a clear that fails, then one that says yes but leaves the value: the helpe
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
   // The first --clear fails (as one killed at its timeout on a loaded machine), the second does nothing.
+  const tracePath = join(t.dir, 'clip-trace');
   const clears = await clipThroughXsel(
     'if [ "$N" -eq 1 ]; then echo "xsel: cannot clear" >&2; exit 1; fi\nif [ "$N" -eq 2 ]; then exit 0; fi',
     async () => {
       assert.is(x!.paste(), VALUE);
     },
+    { STASH_CLIP_TRACE: tracePath },
   );
   assert.is(x.paste(), '', 'cleared by the third attempt');
   assert.is(clears.length, 3, 'three clears: the failed one, the one that did nothing, the real one');
+  // STASH_CLIP_TRACE: each attempt's outcomes, as they were, and never the value.
+  const trace = readFileSync(tracePath, 'utf8');
+  const steps = trace
+    .trim()
+    .split('\n')
+    .map((l) => l.replace(/^\S+ helper \d+: /, ''));
+  assert.equal(steps, [
+    'attempt 1: read before the clear: the value',
+    'attempt 1: the tool failed: xsel exited with status 1: xsel: cannot clear',
+    'attempt 2: read before the clear: the value',
+    'attempt 2: the clear ran',
+    'attempt 2: read-back: the value',
+    'attempt 3: read before the clear: the value',
+    'attempt 3: the clear ran',
+    'attempt 3: read-back: cleared',
+  ]);
+  assert.not.ok(trace.includes(VALUE), 'the value is not in the trace');
+  assert.is(statSync(tracePath).mode & 0o777, 0o600);
 });
 
 test('a clear that says yes but leaves the value, and a read-back that fails: not taken as cleared', async () => {

@@ -11,8 +11,8 @@
  * every command (no core file, not dumpable), so the value in its memory is
  * no easier to read than in the command that started it.
  */
-import { existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync, existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
 import { MAX_CLIP_SECONDS } from '../../agent/config.js';
 import { errorCode, errorMessage } from '../../errors.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
@@ -155,20 +155,43 @@ async function unregister(token: string): Promise<void> {
  * at its timeout, as on a loaded machine) shows nothing else is there, so the clipboard
  * is cleared: losing a newer copy is better than leaving the secret on it.
  */
-async function clearIfOurs(tool: ClipboardTool, value: Buffer): Promise<boolean> {
+async function clearIfOurs(tool: ClipboardTool, value: Buffer, trace: Trace): Promise<boolean> {
   const now = await tool.read(value.length).catch(() => null);
   const other = now === 'longer' || (now !== null && !constantTimeEqual(now, value));
   if (Buffer.isBuffer(now)) wipe(now);
+  trace(`read before the clear: ${now === null ? 'failed' : other ? 'something else' : 'the value'}`);
   if (!other) await tool.clear();
   return !other;
 }
 
+/** One line of the clear's progress: what each run saw, never what the clipboard held. */
+type Trace = (line: string) => void;
+
+/**
+ * STASH_CLIP_TRACE=/absolute/path: the helper appends its attempts at the clear there (the
+ * outcome of each read, clear and read-back; no clipboard content), to find out why a clear did
+ * not happen on a given machine. Unset (the default): nothing is written.
+ */
+function tracer(env: NodeJS.ProcessEnv = process.env): Trace {
+  const path = env.STASH_CLIP_TRACE;
+  if (path === undefined || !isAbsolute(path)) return () => {};
+  return (line) => {
+    try {
+      appendFileSync(path, `${new Date().toISOString()} helper ${process.pid}: ${line}\n`, { mode: 0o600 });
+    } catch {
+      /* a trace that cannot be written changes nothing */
+    }
+  };
+}
+
 /**
  * Attempts at the clear: one tool run that fails must not leave the secret on the clipboard, and
- * a loaded machine (a compositor starved of CPU) may fail several in a row. The pauses double
- * from CLEAR_PAUSE_MS (1, 2, 4, 8 s at the end of the delay: 15 s in all, plus the tool runs).
+ * a loaded machine (a compositor starved of CPU) may fail many in a row. They go on while none is
+ * confirmed, for CLEAR_WINDOW_MS, the pauses doubling from CLEAR_PAUSE_MS up to
+ * CLEAR_PAUSE_MAX_MS (at the end of the delay: 1, 2, 4, 8, 8, ... s, about ten attempts).
  */
-const CLEAR_ATTEMPTS = 5;
+const CLEAR_WINDOW_MS = 60_000;
+const CLEAR_PAUSE_MAX_MS = 8000;
 /** The first pause; shorter once a signal came, since the agent (a suspend) waits 1.5 s before SIGKILL. */
 const CLEAR_PAUSE_MS = { timeout: 1000, signal: 200 };
 
@@ -200,28 +223,41 @@ async function pause(pace: Pace): Promise<void> {
  * finds it) each attempt clears only if the clipboard still holds it, so
  * something the user copied meanwhile stays, and the attempts end there.
  */
-async function clearUntilGone(tool: ClipboardTool, value: Buffer, served: boolean, pace: Pace): Promise<void> {
+async function clearUntilGone(
+  tool: ClipboardTool,
+  value: Buffer,
+  served: boolean,
+  pace: Pace,
+  trace: Trace,
+): Promise<void> {
   let ours = served;
-  for (let attempt = 1; attempt <= CLEAR_ATTEMPTS; attempt++) {
+  const until = Date.now() + CLEAR_WINDOW_MS;
+  for (let attempt = 1; ; attempt++) {
+    const step: Trace = (line) => trace(`attempt ${attempt}: ${line}`);
     try {
       if (ours) {
-        if (!(await clearIfOurs(tool, value))) return;
+        if (!(await clearIfOurs(tool, value, step))) return;
       } else {
         await tool.clear();
       }
+      step('the clear ran');
       if (value.length === 0) return;
       const now = await tool.read(value.length).catch(() => null);
       const still = Buffer.isBuffer(now) && constantTimeEqual(now, value);
       if (Buffer.isBuffer(now)) wipe(now);
+      step(`read-back: ${now === null ? 'failed' : still ? 'the value' : 'cleared'}`);
       if (now !== null && !still) return; // empty, or something else: cleared
       if (still) ours = true;
-    } catch {
-      /* the tool could not be run or failed: try again after the pause */
+    } catch (err) {
+      // The tool could not be run or failed: try again after the pause.
+      step(`the tool failed: ${errorMessage(err).slice(0, 200)}`);
     }
-    if (attempt < CLEAR_ATTEMPTS) {
-      await pause(pace);
-      pace.ms *= 2;
+    if (Date.now() + pace.ms > until) {
+      step(`no clear confirmed within ${CLEAR_WINDOW_MS / 1000} s: giving up`);
+      return;
     }
+    await pause(pace);
+    pace.ms = Math.min(pace.ms * 2, CLEAR_PAUSE_MAX_MS);
   }
 }
 
@@ -272,7 +308,7 @@ export async function runClipHelper(argv: string[]): Promise<void> {
     finishing = true;
     // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
     if (copying) await copying.catch(() => false);
-    await clearUntilGone(tool, value, served, pace);
+    await clearUntilGone(tool, value, served, pace, tracer());
     wipe(value);
     // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
     if (!signalled && token !== null) await unregister(token);
