@@ -8,7 +8,7 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -343,9 +343,14 @@ test('a clear that says yes but leaves the value, and a read-back that fails: no
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
   // The first --clear exits 0 and does nothing, and the --output after it fails.
+  // STASH_CLIP_TRACE names a FIFO nobody reads: the trace is skipped, never waited for.
+  const fifo = join(t.dir, 'trace-fifo');
+  assert.is(spawnSync('mkfifo', [fifo]).status, 0);
   const clears = await clipThroughXsel(
     'if [ "$N" -eq 1 ]; then touch "$DIR/fail-next-read"; exit 0; fi\n' +
       'if [ "$2" = "--output" ] && [ -e "$DIR/fail-next-read" ]; then rm "$DIR/fail-next-read"; exit 1; fi',
+    undefined,
+    { STASH_CLIP_TRACE: fifo },
   );
   assert.is(x.paste(), '', 'cleared by a second attempt');
   assert.is(clears.length, 2);

@@ -11,7 +11,19 @@
  * every command (no core file, not dumpable), so the value in its memory is
  * no easier to read than in the command that started it.
  */
-import { appendFileSync, existsSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  fstatSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { isAbsolute, join } from 'node:path';
 import { MAX_CLIP_SECONDS } from '../../agent/config.js';
 import { errorCode, errorMessage } from '../../errors.js';
@@ -159,9 +171,17 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer, trace: Trace): Pr
   const now = await tool.read(value.length).catch(() => null);
   const other = now === 'longer' || (now !== null && !constantTimeEqual(now, value));
   if (Buffer.isBuffer(now)) wipe(now);
-  trace(`read before the clear: ${now === null ? 'failed' : other ? 'something else' : 'the value'}`);
-  if (!other) await tool.clear();
-  return !other;
+  const seen = `read before the clear: ${now === null ? 'failed' : other ? 'something else' : 'the value'}`;
+  if (other) {
+    trace(seen);
+    return false;
+  }
+  try {
+    await tool.clear();
+  } finally {
+    trace(seen); // after the clear: nothing about the trace may delay it
+  }
+  return true;
 }
 
 /** One line of the clear's progress: what each run saw, never what the clipboard held. */
@@ -169,17 +189,29 @@ type Trace = (line: string) => void;
 
 /**
  * STASH_CLIP_TRACE=/absolute/path: the helper appends its attempts at the clear there (the
- * outcome of each read, clear and read-back; no clipboard content), to find out why a clear did
- * not happen on a given machine. Unset (the default): nothing is written.
+ * outcome of each read, clear and read-back, and a failed tool's first line of stderr; no
+ * clipboard content), to find out why a clear did not happen on a given machine. Unset (the
+ * default): nothing is written. A regular file only, opened without following a symbolic link and
+ * without blocking (a FIFO with no reader must not hold up the clear).
  */
 function tracer(env: NodeJS.ProcessEnv = process.env): Trace {
   const path = env.STASH_CLIP_TRACE;
   if (path === undefined || !isAbsolute(path)) return () => {};
+  const flags =
+    constants.O_WRONLY |
+    constants.O_APPEND |
+    constants.O_CREAT |
+    (constants.O_NONBLOCK ?? 0) |
+    (constants.O_NOFOLLOW ?? 0);
   return (line) => {
+    let fd: number | undefined;
     try {
-      appendFileSync(path, `${new Date().toISOString()} helper ${process.pid}: ${line}\n`, { mode: 0o600 });
+      fd = openSync(path, flags, 0o600);
+      if (fstatSync(fd).isFile()) writeSync(fd, `${new Date().toISOString()} helper ${process.pid}: ${line}\n`);
     } catch {
       /* a trace that cannot be written changes nothing */
+    } finally {
+      if (fd !== undefined) closeSync(fd);
     }
   };
 }
@@ -231,7 +263,7 @@ async function clearUntilGone(
   trace: Trace,
 ): Promise<void> {
   let ours = served;
-  const until = Date.now() + CLEAR_WINDOW_MS;
+  const until = performance.now() + CLEAR_WINDOW_MS; // not the wall clock, which may be set back
   for (let attempt = 1; ; attempt++) {
     const step: Trace = (line) => trace(`attempt ${attempt}: ${line}`);
     try {
@@ -252,7 +284,7 @@ async function clearUntilGone(
       // The tool could not be run or failed: try again after the pause.
       step(`the tool failed: ${errorMessage(err).slice(0, 200)}`);
     }
-    if (Date.now() + pace.ms > until) {
+    if (performance.now() + pace.ms > until) {
       step(`no clear confirmed within ${CLEAR_WINDOW_MS / 1000} s: giving up`);
       return;
     }
