@@ -175,6 +175,16 @@ export async function compareWithBare({
   const command_ = `${pinning ? `STASH_BENCH_LOAD_CPU=${pinning.load} ` : ''}${argv.join(' ').replace(process.execPath, 'node').replace(root, '')}`;
   const leanName = loadClientFromEnv() === 'raw' ? 'lean raw-socket HTTP/1.1 client' : 'node:http keep-alive Agent';
   const by = haveWrk ? 'wrk' : `the ${leanName} (no wrk: the ratio flatters the key server)`;
+  /** A baseline's row: its median round's figures, the range of its rounds, and its ratio to bare. */
+  const baselineRow = (name, med, all, ratio) => [
+    name,
+    fmt.int(med.rps),
+    spread(all.map((r) => r.rps)),
+    fmt.ms(med.p50),
+    fmt.ms(med.p99),
+    '-',
+    ratio,
+  ];
   report(
     title,
     [
@@ -196,37 +206,28 @@ export async function compareWithBare({
         fmt.mb(ks.server_peak_rss_bytes),
         `${fmt.ratio(ratio)}${target ? (ratio >= target ? ' met' : ' not met') : ''}`,
       ],
-      [
+      baselineRow(
         `bare node:http, ${ks.response_bytes} B answer (${haveWrk ? 'wrk' : leanName})`,
-        fmt.int(base.rps),
-        spread(all.base.map((r) => r.rps)),
-        fmt.ms(base.p50),
-        fmt.ms(base.p99),
-        '-',
+        base,
+        all.base,
         '1.00',
-      ],
+      ),
       ...(haveWrk
         ? [
-            [
+            baselineRow(
               `bare node:http, the same (${leanName}: its ceiling)`,
-              fmt.int(lean.rps),
-              spread(all.lean.map((r) => r.rps)),
-              fmt.ms(lean.p50),
-              fmt.ms(lean.p99),
-              '-',
+              lean,
+              all.lean,
               fmt.ratio(lean.rps / base.rps),
-            ],
+            ),
           ]
         : []),
-      [
+      baselineRow(
         `Koa + @koa/router only, ${ks.response_bytes} B answer (${haveWrk ? 'wrk' : leanName})`,
-        fmt.int(koa.rps),
-        spread(all.koa.map((r) => r.rps)),
-        fmt.ms(koa.p50),
-        fmt.ms(koa.p99),
-        '-',
+        koa,
+        all.koa,
         fmt.ratio(koa.rps / base.rps),
-      ],
+      ),
     ],
     [
       `command: \`${command_}\`; ${rounds} interleaved round(s) (BENCH_ROUNDS)`,

@@ -36,7 +36,6 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
   let liveShares: number;
   const rss = new RssSampler();
   let underLoadRss = 0;
-  let cpuBefore: NodeJS.CpuUsage | undefined;
   /** The server process's CPU time (every thread: the event loop, libuv's pool) while the operations ran. */
   let cpuMicros = 0;
   try {
@@ -46,7 +45,7 @@ export async function runHttpBench(spec: HttpBenchSpec, config: ServerConfig): P
     const progress = progressLine(spec.command, config.requests);
     collectGarbage();
     rss.start();
-    cpuBefore = process.cpuUsage();
+    const cpuBefore = process.cpuUsage();
     try {
       summary = await runLoadProcess(
         {

@@ -18,15 +18,14 @@ function send(msg: ToParent, then?: () => void): void {
 
 /** Links pushed before their flow asked (the answer to a publish can overtake its mail's batch). */
 const arrived = new Map<string, string>();
-const linkWaiters = new Map<string, (path: string) => void>();
+/** Flows waiting for their link, by address; settling one removes it. */
+const waiters = new Map<string, { resolve: (path: string) => void; reject: (err: Error) => void }>();
 
 function linksArrived(links: Array<[string, string]>): void {
   for (const [email, path] of links) {
-    const waiter = linkWaiters.get(email);
-    if (waiter) {
-      linkWaiters.delete(email);
-      waiter(path);
-    } else arrived.set(email, path);
+    const waiter = waiters.get(email);
+    if (waiter) waiter.resolve(path);
+    else arrived.set(email, path);
   }
 }
 
@@ -34,7 +33,6 @@ function linksArrived(links: Array<[string, string]>): void {
 const LINK_WAIT_MS = 5_000;
 /** Set once a link did not come: every flow waiting or still to wait fails at once, not after its own wait. */
 let linksFailed: Error | undefined;
-const failedWaiters = new Map<string, (err: Error) => void>();
 
 /** The link mailed to `email`; rejects when none came within LINK_WAIT_MS, and from then on at once. */
 function linkFor(email: string): Promise<string> {
@@ -47,20 +45,21 @@ function linkFor(email: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       linksFailed = new Error(`no verification link was mailed within ${LINK_WAIT_MS / 1000} s of the publish`);
-      for (const fail of [...failedWaiters.values()]) fail(linksFailed);
+      for (const waiter of [...waiters.values()]) waiter.reject(linksFailed);
     }, LINK_WAIT_MS);
     const done = (): void => {
       clearTimeout(timer);
-      linkWaiters.delete(email);
-      failedWaiters.delete(email);
+      waiters.delete(email);
     };
-    linkWaiters.set(email, (p) => {
-      done();
-      resolve(p);
-    });
-    failedWaiters.set(email, (err) => {
-      done();
-      reject(err);
+    waiters.set(email, {
+      resolve: (p) => {
+        done();
+        resolve(p);
+      },
+      reject: (err) => {
+        done();
+        reject(err);
+      },
     });
   });
 }
