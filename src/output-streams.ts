@@ -16,9 +16,9 @@
  *
  * The guard does not create the streams: process.stdout and process.stderr
  * are made by Node on first use (a pipe's loads node:net and the stream
- * machinery, a few milliseconds of a `stash get`), so the handlers are added
- * when a stream is first asked for, and writeStdout() writes straight to
- * descriptor 1 while nothing has asked for it.
+ * machinery, a few milliseconds of every command), so the handlers are added
+ * when a stream is first asked for, and writeStdout() and writeText() write
+ * straight to descriptor 1 or 2 while nothing has asked for it.
  *
  * Kept free of heavy imports: it loads before every command, `--help` too.
  */
@@ -46,8 +46,8 @@ let keepRunning: ((which: Which, reason: string) => void) | undefined;
 let stdoutFailed = false;
 let stderrFailed = false;
 let installed = false;
-/** True once the guard wraps process.stdout's getter and until that getter has made the stream. */
-let stdoutUnmade = false;
+/** Per stream: true once the guard wraps its getter and until that getter has made the stream. */
+const unmade: Record<Which, boolean> = { stdout: false, stderr: false };
 
 /** "no space left on device (ENOSPC)", or the error's own message. */
 export function describeWriteError(err: NodeJS.ErrnoException): string {
@@ -92,8 +92,8 @@ export function guardOutputStreams(name: string): void {
   program = name;
   if (installed) return;
   installed = true;
-  stdoutUnmade = guardWhenMade('stdout');
-  guardWhenMade('stderr');
+  unmade.stdout = guardWhenMade('stdout');
+  unmade.stderr = guardWhenMade('stderr');
 }
 
 /**
@@ -118,7 +118,7 @@ function guardWhenMade(which: Which): boolean {
       if (stream === undefined) {
         stream = make.call(process) as NodeJS.WriteStream;
         stream.on('error', onError);
-        if (which === 'stdout') stdoutUnmade = false;
+        unmade[which] = false;
       }
       return stream;
     },
@@ -136,30 +136,50 @@ export function keepRunningWhenOutputFails(report: (reason: string) => void): vo
 }
 
 /**
+ * Writes what it can of `data` straight to descriptor 1 or 2 while Node has
+ * not made that stream (nothing is queued ahead of these bytes then), as the
+ * stream does on Linux (files, pipes and terminals written synchronously; a
+ * blocking write ends before the process can exit). Returns what is left for
+ * the stream: all of it on Windows
+ * (a console needs the stream's UTF-16 conversion) or once the stream
+ * exists, the rest after EAGAIN (a descriptor the parent left non-blocking),
+ * and nothing once written or failed (the failure went to
+ * outputStreamFailed, which ends a CLI command).
+ */
+function writeDirect(which: Which, data: string | Uint8Array): { rest: Uint8Array } | { failed: Error } | undefined {
+  let rest = typeof data === 'string' ? Buffer.from(data) : data;
+  if (!unmade[which] || process.platform === 'win32') return { rest };
+  if (which === 'stdout' ? stdoutFailed : stderrFailed) return undefined;
+  try {
+    while (rest.length > 0) rest = rest.subarray(writeSync(which === 'stdout' ? 1 : 2, rest));
+    return undefined;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EAGAIN') return { rest };
+    outputStreamFailed(which, err as NodeJS.ErrnoException);
+    return { failed: err as Error };
+  }
+}
+
+/**
+ * Writes `text` to stdout or stderr now, without making Node's stream while
+ * none exists (writeDirect); a failure is handled as a failed stream's.
+ */
+export function writeText(which: Which, text: string): void {
+  const left = writeDirect(which, text);
+  if (left !== undefined && 'rest' in left) process[which].write(left.rest);
+}
+
+/**
  * Writes `data` to stdout and resolves once it is handed to the OS (so the
  * caller may wipe a secret buffer). A failure goes to outputStreamFailed
  * first (which ends a CLI command), then rejects.
  */
 export function writeStdout(data: string | Uint8Array): Promise<void> {
-  let rest = typeof data === 'string' ? Buffer.from(data) : data;
-  if (stdoutUnmade && process.platform !== 'win32') {
-    // No stream yet, so nothing is queued ahead of these bytes: write them to
-    // descriptor 1 as the stream would (it writes files, pipes and terminals
-    // synchronously on Linux). A descriptor left non-blocking by the parent
-    // (EAGAIN) hands the rest to the stream. Windows always uses the stream:
-    // a console needs its UTF-16 conversion.
-    try {
-      while (rest.length > 0) rest = rest.subarray(writeSync(1, rest));
-      return Promise.resolve();
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') {
-        outputStreamFailed('stdout', err as NodeJS.ErrnoException);
-        return Promise.reject(err);
-      }
-    }
-  }
+  const left = writeDirect('stdout', data);
+  if (left === undefined) return Promise.resolve();
+  if ('failed' in left) return Promise.reject(left.failed);
   return new Promise((resolve, reject) => {
-    process.stdout.write(rest, (err) => {
+    process.stdout.write(left.rest, (err) => {
       if (!err) return resolve();
       outputStreamFailed('stdout', err as NodeJS.ErrnoException);
       reject(err);

@@ -3,7 +3,7 @@
  * caught here only: printed as `stash: <message>` and mapped to an exit status.
  */
 import { errorCode, errorMessage, UsageError } from '../errors.js';
-import { guardOutputStreams } from '../output-streams.js';
+import { guardOutputStreams, writeText } from '../output-streams.js';
 import { parseOptions } from './args.js';
 import { exitCodeFor, ExitCode } from './exit-codes.js';
 import { terminalSafe } from './output.js';
@@ -56,8 +56,8 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = await dispatch(argv);
   } catch (err) {
     const code = errorCode(err);
-    process.stderr.write(`stash: ${terminalSafe(errorMessage(err) + misspeltHint(err))}\n`);
-    if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) process.stderr.write(`${err.stack}\n`);
+    writeText('stderr', `stash: ${terminalSafe(errorMessage(err) + misspeltHint(err))}\n`);
+    if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) writeText('stderr', `${err.stack}\n`);
     process.exitCode = exitCodeFor(code);
   }
 }
@@ -75,14 +75,14 @@ async function dispatch(argv: string[]): Promise<number> {
   const [first] = argv;
   if (first === undefined || isHelp(first) || first === 'help') {
     if (first === 'help' && argv[1] !== undefined) return dispatch([...argv.slice(1), '--help']);
-    process.stdout.write(topLevelHelp());
+    writeText('stdout', topLevelHelp());
     return first === undefined ? ExitCode.usage : ExitCode.ok;
   }
   if (first === '--version' || first === '-V') {
     if (argv[1] !== undefined)
       throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
     const { readVersion } = await import('./version.js');
-    process.stdout.write(`stash ${readVersion()}\n`);
+    writeText('stdout', `stash ${readVersion()}\n`);
     return ExitCode.ok;
   }
   if (first.startsWith('-')) {
@@ -95,7 +95,7 @@ async function dispatch(argv: string[]): Promise<number> {
   if (!found || isUnknownSubcommand(found.command, found.rest)) return groupOrUnknown(argv);
   const inv = parseInvocation(found.command, found.rest);
   if (inv === 'help') {
-    process.stdout.write(commandHelp(found.command));
+    writeText('stdout', commandHelp(found.command));
     return ExitCode.ok;
   }
   // Past parsing and help: the command is about to run, and nearly every command needs sodium.
@@ -134,7 +134,7 @@ function groupOrUnknown(argv: string[]): number {
   const wantsHelp = argv.some(isHelp);
   if (prefix.length > 0 && prefix.length === words.length) {
     if (wantsHelp) {
-      process.stdout.write(groupHelp(prefix));
+      writeText('stdout', groupHelp(prefix));
       return ExitCode.ok;
     }
     const group = `stash ${prefix.join(' ')}`;

@@ -4,6 +4,7 @@
  * durations, and the one warning format.
  */
 import type { WriteStream } from 'node:tty';
+import { writeText } from '../output-streams.js';
 
 type Stream = NodeJS.WriteStream | WriteStream;
 
@@ -40,22 +41,22 @@ export function mark(status: CheckStatus, stream: Stream = process.stdout): stri
 
 /** Writes one line to stdout. */
 export function out(line = ''): void {
-  process.stdout.write(`${line}\n`);
+  writeText('stdout', `${line}\n`);
 }
 
 /** Pretty JSON on stdout. */
 export function outJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  writeText('stdout', `${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** `stash: warning: ...` on stderr. */
 export function warn(message: string): void {
-  process.stderr.write(`stash: warning: ${message}\n`);
+  writeText('stderr', `stash: warning: ${message}\n`);
 }
 
 /** A notice for people on stderr (keeps stdout clean for data). */
 export function note(message: string): void {
-  process.stderr.write(`${message}\n`);
+  writeText('stderr', `${message}\n`);
 }
 
 /**

@@ -222,23 +222,28 @@ test('`stash get` with a cached key loads only what it uses: no config, keyring,
   }
 });
 
-test('`stash get` with a cached key loads neither node:net, node:tty nor the stream machinery (STASH_AGENT_TRANSPORT=net does)', async () => {
+test("`stash get` with a cached key, help, usage errors and a write's note load neither node:net, node:tty nor the stream machinery (STASH_AGENT_TRANSPORT=net does)", async () => {
   const t = cliEnv({ STASH_TEST_CODE_CACHE: undefined }); // as the test above
   const dir = mkdtempSync(join(tmpdir(), 'stash-builtins-'));
   const record = join(dir, 'builtins.txt');
-  const builtins = (env: NodeJS.ProcessEnv): string[] => {
+  const run = (args: string[], env: NodeJS.ProcessEnv = {}, input = '') => {
     const r = spawnSync(
       process.execPath,
-      ['--require', join(process.cwd(), 'test', 'fixtures', 'builtins-at-exit.cjs'), stashBin, 'get', 'work', 'TOKEN'],
+      ['--require', join(process.cwd(), 'test', 'fixtures', 'builtins-at-exit.cjs'), stashBin, ...args],
       {
         encoding: 'utf8',
+        input,
         env: { ...t.env, ...env, BUILTINS_RECORD: record },
         timeout: 20_000,
       },
     );
+    return { ...r, loaded: readFileSync(record, 'utf8').split('\n').filter(Boolean) };
+  };
+  const builtins = (env: NodeJS.ProcessEnv): string[] => {
+    const r = run(['get', 'work', 'TOKEN'], env);
     assert.is(r.status, 0, r.stderr);
     assert.is(r.stdout, 'tok-lean', 'the value, to a pipe, from the cached key');
-    return readFileSync(record, 'utf8').split('\n').filter(Boolean);
+    return r.loaded;
   };
   try {
     await t.initVault(['work']);
@@ -252,6 +257,22 @@ test('`stash get` with a cached key loads neither node:net, node:tty nor the str
       [],
       'the blocking transport and the stdout written through descriptor 1',
     );
+    // Nor does a command's text on stdout and stderr: help, a usage error, a write's note, the version.
+    for (const [args, status, input, stream, text] of [
+      [['--help'], 0, '', 'stdout', /^usage: stash <command>/m],
+      [['frob'], 64, '', 'stderr', /^stash: unknown command 'frob'/],
+      [['set', 'work', 'OTHER'], 0, 'other-value', 'stderr', /^Stored OTHER in work\.$/m],
+      [['--version'], 0, '', 'stdout', /^stash \d+\.\d+\.\d+/],
+    ] as const) {
+      const r = run([...args], {}, input);
+      assert.is(r.status, status, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r[stream], text, `${args.join(' ')} wrote its text to ${stream}`);
+      assert.equal(
+        r.loaded.filter((m) => heavy.includes(m)),
+        [],
+        `${args.join(' ')}: its text written through descriptors 1 and 2`,
+      );
+    }
     const viaNet = builtins({ STASH_AGENT_TRANSPORT: 'net' });
     assert.ok(viaNet.includes('net'), `the same check sees node:net when the client uses it: ${viaNet.join(' ')}`);
     const bad = stash(['get', 'work', 'TOKEN'], { ...t.env, STASH_AGENT_TRANSPORT: 'fast' });

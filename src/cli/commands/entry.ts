@@ -55,7 +55,7 @@ async function get(session: Session, container: string, name: string, values: In
       return 0;
     }
     await writeStdout(value);
-    if (stdoutIsTerminal()) await writeStdout('\n');
+    if (isTerminal(1)) await writeStdout('\n');
   } finally {
     wipe(value);
   }
@@ -86,17 +86,18 @@ async function readVersionOf(
 }
 
 /**
- * isatty(1) through the addon (loaded already when the agent answered):
+ * isatty(0) or isatty(1) through the addon (every command that reads or
+ * writes a value loads it for the agent anyway): process.stdin.isTTY and
  * process.stdout.isTTY would make the stream, and load node:tty and node:net.
  */
-function stdoutIsTerminal(): boolean {
+function isTerminal(fd: 0 | 1): boolean {
   try {
-    const isTerminal = loadBinding().isTerminal;
-    if (isTerminal) return isTerminal(1);
+    const isatty = loadBinding().isTerminal;
+    if (isatty) return isatty(fd);
   } catch {
     /* no addon: ask the stream */
   }
-  return process.stdout.isTTY === true;
+  return (fd === 0 ? process.stdin : process.stdout).isTTY === true;
 }
 
 /**
@@ -105,7 +106,7 @@ function stdoutIsTerminal(): boolean {
  * readers load here, off the `get` path.
  */
 async function readValue(session: Session, name: string, raw: boolean): Promise<Buffer> {
-  if (!process.stdin.isTTY) {
+  if (!isTerminal(0)) {
     if (session.source.stdin) {
       throw new UsageError(
         '--password-stdin cannot be used while the value comes from standard input; use --password-file FILE',
@@ -126,7 +127,7 @@ async function readValue(session: Session, name: string, raw: boolean): Promise<
     if (await repeatMatches(first, () => promptHidden(`Repeat the value of ${name}: `, MAX_VALUE_BYTES))) return first;
     if (attempt >= 3)
       throw new StashError('VALUE_MISMATCH', `the two values of ${name} differed three times; nothing was stored`);
-    process.stderr.write('The two values differ; try again.\n');
+    note('The two values differ; try again.');
   }
 }
 
@@ -223,7 +224,7 @@ async function totpValue(session: Session, name: string, option: string, piped: 
 }
 
 async function set(session: Session, container: string, name: string, opts: SetOptions): Promise<number> {
-  const interactive = process.stdin.isTTY === true;
+  const interactive = isTerminal(0);
   // A value piped in is read first, so that a password prompt cannot consume it
   // and an empty one is refused before any password is asked. A generated one
   // needs nothing read.
@@ -259,7 +260,7 @@ async function set(session: Session, container: string, name: string, opts: SetO
     // Printed once, after it is safely stored, and only when asked for.
     if (opts.print && value) {
       await writeStdout(value);
-      if (stdoutIsTerminal()) await writeStdout('\n');
+      if (isTerminal(1)) await writeStdout('\n');
     }
   } finally {
     wipe(value);
