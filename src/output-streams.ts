@@ -80,7 +80,7 @@ export function outputStreamFailed(which: Which, err: NodeJS.ErrnoException): vo
     return;
   }
   if (closed) process.exit(0);
-  if (!stderrFailed) process.stderr.write(`${program}: cannot write to standard output: ${describeWriteError(err)}\n`);
+  if (!stderrFailed) writeText('stderr', `${program}: cannot write to standard output: ${describeWriteError(err)}\n`);
   process.exit(EXIT_IO_ERROR);
 }
 

@@ -17,7 +17,7 @@
  * Copies of the package (cp -r) may give the files of one folder times a
  * few milliseconds apart in any order, hence the margin.
  */
-import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeSync } from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -64,6 +64,15 @@ function codeFolder(name: string): string | null {
   return safeFolder(dir) ? dir : null;
 }
 
+/** One STASH_CODE_CACHE=trace line on stderr; a failing stderr loses it (it is a diagnostic of its own). */
+function traceLine(text: string): void {
+  try {
+    writeSync(2, text);
+  } catch {
+    /* nowhere to report it */
+  }
+}
+
 /**
  * Loads the CLI and runs it with `argv` (the arguments after the script).
  * `cliDir` is dist/cli (bin/entry.js knows it without a URL round trip).
@@ -72,7 +81,9 @@ export function launch(argv: string[], cliDir: string): void {
   const bundle = join(cliDir, 'stash.cjs');
   const esm = join(cliDir, 'main.js');
   const setting = process.env.STASH_CODE_CACHE;
-  const trace = setting === 'trace' ? (line: string): void => void process.stderr.write(`stash: ${line}\n`) : undefined;
+  // Straight to descriptor 2, as the command's own text (output-streams.ts): a stream made here, before the
+  // guard, would queue these lines behind which the command's first direct write could land.
+  const trace = setting === 'trace' ? (line: string): void => traceLine(`stash: ${line}\n`) : undefined;
   const file = currentBundle(bundle, esm);
   if (file === null) {
     trace?.(`${bundle} is missing or older than ${esm} (run npm run compile): running the ES modules`);
