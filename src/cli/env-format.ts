@@ -12,6 +12,7 @@
 import { StashError } from '../errors.js';
 import { writeStdout } from '../output-streams.js';
 import { warn } from './output.js';
+import { isTerminal } from './terminal.js';
 
 type Values = ReadonlyMap<string, { value: Buffer }>;
 
@@ -33,7 +34,7 @@ function shellLine(name: string, value: string): string {
 }
 
 export async function printEntries(values: Values, format: 'dotenv' | 'json' | 'shell'): Promise<void> {
-  if (process.stdout.isTTY)
+  if (isTerminal(1))
     warn('printing secret values to the terminal; redirect to a file (chmod 600) or pipe them instead');
   const names = [...values.keys()].sort();
   if (format === 'json') {

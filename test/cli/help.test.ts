@@ -257,12 +257,14 @@ test("`stash get` with a cached key, help, usage errors and a write's note load 
       [],
       'the blocking transport and the stdout written through descriptor 1',
     );
-    // Nor does a command's text on stdout and stderr: help, a usage error, a write's note, the version.
+    // Nor does a command's text on stdout and stderr: help, a usage error, a write's note, the version, a
+    // generated value.
     for (const [args, status, input, stream, text] of [
       [['--help'], 0, '', 'stdout', /^usage: stash <command>/m],
       [['frob'], 64, '', 'stderr', /^stash: unknown command 'frob'/],
       [['set', 'work', 'OTHER'], 0, 'other-value', 'stderr', /^Stored OTHER in work\.$/m],
       [['--version'], 0, '', 'stdout', /^stash \d+\.\d+\.\d+/],
+      [['generate'], 0, '', 'stdout', /^\S{8,}$/], // no newline to a pipe: isatty(1) asked through the addon
     ] as const) {
       const r = run([...args], {}, input);
       assert.is(r.status, status, `${args.join(' ')}: ${r.stderr}`);

@@ -10,8 +10,8 @@ import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
-import { loadBinding } from '../../native/binding.js';
 import { note, warn } from '../output.js';
+import { isTerminal } from '../terminal.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 
@@ -83,21 +83,6 @@ async function readVersionOf(
   } finally {
     wipeEntries(entries);
   }
-}
-
-/**
- * isatty(0) or isatty(1) through the addon (every command that reads or
- * writes a value loads it for the agent anyway): process.stdin.isTTY and
- * process.stdout.isTTY would make the stream, and load node:tty and node:net.
- */
-function isTerminal(fd: 0 | 1): boolean {
-  try {
-    const isatty = loadBinding().isTerminal;
-    if (isatty) return isatty(fd);
-  } catch {
-    /* no addon: ask the stream */
-  }
-  return (fd === 0 ? process.stdin : process.stdout).isTTY === true;
 }
 
 /**

@@ -9,6 +9,7 @@ import { wipe } from '../../vault/secure.js';
 import { generatorFrom } from '../generate/options.js';
 import { outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
+import { isTerminal } from '../terminal.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const generator = generatorFrom(inv.values);
@@ -18,7 +19,7 @@ export async function run(inv: Invocation): Promise<number> {
       outJson({ value: value.toString('utf8'), bits: generator.bits });
     } else {
       await writeStdout(value);
-      if (process.stdout.isTTY) await writeStdout('\n');
+      if (isTerminal(1)) await writeStdout('\n');
     }
   } finally {
     wipe(value);

@@ -14,6 +14,7 @@ import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
 import { isTotpValue, parseTotp } from '../totp/otpauth.js';
 import { secondsLeft, totpAt } from '../totp/totp.js';
+import { isTerminal } from '../terminal.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const [container, name] = inv.positionals as [string, string];
@@ -56,12 +57,12 @@ export async function run(inv: Invocation): Promise<number> {
     }
     if (clip && request) {
       await clip.copyToClipboard(Buffer.from(code), `the code of ${name}`, request);
-      if (process.stderr.isTTY) note(`valid for ${left} more second${left === 1 ? '' : 's'}`);
+      if (isTerminal(2)) note(`valid for ${left} more second${left === 1 ? '' : 's'}`);
       return 0;
     }
     await writeStdout(code);
-    if (process.stdout.isTTY) await writeStdout('\n');
-    if (process.stderr.isTTY) note(`valid for ${left} more second${left === 1 ? '' : 's'}`);
+    if (isTerminal(1)) await writeStdout('\n');
+    if (isTerminal(2)) note(`valid for ${left} more second${left === 1 ? '' : 's'}`);
     return 0;
   } finally {
     session.close();

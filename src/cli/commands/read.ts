@@ -8,6 +8,7 @@ import { readEntryOf } from '../container-access.js';
 import { parseRef } from '../refs/reference.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
+import { isTerminal } from '../terminal.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const ref = parseRef(inv.positionals[0]!);
@@ -18,7 +19,7 @@ export async function run(inv: Invocation): Promise<number> {
     );
     try {
       await writeStdout(value);
-      if (process.stdout.isTTY) await writeStdout('\n');
+      if (isTerminal(1)) await writeStdout('\n');
     } finally {
       wipe(value);
     }
