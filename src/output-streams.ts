@@ -43,8 +43,8 @@ const REASONS: Record<string, string> = {
 
 let program = 'stash';
 let keepRunning: ((which: Which, reason: string) => void) | undefined;
-let stdoutFailed = false;
-let stderrFailed = false;
+/** Per stream: set at its first failed write (a second failure is then ignored). */
+const failed: Record<Which, boolean> = { stdout: false, stderr: false };
 let installed = false;
 /** Per stream: true once the guard wraps its getter and until that getter has made the stream. */
 const unmade: Record<Which, boolean> = { stdout: false, stderr: false };
@@ -66,11 +66,11 @@ export function describeWriteError(err: NodeJS.ErrnoException): string {
 export function outputStreamFailed(which: Which, err: NodeJS.ErrnoException): void {
   if (which === 'stderr') {
     // Nothing can be reported about stderr itself; the exit status still tells.
-    stderrFailed = true;
+    failed.stderr = true;
     return;
   }
-  if (stdoutFailed) return;
-  stdoutFailed = true;
+  if (failed.stdout) return;
+  failed.stdout = true;
   const closed = err.code !== undefined && CLOSED.has(err.code);
   if (keepRunning) {
     keepRunning(
@@ -80,7 +80,7 @@ export function outputStreamFailed(which: Which, err: NodeJS.ErrnoException): vo
     return;
   }
   if (closed) process.exit(0);
-  if (!stderrFailed) writeText('stderr', `${program}: cannot write to standard output: ${describeWriteError(err)}\n`);
+  if (!failed.stderr) writeText('stderr', `${program}: cannot write to standard output: ${describeWriteError(err)}\n`);
   process.exit(EXIT_IO_ERROR);
 }
 
@@ -140,16 +140,15 @@ export function keepRunningWhenOutputFails(report: (reason: string) => void): vo
  * not made that stream (nothing is queued ahead of these bytes then), as the
  * stream does on Linux (files, pipes and terminals written synchronously; a
  * blocking write ends before the process can exit). Returns what is left for
- * the stream: all of it on Windows
- * (a console needs the stream's UTF-16 conversion) or once the stream
- * exists, the rest after EAGAIN (a descriptor the parent left non-blocking),
- * and nothing once written or failed (the failure went to
- * outputStreamFailed, which ends a CLI command).
+ * the stream: all of it on Windows (a console needs the stream's UTF-16
+ * conversion) or once the stream exists, the rest after EAGAIN (a descriptor
+ * the parent left non-blocking), and nothing once written or failed (the
+ * failure went to outputStreamFailed, which ends a CLI command).
  */
 function writeDirect(which: Which, data: string | Uint8Array): { rest: Uint8Array } | { failed: Error } | undefined {
   let rest = typeof data === 'string' ? Buffer.from(data) : data;
   if (!unmade[which] || process.platform === 'win32') return { rest };
-  if (which === 'stdout' ? stdoutFailed : stderrFailed) return undefined;
+  if (failed[which]) return undefined;
   try {
     while (rest.length > 0) rest = rest.subarray(writeSync(which === 'stdout' ? 1 : 2, rest));
     return undefined;

@@ -10,6 +10,7 @@ import { warn } from './output.js';
 import type { PasswordSource } from './password-source.js';
 import { haveTerminal, promptHidden } from './prompt.js';
 import { readFdSecure, readFileSecure } from './secure-read.js';
+import { isTerminal } from './terminal.js';
 
 export { isExplicit, passwordSource, type PasswordSource } from './password-source.js';
 
@@ -19,7 +20,7 @@ export const MAX_PASSWORD_BYTES = 4096;
 /** Reads the password from stdin or the file; null when neither was given. */
 export function readExplicitPassword(src: PasswordSource): Buffer | null {
   if (src.stdin) {
-    if (process.stdin.isTTY)
+    if (isTerminal(0))
       throw new UsageError('--password-stdin: standard input is a terminal; leave the option out to be asked');
     return nonEmpty(
       readFdSecure(0, { maxBytes: MAX_PASSWORD_BYTES, what: 'the password on standard input', stripNewline: true }),

@@ -15,6 +15,7 @@ import { templateRefs } from '../refs/reference.js';
 import { resolveRefs, wipeResolved } from '../refs/resolve.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
+import { isTerminal } from '../terminal.js';
 
 /** A template is text meant for people to edit: 16 MiB is far past any real one. */
 const MAX_TEMPLATE_BYTES = 16 * 1024 * 1024;
@@ -34,8 +35,7 @@ function readTemplate(path: string | null): string {
 export async function run(inv: Invocation): Promise<number> {
   const input = typeof inv.values.in === 'string' ? inv.values.in : null;
   const output = typeof inv.values.out === 'string' ? inv.values.out : null;
-  if (input === null && process.stdin.isTTY)
-    throw new UsageError('give the template with -i TEMPLATE or on standard input');
+  if (input === null && isTerminal(0)) throw new UsageError('give the template with -i TEMPLATE or on standard input');
   const template = readTemplate(input);
   const refs = templateRefs(template);
   const session = new Session(inv.values);

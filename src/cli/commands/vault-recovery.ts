@@ -21,6 +21,7 @@ import { readNewPassword } from '../password.js';
 import { weakAllowed } from '../password-strength.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
+import { isTerminal } from '../terminal.js';
 
 /** What to print when a key is made: the key, and how to keep it. */
 export function recoveryKeyLines(key: Buffer): string[] {
@@ -38,7 +39,7 @@ async function readRecovery(inv: Invocation, session: Session): Promise<Buffer> 
   let text: Buffer;
   if (file !== null) {
     text = readFileSecure(file, { maxBytes: 512, what: 'recovery key file', stripNewline: true });
-  } else if (!process.stdin.isTTY) {
+  } else if (!isTerminal(0)) {
     if (session.source.stdin)
       throw new UsageError(
         'the recovery key and the new password cannot both come from standard input: give one with --recovery-key-file or --password-file',
