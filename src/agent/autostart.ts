@@ -7,6 +7,7 @@
 import { join } from 'node:path';
 import { packageRoot } from '../native/binding.js';
 import { AgentClient, AgentError, type ConnectOptions } from './client.js';
+import { transportChoice } from './transport.js';
 import { agentEndpoint, checkAgentDir, ensureAgentDir, unsafeAgentDirError, type Endpoint } from './paths.js';
 
 const NOT_RUNNING = new Set(['ENOENT', 'ECONNREFUSED', 'ENOTSOCK']);
@@ -62,13 +63,18 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 
 /**
  * Connects to the agent, starting one if none answers and `autostart` is set.
- * Throws AgentError AGENT_UNAVAILABLE with the reason otherwise.
+ * Throws AgentError AGENT_UNAVAILABLE with the reason otherwise. The transport is
+ * STASH_AGENT_TRANSPORT's (default auto: the addon's blocking socket calls where
+ * there are, so a short command loads no node:net) unless `transport` names one.
  */
 export async function connectAgent(
   opts: { autostart?: boolean; endpoint?: Endpoint; waitMs?: number } & ConnectOptions = {},
 ): Promise<AgentClient> {
   const endpoint = opts.endpoint ?? agentEndpoint();
-  const connectOpts: ConnectOptions = { transport: opts.transport, replyTimeoutMs: opts.replyTimeoutMs };
+  const connectOpts: ConnectOptions = {
+    transport: opts.transport ?? transportChoice(process.env),
+    replyTimeoutMs: opts.replyTimeoutMs,
+  };
   if (endpoint.dir) {
     // Only a command that may start an agent creates the socket folder; the
     // others inspect it (an unsafe folder is refused either way).

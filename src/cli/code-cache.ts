@@ -1,6 +1,7 @@
 /**
- * A V8 code cache for the CLI bundle (dist/cli/stash.cjs), for a Node without
- * module.enableCompileCache (Node 20). Compiling the bundle costs about as
+ * A V8 code cache for the CLI bundle (dist/cli/stash.cjs), on every Node line
+ * (Node 22's module.enableCompileCache keeps only the top level: launch.ts).
+ * Compiling the bundle costs about as
  * much as all of `stash get`'s own work (docs/benchmarks.md); with the cache,
  * V8 deserializes the bytecode of the functions earlier runs compiled.
  *

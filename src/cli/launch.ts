@@ -2,12 +2,13 @@
  * How `stash` starts. bin/stash.js (CommonJS, so that no ES module loader is
  * set up) requires dist/cli/launch.cjs, the CommonJS build of this file,
  * which loads the whole CLI from one CommonJS file, dist/cli/stash.cjs
- * (scripts/bundle-cli.js), with its compiled code cached:
- *
- * - Node 22.8+: Node's own compile cache (module.enableCompileCache);
- * - Node 20: a V8 code cache of our own (code-cache.ts).
- *
- * Both live in `<cache folder>/` (cache-dir.ts), owner-only. STASH_CODE_CACHE=off
+ * (scripts/bundle-cli.js), with its compiled code cached by code-cache.ts in
+ * `<cache folder>/code-cache/` (cache-dir.ts), owner-only, on every Node line.
+ * Node 22's own compile cache (module.enableCompileCache) is not used: it keeps
+ * only the functions compiled with the file (its top level), so each run
+ * compiled again every function the command called, 4-10 ms of CPU a run
+ * more than code-cache.ts, whose data is made after the command ran
+ * (docs/benchmarks.md). STASH_CODE_CACHE=off
  * compiles without a cache; STASH_CODE_CACHE=trace says on stderr what the
  * cache did. A bundle older than the ES modules it was made from
  * (scripts/compile-src.js run without the bundle step) is not used: the ES modules run instead, slower
@@ -17,15 +18,13 @@
  * Copies of the package (cp -r) may give the files of one folder times a
  * few milliseconds apart in any order, hence the margin.
  */
-import { existsSync, mkdirSync, statSync, writeSync } from 'node:fs';
-import Module, { createRequire } from 'node:module';
+import { existsSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { cacheDir } from './cache-dir.js';
-import { loadBundle, safeFolder, type BundleFile } from './code-cache.js';
+import { loadBundle, type BundleFile } from './code-cache.js';
 
 type Main = (argv: string[]) => Promise<void>;
-type EnableCompileCache = (dir: string) => { status: number; message?: string; directory?: string };
 
 function failedToStart(err: unknown): never {
   process.stderr.write(`stash: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -51,17 +50,6 @@ export function commandLabel(argv: string[], firstWords: ReadonlySet<string>): s
   if (w === undefined || w === '--help' || w === '-h' || w === 'help') return 'help';
   if (w === '--version' || w === '-V') return 'version';
   return firstWords.has(w) ? w : 'other';
-}
-
-/** The private folder for compiled code, created when missing; null when it is not ours alone. */
-function codeFolder(name: string): string | null {
-  const dir = join(cacheDir(), name);
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch {
-    return null;
-  }
-  return safeFolder(dir) ? dir : null;
 }
 
 /** One STASH_CODE_CACHE=trace line on stderr; a failing stderr loses it (it is a diagnostic of its own). */
@@ -94,21 +82,11 @@ export function launch(argv: string[], cliDir: string): void {
   const agentMode = argv[0] === '__agent' || argv[0] === '__agent_security_check' || argv[0] === '__clip-clear';
   let main: Main;
   try {
-    const enable = (Module as unknown as { enableCompileCache?: EnableCompileCache }).enableCompileCache;
-    if (typeof enable === 'function') {
-      const dir = setting === 'off' ? null : codeFolder('compile-cache');
-      if (dir !== null) {
-        const r = enable(dir);
-        trace?.(`compile cache ${r.directory ?? dir}: status ${r.status}${r.message ? ` (${r.message})` : ''}`);
-      }
-      main = (createRequire(bundle)(bundle) as { main: Main }).main;
-    } else {
-      const dir = setting === 'off' ? null : join(cacheDir(), 'code-cache');
-      const loaded = loadBundle(bundle, { dir, file, ...(trace ? { trace } : {}) });
-      const exp = loaded.exports as { main: Main; commands: Array<{ path: string[] }> };
-      main = exp.main;
-      if (!agentMode) loaded.saveOnExit(commandLabel(argv, new Set(exp.commands.map((c) => c.path[0]!))));
-    }
+    const dir = setting === 'off' ? null : join(cacheDir(), 'code-cache');
+    const loaded = loadBundle(bundle, { dir, file, ...(trace ? { trace } : {}) });
+    const exp = loaded.exports as { main: Main; commands: Array<{ path: string[] }> };
+    main = exp.main;
+    if (!agentMode) loaded.saveOnExit(commandLabel(argv, new Set(exp.commands.map((c) => c.path[0]!))));
   } catch (err) {
     failedToStart(err);
   }

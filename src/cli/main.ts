@@ -29,6 +29,8 @@ import {
 export async function main(argv: string[]): Promise<void> {
   // Before anything writes: a closed or full stdout/stderr never crashes (output-streams.ts).
   guardOutputStreams('stash');
+  // The agent and the clipboard helper load sodium (the secure channel) at once: the short way in, as below.
+  if (argv[0] === '__agent' || argv[0] === '__clip-clear') preloadSodium();
   // The agent modes are dispatched before any ordinary parsing (spec).
   if (argv[0] === '__agent') {
     const { runAgentProcess } = await import('../agent/main.js');

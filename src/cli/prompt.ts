@@ -6,7 +6,6 @@
  * console (CONIN$) is asked instead, through the addon (prompt-console.ts).
  */
 import { closeSync, constants, openSync, readSync, writeSync } from 'node:fs';
-import { ReadStream } from 'node:tty';
 import { StashError } from '../errors.js';
 import { secureAlloc, wipe } from '../vault/secure.js';
 import { askLineConsole, haveConsole, promptHiddenConsole } from './prompt-console.js';
@@ -15,6 +14,15 @@ import { askLineConsole, haveConsole, promptHiddenConsole } from './prompt-conso
 export class NoTerminalError extends StashError {}
 
 const TTY_PATH = '/dev/tty';
+
+/**
+ * A terminal stream on `fd`. node:tty is loaded here, when a prompt is shown, not with
+ * this module: it brings node:net and the stream machinery, about 4 ms of each run of
+ * the commands that import prompts but seldom ask (container list, container create).
+ */
+function ttyStream(fd: number): import('node:tty').ReadStream {
+  return new (process.getBuiltinModule('node:tty').ReadStream)(fd);
+}
 const WINDOWS = process.platform === 'win32';
 
 /** Opens the controlling terminal, or null when there is none (cron, CI, setsid). Unix only. */
@@ -90,7 +98,7 @@ export function promptHidden(question: string, maxBytes = 1024): Promise<Buffer>
   if (WINDOWS) return promptHiddenConsole(question, maxBytes);
   const fd = openTty();
   if (fd === null) throw new NoTerminalError('NO_TERMINAL', 'no terminal to ask on');
-  const input = new ReadStream(fd);
+  const input = ttyStream(fd);
   const buf = secureAlloc(maxBytes);
   let len = 0;
   // Echo goes off before the question appears: an answer typed (or sent by a
@@ -159,7 +167,7 @@ export function askLine(question: string): Promise<string | null> {
   if (WINDOWS) return askLineConsole(question);
   const fd = openTty();
   if (fd === null) return Promise.resolve(null);
-  const input = new ReadStream(fd);
+  const input = ttyStream(fd);
   writeSync(fd, question);
   return new Promise((resolve) => {
     let line = '';

@@ -1,6 +1,6 @@
 /**
  * One warm code cache for every test environment of a run. The CLI writes its V8 code
- * cache (src/cli/code-cache.ts; Node 22 and later: Node's compile cache) at the exit of
+ * cache (src/cli/code-cache.ts) at the exit of
  * the first command of each word in a new cache folder, about 26 ms of CPU each, and
  * every test environment is a new HOME: a CI run paid that some thousands of times.
  * test/run.js makes one folder per run (STASH_TEST_CODE_CACHE); a new environment
@@ -13,8 +13,8 @@
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, renameSync, statSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** The folders below XDG_CACHE_HOME that hold code caches (Node 20's own, Node 22+'s). */
-const FOLDERS = [join('stash', 'code-cache'), join('stash', 'compile-cache')];
+/** The folders below XDG_CACHE_HOME that hold code caches. */
+const FOLDERS = [join('stash', 'code-cache')];
 
 const myUid = typeof process.getuid === 'function' ? process.getuid() : -1;
 
