@@ -12,8 +12,8 @@
  * registry keeps only its SHA-256, so it holds nothing that could unregister an
  * activity if its memory were read.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { StashError } from '../errors.js';
+import { loadSodium } from '../native/sodium.js';
 import {
   isSameProcess,
   isSelfOrDescendant,
@@ -75,8 +75,17 @@ export interface ActivityRegistryOptions {
 const tokenPattern = /^[0-9a-f]{32}$/;
 const kindSet: ReadonlySet<string> = new Set(ACTIVITY_KINDS);
 
+// sodium, which the agent has loaded anyway, not node:crypto: loading that took about 4 ms of each agent start.
 function hashToken(token: Buffer): Buffer {
-  return createHash('sha256').update(token).digest();
+  const hash = Buffer.alloc(32);
+  loadSodium().crypto_hash_sha256(hash, token);
+  return hash;
+}
+
+function randomToken(): Buffer {
+  const token = Buffer.alloc(16);
+  loadSodium().randombytes_buf(token);
+  return token;
 }
 
 function sleep(ms: number): Promise<void> {
@@ -128,7 +137,7 @@ export class ActivityRegistry {
     // The ancestry walk took time: make sure it was about the same process.
     if (!isSameProcess(pid, before.startTime, this.read))
       throw new ActivityError('ACTIVITY_NO_PROCESS', `process ${pid} exited`);
-    const token = randomBytes(16);
+    const token = randomToken();
     const text = token.toString('hex');
     this.entries.push({
       pid,
@@ -155,7 +164,7 @@ export class ActivityRegistry {
     let match = -1;
     // Compare against every entry of the pid, without an early exit.
     this.entries.forEach((entry, index) => {
-      if (entry.pid === pid && timingSafeEqual(entry.tokenHash, hash) && match < 0) match = index;
+      if (entry.pid === pid && loadSodium().sodium_memcmp(entry.tokenHash, hash) && match < 0) match = index;
     });
     if (match < 0) throw new ActivityError('ACTIVITY_BAD_TOKEN', `no activity of process ${pid} with this token`);
     this.entries.splice(match, 1);
