@@ -8,7 +8,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { agentEnv, agentPids, sleep, stashBin, type TestAgentEnv } from '../helpers/agent.js';
+import { agentEnv, agentPidsWith, sleep, stashBin, type TestAgentEnv } from '../helpers/agent.js';
 
 export const python = '/usr/bin/python3';
 export const ptyRunner = join(process.cwd(), 'test', 'fixtures', 'pty-run.py');
@@ -103,16 +103,24 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): CliEnv {
     return JSON.parse(r.stdout) as PtyResult;
   };
 
+  // SIGTERM, which the agent takes as `vault sessions stop` (it wipes its keys and removes its socket), sent
+  // straight to this environment's agents: a `stash` process for it cost about 70 ms of CPU per environment,
+  // one even where no agent ever ran. The tests of `vault sessions stop` run the command themselves.
+  // Its agents: by socket folder, or by HOME for one started where STASH_SESSION_AGENT_DIR was unset (the fallback folder).
+  const ours = (): number[] => agentPidsWith([`STASH_SESSION_AGENT_DIR=${t.dir}`, `HOME=${t.home}`]);
   const stopAgents = async (): Promise<void> => {
-    await run(['vault', 'sessions', 'stop']);
-    for (let i = 0; i < 100 && agentPids(t.dir).length > 0; i++) await sleep(20);
-    for (const pid of agentPids(t.dir)) {
-      try {
-        process.kill(pid, 'SIGTERM');
-      } catch {
-        /* gone */
+    const signal = (sig: NodeJS.Signals): void => {
+      for (const pid of ours()) {
+        try {
+          process.kill(pid, sig);
+        } catch {
+          /* gone */
+        }
       }
-    }
+    };
+    signal('SIGTERM');
+    for (let i = 0; i < 100 && ours().length > 0; i++) await sleep(20);
+    signal('SIGKILL');
   };
 
   return {

@@ -137,6 +137,11 @@ export function readLog(t: TestAgentEnv): string {
 
 /** Pids of live `stash __agent` processes whose environment names this socket folder. */
 export function agentPids(dir: string): number[] {
+  return agentPidsWith([`STASH_SESSION_AGENT_DIR=${dir}`]);
+}
+
+/** Pids of `stash __agent` processes whose environment holds any of `entries` (`NAME=value`). */
+export function agentPidsWith(entries: string[]): number[] {
   const out: number[] = [];
   for (const name of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -144,7 +149,7 @@ export function agentPids(dir: string): number[] {
       const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
       if (!cmd.includes('__agent')) continue;
       const environ = fs.readFileSync(`/proc/${name}/environ`, 'utf8').split('\0');
-      if (environ.includes(`STASH_SESSION_AGENT_DIR=${dir}`)) out.push(Number(name));
+      if (entries.some((e) => environ.includes(e))) out.push(Number(name));
     } catch {
       /* gone, or not ours to read */
     }
