@@ -276,6 +276,39 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
   }
 });
 
+test('a paste that once shows something else while the value stays (a compositor under load): read again, then cleared', async () => {
+  if (!x) return;
+  if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
+  // An xsel whose next --output prints other text once the file `glitch` exists beside it (and removes it).
+  const glitching = xselStandIn(
+    'if [ "$2" = "--output" ] && [ -e "$DIR/glitch" ]; then rm "$DIR/glitch"; printf other; exit 0; fi',
+  );
+  const tracePath = join(t.dir, 'clip-trace-glitch');
+  try {
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+      env: { STASH_CLIPBOARD: 'xsel', PATH: glitching.path, STASH_CLIP_TRACE: tracePath },
+    });
+    assert.is(r.code, 0, r.stderr);
+    const pid = helperPid();
+    writeFileSync(join(glitching.dir, 'glitch'), '');
+    await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
+    assert.is(x.paste(), '', 'cleared although one read showed something else');
+    assert.not.ok(existsSync(join(glitching.dir, 'glitch')), 'the helper did read the glitch');
+    const steps = readFileSync(tracePath, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/^\S+ helper \d+: /, ''));
+    assert.equal(steps, [
+      'attempt 1: read before the clear: something else; reading again',
+      'attempt 1: read before the clear: the value',
+      'attempt 1: the clear ran',
+      'attempt 1: read-back: cleared',
+    ]);
+  } finally {
+    glitching.remove();
+  }
+});
+
 /**
  * `get --clip --clip-seconds 2` through an xsel stand-in first on PATH: each
  * `--clear` adds a line to its `clears` file and sets N (how many so far),

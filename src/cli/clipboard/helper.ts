@@ -165,23 +165,39 @@ async function unregister(token: string): Promise<void> {
  * Clears the clipboard unless it holds something else now (compared in constant time):
  * what the user copied since stays. A read that fails (the paste tool errs or is killed
  * at its timeout, as on a loaded machine) shows nothing else is there, so the clipboard
- * is cleared: losing a newer copy is better than leaving the secret on it.
+ * is cleared: losing a newer copy is better than leaving the secret on it. Something else
+ * is read once more after a moment before it is believed: under load a Wayland compositor
+ * (weston, in a CI run) once answered a paste with other content while the value stayed
+ * on the clipboard, and the value was never cleared.
  */
 async function clearIfOurs(tool: ClipboardTool, value: Buffer, trace: Trace): Promise<boolean> {
-  const now = await tool.read(value.length).catch(() => null);
-  const other = now === 'longer' || (now !== null && !constantTimeEqual(now, value));
-  if (Buffer.isBuffer(now)) wipe(now);
-  const seen = `read before the clear: ${now === null ? 'failed' : other ? 'something else' : 'the value'}`;
-  if (other) {
-    trace(seen);
+  let seen = await readAgainst(tool, value);
+  if (seen === 'something else') {
+    trace('read before the clear: something else; reading again');
+    await new Promise((r) => setTimeout(r, CONFIRM_READ_MS));
+    seen = await readAgainst(tool, value);
+  }
+  if (seen === 'something else') {
+    trace('read before the clear: something else');
     return false;
   }
   try {
     await tool.clear();
   } finally {
-    trace(seen); // after the clear: nothing about the trace may delay it
+    trace(`read before the clear: ${seen}`); // after the clear: nothing about the trace may delay it
   }
   return true;
+}
+
+/** The pause before a read that saw something else is repeated. */
+const CONFIRM_READ_MS = 300;
+
+/** What one read of the clipboard saw, against the value; what it read is wiped. */
+async function readAgainst(tool: ClipboardTool, value: Buffer): Promise<'failed' | 'something else' | 'the value'> {
+  const now = await tool.read(value.length).catch(() => null);
+  const other = now === 'longer' || (now !== null && !constantTimeEqual(now, value));
+  if (Buffer.isBuffer(now)) wipe(now);
+  return now === null ? 'failed' : other ? 'something else' : 'the value';
 }
 
 /** One line of the clear's progress: what each run saw, never what the clipboard held. */
