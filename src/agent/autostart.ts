@@ -5,6 +5,7 @@
  * settle on exactly one owner (listener.ts) and the losers exit at once.
  */
 import { join } from 'node:path';
+import { ConfigError } from '../errors.js';
 import { packageRoot } from '../native/binding.js';
 import { AgentClient, AgentError, type ConnectOptions } from './client.js';
 import { transportChoice } from './transport.js';
@@ -87,8 +88,8 @@ export async function connectAgent(
   try {
     return await AgentClient.connect(endpoint, 2000, connectOpts);
   } catch (err) {
-    // The transport's own refusal (no addon for `blocking`) says what to do: keep it.
-    if (err instanceof AgentError) throw err;
+    // The transport's own refusal (no addon for `blocking`, a configuration error) says what to do: keep it.
+    if (err instanceof AgentError || err instanceof ConfigError) throw err;
     const code = (err as NodeJS.ErrnoException).code ?? '';
     if (!NOT_RUNNING.has(code) || !opts.autostart) {
       throw new AgentError(

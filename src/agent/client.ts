@@ -34,7 +34,7 @@ export interface CachedKey {
 }
 
 export interface ConnectOptions {
-  /** Default `net`; the CLI passes `auto` (src/agent/transport.ts). */
+  /** Default `net`; connectAgent (the CLI's way in) passes STASH_AGENT_TRANSPORT's, `auto` by default (src/agent/transport.ts). */
   transport?: TransportChoice | undefined;
   /** Blocking transport: how long one reply may take (default 10 s). */
   replyTimeoutMs?: number | undefined;

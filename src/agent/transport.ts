@@ -82,9 +82,9 @@ export async function openTransport(endpoint: Endpoint, opts: TransportOptions =
     if (io) return openBlockingTransport(io, endpoint, opts.replyTimeoutMs ?? DEFAULT_REPLY_TIMEOUT_MS);
   }
   if (choice === 'blocking') {
-    throw new AgentError(
-      'AGENT_UNAVAILABLE',
-      'the blocking agent transport needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=net',
+    // A configuration error, not "no agent": `vault sessions lock` must not report nothing to lock.
+    throw new ConfigError(
+      'STASH_AGENT_TRANSPORT=blocking needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=auto or net',
     );
   }
   const { openNetTransport } = await import('./transport-net.js');

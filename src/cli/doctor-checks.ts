@@ -61,6 +61,18 @@ export function agentChecks(
   socketDir: string | null,
 ): DoctorCheck[] {
   if (!status) {
+    // How the CLI reaches the agent is the CLI's setting, not the agent's: Configuration does not show it.
+    if (errorCode(error) === 'CONFIG' && errorMessage(error).startsWith('STASH_AGENT_TRANSPORT')) {
+      return [
+        {
+          section: 'agent',
+          name: 'agent running',
+          status: 'fail',
+          detail: errorMessage(error),
+          fix: 'set STASH_AGENT_TRANSPORT to auto (the default), blocking or net, or unset it',
+        },
+      ];
+    }
     // One cause, one failing line: the Configuration section shows the bad value and its fix.
     if (errorCode(error) === 'CONFIG') {
       return [

@@ -285,7 +285,8 @@ test('a paste that once shows something else while the value stays (a compositor
   );
   const tracePath = join(t.dir, 'clip-trace-glitch');
   try {
-    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '2'], {
+    // 5 s: the glitch must be in place before the helper's first read, on a loaded machine too.
+    const r = await t.run(['get', 'c', 'K', '--clip', '--clip-seconds', '5'], {
       env: { STASH_CLIPBOARD: 'xsel', PATH: glitching.path, STASH_CLIP_TRACE: tracePath },
     });
     assert.is(r.code, 0, r.stderr);

@@ -109,6 +109,21 @@ function powerState(t: CliEnv, states: string): string {
   return path;
 }
 
+test("a bad STASH_AGENT_TRANSPORT fails the agent line with its fix (Configuration shows the agent's settings, not this one)", async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const { code, report } = await doctor(t, { STASH_AGENT_TRANSPORT: 'fast' });
+    assert.is(code, 1);
+    const agent = check(report, 'agent running');
+    assert.is(agent.status, 'fail');
+    assert.is(agent.detail, 'STASH_AGENT_TRANSPORT must be auto, blocking or net; got "fast"');
+    assert.is(agent.fix, 'set STASH_AGENT_TRANSPORT to auto (the default), blocking or net, or unset it');
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('no logind on a machine that suspends: one failing line with its fix, the dependent checks skipped', async () => {
   const t = cliEnv(); // DBUS_SYSTEM_BUS_ADDRESS points at a socket that does not exist
   try {

@@ -284,6 +284,11 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
     assert.match(viaVault.stdout, /^Locked gamma: forgot the vault key, which could open it\.\n/);
     assert.equal(names(await sessions(t)), ['alpha']);
     await t.run(['open', 'gamma', '--password-file', t.pwFile]);
+    // A bad transport setting is an error (78) naming it, never "No agent is running" with the keys still cached.
+    const badTransport = await t.run(['vault', 'sessions', 'lock-all'], { env: { STASH_AGENT_TRANSPORT: 'fast' } });
+    assert.is(badTransport.code, 78, badTransport.stderr);
+    assert.is(badTransport.stderr, 'stash: STASH_AGENT_TRANSPORT must be auto, blocking or net; got "fast"\n');
+    assert.equal(names(await sessions(t)), ['(vault)', 'alpha', 'gamma'], 'nothing was forgotten');
     const all = await t.run(['vault', 'sessions', 'lock-all']);
     assert.match(all.stdout, /^Forgot 3 cached keys\./);
     assert.equal(await sessions(t), []);

@@ -166,9 +166,10 @@ async function unregister(token: string): Promise<void> {
  * what the user copied since stays. A read that fails (the paste tool errs or is killed
  * at its timeout, as on a loaded machine) shows nothing else is there, so the clipboard
  * is cleared: losing a newer copy is better than leaving the secret on it. Something else
- * is read once more after a moment before it is believed: under load a Wayland compositor
- * (weston, in a CI run) once answered a paste with other content while the value stayed
- * on the clipboard, and the value was never cleared.
+ * is read once more after a moment, and only the value then clears: under load a Wayland
+ * compositor (weston, in a CI run) once answered a paste with other content while the value
+ * stayed on the clipboard, and the value was never cleared. A second read that fails leaves
+ * the clipboard alone: something else was seen there.
  */
 async function clearIfOurs(tool: ClipboardTool, value: Buffer, trace: Trace): Promise<boolean> {
   let seen = await readAgainst(tool, value);
@@ -176,10 +177,10 @@ async function clearIfOurs(tool: ClipboardTool, value: Buffer, trace: Trace): Pr
     trace('read before the clear: something else; reading again');
     await new Promise((r) => setTimeout(r, CONFIRM_READ_MS));
     seen = await readAgainst(tool, value);
-  }
-  if (seen === 'something else') {
-    trace('read before the clear: something else');
-    return false;
+    if (seen !== 'the value') {
+      trace(`read before the clear: ${seen === 'failed' ? 'failed, after something else' : 'something else'}`);
+      return false;
+    }
   }
   try {
     await tool.clear();

@@ -4,7 +4,7 @@
  * neither, but asks to confirm and drops the container's key from the agent.
  * rm of a linked shared container only unlinks it: the file is kept.
  */
-import { type StashError, UsageError } from '../../errors.js';
+import { errorCode, errorMessage, type StashError, UsageError } from '../../errors.js';
 import {
   containerInfo,
   createContainer,
@@ -17,7 +17,7 @@ import {
 } from '../../vault/index.js';
 import type { ContainerListing } from '../../vault/containers.js';
 import { readRecord } from '../../vault/sharing/records.js';
-import { formatTable, out, outJson } from '../output.js';
+import { formatTable, out, outJson, warn } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
@@ -166,7 +166,9 @@ async function forgetCached(id: Buffer): Promise<void> {
     } finally {
       agent.close();
     }
-  } catch {
-    /* no agent: nothing cached */
+  } catch (err) {
+    // No agent answers: nothing is cached. Anything else (a configuration error) may leave the key cached: say so.
+    if (errorCode(err) !== 'AGENT_UNAVAILABLE')
+      warn(`the agent may still hold the deleted container's key (${errorMessage(err)})`);
   }
 }

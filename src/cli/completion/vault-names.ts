@@ -73,7 +73,8 @@ export class VaultNames implements NameSource {
     if (this.agent === undefined) {
       try {
         const { connectAgent } = await import('../../agent/autostart.js');
-        this.agent = await connectAgent({ autostart: false });
+        // The blocking transport waits on the JS thread, where runComplete's 3 s guard cannot fire: bound the reply.
+        this.agent = await connectAgent({ autostart: false, replyTimeoutMs: 1500 });
       } catch {
         this.agent = null;
       }
