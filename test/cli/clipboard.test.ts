@@ -276,6 +276,13 @@ test('a paste that fails when the time is up (the reader errs, as on a loaded ma
   }
 });
 
+/** The lines of a STASH_CLIP_TRACE file without their time and helper pid. */
+const traceSteps = (trace: string): string[] =>
+  trace
+    .trim()
+    .split('\n')
+    .map((l) => l.replace(/^\S+ helper \d+: /, ''));
+
 test('a paste that once shows something else while the value stays (a compositor under load): read again, then cleared', async () => {
   if (!x) return;
   if (!needFacility(haveCommand('xsel'), 'xsel', 'apt-get install xsel')) return;
@@ -295,11 +302,7 @@ test('a paste that once shows something else while the value stays (a compositor
     await waitFor(() => !alive(pid), 20_000, 'the helper to finish');
     assert.is(x.paste(), '', 'cleared although one read showed something else');
     assert.not.ok(existsSync(join(glitching.dir, 'glitch')), 'the helper did read the glitch');
-    const steps = readFileSync(tracePath, 'utf8')
-      .trim()
-      .split('\n')
-      .map((l) => l.replace(/^\S+ helper \d+: /, ''));
-    assert.equal(steps, [
+    assert.equal(traceSteps(readFileSync(tracePath, 'utf8')), [
       'attempt 1: read before the clear: something else; reading again',
       'attempt 1: read before the clear: the value',
       'attempt 1: the clear ran',
@@ -355,11 +358,7 @@ test('a clear that fails, then one that says yes but leaves the value: the helpe
   assert.is(clears.length, 3, 'three clears: the failed one, the one that did nothing, the real one');
   // STASH_CLIP_TRACE: each attempt's outcomes, as they were, and never the value.
   const trace = readFileSync(tracePath, 'utf8');
-  const steps = trace
-    .trim()
-    .split('\n')
-    .map((l) => l.replace(/^\S+ helper \d+: /, ''));
-  assert.equal(steps, [
+  assert.equal(traceSteps(trace), [
     'attempt 1: read before the clear: the value',
     'attempt 1: the tool failed: xsel exited with status 1: xsel: cannot clear',
     'attempt 2: read before the clear: the value',
