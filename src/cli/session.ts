@@ -71,11 +71,8 @@ export class Session {
   async agent(): Promise<AgentClient | null> {
     if (this.client !== undefined) return this.client;
     try {
-      const [{ connectAgent }, { transportChoice }] = await Promise.all([
-        import('../agent/autostart.js'),
-        import('../agent/transport.js'),
-      ]);
-      this.client = await connectAgent({ autostart: true, transport: transportChoice(process.env) });
+      const { connectAgent } = await import('../agent/autostart.js');
+      this.client = await connectAgent({ autostart: true }); // STASH_AGENT_TRANSPORT's transport
     } catch (err) {
       // A bad config value is the user's to fix now (exit 78), not a reason to carry on uncached.
       if (errorCode(err) === 'CONFIG') throw err;

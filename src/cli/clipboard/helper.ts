@@ -131,11 +131,8 @@ async function endSessionOf(sid: number, proc: typeof ProcInfo): Promise<void> {
 /** Registers the `form` activity; the token, or the reason there is none. */
 async function register(): Promise<{ token: string | null; code?: string; problem?: string }> {
   try {
-    const [{ connectAgent }, { transportChoice }] = await Promise.all([
-      import('../../agent/autostart.js'),
-      import('../../agent/transport.js'),
-    ]);
-    const agent = await connectAgent({ autostart: true, transport: transportChoice(process.env) });
+    const { connectAgent } = await import('../../agent/autostart.js');
+    const agent = await connectAgent({ autostart: true });
     try {
       return { token: await agent.registerActivity(process.pid, 'form') };
     } finally {
