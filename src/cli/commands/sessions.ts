@@ -77,8 +77,18 @@ async function list(agent: AgentClient | null, json: boolean): Promise<number> {
     const name = id === names.vaultId ? '(vault)' : (names.byId.get(id) ?? null);
     return { name, id, path: e.path, ttl: e.ttl, expiresInSeconds: Math.round(e.expiresInMs / 1000) };
   });
+  // Code-unit order, as `container list` sorts (localeCompare would load ICU's collator: 17-23 ms).
+  const rank = (name: string | null): string => name ?? '~';
   rows.sort((a, b) =>
-    a.name === '(vault)' ? -1 : b.name === '(vault)' ? 1 : (a.name ?? '~').localeCompare(b.name ?? '~'),
+    a.name === '(vault)'
+      ? -1
+      : b.name === '(vault)'
+        ? 1
+        : rank(a.name) < rank(b.name)
+          ? -1
+          : rank(a.name) > rank(b.name)
+            ? 1
+            : 0,
   );
   if (json) {
     outJson({ agentRunning: agent !== null, sessions: rows });
