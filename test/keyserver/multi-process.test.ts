@@ -465,17 +465,25 @@ test('a burst of 200 unknown-code fetches through both processes gets the 8 of o
       return f !== undefined;
     });
     const port = Number(new URL(server.url).port);
-    const holders = new Set<number | undefined>();
-    const statuses = await Promise.all(
-      Array.from({ length: 200 }, async () => {
-        const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-        const r = await on(agent, `${server.url}/v1/share`, 'POST', guess());
-        holders.add(holderOf(port, r.localPort, [f!, p]));
-        agent.destroy();
-        return r.status;
-      }),
+    const agents = Array.from({ length: 200 }, () => new Agent({ keepAlive: true, maxSockets: 1 }));
+    let answers: Array<RawResponse & { localPort: number }>;
+    let holders: Array<number | undefined>;
+    try {
+      answers = await Promise.all(agents.map((agent) => on(agent, `${server.url}/v1/share`, 'POST', guess())));
+      // Looked up once every answer is in, while every connection is still open (none closing beside the lookups).
+      holders = answers.map((r) => holderOf(port, r.localPort, [f!, p]));
+    } finally {
+      for (const agent of agents) agent.destroy();
+    }
+    const statuses = answers.map((r) => r.status);
+    const held = (pid: number | undefined) => holders.filter((h) => h === pid).length;
+    console.log(
+      `burst: ${held(p)} connections held by the store's process, ${held(f)} by the fetch process, ${held(undefined)} by neither`,
     );
-    assert.ok(holders.has(p) && holders.has(f), 'requests through both processes');
+    assert.ok(
+      held(p) > 0 && held(f) > 0,
+      `requests through both processes: ${held(p)} held by the store's process (${p}), ${held(f)} by the fetch process (${f}), ${held(undefined)} by neither; fetch processes now ${fetchProcessesOf(p).join(', ') || 'none'}; its log: ${server.stderr()}`,
+    );
     assert.equal(count(statuses, 404) + count(statuses, 429), 200, statuses.join(' '));
     assert.is(
       count(statuses, 404),
