@@ -30,7 +30,11 @@ export class UsageError extends StashError {
 
 /** A configuration file or environment value that cannot be used. */
 export class ConfigError extends StashError {
-  constructor(message: string) {
+  /** `setting`: the environment variable the error is about, when it is one that `stash doctor` reports apart. */
+  constructor(
+    message: string,
+    readonly setting?: string,
+  ) {
     super('CONFIG', message);
   }
 }

@@ -57,7 +57,10 @@ export function transportChoice(env: NodeJS.ProcessEnv = process.env): Transport
   const raw = env.STASH_AGENT_TRANSPORT;
   if (raw === undefined || raw === '' || raw === 'auto') return 'auto';
   if (raw === 'net' || raw === 'blocking') return raw;
-  throw new ConfigError(`STASH_AGENT_TRANSPORT must be auto, blocking or net; got ${JSON.stringify(raw.slice(0, 40))}`);
+  throw new ConfigError(
+    `STASH_AGENT_TRANSPORT must be auto, blocking or net; got ${JSON.stringify(raw.slice(0, 40))}`,
+    'STASH_AGENT_TRANSPORT',
+  );
 }
 
 /** The AgentError for a reply the decoder refused. */
@@ -85,6 +88,7 @@ export async function openTransport(endpoint: Endpoint, opts: TransportOptions =
     // A configuration error, not "no agent": `vault sessions lock` must not report nothing to lock.
     throw new ConfigError(
       'STASH_AGENT_TRANSPORT=blocking needs the stash native addon (Linux or macOS); set STASH_AGENT_TRANSPORT=auto or net',
+      'STASH_AGENT_TRANSPORT',
     );
   }
   const { openNetTransport } = await import('./transport-net.js');

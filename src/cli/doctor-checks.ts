@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { describeLogTarget } from '../agent/log.js';
 import { agentDirFix, agentEndpoint, checkAgentDir } from '../agent/paths.js';
-import { errorCode, errorMessage } from '../errors.js';
+import { ConfigError, errorCode, errorMessage } from '../errors.js';
 import type { CheckStatus } from './output.js';
 import { formatDuration } from './output.js';
 
@@ -62,7 +62,7 @@ export function agentChecks(
 ): DoctorCheck[] {
   if (!status) {
     // How the CLI reaches the agent is the CLI's setting, not the agent's: Configuration does not show it.
-    if (errorCode(error) === 'CONFIG' && errorMessage(error).startsWith('STASH_AGENT_TRANSPORT')) {
+    if (error instanceof ConfigError && error.setting === 'STASH_AGENT_TRANSPORT') {
       return [
         {
           section: 'agent',

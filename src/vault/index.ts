@@ -66,5 +66,6 @@ export {
   MAX_VALUE_BYTES,
   MAX_BODY_BYTES,
   MAX_ENTRIES,
+  byCodeUnits,
 } from './names.js';
 export { wipe, secureCopy, secureAlloc, KEY_BYTES } from './secure.js';

@@ -18,6 +18,14 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** Most entries in one container. */
 export const MAX_ENTRIES = 4096;
 
+/**
+ * Code-unit order, the order of sort() without a comparator, which every
+ * listing uses. Not localeCompare: its first call loads ICU's collator, 17-23 ms.
+ */
+export function byCodeUnits(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 // CON, PRN, AUX, NUL, COM1-9, LPT1-9 cannot be file names on Windows, with or
 // without an extension; refusing them everywhere keeps a vault portable.
 const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$/i;

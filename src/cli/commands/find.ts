@@ -13,6 +13,7 @@
 import { errorCode, errorMessage } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { listContainers, type ContainerInfo } from '../../vault/containers.js';
+import { byCodeUnits } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { out, outJson, warn } from '../output.js';
@@ -90,7 +91,9 @@ export async function run(inv: Invocation): Promise<number> {
   } finally {
     session.close();
   }
-  hits.sort((a, b) => (a.container === b.container ? cmp(a.name, b.name) : cmp(a.container, b.container)));
+  hits.sort((a, b) =>
+    a.container === b.container ? byCodeUnits(a.name, b.name) : byCodeUnits(a.container, b.container),
+  );
   if (inv.values.json === true) outJson(hits);
   else for (const h of hits) out(`${h.container}/${h.name}`);
   // As grep does: 1 when nothing matched, so a script can test it.
@@ -127,8 +130,4 @@ async function searchLocked(
   } finally {
     wipe(vaultKey);
   }
-}
-
-function cmp(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

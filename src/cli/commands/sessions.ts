@@ -7,7 +7,13 @@
 import type { AgentClient } from '../../agent/client.js';
 import type { ListEntry } from '../../protocol/messages.js';
 import { StashError, errorCode } from '../../errors.js';
-import { defaultVaultDir, listContainers, readVaultInfo, validateContainerName } from '../../vault/index.js';
+import {
+  byCodeUnits,
+  defaultVaultDir,
+  listContainers,
+  readVaultInfo,
+  validateContainerName,
+} from '../../vault/index.js';
 import { formatDuration, formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { alive } from '../../process-state.js';
@@ -77,18 +83,8 @@ async function list(agent: AgentClient | null, json: boolean): Promise<number> {
     const name = id === names.vaultId ? '(vault)' : (names.byId.get(id) ?? null);
     return { name, id, path: e.path, ttl: e.ttl, expiresInSeconds: Math.round(e.expiresInMs / 1000) };
   });
-  // Code-unit order, as `container list` sorts (localeCompare would load ICU's collator: 17-23 ms).
-  const rank = (name: string | null): string => name ?? '~';
   rows.sort((a, b) =>
-    a.name === '(vault)'
-      ? -1
-      : b.name === '(vault)'
-        ? 1
-        : rank(a.name) < rank(b.name)
-          ? -1
-          : rank(a.name) > rank(b.name)
-            ? 1
-            : 0,
+    a.name === '(vault)' ? -1 : b.name === '(vault)' ? 1 : byCodeUnits(a.name ?? '~', b.name ?? '~'),
   );
   if (json) {
     outJson({ agentRunning: agent !== null, sessions: rows });
