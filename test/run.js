@@ -30,6 +30,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileTests } from './compile-tests.js';
+import { countSkipMarkers, suiteResult } from './suite-result.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const timesFile = join(root, 'test', 'suite-times.json');
@@ -166,11 +167,7 @@ function runSuite(file) {
         if (m) cpu = Number(m[1]) + Number(m[2]);
         rmSync(cpuDir, { recursive: true, force: true });
       }
-      const num = (label) => Number((output.match(new RegExp(`${label}:\\s+(\\d+)`)) ?? [])[1] ?? 0);
-      const total = num('Total');
-      const passed = num('Passed');
-      const skipped = num('Skipped') + (output.match(/^SKIP: /gm) ?? []).length;
-      const ok = code === 0 && signal === null && total > 0 && passed + num('Skipped') === total;
+      const { ok, total, passed, skipped } = suiteResult(output, code, signal);
       resolveSuite({ file, ok, total, passed, skipped, output, ms: Date.now() - started, cpu, code, signal });
     };
   });
@@ -231,16 +228,17 @@ const runStarted = Date.now();
 function report(r) {
   const name = relative(root, r.file);
   measured[name] = Math.round(r.ms / 100) / 10;
-  const skipLines = r.output.split('\n').filter((l) => l.startsWith('SKIP: '));
+  const skipLines = r.output.split('\n').filter((l) => countSkipMarkers(l) > 0);
   const cpu = r.cpu === null ? '' : `, cpu ${r.cpu.toFixed(1)} s`;
   if (r.ok) {
     passed += r.passed;
     skipped += r.skipped;
     console.log(`ok    ${name}  (${r.passed} passed${r.skipped ? `, ${r.skipped} skipped` : ''}, ${r.ms} ms${cpu})`);
-    for (const l of skipLines) console.log(`      ${l}`);
+    for (const l of skipLines) console.log(`      ${l.slice(l.search(/(?<![\w(])SKIP: /))}`);
   } else {
     passed += r.passed;
-    const lost = Math.max(1, r.total - r.passed);
+    skipped += r.skipped;
+    const lost = Math.max(1, r.total - r.passed - r.skipped);
     failed += lost;
     failures.push(name);
     console.log(`FAIL  ${name}  (exit ${r.code ?? r.signal}, ${r.ms} ms${cpu})`);
@@ -279,5 +277,5 @@ console.log(
   `\n${files.length} suite${files.length === 1 ? '' : 's'} in ${Math.round((Date.now() - runStarted) / 1000)} s, ${Math.min(jobs, files.length)} at a time`,
 );
 if (failures.length) console.log(`\nfailed suites: ${failures.join(', ')}`);
-console.log(`\n${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed === 0 ? 0 : 1);
