@@ -66,10 +66,14 @@ export class Session {
 
   /**
    * The agent, started when none runs; null (after one warning) when it cannot
-   * be reached. A config value that would stop a new agent throws (CONFIG).
+   * be reached. A bad config value throws (CONFIG, exit 78) whether or not an
+   * agent already runs: a read checks the settings as a write or a new agent
+   * does, so `STASH_HISTORY_KEEP=101 stash get` fails as `stash set` would.
    */
   async agent(): Promise<AgentClient | null> {
     if (this.client !== undefined) return this.client;
+    const { agentSettings } = await import('../agent/config.js');
+    await agentSettings(process.env);
     try {
       const { connectAgent } = await import('../agent/autostart.js');
       this.client = await connectAgent({ autostart: true }); // STASH_AGENT_TRANSPORT's transport

@@ -120,6 +120,35 @@ test('other file mistakes carry their line too: a wrong type, an unknown key, br
   }
 });
 
+test('reads and writes agree: with an agent already holding the key, a bad value still fails get with 78', async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    const set = await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'tok' });
+    assert.is(set.code, 0, set.stderr);
+    assert.ok(agentPids(t.dir).length > 0, 'the agent runs and holds the key');
+    const keep = await t.run(['get', 'work', 'TOKEN'], { env: { STASH_HISTORY_KEEP: '101' } });
+    assert.is(keep.code, 78, keep.stderr);
+    assert.is(
+      keep.stderr,
+      'stash: STASH_HISTORY_KEEP must be a whole number of previous values from 0 (keep none) to 100, got "101"\n',
+    );
+    assert.is(keep.stdout, '');
+    const write = await t.run(['set', 'work', 'TOKEN'], { input: 'x', env: { STASH_HISTORY_KEEP: '101' } });
+    assert.is(write.code, 78, write.stderr);
+    const path = writeConfig(t, '[vault]\nhistory_keep = 101\n');
+    const file = await t.run(['get', 'work', 'TOKEN']);
+    assert.is(file.code, 78, file.stderr);
+    assert.ok(file.stderr.startsWith(`stash: ${path}:2: vault.history_keep must be`), file.stderr);
+    writeConfig(t, '');
+    const fine = await t.run(['get', 'work', 'TOKEN']);
+    assert.is(fine.code, 0, fine.stderr);
+    assert.is(fine.stdout, 'tok');
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('STASH_AGENT_IDLE_SECONDS=abc: the command names the variable at once, exit 78', async () => {
   const t = cliEnv();
   try {
