@@ -43,6 +43,8 @@ const byErrorCode: Record<string, number> = {
   NOT_TOTP: ExitCode.dataError,
   DOTENV_UNREPRESENTABLE: ExitCode.dataError,
   NOT_UTF8: ExitCode.dataError,
+  // env, run, env --format: a NUL byte where the carrier cannot hold one
+  VALUE_UNREPRESENTABLE: ExitCode.dataError,
   // stash import: a file that cannot be read as its format says; gpg missing or failing (pass)
   IMPORT_INVALID: ExitCode.dataError,
   GPG_FAILED: ExitCode.dataError,

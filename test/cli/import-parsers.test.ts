@@ -11,7 +11,7 @@ import * as assert from 'uvu/assert';
 import { parse as dotenvParse } from 'dotenv';
 import { Collector } from '../../src/cli/import/collector.js';
 import { parseDotenv } from '../../src/cli/import/dotenv.js';
-import { parseJsonObject } from '../../src/cli/import/json.js';
+import { duplicateKey, parseJsonObject } from '../../src/cli/import/json.js';
 import { parseBitwarden } from '../../src/cli/import/bitwarden.js';
 import { parseOnePassword } from '../../src/cli/import/onepassword.js';
 import { parseCsv } from '../../src/cli/import/csv.js';
@@ -125,6 +125,45 @@ test('json: a flat object of strings, as env --format json prints it; anything e
     parseJsonObject,
     '{\n"A": "s3cret",\n"B" "s3cret2"}',
     /^f\.in( line 3, column \d+)?: not valid JSON$/,
+    's3cret',
+  );
+});
+
+test('json: a key given twice is refused with where both stand, never one value kept silently (issue 40, item 4)', () => {
+  rejects(
+    parseJsonObject,
+    '{"DUP":"first-s3cret","DUP":"second-s3cret"}',
+    /^f\.in line 1, column 23: the key "DUP" is given a second time in one object \(first at line 1, column 2\), and JSON keeps only the last value; remove one or rename it \(nothing was imported\)$/,
+    's3cret',
+  );
+  // The same key however it is escaped, on another line.
+  rejects(
+    parseJsonObject,
+    '{\n  "A": "x",\n  "DUP": "s3cret",\n  "\\u0044UP": "s3cret2"\n}',
+    /^f\.in line 4, column 3: the key "DUP" is given a second time in one object \(first at line 3, column 3\)/,
+    's3cret',
+  );
+  // At any depth, so Bitwarden's JSON too (a login with two passwords).
+  rejects(
+    parseBitwarden,
+    '{"items": [{"type": 1, "name": "X", "login": {"password": "s3cret", "password": "s3cret2"}}]}',
+    /^f\.in line 1, column 69: the key "password" is given a second time/,
+    's3cret',
+  );
+  // Equal keys in different objects, and key-like text inside values, are not duplicates.
+  assert.is(duplicateKey('{"a": {"k": "1"}, "b": {"k": "2"}, "c": [{"k": 1}, {"k": 2}]}'), null);
+  assert.is(duplicateKey('{"a": "\\"a\\": {\\"a\\", [", "b": ["a", "a"], "c": "}"}'), null);
+  assert.equal(duplicateKey('[{"x": 1}, {"y": [{}], "y": 2}]'), { key: 'y', first: 12, at: 23 });
+  // Two keys that only map to the same entry name are both kept (names.ts, rule 4).
+  const { values } = run(parseJsonObject, Buffer.from('{"my.key": "1", "MY_KEY": "2"}'));
+  assert.equal([...values.keys()], ['MY_KEY', 'MY_KEY_2']);
+});
+
+test('dotenv: a key assigned twice is refused naming both lines (dotenv itself keeps the last silently)', () => {
+  rejects(
+    parseDotenv,
+    'DUP=first-s3cret\nB=2\nexport DUP="second-s3cret"\n',
+    /^f\.in line 3: DUP is assigned a second time \(first on line 1\), and dotenv keeps only the last value; remove one or rename it \(nothing was imported\)$/,
     's3cret',
   );
 });

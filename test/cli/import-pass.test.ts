@@ -2,15 +2,17 @@
  * `stash import pass` on a real password store: a throwaway GnuPG home with a
  * key made by gpg, entries written by pass itself (`pass init`, `pass
  * insert`), decrypted by the real gpg that stash runs. Also: a file gpg
- * cannot decrypt stops the import with nothing written, and a missing gpg is
- * named.
+ * cannot decrypt stops the import with nothing written, a missing gpg is
+ * named, and no symbolic link below the store is followed (issue 40, item 3),
+ * not even one swapped in after the walk.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
+import { openStoreFile, storeEntries } from '../../src/cli/import/pass-store.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';
 import { cliEnv, snapshot } from './harness.js';
 
@@ -153,6 +155,103 @@ test('a file gpg cannot decrypt stops the import with nothing written; a missing
   } finally {
     await t.dispose();
     g.cleanup();
+  }
+});
+
+test('symbolic links below the store are not followed: linked files and folders are skipped and named', async () => {
+  if (!ready()) return;
+  const g = makeStore();
+  const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
+  try {
+    sh('pass', ['insert', '-m', 'web/site'], g.env, 'site-pw\n');
+    // A file of the user's own, outside the store, that the store's key could decrypt.
+    sh('pass', ['insert', '-m', 'bank'], g.env, 'bank-secret-outside\n');
+    const outside = join(g.home, 'outside');
+    mkdirSync(outside);
+    renameSync(join(g.store, 'bank.gpg'), join(outside, 'bank.gpg'));
+    symlinkSync(join(outside, 'bank.gpg'), join(g.store, 'web', 'innocent.gpg'));
+    symlinkSync(outside, join(g.store, 'linked'));
+    // A link to a file inside the store is skipped too: nothing below the root is followed.
+    symlinkSync(join(g.store, 'web', 'site.gpg'), join(g.store, 'alias.gpg'));
+    // The store itself may be reached through a link (resolved once).
+    const viaLink = join(g.home, 'store-link');
+    symlinkSync(g.store, viaLink);
+    await t.initVault(['personal']);
+
+    const r = await t.run(['import', 'pass', viaLink, '--into', 'personal', '--password-file', t.pwFile], {
+      timeoutMs: 60_000,
+    });
+    assert.is(r.code, 0, r.stderr);
+    assert.not.ok((r.stdout + r.stderr).includes('secret'), 'no value in the output');
+    // Only the store's own regular file: not the outside one, not twice the inside one.
+    const names = JSON.parse((await t.run(['ls', 'personal', '--json'])).stdout) as Array<{ name: string }>;
+    assert.equal(
+      names.map((e) => e.name),
+      ['WEB_SITE'],
+    );
+    assert.is((await t.run(['get', 'personal', 'WEB_SITE'])).stdout, 'site-pw');
+    assert.match(r.stderr, /^stash: warning: alias\.gpg is a symbolic link; skipped$/m);
+    assert.match(
+      r.stderr,
+      /^stash: warning: linked is a symbolic link to a folder; skipped with everything under it$/m,
+    );
+    assert.match(r.stderr, /^stash: warning: web\/innocent\.gpg is a symbolic link; skipped$/m);
+    assert.match(
+      r.stderr,
+      /Imported 1 entry into personal in one new version: 1 new, 0 replaced; .*3 files or folders skipped \(named above\)\./,
+    );
+
+    // A store of nothing but links names them instead of importing anything.
+    rmSync(join(g.store, 'web', 'site.gpg'));
+    const none = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile]);
+    assert.is(none.code, 65, none.stderr);
+    assert.match(none.stderr, /^stash: warning: alias\.gpg is a symbolic link; skipped$/m);
+    assert.match(none.stderr, /holds no \.gpg files to import \(3 skipped, named above\); is it a password store\?\n$/);
+  } finally {
+    await t.dispose();
+    g.cleanup();
+  }
+});
+
+test('a file swapped for a link, or a folder for a linked one, after the walk is refused when it is opened', () => {
+  const home = mkdtempSync(join(tmpdir(), 'sg-'));
+  try {
+    const store = join(home, 'store');
+    const outside = join(home, 'outside');
+    mkdirSync(join(store, 'web'), { recursive: true });
+    mkdirSync(outside);
+    writeFileSync(join(store, 'web', 'site.gpg'), 'inside');
+    writeFileSync(join(store, 'web', 'other.gpg'), 'inside');
+    writeFileSync(join(outside, 'site.gpg'), 'outside');
+    writeFileSync(join(outside, 'other.gpg'), 'outside');
+    const listing = storeEntries(store);
+    assert.equal(
+      listing.files.map((f) => f.rel),
+      ['web/other', 'web/site'],
+    );
+    const [other, site] = listing.files as [(typeof listing.files)[0], (typeof listing.files)[0]];
+    const refused = (f: typeof site, why: string): void => {
+      try {
+        openStoreFile(listing.root, f, `store/${f.rel}.gpg`);
+      } catch (err) {
+        assert.is((err as { code?: string }).code, 'IMPORT_INVALID', why);
+        assert.match((err as Error).message, /changed while the store was read/, why);
+        return;
+      }
+      assert.unreachable(why);
+    };
+    // Unchanged, it opens.
+    closeSync(openStoreFile(listing.root, site, 'store/web/site.gpg'));
+    // The file itself becomes a link (O_NOFOLLOW).
+    rmSync(join(store, 'web', 'site.gpg'));
+    symlinkSync(join(outside, 'site.gpg'), join(store, 'web', 'site.gpg'));
+    refused(site, 'a file swapped for a link');
+    // A folder above it becomes a link to a folder holding a file of the same name.
+    renameSync(join(store, 'web'), join(home, 'web-moved'));
+    symlinkSync(outside, join(store, 'web'));
+    refused(other, 'a folder swapped for a link');
+  } finally {
+    rmSync(home, { recursive: true, force: true });
   }
 });
 

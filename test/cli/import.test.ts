@@ -115,6 +115,11 @@ test('a bad line or an oversized value is refused before any password is asked, 
     const noContainer = await t.run(['import', 'dotenv', file, '--into', 'nope']);
     assert.is(noContainer.code, 66, noContainer.stderr);
     assert.match(noContainer.stderr, /no container named "nope"/, 'the container is checked before the file');
+    // A key assigned twice: dotenv keeps the last value; the import refuses rather than lose one.
+    writeFileSync(file, 'A=1\nB=2\nA=3\n', { mode: 0o600 });
+    const dup = await t.run(['import', 'dotenv', file, '--into', 'work']);
+    assert.is(dup.code, 65, dup.stderr);
+    assert.match(dup.stderr, /^stash: .*bad\.env line 3: A is assigned a second time \(first on line 1\)/);
     const noInto = await t.run(['import', 'dotenv', file]);
     assert.is(noInto.code, 64);
     assert.match(noInto.stderr, /missing --into CONTAINER/);
@@ -149,6 +154,16 @@ test('json: what env --format json prints imports back', async () => {
       { name: 'TOKEN', action: 'new', from: 'field "TOKEN"', mappedFrom: null },
     ]);
     assert.is((await t.run(['get', 'b', 'TOKEN'])).stdout, 'multi\nline "q"');
+    // A key given twice: JSON.parse keeps the last value; the import refuses rather than lose one.
+    const before = snapshot(t.vault);
+    writeFileSync(file, '{"DUP":"first","DUP":"second"}', { mode: 0o600 });
+    const dup = await t.run(['import', 'json', file, '--into', 'b', '--password-file', t.pwFile]);
+    assert.is(dup.code, 65, dup.stderr);
+    assert.is(
+      dup.stderr,
+      `stash: ${file} line 1, column 16: the key "DUP" is given a second time in one object (first at line 1, column 2), and JSON keeps only the last value; remove one or rename it (nothing was imported)\n`,
+    );
+    assert.equal(snapshot(t.vault), before);
   } finally {
     await t.dispose();
   }

@@ -11,6 +11,7 @@ import { StashError, UsageError } from '../../errors.js';
 import { validateContainerName, wipeEntries } from '../../vault/index.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
+import { fileAdvice, textUnfit, unfitError } from '../env-value.js';
 import { warn } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { runChild } from '../run-child.js';
@@ -80,11 +81,23 @@ async function collect(
 }
 
 /**
- * The child's environment: ours plus every entry. An entry holding a NUL byte
- * cannot be an environment variable (C strings end there); it is left out
- * with a warning that names it, rather than refusing the whole container.
+ * The child's environment: ours plus every entry. A value that is not UTF-8
+ * would reach the child changed (env-value.ts): the run is refused before it
+ * starts, naming the entry. An entry holding a NUL byte cannot be an
+ * environment variable at all (C strings end there); it is left out with a
+ * warning that names it, rather than refusing the whole container.
  */
 function buildEnv(values: Values): NodeJS.ProcessEnv {
+  for (const [name, { container, value }] of values) {
+    // A value with a NUL byte is left out below, whatever its other bytes.
+    if (!value.includes(0) && textUnfit(value) === 'not-utf8')
+      throw unfitError(
+        'not-utf8',
+        `the value of ${name} in ${container}`,
+        'an environment variable set by stash',
+        `nothing was run (${fileAdvice(name, `stash://${container}/${name}`)}, and leave ${name} out here with --only)`,
+      );
+  }
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, { container, value }] of values) {
     if (value.includes(0)) {

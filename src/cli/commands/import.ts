@@ -16,6 +16,7 @@ import { containerInfo } from '../../vault/containers.js';
 import { validateContainerName } from '../../vault/names.js';
 import { defaultVaultDir } from '../../vault/paths.js';
 import { wipe } from '../../vault/secure.js';
+import { closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { ExitCode } from '../exit-codes.js';
 import { Collector } from '../import/collector.js';
@@ -59,8 +60,14 @@ function options(inv: Invocation): {
   };
 }
 
-/** Parses FILE into `sink`; returns warnings (names only). */
-async function parse(format: Format, file: string, sink: Collector): Promise<string[]> {
+/** What a parse leaves to report besides the entries: warnings (names only), and how many files were skipped. */
+interface Parsed {
+  warnings: string[];
+  skipped: number;
+}
+
+/** Parses FILE into `sink`. */
+async function parse(format: Format, file: string, sink: Collector): Promise<Parsed> {
   if (format === 'pass') return parseStore(file, sink);
   const { readFileSecure } = await import('../secure-read.js');
   const bytes = readFileSecure(file, { maxBytes: MAX_FILE_BYTES, what: 'the import file', stripNewline: false });
@@ -68,38 +75,48 @@ async function parse(format: Format, file: string, sink: Collector): Promise<str
     switch (format) {
       case 'dotenv':
         (await import('../import/dotenv.js')).parseDotenv(bytes, file, sink);
-        return [];
+        return { warnings: [], skipped: 0 };
       case 'json':
         (await import('../import/json.js')).parseJsonObject(bytes, file, sink);
-        return [];
+        return { warnings: [], skipped: 0 };
       case 'bitwarden':
-        return (await import('../import/bitwarden.js')).parseBitwarden(bytes, file, sink);
+        return { warnings: (await import('../import/bitwarden.js')).parseBitwarden(bytes, file, sink), skipped: 0 };
       case '1password':
-        return (await import('../import/onepassword.js')).parseOnePassword(bytes, file, sink);
+        return { warnings: (await import('../import/onepassword.js')).parseOnePassword(bytes, file, sink), skipped: 0 };
     }
   } finally {
     wipe(bytes);
   }
 }
 
-async function parseStore(dir: string, sink: Collector): Promise<string[]> {
-  const [{ storeEntries, gpgDecrypt }, { parsePassEntry }] = await Promise.all([
+async function parseStore(dir: string, sink: Collector): Promise<Parsed> {
+  const [{ storeEntries, openStoreFile, gpgDecrypt }, { parsePassEntry }] = await Promise.all([
     import('../import/pass-store.js'),
     import('../import/pass.js'),
   ]);
-  const warnings: string[] = [];
-  const entries = storeEntries(dir);
-  if (entries.length === 0)
-    throw new StashError('IMPORT_INVALID', `${dir} holds no .gpg files; is it a password store?`);
-  for (const rel of entries) {
-    const plain = await gpgDecrypt(join(dir, `${rel}.gpg`));
+  const { root, files, skipped } = storeEntries(dir);
+  if (files.length === 0) {
+    for (const w of skipped) warn(w);
+    const why = skipped.length > 0 ? ` to import (${skipped.length} skipped, named above)` : '';
+    throw new StashError('IMPORT_INVALID', `${dir} holds no .gpg files${why}; is it a password store?`);
+  }
+  const warnings = [...skipped];
+  for (const f of files) {
+    const shown = join(dir, `${f.rel}.gpg`);
+    const fd = openStoreFile(root, f, shown);
+    let plain: Buffer;
     try {
-      warnings.push(...parsePassEntry(rel, plain, sink));
+      plain = await gpgDecrypt(fd, shown);
+    } finally {
+      closeSync(fd);
+    }
+    try {
+      warnings.push(...parsePassEntry(f.rel, plain, sink));
     } finally {
       wipe(plain);
     }
   }
-  return warnings;
+  return { warnings, skipped: skipped.length };
 }
 
 export async function run(inv: Invocation): Promise<number> {
@@ -108,7 +125,7 @@ export async function run(inv: Invocation): Promise<number> {
   containerInfo(defaultVaultDir(), opts.into);
   const sink = new Collector(opts.file);
   try {
-    const warnings = await parse(opts.format, opts.file, sink);
+    const { warnings, skipped } = await parse(opts.format, opts.file, sink);
     for (const w of warnings) warn(w);
     const named = assignNames(sink.entries());
     if (named.length === 0)
@@ -124,7 +141,7 @@ export async function run(inv: Invocation): Promise<number> {
       session.close();
     }
     report(rows, opts.json);
-    return summary(rows, opts, sink.empty);
+    return summary(rows, opts, sink.empty, skipped);
   } finally {
     sink.wipe();
   }
@@ -144,13 +161,16 @@ function report(rows: PlanRow[], json: boolean): void {
   for (const line of formatTable(['NAME', 'ACTION', 'FROM'], table)) out(terminalSafe(line));
 }
 
-function summary(rows: PlanRow[], opts: ReturnType<typeof options>, empty: number): number {
+function summary(rows: PlanRow[], opts: ReturnType<typeof options>, empty: number, skipped: number): number {
   const count = (a: PlanRow['action']): number => rows.filter((r) => r.action === a).length;
   const mapped = rows.filter((r) => r.mappedFrom !== null).length;
   const extra = [
     mapped > 0 ? `${mapped} name${mapped === 1 ? '' : 's'} mapped (see FROM)` : '',
     count('skip') > 0 ? `${count('skip')} kept as they were (--skip-existing)` : '',
     empty > 0 ? `${empty} empty value${empty === 1 ? '' : 's'} left out` : '',
+    skipped > 0
+      ? `${skipped} file${skipped === 1 ? '' : 's'} or folder${skipped === 1 ? '' : 's'} skipped (named above)`
+      : '',
   ]
     .filter(Boolean)
     .join('; ');

@@ -8,6 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
+import { textUnfit, unfitError } from '../env-value.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
 import { resolveRefs, wipeResolved } from '../refs/resolve.js';
 import type { Invocation } from '../registry.js';
@@ -64,9 +65,14 @@ export async function run(inv: Invocation): Promise<number> {
       if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
       for (const [k, ref] of envRefs) {
         const value = values.get(ref.text)!;
-        if (value.includes(0))
-          throw new UsageError(
-            `${k}=${ref.text}: the value holds a NUL byte, which an environment variable cannot carry (use --file ${k}=${ref.text})`,
+        // Refused, not changed: Node would turn bytes that are not UTF-8 into U+FFFD (env-value.ts).
+        const unfit = textUnfit(value);
+        if (unfit !== null)
+          throw unfitError(
+            unfit,
+            `${k}=${ref.text}: the value`,
+            'an environment variable set by stash',
+            `nothing was run (use --file ${k}=${ref.text}, which keeps every byte)`,
           );
         base[k] = value.toString('utf8');
       }

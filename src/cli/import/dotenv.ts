@@ -9,12 +9,13 @@
  * - a value in '...', "..." or `...` is taken as written, and may span
  *   lines; inside "...", `\n` and `\r` become a newline and a carriage
  *   return, and no other escape exists; an unquoted value is trimmed;
- * - line endings are \n or \r\n; a key given twice keeps its last value.
+ * - line endings are \n or \r\n.
  *
- * dotenv skips a line it cannot read without a word. An import must not
- * drop a secret silently, so the lines between the assignments are scanned
- * with dotenv's own line pattern, and one that is neither blank nor a
- * comment is an error naming its line number (never its text).
+ * dotenv skips a line it cannot read, and keeps only the last value of a key
+ * given twice, without a word. An import must not drop a secret silently, so
+ * the lines between the assignments are scanned with dotenv's own line
+ * pattern: one that is neither blank nor a comment is an error naming its
+ * line number (never its text), and so is a key assigned a second time.
  */
 import { parse } from 'dotenv';
 import { ImportError, type Collector } from './collector.js';
@@ -65,7 +66,13 @@ export function parseDotenv(bytes: Buffer, file: string, sink: Collector): void 
       throw new ImportError(
         `${file} line ${stray}: not KEY=value (nothing was imported; a value over several lines must be quoted)`,
       );
-    lines.set(m[1]!, lineAt(m.index + (m[0].length - m[0].trimStart().length)));
+    const line = lineAt(m.index + (m[0].length - m[0].trimStart().length));
+    const first = lines.get(m[1]!);
+    if (first !== undefined)
+      throw new ImportError(
+        `${file} line ${line}: ${m[1]} is assigned a second time (first on line ${first}), and dotenv keeps only the last value; remove one or rename it (nothing was imported)`,
+      );
+    lines.set(m[1]!, line);
     end = m.index + m[0].length;
   }
   const stray = strayLine(text, end, text.length, lineAt);
