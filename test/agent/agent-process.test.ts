@@ -18,6 +18,7 @@ import {
   agentEnv,
   exited,
   readLog,
+  running,
   sleep,
   startAgent,
   stashBin,
@@ -338,8 +339,14 @@ test('an open connection keeps an agent with nothing cached from its idle exit',
   const c = await AgentClient.connect(endpointOf(t.dir));
   try {
     assert.is(await c.get(randomBytes(16)), null);
-    await sleep(1800);
-    assert.is(proc.exitCode, null, 'a command between its cache miss and its put is not cut off');
+    // The agent's own clock: rounds of its periodic check, whose idle test would end it. Once they have covered
+    // the idle time twice over, the connection has kept it running (a status request fails once it has gone).
+    const rounds = async (): Promise<{ intervalMs: number; rounds: number }> =>
+      (await c.status()).housekeeping as { intervalMs: number; rounds: number };
+    const start = await rounds();
+    const enough = start.rounds + Math.ceil(2000 / start.intervalMs) + 1;
+    await waitFor(async () => (await rounds()).rounds >= enough, 20_000, 'rounds of the idle check for 2 s');
+    assert.ok(running(proc.pid!), 'a command between its cache miss and its put is not cut off');
     await c.put(randomBytes(16), randomBytes(32), { ttl: 1 });
   } finally {
     c.close();
