@@ -98,6 +98,7 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
       log: logger.target,
       idleExitSeconds: idle / 1000,
       housekeeping: { intervalMs: tick, rounds },
+      connections: connections.size,
       maxEntries: MAX_ENTRIES,
       posture,
       config: {

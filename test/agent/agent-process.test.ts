@@ -19,7 +19,6 @@ import {
   exited,
   readLog,
   running,
-  sleep,
   startAgent,
   stashBin,
   waitFor,
@@ -89,18 +88,34 @@ test('concurrent first requests on a new client share one handshake', () =>
     assert.ok(await c.get(b));
   }));
 
+/** Waits until the agent's only open connection is the one asking: it has closed every other. */
+async function othersClosed(t: TestAgentEnv): Promise<void> {
+  await waitFor(
+    async () => {
+      const probe = await AgentClient.connect(endpointOf(t.dir));
+      try {
+        return (await probe.status()).connections === 1;
+      } finally {
+        probe.close();
+      }
+    },
+    10_000,
+    'the agent to close the idle connection',
+  );
+}
+
 test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', () =>
-  withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c) => {
+  withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c, t) => {
     // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
     const id = randomBytes(16);
     assert.is(await c.get(id), null);
     const token = await c.registerActivity(process.pid, 'unlock');
-    await sleep(1200);
+    await othersClosed(t);
     await c.unregisterActivity(process.pid, token);
     await c.put(id, randomBytes(32), { ttl: 60 });
     assert.ok(await c.get(id), 'the key was cached over the new connection');
     // Two requests at once after the next idle close share one reconnection.
-    await sleep(1200);
+    await othersClosed(t);
     allFulfilled(await Promise.allSettled([c.get(id), c.list()]));
   }));
 
