@@ -65,6 +65,11 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
     return fatal(errorMessage(err), 77);
   }
 
+  // The periodic check (expiry, dead activities, the socket file, the idle exit): its pace, and the rounds run
+  // so far, in the status, so that a test can wait for rounds of it instead of sleeping.
+  const tick = Math.min(1000, Math.max(50, idle / 4));
+  let rounds = 0;
+
   const cache = new KeyCache(MAX_ENTRIES);
   let agent: Agent | null = null;
   const { ActivityRegistry } = await import('./activities.js');
@@ -92,6 +97,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
       socketSource: endpoint.source,
       log: logger.target,
       idleExitSeconds: idle / 1000,
+      housekeeping: { intervalMs: tick, rounds },
+      connections: connections.size,
       maxEntries: MAX_ENTRIES,
       posture,
       config: {
@@ -203,8 +210,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
   sessionLock.start({ onLock: () => theAgent.sessionLocked(), log });
 
   let idleSince = Date.now();
-  const tick = Math.min(1000, Math.max(50, idle / 4));
   setInterval(() => {
+    rounds++;
     theAgent.housekeeping();
     if (!stillOurs(endpoint.path, claimed.inode)) return shutdown('socket file removed or replaced');
     // An open connection is a command at work (between its first miss and its put, say): not idle either.

@@ -18,7 +18,7 @@ import {
   agentEnv,
   exited,
   readLog,
-  sleep,
+  running,
   startAgent,
   stashBin,
   waitFor,
@@ -28,6 +28,12 @@ import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 
 const sodium = createRequire(import.meta.url)('sodium-native') as typeof import('sodium-native');
+
+/**
+ * How long a test waits for a 2 s TTL to run out: the expiry itself is exact (the agent's clocks), so this only
+ * bounds a stuck test; a whole CI run at load 26 delayed single requests by seconds.
+ */
+const TTL_BOUND_MS = 20_000;
 
 function endpointOf(dir: string) {
   return agentEndpoint({ STASH_SESSION_AGENT_DIR: dir });
@@ -82,18 +88,34 @@ test('concurrent first requests on a new client share one handshake', () =>
     assert.ok(await c.get(b));
   }));
 
+/** Waits until the agent's only open connection is the one asking: it has closed every other. */
+async function othersClosed(t: TestAgentEnv): Promise<void> {
+  await waitFor(
+    async () => {
+      const probe = await AgentClient.connect(endpointOf(t.dir));
+      try {
+        return (await probe.status()).connections === 1;
+      } finally {
+        probe.close();
+      }
+    },
+    10_000,
+    'the agent to close the idle connection',
+  );
+}
+
 test('a connection the agent closed as idle is reopened by the next request; activity tokens stay valid', () =>
-  withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c) => {
+  withAgentClient({ STASH_AGENT_CONNECTION_IDLE_SECONDS: '0.5' }, async (c, t) => {
     // The flow of a first command: a miss, an unlock activity, then a long wait at the password prompt.
     const id = randomBytes(16);
     assert.is(await c.get(id), null);
     const token = await c.registerActivity(process.pid, 'unlock');
-    await sleep(1200);
+    await othersClosed(t);
     await c.unregisterActivity(process.pid, token);
     await c.put(id, randomBytes(32), { ttl: 60 });
     assert.ok(await c.get(id), 'the key was cached over the new connection');
     // Two requests at once after the next idle close share one reconnection.
-    await sleep(1200);
+    await othersClosed(t);
     allFulfilled(await Promise.allSettled([c.get(id), c.list()]));
   }));
 
@@ -191,19 +213,24 @@ test('sliding TTL with small TTLs; list does not extend; non-positive TTL reject
   withAgentClient({}, async (c, t) => {
     const slide = randomBytes(16);
     const still = randomBytes(16);
+    // `still` is put last: once it has expired, so would `slide` have, but for its reads.
     await c.put(slide, randomBytes(32), { ttl: 2 });
     await c.put(still, randomBytes(32), { ttl: 2 });
-    for (let i = 0; i < 4; i++) {
-      await sleep(700);
-      assert.ok(await c.get(slide), `sliding entry alive at ${(i + 1) * 700} ms`);
-      await c.list();
-    }
-    // 2.8 s have passed: the entry only listed is gone, the one read keeps sliding
-    const ids = (await c.list()).map((e) => e.id.toString('hex'));
-    assert.ok(ids.includes(slide.toString('hex')));
-    assert.not.ok(ids.includes(still.toString('hex')), 'list must not extend a TTL');
-    await sleep(2300);
-    assert.equal(await c.list(), [], 'expired entries are pruned by the agent');
+    const listed = async (): Promise<string[]> => (await c.list()).map((e) => e.id.toString('hex'));
+    // Read `slide` and list both until `still` expires: a list that extended a TTL would keep `still`
+    // (and time this out), a get that did not slide would lose `slide` first.
+    let reads = 0;
+    await waitFor(
+      async () => {
+        assert.ok(await c.get(slide), `the entry read ${reads++} times is still there`);
+        return !(await listed()).includes(still.toString('hex'));
+      },
+      TTL_BOUND_MS,
+      'the entry only listed to expire',
+    );
+    assert.ok((await listed()).includes(slide.toString('hex')), 'the entry read keeps sliding past its first expiry');
+    // Not read any more, `slide` expires too, and the agent prunes it.
+    await waitFor(async () => (await c.list()).length === 0, TTL_BOUND_MS, 'the entry read to expire once reads stop');
     assert.is(await c.get(slide), null);
 
     // A client can only send TTL <= 0 by hand: the encoder refuses it.
@@ -309,12 +336,15 @@ test('idle exit after the idle time with nothing cached', async () => {
   const t = agentEnv({ STASH_AGENT_IDLE_SECONDS: '1' });
   const proc = await startAgent(t);
   const c = await AgentClient.connect(endpointOf(t.dir));
-  await c.put(randomBytes(16), randomBytes(32), { ttl: 1 });
+  // A key that outlives the idle time twice over: an agent that counted it as idle would exit holding it.
+  await c.put(randomBytes(16), randomBytes(32), { ttl: 2 });
   c.close();
-  await sleep(1500);
-  assert.is(proc.exitCode, null, 'an agent holding a key (until its TTL runs out) is not idle');
-  assert.is(await exited(proc, 5000), 0);
-  assert.match(readLog(t), /idle for 1 s/);
+  assert.is(await exited(proc), 0);
+  // The exit line counts the keys it wiped: 0, so the agent waited for the key to expire.
+  const log = readLog(t);
+  const expired = log.indexOf('expired 1 cached key(s)');
+  const exit = log.indexOf('agent exiting (idle for 1 s); wiped 0 key(s)');
+  assert.ok(expired >= 0 && exit > expired, `the key expired, then the agent went idle and exited:\n${log}`);
   t.cleanup();
 });
 
@@ -324,8 +354,14 @@ test('an open connection keeps an agent with nothing cached from its idle exit',
   const c = await AgentClient.connect(endpointOf(t.dir));
   try {
     assert.is(await c.get(randomBytes(16)), null);
-    await sleep(1800);
-    assert.is(proc.exitCode, null, 'a command between its cache miss and its put is not cut off');
+    // The agent's own clock: rounds of its periodic check, whose idle test would end it. Once they have covered
+    // the idle time twice over, the connection has kept it running (a status request fails once it has gone).
+    const rounds = async (): Promise<{ intervalMs: number; rounds: number }> =>
+      (await c.status()).housekeeping as { intervalMs: number; rounds: number };
+    const start = await rounds();
+    const enough = start.rounds + Math.ceil(2000 / start.intervalMs) + 1;
+    await waitFor(async () => (await rounds()).rounds >= enough, 20_000, 'rounds of the idle check for 2 s');
+    assert.ok(running(proc.pid!), 'a command between its cache miss and its put is not cut off');
     await c.put(randomBytes(16), randomBytes(32), { ttl: 1 });
   } finally {
     c.close();

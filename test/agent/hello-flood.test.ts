@@ -33,7 +33,7 @@ import {
   wipe,
   type Frame,
 } from '../../src/protocol/index.js';
-import { agentEnv, exited, readLog, sleep, startAgent, type TestAgentEnv } from '../helpers/agent.js';
+import { agentEnv, exited, readLog, sleep, startAgent, waitFor, type TestAgentEnv } from '../helpers/agent.js';
 
 const linux = process.platform === 'linux';
 /** Lines of /proc/PID/maps: one per mapping (a sodium_malloc buffer leaves about four until it is unmapped). */
@@ -316,7 +316,14 @@ test('after warm-up, no request path calls sodium_malloc: handshakes, re-HELLOs,
   const agent = inProcessAgent();
   const home = agentEnv();
   const path = join(home.home, 'in-process.sock');
-  const server = createServer((socket) => new AgentConnection(socket, process.pid, agent));
+  // Counted after each AgentConnection's own close handler (added first, so run first).
+  let opened = 0;
+  let closed = 0;
+  const server = createServer((socket) => {
+    new AgentConnection(socket, process.pid, agent);
+    opened++;
+    socket.on('close', () => closed++);
+  });
   await new Promise<void>((r) => server.listen(path, r));
   const sodium = loadSodium();
   const realMalloc = sodium.sodium_malloc;
@@ -362,7 +369,7 @@ test('after warm-up, no request path calls sodium_malloc: handshakes, re-HELLOs,
       return realMalloc(size);
     }) as typeof realMalloc;
     await workload(20);
-    await sleep(50); // the last connections' close events
+    await waitFor(() => closed === opened, 5000, "the last connections' close events");
     assert.is(mallocs, 0, `sodium_malloc was called ${mallocs} times after warm-up`);
   } finally {
     sodium.sodium_malloc = realMalloc;

@@ -121,15 +121,25 @@ test("Lock on the agent's session: every key gone at once, no key cached until U
     const ids = await putSome(a.client, 100);
 
     await a.session.lock();
-    await waitFor(async () => (await lockStatus(a.client)).locked, 5000, 'the lock');
+    // The lock and the wipe are one step on the agent's JS thread: the first status that reports the lock
+    // finds no key left. A wipe that waited for a timer or a poll would leave keys behind a reported lock.
+    let keysAtLock = -1;
+    await waitFor(
+      async () => {
+        const s = await a.client.status();
+        if ((s.sessionLock as LockStatus).locked) keysAtLock = s.entries as number;
+        return keysAtLock >= 0;
+      },
+      5000,
+      'the lock',
+    );
+    assert.is(keysAtLock, 0, 'keys left when the agent first reported the lock');
     for (const id of ids) assert.is(await a.client.get(id), null, 'every get misses after the lock');
     assert.equal(await a.client.list(), []);
     const last = (await lockStatus(a.client)).lastLock!;
     assert.equal([last.source, last.signal, last.wiped], ['logind', 'Lock', 100]);
+    // How soon: bench/suspend-wipe.js measures it against its 50 ms target; a loaded machine stretches it here.
     console.log(`  lock -> 100 keys wiped: ${last.wipeLatencyMs.toFixed(2)} ms after the signal was read`);
-    // A behaviour bound, as in power.test.ts: it catches a wipe that waits for a timer or a poll. The 50 ms
-    // target is measured by bench/suspend-wipe.js; here at load 12 on 2 CPUs one lock took 109 ms.
-    assert.ok(last.wipeLatencyMs < 250, `wiped ${last.wipeLatencyMs} ms after the signal (bound 250 ms)`);
     assert.is(
       await codeOf(a.client.put(randomBytes(16), randomBytes(32), {})),
       'AGENT_SESSION_LOCKED',

@@ -127,6 +127,19 @@ test('blocking: a silent agent is given up after the reply timeout, and the conn
   const t = agentEnv();
   mkdirSync(t.dir, { recursive: true, mode: 0o700 });
   const fake = await startFake('silent', join(t.dir, 'agent.sock'));
+  // The transport's waits, counted: each call of the addon's receive, the bound it was given and how it ended.
+  const receives: string[] = [];
+  const receive = native.socketReceive!;
+  native.socketReceive = (fd, into, timeoutMs) => {
+    try {
+      const n = receive(fd, into, timeoutMs);
+      receives.push(`${timeoutMs} ms: ${n} bytes`);
+      return n;
+    } catch (err) {
+      receives.push(`${timeoutMs} ms: ${(err as { code?: string }).code ?? String(err)}`);
+      throw err;
+    }
+  };
   try {
     const c = await AgentClient.connect(endpointOf(t.dir), 2000, { transport: 'blocking', replyTimeoutMs: 300 });
     const started = Date.now();
@@ -134,15 +147,20 @@ test('blocking: a silent agent is given up after the reply timeout, and the conn
     const took = Date.now() - started;
     assert.is(first.code, 'AGENT_UNAVAILABLE');
     assert.match(first.message, /did not answer within 300 ms/);
-    assert.ok(took >= 290 && took < 5000, `gave up after the timeout (${took} ms)`);
+    // One wait, bounded by the reply timeout (300 ms, or 299 once a millisecond has passed), that timed out.
+    assert.ok(receives.length === 1 && /^(300|299) ms: ETIMEDOUT$/.test(receives[0]!), receives.join('; '));
+    // A lower bound: the wait was real. (Load can only lengthen it.)
+    assert.ok(took >= 290, `gave up after the timeout (${took} ms)`);
     const again = await failure(c.status());
     assert.is(
       again.code,
       'AGENT_UNAVAILABLE',
       'later requests fail at once: a late reply would answer the wrong request',
     );
+    assert.is(receives.length, 1, 'and without another wait');
     c.close();
   } finally {
+    native.socketReceive = receive;
     fake.kill();
     await exited(fake);
     t.cleanup();

@@ -11,7 +11,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { logindBusFacility, startLogindBus, type LogindBus } from '../fixtures/logind-bus.js';
 import { startXvfb, xvfbFacility, type Xvfb } from '../fixtures/xvfb.js';
-import { running as alive, sleep, waitFor } from '../helpers/agent.js';
+import { AgentClient } from '../../src/agent/client.js';
+import { agentEndpoint } from '../../src/agent/paths.js';
+import { running as alive, waitFor } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { cliEnv } from './harness.js';
 
@@ -61,7 +63,18 @@ for (const terminate of [false, true]) {
       assert.is(r.code, 0, r.stderr);
       assert.is(x.paste(), 'suspend-me');
       const pid = Number(readFileSync(join(t.dir, 'clip-clear.pid'), 'utf8').split(' ')[0]);
-      await sleep(300);
+      // The helper registered its activity before it copied, and the agent decided on the block lock while it
+      // handled that registration: its status shows the decision (a lock wanted but not taken yet shows as a
+      // reason), and logind what it holds.
+      const agent = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
+      let status: Record<string, unknown>;
+      try {
+        status = await agent.status();
+      } finally {
+        agent.close();
+      }
+      assert.equal(status.activityKinds, ['form']);
+      assert.equal((status.power as Record<string, unknown>).blockLock, { held: false, kinds: [], reason: null });
       assert.equal(
         (await bus.listInhibitors()).filter((i) => i.who === 'stash' && i.mode === 'block'),
         [],

@@ -12,6 +12,7 @@ import {
   type Reply,
   type Request,
 } from '../../src/protocol/index.js';
+import { rng, seededBytes, testSeed } from '../helpers/seeded-random.js';
 
 function errCode(fn: () => unknown): string | undefined {
   try {
@@ -185,15 +186,24 @@ test('unknown kind and unsupported type', () => {
 });
 
 test('random payloads never throw anything but ProtocolError', () => {
+  // A seeded run: the failure message names the seed, and STASH_TEST_SEED=<seed> replays the same payloads.
+  const seed = testSeed();
+  const rand = rng(seed);
   const types = Object.values(MsgType);
   for (let i = 0; i < 20000; i++) {
     const type = i % 5 === 0 ? (i * 7) % 256 : types[i % types.length]!;
-    const payload = randomBytes(i % 64);
-    for (const fn of [() => decodeRequest({ type, payload }), () => decodeReply({ type, payload })]) {
+    const payload = seededBytes(rand, i % 64);
+    for (const [side, fn] of [
+      ['request', () => decodeRequest({ type, payload })],
+      ['reply', () => decodeReply({ type, payload })],
+    ] as const) {
       try {
         fn();
       } catch (err) {
-        if (!(err instanceof ProtocolError)) throw err;
+        if (!(err instanceof ProtocolError))
+          assert.unreachable(
+            `case ${i} (STASH_TEST_SEED=${seed}): decoding type 0x${type.toString(16)} as a ${side}, payload ${payload.toString('hex')}, threw ${String(err)}`,
+          );
       }
     }
   }

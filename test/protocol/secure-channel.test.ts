@@ -55,11 +55,18 @@ test('sealed put opens on the other side into secure memory', () => {
   opened.release();
 });
 
-test('both directions work with independent counters', () => {
+test('both directions work with independent counters, and each side reads what the other sealed', () => {
   const { client, server } = pair();
   for (let i = 0; i < 5; i++) {
-    server.open(frameOf(client.seal(encodeRequest({ type: 'forget-all' })))).release();
-    client.open(frameOf(server.seal(encodeRequest({ type: 'list', offset: i })))).release();
+    // Two requests for each reply: the counters of the two directions part, and each frame still opens to its own content.
+    for (const offset of [2 * i, 2 * i + 1]) {
+      const request = server.open(frameOf(client.seal(encodeRequest({ type: 'list', offset }))));
+      assert.equal(decodeRequest(request.inner), { type: 'list', offset }, `request ${offset}`);
+      request.release();
+    }
+    const reply = client.open(frameOf(server.seal(encodeReply({ type: 'ack', count: i }))));
+    assert.equal(decodeReply(reply.inner), { type: 'ack', count: i }, `reply ${i}`);
+    reply.release();
   }
 });
 

@@ -24,6 +24,7 @@ import { signMembership, signWrite } from '../../src/vault/sharing/crypto.js';
 import { decodeShared, headerLength, SIGNATURE_BYTES, STANZA_BYTES } from '../../src/vault/sharing/format.js';
 import { cleanup, expectCode } from './vault-fixture.js';
 import { read, threeMembers, write, type Person } from './sharing-people.js';
+import { rng } from '../helpers/seeded-random.js';
 
 test.after.each(cleanup);
 
@@ -39,18 +40,6 @@ const ALLOWED = new Set([
   'SHARE_NOT_RECIPIENT',
 ]);
 const SECRET = 'fuzz-secret-value-0123456789';
-
-/** mulberry32: a small seeded generator, so a failure can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function mutate(good: Buffer, rand: () => number): Buffer {
   const int = (n: number) => Math.floor(rand() * n);
