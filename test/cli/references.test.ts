@@ -12,7 +12,8 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { join } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { Concealer } from '../../src/cli/mask-stream.js';
-import { parseRef, templateRefs } from '../../src/cli/refs/reference.js';
+import { parseRef } from '../../src/cli/refs/reference.js';
+import { scanTemplate } from '../../src/cli/refs/template.js';
 import { cliEnv, type CliEnv } from './harness.js';
 
 async function setup(): Promise<CliEnv> {
@@ -41,10 +42,13 @@ test('references parse, with errors that name the problem', () => {
   assert.throws(() => parseRef('stash://work/a/b'), /one \//);
   assert.throws(() => parseRef('stash://wo rk/KEY'), /not a container name/);
   assert.throws(() => parseRef('stash://work/9KEY'), /not an entry name/);
+  const scan = scanTemplate('a {{stash://w/A}} b {{  stash://w/B  }} {{stash://w/A}}');
   assert.equal(
-    templateRefs('a {{stash://w/A}} b {{  stash://w/B  }}').map((r) => r.name),
+    scan.refs.map((r) => r.name),
     ['A', 'B'],
+    'each distinct reference once',
   );
+  assert.equal([...scan.spans], [2, 17, 0, 20, 39, 1, 40, 55, 0]);
 });
 
 test('--mask conceals values split across chunks, and leaves short values and other text alone', () => {
@@ -165,6 +169,37 @@ test('inject fills a template to stdout or to a 0600 file; a missing reference w
     assert.match(missing.stderr, /stash:\/\/work\/MISSING/);
     assert.ok(!existsSync(other), 'nothing written');
     assert.is((await t.run(['inject', '-i', template])).stdout, '', 'nothing on stdout either');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('inject fills 100,000 references (two containers, four entries, spelt several ways), ASCII or not', async () => {
+  const t = await setup();
+  try {
+    // Each entry under another spelling: spaces inside the braces, a %-escape. Each line holds all four.
+    const refs: Array<[string, string]> = [
+      ['{{stash://work/API_TOKEN}}', 'tok-work-123'],
+      ['{{ stash://ci/API_TOKEN }}', 'tok-ci-456'],
+      ['{{stash://ci/%43I_ONLY}}', "it's"],
+      ['{{  stash://work/DB_PASSWORD}}', 'pw with "quotes" and $dollar'],
+    ];
+    const lines: string[] = [];
+    const filled: string[] = [];
+    for (let i = 0; i < 25_000; i++) {
+      lines.push(`${i}: ${refs.map(([r]) => r).join(' ')}\n`);
+      filled.push(`${i}: ${refs.map(([, v]) => v).join(' ')}\n`);
+    }
+    const template = join(t.home, 'big.tpl');
+    for (const head of ['', 'naïve → ünïcode {{stash://work/API_TOKEN}}\n']) {
+      writeFileSync(template, head + lines.join(''));
+      const r = await t.run(['inject', '-i', template], { timeoutMs: 60_000 });
+      assert.is(r.code, 0, r.stderr);
+      assert.ok(
+        r.stdout === head.replace('{{stash://work/API_TOKEN}}', 'tok-work-123') + filled.join(''),
+        'the filled text',
+      );
+    }
   } finally {
     await t.dispose();
   }

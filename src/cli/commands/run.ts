@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
-import { resolveRefs, wipeResolved } from '../refs/resolve.js';
+import { resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
 import type { Invocation } from '../registry.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
@@ -63,14 +63,14 @@ export async function run(inv: Invocation): Promise<number> {
     try {
       if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
       for (const [k, ref] of envRefs) {
-        const value = values.get(ref.text)!;
+        const value = resolvedValue(values, ref);
         if (value.includes(0))
           throw new UsageError(
             `${k}=${ref.text}: the value holds a NUL byte, which an environment variable cannot carry (use --file ${k}=${ref.text})`,
           );
         base[k] = value.toString('utf8');
       }
-      for (const f of files) base[f.variable] = secretFiles!.write(f.variable, values.get(f.ref.text)!);
+      for (const f of files) base[f.variable] = secretFiles!.write(f.variable, resolvedValue(values, f.ref));
       const mask = inv.values.mask === true ? [...values.values()] : null;
       return await runChild(session, cmd, args, base, { mask });
     } finally {
