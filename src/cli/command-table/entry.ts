@@ -160,7 +160,8 @@ export const ENTRY_COMMANDS: Command[] = [
     positionals: [0, 0],
     summary: 'fill a template: every {{ stash://CONTAINER/NAME }} replaced by its value',
     details:
-      'The template comes from -i FILE or standard input; the result goes to standard output or -o FILE (written 0600, atomically). ' +
+      'The template comes from -i FILE or standard input; the result goes to standard output or -o FILE (written 0600, atomically; ' +
+      'FILE must be a regular file or a new one, not a device, FIFO, socket, folder or symbolic link). ' +
       'Every reference is resolved first: a missing one is an error and nothing is written.',
     options: {
       ...unlock,

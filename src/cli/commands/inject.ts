@@ -2,14 +2,15 @@
  * `stash inject [-i TEMPLATE] [-o FILE]`: copies a template (stdin by
  * default) to stdout or FILE with every `{{ stash://CONTAINER/NAME }}`
  * replaced by its value. Every reference is resolved before anything is
- * written, so a missing one writes nothing; FILE is written 0600, atomically.
- * The filled text is assembled in secure memory (refs/template.ts).
+ * written, so a missing one writes nothing; FILE is written 0600, atomically,
+ * and only if it is a regular file or a new one (vault/user-file.ts). The
+ * filled text is assembled in secure memory (refs/template.ts).
  */
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
-import { atomicWrite } from '../../vault/fs-atomic.js';
 import { wipe } from '../../vault/secure.js';
+import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 import { note } from '../output.js';
 import { resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
 import { fillTemplate, scanTemplate } from '../refs/template.js';
@@ -36,6 +37,8 @@ export async function run(inv: Invocation): Promise<number> {
   const input = typeof inv.values.in === 'string' ? inv.values.in : null;
   const output = typeof inv.values.out === 'string' ? inv.values.out : null;
   if (input === null && isTerminal(0)) throw new UsageError('give the template with -i TEMPLATE or on standard input');
+  // A device, FIFO, socket, folder or link at FILE is refused before anything is decrypted.
+  if (output !== null) checkOutputPath(output);
   const bytes = readTemplate(input);
   const template = bytes.toString('utf8');
   const scan = scanTemplate(template);
@@ -52,7 +55,7 @@ export async function run(inv: Invocation): Promise<number> {
       );
       const { count } = scan;
       if (output !== null) {
-        atomicWrite(output, [filled]); // 0600: the file holds secrets
+        writeUserFile(output, [filled]); // 0600: the file holds secrets
         note(`Wrote ${output} (${count} reference${count === 1 ? '' : 's'} filled, mode 0600).`);
       } else {
         await writeStdout(filled);
