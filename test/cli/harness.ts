@@ -32,10 +32,13 @@ export interface CliEnv extends TestAgentEnv {
   /** A password file (0600) holding `password`. */
   pwFile: string;
   password: string;
-  /** Runs stash with `args`; `input` is written to its stdin (else stdin is empty). */
+  /**
+   * Runs stash with `args`; `input` is written to its stdin (else stdin is empty). `wrap`: a
+   * command that runs it (`unshare ... sh -c '...; exec "$@"' sh`), the node command appended.
+   */
   run(
     args: string[],
-    opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+    opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number; wrap?: string[] },
   ): Promise<RunResult>;
   /** Runs stash on a pseudo-terminal, answering prompts: [[regex, answer], ...]. */
   pty(args: string[], script: Array<[string, string]>, opts?: { env?: NodeJS.ProcessEnv }): PtyResult;
@@ -68,7 +71,8 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): CliEnv {
 
   const run: CliEnv['run'] = (args, opts = {}) =>
     new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [stashBin, ...args], {
+      const argv = [...(opts.wrap ?? []), process.execPath, stashBin, ...args];
+      const child = spawn(argv[0]!, argv.slice(1), {
         env: { ...t.env, ...opts.env },
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: true, // setsid: no controlling terminal, so no prompt can reach the developer's terminal

@@ -8,10 +8,11 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { Concealer } from '../../src/cli/mask-stream.js';
+import { inMemory } from '../../src/cli/memory-folder.js';
 import { parseRef } from '../../src/cli/refs/reference.js';
 import { scanTemplate } from '../../src/cli/refs/template.js';
 import { cliEnv, type CliEnv } from './harness.js';
@@ -96,34 +97,35 @@ test('read, run (environment, dotenv file, --file, --mask, --no-inherit), unknow
       (await t.run(['run', '--', 'true'], { env: { FOO: 'stash://work/API_TOKN' } })).stderr,
       /did you mean API_TOKEN\?/,
     );
-    // --file: a 0600 file in a 0700 folder under XDG_RUNTIME_DIR while the command runs, gone afterwards.
-    const runtime = join(t.home, 'runtime');
-    mkdirSync(runtime, { mode: 0o700 });
-    const file = await t.run(
-      [
-        'run',
-        '--file',
-        'PEM_FILE=stash://work/PEM',
-        '--',
-        'sh',
-        '-c',
-        'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"',
-      ],
-      { env: { XDG_RUNTIME_DIR: runtime } },
-    );
-    assert.is(file.code, 0, file.stderr);
-    assert.match(
-      file.stdout,
-      new RegExp(
-        `^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`,
-      ),
-    );
-    assert.equal(spawnSync('ls', ['-A', runtime]).stdout.toString(), '', 'the file and its folder are removed');
-    const noRuntime = await t.run(['run', '--file', 'P=stash://work/PEM', '--', 'true'], {
-      env: { XDG_RUNTIME_DIR: undefined },
-    });
-    assert.is(noRuntime.code, 69);
-    assert.match(noRuntime.stderr, /XDG_RUNTIME_DIR is not set.*--insecure-tmp/);
+    // --file: a 0600 file in a 0700 folder under XDG_RUNTIME_DIR (a tmpfs) while the command runs, gone
+    // afterwards. Where the folder goes when XDG_RUNTIME_DIR is not one: test/cli/memory-folder.test.ts.
+    if (inMemory('/dev/shm') === true) {
+      const runtime = mkdtempSync('/dev/shm/stash-references-test-');
+      try {
+        const file = await t.run(
+          [
+            'run',
+            '--file',
+            'PEM_FILE=stash://work/PEM',
+            '--',
+            'sh',
+            '-c',
+            'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"',
+          ],
+          { env: { XDG_RUNTIME_DIR: runtime } },
+        );
+        assert.is(file.code, 0, file.stderr);
+        assert.match(
+          file.stdout,
+          new RegExp(
+            `^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`,
+          ),
+        );
+        assert.equal(readdirSync(runtime), [], 'the file and its folder are removed');
+      } finally {
+        rmSync(runtime, { recursive: true, force: true });
+      }
+    }
     // --mask: the value never reaches our stdout or stderr.
     const masked = await t.run(['run', '--mask', '--', 'sh', '-c', 'echo "token=$FOO"; echo "err $FOO" >&2'], { env });
     assert.is(masked.stdout, 'token=<concealed by stash>\n', JSON.stringify(masked));

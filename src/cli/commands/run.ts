@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
-import { resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
+import { type Resolved, resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
 import type { Invocation } from '../registry.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
@@ -57,11 +57,12 @@ export async function run(inv: Invocation): Promise<number> {
   const files = list(inv.values.file).map(fileOption);
   const session = new Session(inv.values);
   try {
-    const values = await resolveRefs(session, [...envRefs.values(), ...files.map((f) => f.ref)]);
     const { SecretFiles } = await import('../secret-files.js');
-    let secretFiles: ReturnType<typeof SecretFiles.create> | null = null;
+    // The private folder first: without a tmpfs for --file, the refusal costs no password.
+    const secretFiles = files.length > 0 ? SecretFiles.create(inv.values['insecure-tmp'] === true) : null;
+    let values: Resolved = new Map();
     try {
-      if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
+      values = await resolveRefs(session, [...envRefs.values(), ...files.map((f) => f.ref)]);
       for (const [k, ref] of envRefs) {
         const value = resolvedValue(values, ref);
         if (value.includes(0))
