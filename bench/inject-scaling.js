@@ -32,12 +32,6 @@ if (!statSync(PYTHON, { throwIfNoEntry: false })) {
 const h = agentHome({ STASH_KDF: 'test' });
 const stash = [process.execPath, bin('stash.js')];
 
-function stashRun(args, input) {
-  const r = spawnSync(stash[0], [...stash.slice(1), ...args], { cwd: root, env: h.env, input, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`stash ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
-  return r.stdout;
-}
-
 // CPU and peak RSS of one child from wait4(2), to the microsecond: GNU time and
 // bash's `times` print hundredths or thousandths of a second, coarser than the
 // whole cost of 10,000 references.
@@ -73,9 +67,9 @@ function template(n) {
 try {
   const pw = join(h.home, 'password');
   writeFileSync(pw, 'bench password\n', { mode: 0o600 });
-  stashRun(['vault', 'init', '--password-file', pw]);
-  stashRun(['container', 'create', 'w', '--password-file', pw]);
-  for (const e of ENTRIES) stashRun(['set', 'w', e, '--raw', '--password-file', pw], entryValue(e));
+  h.stash(['vault', 'init', '--password-file', pw]);
+  h.stash(['container', 'create', 'w', '--password-file', pw]);
+  for (const e of ENTRIES) h.stash(['set', 'w', e, '--raw', '--password-file', pw], entryValue(e));
   const sedArgs = ['sed', ...ENTRIES.flatMap((e) => ['-e', `s#{{stash://w/${e}}}#${entryValue(e)}#g`])];
   const small = join(h.home, 'small.tpl');
   writeFileSync(small, template(ENTRIES.length));

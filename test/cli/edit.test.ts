@@ -14,9 +14,9 @@ import { once } from 'node:events';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stashBin, waitFor } from '../helpers/agent.js';
-import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
+import { needFacility } from '../helpers/facility.js';
 import { inMemory } from '../../src/cli/memory-folder.js';
-import { cliEnv, havePty, snapshot, type CliEnv } from './harness.js';
+import { cliEnv, diskFolder, havePty, shmReplacedBy, snapshot, type CliEnv } from './harness.js';
 
 const usable = process.platform === 'linux' && existsSync('/dev/shm') && inMemory('/dev/shm') === true;
 let t: CliEnv;
@@ -136,7 +136,7 @@ test('a failing editor, a missing one, an empty result: nothing stored, the file
 
 test('XDG_RUNTIME_DIR unset or on disk: the file goes to /dev/shm; no tmpfs at all: refused (69) before any password', async () => {
   if (!usable) return;
-  const disk = mkdtempSync(join(process.cwd(), 'node_modules', '.cache', 'stash-edit-disk-'));
+  const disk = diskFolder('stash-edit-disk-');
   try {
     assert.is(inMemory(disk), false, `${disk} is on a disk`);
     const where = editor(
@@ -153,21 +153,9 @@ test('XDG_RUNTIME_DIR unset or on disk: the file goes to /dev/shm; no tmpfs at a
     }
     assert.equal(readdirSync(disk), [], 'nothing in the folder on disk');
     assert.is(await getValue(), `${VALUE}+shm+shm`);
-    if (!needFacility(isRoot && haveCommand('unshare'), 'a mount namespace', 'needs root and unshare (util-linux)'))
-      return;
     // /dev/shm a folder on disk too, in a mount namespace of the command's own.
-    const wrap = [
-      'unshare',
-      '--mount',
-      '--propagation',
-      'private',
-      '--',
-      'sh',
-      '-c',
-      'mount --bind "$1" /dev/shm && shift && exec "$@"',
-      'sh',
-      disk,
-    ];
+    const wrap = shmReplacedBy(disk);
+    if (wrap === null) return;
     assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
     const append = editor('append2.sh', `printf '+insecure' >> "$1"`);
     const r = await t.run(['edit', 'c', 'K'], {

@@ -14,8 +14,8 @@ import { spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { inMemory, memoryParent, SHM_DIR } from '../../src/cli/memory-folder.js';
-import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
-import { cliEnv, type CliEnv } from './harness.js';
+import { isRoot, needFacility } from '../helpers/facility.js';
+import { cliEnv, diskFolder, shmReplacedBy, type CliEnv } from './harness.js';
 
 const linux = process.platform === 'linux';
 const shmUsable = linux && inMemory(SHM_DIR) === true;
@@ -28,7 +28,7 @@ let memory = '';
 
 test.before(async () => {
   if (!needFacility(shmUsable, 'a tmpfs on /dev/shm', 'Linux with /dev/shm a tmpfs')) return;
-  disk = mkdtempSync(join(process.cwd(), 'node_modules', '.cache', 'stash-disk-'));
+  disk = diskFolder('stash-disk-');
   const type = spawnSync('stat', ['-f', '-c', '%T', disk], { encoding: 'utf8' }).stdout.trim();
   assert.is.not(type, 'tmpfs', `${disk} must be on a disk`);
   assert.is(inMemory(disk), false);
@@ -108,20 +108,8 @@ test('run --file with XDG_RUNTIME_DIR on a disk folder: the file is on tmpfs (/d
 
 test('no tmpfs at all (/dev/shm a disk folder in a mount namespace): refused (69) before the program and any password', async () => {
   if (!shmUsable) return;
-  if (!needFacility(isRoot && haveCommand('unshare'), 'a mount namespace', 'needs root and unshare (util-linux)'))
-    return;
-  const wrap = [
-    'unshare',
-    '--mount',
-    '--propagation',
-    'private',
-    '--',
-    'sh',
-    '-c',
-    'mount --bind "$1" /dev/shm && shift && exec "$@"',
-    'sh',
-    disk,
-  ];
+  const wrap = shmReplacedBy(disk);
+  if (wrap === null) return;
   assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
   const marker = join(disk, 'ran');
   const refused = await t.run(['run', '--file', 'F=stash://work/PEM', '--', 'touch', marker], {

@@ -22,10 +22,10 @@ import {
 } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
-import { addContact, createContainer, identityPublic, initVault, unlockVault, wipe } from '../../src/vault/index.js';
-import { shareContainer } from '../../src/vault/sharing/index.js';
+import { wipe } from '../../src/vault/index.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { cliEnv, type CliEnv } from './harness.js';
+import { sharedPair } from './members.js';
 
 let t: CliEnv;
 let bob: CliEnv;
@@ -33,15 +33,7 @@ let n = 0;
 
 test.before(async () => {
   [t, bob] = [cliEnv(), cliEnv()];
-  for (const x of [t, bob]) await initVault(x.vault, Buffer.from(x.password), { kdf: 'test' });
-  const key = await unlockVault(t.vault, Buffer.from(t.password));
-  const bobKey = await unlockVault(bob.vault, Buffer.from(bob.password));
-  const bobPub = identityPublic(bob.vault, bobKey);
-  addContact(t.vault, key, { name: 'bob', email: 'bob@example.test', x25519: bobPub.x25519, ed25519: bobPub.ed25519 });
-  createContainer(t.vault, key, 'team');
-  shareContainer(t.vault, key, 'team', [{ x25519: bobPub.x25519, ed25519: bobPub.ed25519 }]);
-  wipe(key);
-  wipe(bobKey);
+  wipe(await sharedPair(t, bob, 'team'));
   t.env.STASH_PASSWORD_FILE = t.pwFile;
   for (const args of [
     ['container', 'create', 'work'],
