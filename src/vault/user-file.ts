@@ -24,8 +24,8 @@ import { type AtomicWriteOptions, atomicWrite, FILE_MODE, fsyncDir } from './fs-
 
 export interface UserFileOptions extends AtomicWriteOptions {
   /**
-   * false: the file must be new (an existing name of any kind is refused,
-   * FILE_EXISTS, and the file is created with O_EXCL, which follows no link).
+   * false: the file must be new (a regular file there is FILE_EXISTS, anything
+   * else OUTPUT_NOT_FILE; it is created with O_EXCL, which follows no link).
    * Default true: a regular file there is replaced atomically.
    */
   replace?: boolean;
@@ -34,7 +34,7 @@ export interface UserFileOptions extends AtomicWriteOptions {
 }
 
 /** What a non-regular file is, in words: "a character device", "a symbolic link (to /x)". */
-export function kindOf(path: string, st: Stats): string {
+function kindOf(path: string, st: Stats): string {
   if (st.isSymbolicLink()) {
     let target = '';
     try {
