@@ -1,6 +1,6 @@
 // A real session agent (`node bin/stash.js __agent`, compiled dist/) in a
 // private temporary folder, for the agent and suspend scripts.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,11 @@ import { bin, dist, root } from './lib.js';
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** Environment of a private agent: its own HOME, socket folder and log; `extra` wins. */
+/**
+ * Environment of a private agent: its own HOME, socket folder and log; `extra` wins.
+ * `stash(args, input)` runs the compiled CLI there and returns its stdout (throws with
+ * its stderr on a non-zero exit).
+ */
 export function agentHome(extra = {}) {
   const home = mkdtempSync(join(tmpdir(), 'stash-bench-'));
   const env = {
@@ -31,6 +35,11 @@ export function agentHome(extra = {}) {
     home,
     env,
     dir: env.STASH_SESSION_AGENT_DIR,
+    stash(args, input) {
+      const r = spawnSync(process.execPath, [bin('stash.js'), ...args], { cwd: root, env, input, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`stash ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+      return r.stdout;
+    },
     remove: () => rmSync(home, { recursive: true, force: true, maxRetries: 10, retryDelay: 50 }),
   };
 }

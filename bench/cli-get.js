@@ -20,12 +20,6 @@ const TARGET = 1.3;
 const h = agentHome({ STASH_KDF: 'test' });
 const stash = [process.execPath, bin('stash.js')];
 
-function stashRun(args, input) {
-  const r = spawnSync(stash[0], [...stash.slice(1), ...args], { cwd: root, env: h.env, input, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`stash ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
-  return r.stdout;
-}
-
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
@@ -62,11 +56,11 @@ function timeRound(commands, useHyperfine) {
 try {
   const pw = join(h.home, 'password');
   writeFileSync(pw, 'bench password\n', { mode: 0o600 });
-  stashRun(['vault', 'init', '--password-file', pw]);
-  stashRun(['container', 'create', 'work', '--password-file', pw]);
-  stashRun(['set', 'work', 'API_TOKEN', '--password-file', pw], 'not-a-real-token\n');
+  h.stash(['vault', 'init', '--password-file', pw]);
+  h.stash(['container', 'create', 'work', '--password-file', pw]);
+  h.stash(['set', 'work', 'API_TOKEN', '--password-file', pw], 'not-a-real-token\n');
   // No password source from here on: a get that works uses the cached keys.
-  if (stashRun(['get', 'work', 'API_TOKEN']) !== 'not-a-real-token')
+  if (h.stash(['get', 'work', 'API_TOKEN']) !== 'not-a-real-token')
     throw new Error('stash get did not print the stored value');
   const quote = (s) => (/\s/.test(s) ? `'${s}'` : s);
   const commands = [

@@ -8,6 +8,7 @@ export const SCRIPTS = [
   'keyserver-fetch-scaling.js',
   'agent-get.js',
   'cli-get.js',
+  'inject-scaling.js',
   'suspend-wipe.js',
   'store-memory.js',
   'keyserver-rss.js',

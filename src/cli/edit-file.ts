@@ -1,61 +1,16 @@
 /**
- * The file `stash edit` hands to the editor: 0600, in a fresh 0700 folder
- * under XDG_RUNTIME_DIR, which on Linux must be a tmpfs (the user's own,
- * cleared at logout), so the plaintext never reaches a disk. Afterwards every
+ * The file `stash edit` hands to the editor: 0600, in a fresh 0700 folder on
+ * a tmpfs (memory-folder.ts chooses it: XDG_RUNTIME_DIR, else /dev/shm), so
+ * the plaintext never reaches a disk. Afterwards every
  * file in that folder (the editor's swap and backup files too) is overwritten
  * with zeros and removed, and the folder with them.
  */
-import {
-  closeSync,
-  fstatSync,
-  fsyncSync,
-  lstatSync,
-  mkdtempSync,
-  openSync,
-  readdirSync,
-  rmSync,
-  writeSync,
-} from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, fstatSync, fsyncSync, lstatSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { StashError } from '../errors.js';
 import { MAX_VALUE_BYTES } from '../vault/names.js';
-import { inMemory } from './memory-folder.js';
-import { warn } from './output.js';
+import { makeMemoryFolder } from './memory-folder.js';
 import { readFdSecure } from './secure-read.js';
-
-const uid = (): number => (typeof process.getuid === 'function' ? process.getuid() : -1);
-
-/** The folder to create the private folder in; refuses one that is not private memory, unless `insecureTmp`. */
-function parentFolder(insecureTmp: boolean): string {
-  const runtime = process.env.XDG_RUNTIME_DIR;
-  let problem: string | null = null;
-  if (!runtime) problem = 'XDG_RUNTIME_DIR is not set, so there is no private tmpfs for the file';
-  else {
-    try {
-      const st = lstatSync(runtime);
-      if (!st.isDirectory()) problem = `XDG_RUNTIME_DIR (${runtime}) is not a folder`;
-      else if (uid() >= 0 && st.uid !== uid()) problem = `XDG_RUNTIME_DIR (${runtime}) belongs to another user`;
-      else if (inMemory(runtime) === false)
-        problem = `XDG_RUNTIME_DIR (${runtime}) is not a tmpfs, so the file could reach a disk`;
-    } catch {
-      problem = `XDG_RUNTIME_DIR (${runtime}) does not exist`;
-    }
-  }
-  if (problem === null) return runtime!;
-  if (!insecureTmp) {
-    throw new StashError(
-      'NO_RUNTIME_DIR',
-      `${problem}; nothing was written. Log in through a session that provides one (systemd-logind ` +
-        'makes /run/user/UID), or add --insecure-tmp to use the temporary folder, which may be on disk',
-    );
-  }
-  const parent = runtime && problem.endsWith('could reach a disk') ? runtime : tmpdir();
-  warn(
-    `${problem}: the value is written to a file in ${parent} (--insecure-tmp); it is overwritten and removed afterwards, but may have reached the disk`,
-  );
-  return parent;
-}
 
 /** Overwrites a regular file with zeros (on disk too, as far as the file system lets) and removes it. Never throws. */
 function shred(path: string): void {
@@ -88,7 +43,7 @@ export class EditFile {
    * anything is decrypted so that a refusal costs no password.
    */
   static prepare(name: string, insecureTmp: boolean): EditFile {
-    const dir = mkdtempSync(join(parentFolder(insecureTmp), 'stash-edit-'));
+    const dir = makeMemoryFolder('stash-edit-', insecureTmp);
     return new EditFile(dir, join(dir, name));
   }
 

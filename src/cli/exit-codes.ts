@@ -75,6 +75,8 @@ const byErrorCode: Record<string, number> = {
   FILE_NOT_FOUND: ExitCode.noInput,
   VAULT_EXISTS: ExitCode.cantCreate,
   FILE_EXISTS: ExitCode.cantCreate,
+  // a path named for output that holds a device, FIFO, socket, folder or symbolic link (vault/user-file.ts)
+  OUTPUT_NOT_FILE: ExitCode.cantCreate,
   INVALID_RECOVERY_KEY: ExitCode.usage,
   WRONG_RECOVERY_KEY: ExitCode.noPermission,
   NO_RECOVERY_KEY: ExitCode.noInput,

@@ -1,15 +1,14 @@
 /**
  * `stash run --file NAME=REF`: a secret handed to a program as a file rather
  * than an environment variable (sops exec-file, gopass env --file). Each file
- * is 0600 in a fresh 0700 folder under XDG_RUNTIME_DIR, a tmpfs that is the
- * user's alone and never reaches a disk; it is overwritten and removed when
+ * is 0600 in a fresh 0700 folder on a tmpfs (memory-folder.ts chooses it:
+ * XDG_RUNTIME_DIR, else /dev/shm), so it never reaches a disk; it is overwritten and removed when
  * the command ends (normally, on Ctrl-C, or when the agent ends it before a
  * suspend; a SIGKILL of stash itself leaves it until logout clears the tmpfs).
  */
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync, fstatSync, existsSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, rmSync, writeSync, fstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { StashError } from '../errors.js';
+import { makeMemoryFolder } from './memory-folder.js';
 
 export class SecretFiles {
   private constructor(
@@ -17,19 +16,9 @@ export class SecretFiles {
     private readonly files: string[] = [],
   ) {}
 
-  /** A private folder on tmpfs; without XDG_RUNTIME_DIR, refused unless `insecureTmp` allows the temp folder. */
+  /** A private folder on tmpfs; without one, refused (69) unless `insecureTmp` allows the temp folder. */
   static create(insecureTmp: boolean): SecretFiles {
-    const runtime = process.env.XDG_RUNTIME_DIR;
-    if (!runtime || !existsSync(runtime)) {
-      if (!insecureTmp) {
-        throw new StashError(
-          'NO_RUNTIME_DIR',
-          'XDG_RUNTIME_DIR is not set, so there is no private tmpfs for a secret file; log in through a session that sets it, or add --insecure-tmp to use the temporary folder (it may be on disk)',
-        );
-      }
-    }
-    const parent = runtime && existsSync(runtime) ? runtime : tmpdir();
-    return new SecretFiles(mkdtempSync(join(parent, 'stash-run-')));
+    return new SecretFiles(makeMemoryFolder('stash-run-', insecureTmp));
   }
 
   /** Writes `value` to a 0600 file named for `variable`; returns its path. */

@@ -42,6 +42,9 @@ export type VaultErrorCode =
   | 'SHARE_NOT_MEMBER'
   | 'SHARE_CHANGED'
   | 'FILE_NOT_FOUND'
+  // a path the user named for output (user-file.ts)
+  | 'FILE_EXISTS'
+  | 'OUTPUT_NOT_FILE'
   // recovery key (recovery-key.ts)
   | 'INVALID_RECOVERY_KEY'
   | 'WRONG_RECOVERY_KEY'

@@ -20,6 +20,7 @@ import { loadMeta } from './meta-file.js';
 import { vaultPaths } from './paths.js';
 import { wipe } from './secure.js';
 import { containerVersion } from './sharing/format.js';
+import { checkOutputPath, writeUserFile } from './user-file.js';
 
 const MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BODY_BYTES + 1024;
 
@@ -58,7 +59,7 @@ export function exportPrivate(dir: string, name: string, file: string): PrivateT
   const bytes = read(source);
   const { header } = decodeHeader(bytes, source);
   const target = resolve(file);
-  if (existsSync(target)) {
+  if (checkOutputPath(target) !== null) {
     const theirs = read(target);
     let same = false;
     try {
@@ -72,10 +73,10 @@ export function exportPrivate(dir: string, name: string, file: string): PrivateT
         `${target} exists and is not a copy of container ${name}; remove it or choose another file`,
       );
     if (theirs.equals(bytes)) return { name, path: target, outcome: 'unchanged' };
-    atomicWrite(target, [bytes]);
+    writeUserFile(target, [bytes]);
     return { name, path: target, outcome: 'updated' };
   }
-  atomicWrite(target, [bytes]);
+  writeUserFile(target, [bytes]);
   return { name, path: target, outcome: 'added' };
 }
 

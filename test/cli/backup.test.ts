@@ -9,27 +9,21 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { addContact, createContainer, identityPublic, initVault, unlockVault, wipe } from '../../src/vault/index.js';
-import { exportShared, linkShared, shareContainer } from '../../src/vault/sharing/index.js';
+import { wipe } from '../../src/vault/index.js';
+import { exportShared, linkShared } from '../../src/vault/sharing/index.js';
 import { agentPids, sleep } from '../helpers/agent.js';
 import { cliEnv, type CliEnv } from './harness.js';
+import { sharedPair } from './members.js';
 
 async function vaultWithEverything(): Promise<{ t: CliEnv; bob: CliEnv; linked: string }> {
   const [t, bob] = [cliEnv(), cliEnv()];
-  for (const x of [t, bob]) await initVault(x.vault, Buffer.from(x.password), { kdf: 'test' });
-  const key = await unlockVault(t.vault, Buffer.from(t.password));
-  const bobKey = await unlockVault(bob.vault, Buffer.from(bob.password));
-  const bobPub = identityPublic(bob.vault, bobKey);
-  addContact(t.vault, key, { name: 'bob', email: 'bob@example.test', x25519: bobPub.x25519, ed25519: bobPub.ed25519 });
-  createContainer(t.vault, key, 'team');
-  shareContainer(t.vault, key, 'team', [{ x25519: bobPub.x25519, ed25519: bobPub.ed25519 }]);
+  const key = await sharedPair(t, bob, 'team');
   const folder = join(t.home, 'repo');
   mkdirSync(folder);
   const linked = join(folder, 'team.stash');
   exportShared(t.vault, 'team', linked);
   linkShared(t.vault, key, linked, 'team');
   wipe(key);
-  wipe(bobKey);
   const run = async (args: string[], input?: string): Promise<void> => {
     const r = await t.run([...args, '--password-file', t.pwFile], input === undefined ? {} : { input });
     assert.is(r.code, 0, `${args.join(' ')}: ${r.stderr}`);

@@ -3,8 +3,9 @@
  * the edited value stored byte for byte, the file 0600 in a 0700 folder on a
  * tmpfs, overwritten (a hard link made by the editor reads zeros afterwards)
  * and removed, also after Ctrl-C on a real pseudo-terminal and after SIGTERM;
- * the refusals without a private tmpfs, with an empty result, a failing or
- * missing editor.
+ * /dev/shm when XDG_RUNTIME_DIR is unset or on disk, the refusal without any
+ * tmpfs (in a mount namespace), with an empty result, a failing or missing
+ * editor.
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
@@ -15,7 +16,7 @@ import { join } from 'node:path';
 import { stashBin, waitFor } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
 import { inMemory } from '../../src/cli/memory-folder.js';
-import { cliEnv, havePty, snapshot, type CliEnv } from './harness.js';
+import { cliEnv, diskFolder, havePty, shmReplacedBy, snapshot, type CliEnv } from './harness.js';
 
 const usable = process.platform === 'linux' && existsSync('/dev/shm') && inMemory('/dev/shm') === true;
 let t: CliEnv;
@@ -133,27 +134,55 @@ test('a failing editor, a missing one, an empty result: nothing stored, the file
   assert.equal(leftovers(), []);
 });
 
-test('without a private tmpfs: refused (69) before any password, unless --insecure-tmp', async () => {
+test('XDG_RUNTIME_DIR unset or on disk: the file goes to /dev/shm; no tmpfs at all: refused (69) before any password', async () => {
   if (!usable) return;
-  assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
-  const append = editor('append2.sh', `printf '+insecure' >> "$1"`);
-  for (const [env, why] of [
-    [{ XDG_RUNTIME_DIR: '' }, /XDG_RUNTIME_DIR is not set/],
-    [{ XDG_RUNTIME_DIR: t.home }, /is not a tmpfs, so the file could reach a disk/],
-  ] as const) {
-    const r = await t.run(['edit', 'c', 'K'], { env: { ...env, EDITOR: append, STASH_PASSWORD_FILE: '' } });
+  const disk = diskFolder('stash-edit-disk-');
+  try {
+    assert.is(inMemory(disk), false, `${disk} is on a disk`);
+    const where = editor(
+      'where.sh',
+      `stat -f -c %T "$1" > "$HOME/seen"; dirname "$1" >> "$HOME/seen"; printf '+shm' >> "$1"`,
+    );
+    for (const runtime of [undefined, disk]) {
+      const r = await t.run(['edit', 'c', 'K'], { env: { XDG_RUNTIME_DIR: runtime, EDITOR: where } });
+      assert.is(r.code, 0, r.stderr);
+      const [type, folder] = seen();
+      assert.is(type, 'tmpfs');
+      assert.match(folder!, /^\/dev\/shm\/stash-edit-\w+$/);
+      assert.not.ok(existsSync(folder!), 'removed afterwards');
+    }
+    assert.equal(readdirSync(disk), [], 'nothing in the folder on disk');
+    assert.is(await getValue(), `${VALUE}+shm+shm`);
+    // /dev/shm a folder on disk too, in a mount namespace of the command's own.
+    const wrap = shmReplacedBy(disk);
+    if (wrap === null) return;
+    assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
+    const append = editor('append2.sh', `printf '+insecure' >> "$1"`);
+    const r = await t.run(['edit', 'c', 'K'], {
+      env: { XDG_RUNTIME_DIR: disk, EDITOR: append, STASH_PASSWORD_FILE: '' },
+      wrap,
+    });
     assert.is(r.code, 69, r.stderr);
-    assert.match(r.stderr, why);
+    assert.match(
+      r.stderr,
+      /there is no private tmpfs for the file \(XDG_RUNTIME_DIR \(.*\) is not a tmpfs, and \/dev\/shm is not a tmpfs\)/,
+    );
     assert.match(r.stderr, /add --insecure-tmp to use the temporary folder, which may be on disk/);
+    assert.equal(readdirSync(disk), []);
+    const ok = await t.run(['edit', 'c', 'K', '--insecure-tmp'], {
+      env: { XDG_RUNTIME_DIR: '', EDITOR: append },
+      wrap,
+    });
+    assert.is(ok.code, 0, ok.stderr);
+    assert.match(
+      ok.stderr,
+      /^stash: warning: there is no private tmpfs \(XDG_RUNTIME_DIR is not set, and \/dev\/shm is not a tmpfs\): the secret is written to a file in .*\(--insecure-tmp\)/,
+      ok.stderr,
+    );
+    assert.is(await getValue(), `${VALUE}+shm+shm+insecure`);
+  } finally {
+    rmSync(disk, { recursive: true, force: true });
   }
-  const ok = await t.run(['edit', 'c', 'K', '--insecure-tmp'], { env: { XDG_RUNTIME_DIR: '', EDITOR: append } });
-  assert.is(ok.code, 0, ok.stderr);
-  assert.match(
-    ok.stderr,
-    /^stash: warning: XDG_RUNTIME_DIR is not set, so there is no private tmpfs for the file: the value is written to a file in .*\(--insecure-tmp\)/,
-    ok.stderr,
-  );
-  assert.is(await getValue(), `${VALUE}+insecure`);
 });
 
 test('Ctrl-C while the editor runs: the editor ends, nothing is stored, the file is overwritten and removed (exit 130)', async () => {

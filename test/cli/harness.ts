@@ -6,9 +6,10 @@
  * no controlling terminal unless the test gives it one with `pty()`.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentEnv, agentPidsWith, sleep, stashBin, type TestAgentEnv } from '../helpers/agent.js';
+import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 
 export const python = '/usr/bin/python3';
 export const ptyRunner = join(process.cwd(), 'test', 'fixtures', 'pty-run.py');
@@ -32,10 +33,13 @@ export interface CliEnv extends TestAgentEnv {
   /** A password file (0600) holding `password`. */
   pwFile: string;
   password: string;
-  /** Runs stash with `args`; `input` is written to its stdin (else stdin is empty). */
+  /**
+   * Runs stash with `args`; `input` is written to its stdin (else stdin is empty). `wrap`: a
+   * command that runs it (`unshare ... sh -c '...; exec "$@"' sh`), the node command appended.
+   */
   run(
     args: string[],
-    opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number },
+    opts?: { input?: string | Buffer; env?: NodeJS.ProcessEnv; timeoutMs?: number; wrap?: string[] },
   ): Promise<RunResult>;
   /** Runs stash on a pseudo-terminal, answering prompts: [[regex, answer], ...]. */
   pty(args: string[], script: Array<[string, string]>, opts?: { env?: NodeJS.ProcessEnv }): PtyResult;
@@ -68,7 +72,8 @@ export function cliEnv(extra: NodeJS.ProcessEnv = {}): CliEnv {
 
   const run: CliEnv['run'] = (args, opts = {}) =>
     new Promise((resolve, reject) => {
-      const child = spawn(process.execPath, [stashBin, ...args], {
+      const argv = [...(opts.wrap ?? []), process.execPath, stashBin, ...args];
+      const child = spawn(argv[0]!, argv.slice(1), {
         env: { ...t.env, ...opts.env },
         stdio: ['pipe', 'pipe', 'pipe'],
         detached: true, // setsid: no controlling terminal, so no prompt can reach the developer's terminal
@@ -159,4 +164,26 @@ export function snapshot(dir: string): Map<string, Buffer> {
   };
   walk(dir);
   return out;
+}
+
+/**
+ * A new folder on a disk, for the tests of where plaintext goes: in the checkout's
+ * node_modules/.cache, as /tmp may be a tmpfs (the caller checks that it is not one).
+ */
+export function diskFolder(prefix: string): string {
+  const cache = join(process.cwd(), 'node_modules', '.cache');
+  mkdirSync(cache, { recursive: true });
+  return mkdtempSync(join(cache, prefix));
+}
+
+/**
+ * The `wrap` of run() that gives stash a /dev/shm that is `folder`, in a mount namespace of
+ * its own, so that no tmpfs is at hand; null (the test skipped, with the reason) without root
+ * and unshare.
+ */
+export function shmReplacedBy(folder: string): string[] | null {
+  if (!needFacility(isRoot && haveCommand('unshare'), 'a mount namespace', 'needs root and unshare (util-linux)'))
+    return null;
+  const script = 'mount --bind "$1" /dev/shm && shift && exec "$@"';
+  return ['unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', script, 'sh', folder];
 }

@@ -5,6 +5,8 @@
  * through a loopback key server (test/cli/teams.test.ts, rotation.test.ts).
  */
 import * as assert from 'uvu/assert';
+import { addContact, createContainer, identityPublic, initVault, unlockVault, wipe } from '../../src/vault/index.js';
+import { shareContainer } from '../../src/vault/sharing/index.js';
 import type { TestServer } from '../keyserver/harness.js';
 import type { CliEnv, RunResult } from './harness.js';
 import { confirmLink } from './keyserver-harness.js';
@@ -63,4 +65,26 @@ export async function exchange(
     name,
   ]);
   assert.match(r.stdout, new RegExp(`Added contact ${name} <${email}>`));
+}
+
+/**
+ * New vaults for `owner` and `member` (the test KDF), `member` a contact of `owner` named
+ * after the part of `email` before the @, and `owner`'s new container `name` shared with
+ * them, all through the library. Returns `owner`'s vault key (wipe it).
+ */
+export async function sharedPair(
+  owner: CliEnv,
+  member: CliEnv,
+  name: string,
+  email = 'bob@example.test',
+): Promise<Buffer> {
+  for (const x of [owner, member]) await initVault(x.vault, Buffer.from(x.password), { kdf: 'test' });
+  const key = await unlockVault(owner.vault, Buffer.from(owner.password));
+  const memberKey = await unlockVault(member.vault, Buffer.from(member.password));
+  const { x25519, ed25519 } = identityPublic(member.vault, memberKey);
+  wipe(memberKey);
+  addContact(owner.vault, key, { name: email.slice(0, email.indexOf('@')), email, x25519, ed25519 });
+  createContainer(owner.vault, key, name);
+  shareContainer(owner.vault, key, name, [{ x25519, ed25519 }]);
+  return key;
 }

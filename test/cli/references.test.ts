@@ -8,11 +8,13 @@
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseDotenv } from 'dotenv';
 import { Concealer } from '../../src/cli/mask-stream.js';
-import { parseRef, templateRefs } from '../../src/cli/refs/reference.js';
+import { inMemory } from '../../src/cli/memory-folder.js';
+import { parseRef } from '../../src/cli/refs/reference.js';
+import { scanTemplate } from '../../src/cli/refs/template.js';
 import { cliEnv, type CliEnv } from './harness.js';
 
 async function setup(): Promise<CliEnv> {
@@ -41,10 +43,13 @@ test('references parse, with errors that name the problem', () => {
   assert.throws(() => parseRef('stash://work/a/b'), /one \//);
   assert.throws(() => parseRef('stash://wo rk/KEY'), /not a container name/);
   assert.throws(() => parseRef('stash://work/9KEY'), /not an entry name/);
+  const scan = scanTemplate('a {{stash://w/A}} b {{  stash://w/B  }} {{stash://w/A}}');
   assert.equal(
-    templateRefs('a {{stash://w/A}} b {{  stash://w/B  }}').map((r) => r.name),
+    scan.refs.map((r) => r.name),
     ['A', 'B'],
+    'each distinct reference once',
   );
+  assert.equal([...scan.spans], [2, 17, 0, 20, 39, 1, 40, 55, 0]);
 });
 
 test('--mask conceals values split across chunks, and leaves short values and other text alone', () => {
@@ -92,34 +97,35 @@ test('read, run (environment, dotenv file, --file, --mask, --no-inherit), unknow
       (await t.run(['run', '--', 'true'], { env: { FOO: 'stash://work/API_TOKN' } })).stderr,
       /did you mean API_TOKEN\?/,
     );
-    // --file: a 0600 file in a 0700 folder under XDG_RUNTIME_DIR while the command runs, gone afterwards.
-    const runtime = join(t.home, 'runtime');
-    mkdirSync(runtime, { mode: 0o700 });
-    const file = await t.run(
-      [
-        'run',
-        '--file',
-        'PEM_FILE=stash://work/PEM',
-        '--',
-        'sh',
-        '-c',
-        'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"',
-      ],
-      { env: { XDG_RUNTIME_DIR: runtime } },
-    );
-    assert.is(file.code, 0, file.stderr);
-    assert.match(
-      file.stdout,
-      new RegExp(
-        `^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`,
-      ),
-    );
-    assert.equal(spawnSync('ls', ['-A', runtime]).stdout.toString(), '', 'the file and its folder are removed');
-    const noRuntime = await t.run(['run', '--file', 'P=stash://work/PEM', '--', 'true'], {
-      env: { XDG_RUNTIME_DIR: undefined },
-    });
-    assert.is(noRuntime.code, 69);
-    assert.match(noRuntime.stderr, /XDG_RUNTIME_DIR is not set.*--insecure-tmp/);
+    // --file: a 0600 file in a 0700 folder under XDG_RUNTIME_DIR (a tmpfs) while the command runs, gone
+    // afterwards. Where the folder goes when XDG_RUNTIME_DIR is not one: test/cli/memory-folder.test.ts.
+    if (inMemory('/dev/shm') === true) {
+      const runtime = mkdtempSync('/dev/shm/stash-references-test-');
+      try {
+        const file = await t.run(
+          [
+            'run',
+            '--file',
+            'PEM_FILE=stash://work/PEM',
+            '--',
+            'sh',
+            '-c',
+            'stat -c "%a %n" "$PEM_FILE" "$(dirname "$PEM_FILE")"; cat "$PEM_FILE"',
+          ],
+          { env: { XDG_RUNTIME_DIR: runtime } },
+        );
+        assert.is(file.code, 0, file.stderr);
+        assert.match(
+          file.stdout,
+          new RegExp(
+            `^600 ${runtime}/stash-run-\\w+/PEM_FILE\\n700 ${runtime}/stash-run-\\w+\\n-----BEGIN X-----\\nline\\n-----END X-----\\n$`,
+          ),
+        );
+        assert.equal(readdirSync(runtime), [], 'the file and its folder are removed');
+      } finally {
+        rmSync(runtime, { recursive: true, force: true });
+      }
+    }
     // --mask: the value never reaches our stdout or stderr.
     const masked = await t.run(['run', '--mask', '--', 'sh', '-c', 'echo "token=$FOO"; echo "err $FOO" >&2'], { env });
     assert.is(masked.stdout, 'token=<concealed by stash>\n', JSON.stringify(masked));
@@ -165,6 +171,37 @@ test('inject fills a template to stdout or to a 0600 file; a missing reference w
     assert.match(missing.stderr, /stash:\/\/work\/MISSING/);
     assert.ok(!existsSync(other), 'nothing written');
     assert.is((await t.run(['inject', '-i', template])).stdout, '', 'nothing on stdout either');
+  } finally {
+    await t.dispose();
+  }
+});
+
+test('inject fills 100,000 references (two containers, four entries, spelt several ways), ASCII or not', async () => {
+  const t = await setup();
+  try {
+    // Each entry under another spelling: spaces inside the braces, a %-escape. Each line holds all four.
+    const refs: Array<[string, string]> = [
+      ['{{stash://work/API_TOKEN}}', 'tok-work-123'],
+      ['{{ stash://ci/API_TOKEN }}', 'tok-ci-456'],
+      ['{{stash://ci/%43I_ONLY}}', "it's"],
+      ['{{  stash://work/DB_PASSWORD}}', 'pw with "quotes" and $dollar'],
+    ];
+    const lines: string[] = [];
+    const filled: string[] = [];
+    for (let i = 0; i < 25_000; i++) {
+      lines.push(`${i}: ${refs.map(([r]) => r).join(' ')}\n`);
+      filled.push(`${i}: ${refs.map(([, v]) => v).join(' ')}\n`);
+    }
+    const template = join(t.home, 'big.tpl');
+    for (const head of ['', 'naïve → ünïcode {{stash://work/API_TOKEN}}\n']) {
+      writeFileSync(template, head + lines.join(''));
+      const r = await t.run(['inject', '-i', template], { timeoutMs: 60_000 });
+      assert.is(r.code, 0, r.stderr);
+      assert.ok(
+        r.stdout === head.replace('{{stash://work/API_TOKEN}}', 'tok-work-123') + filled.join(''),
+        'the filled text',
+      );
+    }
   } finally {
     await t.dispose();
   }

@@ -6,7 +6,8 @@
  * file, `wl-copy-buffer-XXXXXX/stdin`, to serve every paste from (wl-clipboard
  * src/util/files.c). Up to 2.2 that folder is always in /tmp; from 2.3 it is in
  * $TMPDIR, and 2.3 is also the release that added `--sensitive`. So: with 2.3
- * or later TMPDIR points at XDG_RUNTIME_DIR (a tmpfs), and the copy is marked
+ * or later TMPDIR points at XDG_RUNTIME_DIR or /dev/shm (a tmpfs, chosen as
+ * for stash's own files by memory-folder.ts), and the copy is marked
  * sensitive; with an older one the copy goes ahead only when /tmp itself is a
  * tmpfs. Debian 12 ships 2.1.0. `--type text/plain` keeps wl-copy from running
  * xdg-mime on the file to guess a type. Clearing copies an empty text, as
@@ -14,7 +15,7 @@
  */
 import { wipe } from '../../vault/secure.js';
 import { check, ClipboardError, readResult, runTool, type ClipboardTool } from './tool.js';
-import { inMemory } from '../memory-folder.js';
+import { inMemory, ownMemoryParent } from '../memory-folder.js';
 
 interface Capabilities {
   /** `--sensitive` (and TMPDIR honoured): wl-clipboard 2.3 or later. */
@@ -35,12 +36,13 @@ function probe(): Promise<Capabilities> {
 
 /** Where wl-copy will put its file, and the environment that sends it there; refuses a folder on disk. */
 function bufferFolder(caps: Capabilities): NodeJS.ProcessEnv {
-  const runtime = process.env.XDG_RUNTIME_DIR;
-  if (caps.sensitive && runtime && inMemory(runtime) === true) return { ...process.env, TMPDIR: runtime };
+  // The folder memory-folder.ts chooses for stash's own files: XDG_RUNTIME_DIR, else /dev/shm.
+  const parent = caps.sensitive ? ownMemoryParent().parent : null;
+  if (parent !== null) return { ...process.env, TMPDIR: parent };
   if (inMemory(caps.sensitive ? process.env.TMPDIR || '/tmp' : '/tmp') === true) return process.env;
   throw new ClipboardError(
     caps.sensitive
-      ? 'wl-copy writes what it copies to a file in $TMPDIR, and neither XDG_RUNTIME_DIR nor TMPDIR (or /tmp) is a tmpfs here; nothing was copied'
+      ? 'wl-copy writes what it copies to a file in $TMPDIR, and none of XDG_RUNTIME_DIR, /dev/shm and TMPDIR (or /tmp) is a tmpfs here; nothing was copied'
       : 'this wl-copy (wl-clipboard before 2.3) writes what it copies to a file in /tmp, which is not a tmpfs here; nothing was copied. ' +
           'Install wl-clipboard 2.3 or later, mount /tmp as a tmpfs, or use the X11 clipboard through Xwayland (STASH_CLIPBOARD=xclip)',
   );

@@ -129,7 +129,8 @@ export const CONTAINER_COMMANDS: Command[] = [
     positionals: [2, 2],
     summary: 'write a shared container to FILE (a copy to hand on, or an update of an older copy)',
     details:
-      'An existing FILE must hold an older version of the same container; a newer or diverged one is refused. No password is needed.',
+      'An existing FILE must hold an older version of the same container; a newer or diverged one is refused, and so is a ' +
+      'device, FIFO, socket, folder or symbolic link. No password is needed.',
     options: {},
     load: () => import('../commands/container-transfer.js'),
   },

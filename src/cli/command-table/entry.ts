@@ -92,14 +92,15 @@ export const ENTRY_COMMANDS: Command[] = [
     positionals: [2, 2],
     summary: 'edit a value in $VISUAL or $EDITOR (a private file on tmpfs, removed afterwards)',
     details:
-      'The value is written to a 0600 file in a new 0700 folder under XDG_RUNTIME_DIR (a tmpfs), the editor runs on it, and ' +
-      'the result is stored if it changed, byte for byte. The file (and whatever the editor left beside it) is overwritten and ' +
-      'removed afterwards, also after Ctrl-C. Without XDG_RUNTIME_DIR the command refuses unless --insecure-tmp is given.',
+      'The value is written to a 0600 file in a new 0700 folder on a tmpfs (XDG_RUNTIME_DIR when it is one of yours, else ' +
+      '/dev/shm), the editor runs on it, and the result is stored if it changed, byte for byte. The file (and whatever the ' +
+      'editor left beside it) is overwritten and removed afterwards, also after Ctrl-C. Without a tmpfs the command refuses ' +
+      'unless --insecure-tmp is given.',
     options: {
       ...unlock,
       'insecure-tmp': {
         type: 'boolean',
-        help: 'without XDG_RUNTIME_DIR: use the temporary folder, which may be on disk',
+        help: 'without a tmpfs (XDG_RUNTIME_DIR or /dev/shm): use the temporary folder, which may be on disk',
       },
     },
     load: () => import('../commands/edit.js'),
@@ -123,7 +124,7 @@ export const ENTRY_COMMANDS: Command[] = [
     details:
       'References come from this environment and the --env-file dotenv files (later sources win). Every container is opened once ' +
       '(one password prompt at most); an unknown reference is an error before CMD starts. --file NAME=REF writes the value to a ' +
-      "0600 file on tmpfs (XDG_RUNTIME_DIR) and passes its path in NAME; the file is removed when CMD ends. --mask passes CMD's " +
+      "0600 file on tmpfs (XDG_RUNTIME_DIR, else /dev/shm) and passes its path in NAME; the file is removed when CMD ends. --mask passes CMD's " +
       'output through stash and replaces every secret value (4 bytes or longer) with <concealed by stash>.',
     options: {
       ...unlock,
@@ -145,7 +146,7 @@ export const ENTRY_COMMANDS: Command[] = [
       },
       'insecure-tmp': {
         type: 'boolean',
-        help: 'with --file and no XDG_RUNTIME_DIR: use the temporary folder, which may be on disk',
+        help: 'with --file and no tmpfs (XDG_RUNTIME_DIR or /dev/shm): use the temporary folder, which may be on disk',
       },
       mask: {
         type: 'boolean',
@@ -160,7 +161,8 @@ export const ENTRY_COMMANDS: Command[] = [
     positionals: [0, 0],
     summary: 'fill a template: every {{ stash://CONTAINER/NAME }} replaced by its value',
     details:
-      'The template comes from -i FILE or standard input; the result goes to standard output or -o FILE (written 0600, atomically). ' +
+      'The template comes from -i FILE or standard input; the result goes to standard output or -o FILE (written 0600, atomically; ' +
+      'FILE must be a regular file or a new one, not a device, FIFO, socket, folder or symbolic link). ' +
       'Every reference is resolved first: a missing one is an error and nothing is written.',
     options: {
       ...unlock,

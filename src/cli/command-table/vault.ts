@@ -97,7 +97,7 @@ export const VAULT_COMMANDS: Command[] = [
     details:
       "Holds vault.json, the identity, the contacts, every container, the shared containers' records and the contents of their " +
       'linked files, with a MAC keyed by the vault key. Needs the vault key (agent or password). FILE is written 0600; an existing ' +
-      'FILE is replaced only with --force.',
+      'FILE is replaced only with --force, and only a regular file (not a device, FIFO, socket, folder or symbolic link).',
     options: { ...unlock, force: { type: 'boolean', help: 'replace an existing FILE' } },
     load: () => import('../commands/vault-backup.js'),
   },

@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { textUnfit, unfitError } from '../env-value.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
-import { resolveRefs, wipeResolved } from '../refs/resolve.js';
+import { type Resolved, resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
 import type { Invocation } from '../registry.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
@@ -58,13 +58,14 @@ export async function run(inv: Invocation): Promise<number> {
   const files = list(inv.values.file).map(fileOption);
   const session = new Session(inv.values);
   try {
-    const values = await resolveRefs(session, [...envRefs.values(), ...files.map((f) => f.ref)]);
     const { SecretFiles } = await import('../secret-files.js');
-    let secretFiles: ReturnType<typeof SecretFiles.create> | null = null;
+    // The private folder first: without a tmpfs for --file, the refusal costs no password.
+    const secretFiles = files.length > 0 ? SecretFiles.create(inv.values['insecure-tmp'] === true) : null;
+    let values: Resolved = new Map();
     try {
-      if (files.length > 0) secretFiles = SecretFiles.create(inv.values['insecure-tmp'] === true);
+      values = await resolveRefs(session, [...envRefs.values(), ...files.map((f) => f.ref)]);
       for (const [k, ref] of envRefs) {
-        const value = values.get(ref.text)!;
+        const value = resolvedValue(values, ref);
         // Refused, not changed: Node would turn bytes that are not UTF-8 into U+FFFD (env-value.ts).
         const unfit = textUnfit(value);
         if (unfit !== null)
@@ -76,7 +77,7 @@ export async function run(inv: Invocation): Promise<number> {
           );
         base[k] = value.toString('utf8');
       }
-      for (const f of files) base[f.variable] = secretFiles!.write(f.variable, values.get(f.ref.text)!);
+      for (const f of files) base[f.variable] = secretFiles!.write(f.variable, resolvedValue(values, f.ref));
       const mask = inv.values.mask === true ? [...values.values()] : null;
       return await runChild(session, cmd, args, base, { mask });
     } finally {

@@ -7,17 +7,18 @@
  * with --force, and is then moved aside, never deleted.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { StashError } from '../../errors.js';
 import { VaultError } from '../../vault/errors.js';
 import { buildBackup, MAX_BACKUP_BYTES, parseBackup, verifyBackup, type BackupContents } from '../../vault/backup.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { listContainers, readEntries, unwrapContentKey } from '../../vault/containers.js';
-import { atomicWrite, readBounded } from '../../vault/fs-atomic.js';
+import { readBounded } from '../../vault/fs-atomic.js';
 import { defaultVaultDir, vaultExists } from '../../vault/paths.js';
 import { wipe } from '../../vault/secure.js';
 import { readRecord, writeRecord } from '../../vault/sharing/records.js';
+import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 import { readVaultInfo } from '../../vault/vault.js';
 import { formatBytes, note, out } from '../output.js';
 import type { Invocation } from '../registry.js';
@@ -29,7 +30,8 @@ export async function run(inv: Invocation): Promise<number> {
 
 async function backup(inv: Invocation): Promise<number> {
   const file = resolve(inv.positionals[0]!);
-  if (existsSync(file) && inv.values.force !== true)
+  // A device, FIFO, socket, folder or link there is refused before the password is asked.
+  if (checkOutputPath(file) !== null && inv.values.force !== true)
     throw new StashError('FILE_EXISTS', `${file} already exists; add --force to replace it`);
   if (!existsSync(dirname(file)))
     throw new StashError(
@@ -41,7 +43,7 @@ async function backup(inv: Invocation): Promise<number> {
     const vaultKey = await session.vaultKey();
     try {
       const bytes = buildBackup(session.dir, readVaultInfo(session.dir).vaultId, vaultKey);
-      atomicWrite(file, [bytes]); // 0600: ciphertext, but nobody else's business
+      writeUserFile(file, [bytes]); // 0600: ciphertext, but nobody else's business
       const { manifest } = parseBackup(bytes);
       const containers = manifest.files.filter((f) => f.path.startsWith('containers/')).length + manifest.links.length;
       out(
@@ -75,10 +77,11 @@ function restoreLinks(contents: BackupContents, dir: string): string[] {
   const notes: string[] = [];
   for (const link of contents.manifest.links) {
     const bytes = contents.links.get(link.name)!;
-    if (existsSync(link.path)) {
+    // Whatever holds the name now (a link, a device too) is left alone.
+    if (lstatSync(link.path, { throwIfNoEntry: false })) {
       notes.push(`${link.name}: kept the file already at ${link.path}`);
     } else if (existsSync(dirname(link.path)) && statSync(dirname(link.path)).isDirectory()) {
-      atomicWrite(link.path, [bytes], { shared: true });
+      writeUserFile(link.path, [bytes], { shared: true });
       notes.push(`${link.name}: wrote its linked file back to ${link.path}`);
     } else {
       const record = readRecord(dir, link.name);

@@ -5,7 +5,6 @@
  * [--out FILE] [--json]`, which prints or writes the last statement once it
  * is checked against the key the vault key unlocks.
  */
-import { writeFileSync } from 'node:fs';
 import { StashError, UsageError } from '../../errors.js';
 import {
   fingerprintOf,
@@ -20,6 +19,7 @@ import { out, outJson, terminalSafe } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';
+import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 
 type Keys = { x25519: Buffer; ed25519: Buffer };
 const fp = (k: Keys) => formatFingerprint(fingerprintOf(k.x25519, k.ed25519));
@@ -124,6 +124,8 @@ function report(r: import('../../vault/rotation/index.js').RotationResult, conta
 }
 
 async function statement(inv: Invocation): Promise<number> {
+  const file = typeof inv.values.out === 'string' ? inv.values.out : null;
+  if (file !== null) checkOutputPath(file, { replace: false }); // refused before the password is asked
   const session = new Session(inv.values);
   let found: ReturnType<typeof import('../../vault/rotation/index.js').ownStatement>;
   try {
@@ -145,19 +147,8 @@ async function statement(inv: Invocation): Promise<number> {
       `the identity of ${session.dir} was never rotated, so it has no rotation statement`,
     );
   const { text: last, statement: s } = found;
-  const file = typeof inv.values.out === 'string' ? inv.values.out : null;
-  if (file !== null) {
-    try {
-      writeFileSync(file, `${last}\n`, { flag: 'wx', mode: 0o644 });
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'EEXIST') throw new StashError('FILE_EXISTS', `${file} exists already; choose another file`);
-      if (code === 'ENOENT') throw new StashError('FILE_NOT_FOUND', `the folder of ${file} does not exist`);
-      if (code === 'EACCES' || code === 'EPERM')
-        throw new StashError('PERMISSION', `cannot write ${file}: permission denied`);
-      throw new StashError('VAULT_IO', `cannot write ${file}: ${code ?? 'error'}`);
-    }
-  }
+  // A new file only (0644: the statement is public); a name already there, of any kind, is refused.
+  if (file !== null) writeUserFile(file, [Buffer.from(`${last}\n`)], { replace: false, mode: 0o644 });
   if (inv.values.json === true) {
     outJson({
       statement: last,

@@ -45,19 +45,10 @@ export function parseRef(text: string): SecretRef {
   return { container, name, text };
 }
 
-/** `{{ stash://C/N }}` in a template: the reference and where it stands. */
-export interface TemplateRef extends SecretRef {
-  start: number;
-  end: number;
-}
-
-const TEMPLATE_RE = /\{\{\s*(stash:\/\/[^\s}]*)\s*\}\}/g;
-
-/** Every `{{ stash://... }}` in `template`, in order (a malformed one is an error). */
-export function templateRefs(template: string): TemplateRef[] {
-  const out: TemplateRef[] = [];
-  for (const m of template.matchAll(TEMPLATE_RE)) {
-    out.push({ ...parseRef(m[1]!), start: m.index!, end: m.index! + m[0].length });
-  }
-  return out;
+/**
+ * One key per entry, whatever the spelling of the reference (`stash://c/A`
+ * and `stash://c/%41` are the same entry): names cannot hold `/`.
+ */
+export function refKey(ref: SecretRef): string {
+  return `${ref.container}/${ref.name}`;
 }

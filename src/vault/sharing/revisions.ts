@@ -13,6 +13,7 @@ import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, readBounded } from '../fs-atomic.js';
 import { randomBytes, wipe } from '../secure.js';
+import { writeUserFile } from '../user-file.js';
 import { fileHash, sealKey, signMembership, signWrite } from './crypto.js';
 import {
   decodeShared,
@@ -133,18 +134,20 @@ export function sweepStaleTemps(path: string): void {
  * members write, so the check and the rename happen under its lock
  * (file-lock.ts; without it two writers could both pass the check before
  * either renamed, and one acknowledged write was lost), and the file keeps
- * its mode and group so that the other members can still read it. Stale temp files of earlier crashed writes
- * of `path` are swept afterwards.
+ * its mode and group so that the other members can still read it. `userNamed`: a path the user
+ * named for this one write (`container export`), written only if it is a regular file or new
+ * (user-file.ts). Stale temp files of earlier crashed writes of `path` are swept afterwards.
  */
 export function writeIfUnchanged(
   path: string,
   bytes: Buffer,
   expected: Buffer | null,
-  opts: { shared?: boolean; hint?: string } = {},
+  opts: { shared?: boolean; hint?: string; userNamed?: boolean } = {},
 ): void {
   const shared = opts.shared === true;
+  const writeFile = opts.userNamed === true ? writeUserFile : atomicWrite;
   const write = () =>
-    atomicWrite(path, [bytes], {
+    writeFile(path, [bytes], {
       shared,
       beforeRename() {
         if (shared) assertLockHeld(path);

@@ -22,6 +22,7 @@ import { requireVaultKey } from '../meta-file.js';
 import { validateContainerName } from '../names.js';
 import { vaultPaths } from '../paths.js';
 import { wipe } from '../secure.js';
+import { checkOutputPath } from '../user-file.js';
 import { fileHash } from './crypto.js';
 import { describeRevision, historyError, relate, seenOf, type Relation } from './history.js';
 import { checkJump } from './numbering.js';
@@ -245,6 +246,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
   const me = identityPublic(dir);
   const l = loadVerified(dir, name, me);
   if (target === l.path) return { name, path: target, revision: l.next.revision, outcome: 'unchanged', previous: null };
+  checkOutputPath(target); // a device, FIFO, socket, folder or link there is refused before it is read
   let existing: { bytes: Buffer; file: LoadedShared['file'] } | null = null;
   try {
     existing = readSharedFile(target, () => new VaultError('FILE_NOT_FOUND', `${target} does not exist`));
@@ -258,7 +260,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
     if (code !== 'FILE_NOT_FOUND') throw err;
   }
   if (existing === null) {
-    writeIfUnchanged(target, l.bytes, null, { shared: true });
+    writeIfUnchanged(target, l.bytes, null, { shared: true, userNamed: true });
     return { name, path: target, revision: l.next.revision, outcome: 'added', previous: null };
   }
   if (!existing.file.membership.containerId.equals(l.file.membership.containerId)) {
@@ -282,7 +284,7 @@ export function exportShared(dir: string, name: string, file: string): TransferR
         `Take its changes in first (read it with a separate name: stash container import ${target} --name ${name}-theirs, then stash get / stash set), then export again`,
     );
   }
-  writeIfUnchanged(target, l.bytes, fileHash(existing.bytes), { shared: true });
+  writeIfUnchanged(target, l.bytes, fileHash(existing.bytes), { shared: true, userNamed: true });
   return { name, path: target, revision: l.next.revision, outcome: 'updated', previous: theirs };
 }
 
