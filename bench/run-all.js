@@ -17,7 +17,10 @@ const TARGETS = [
     'flows/s (publish, confirm, fetch) x 3 against bare node:http req/s, server on one core, load on the other',
   ],
   ['publishes', 'publishes/s against bare node:http req/s on the same core'],
-  ['rss', 'RSS of the installed service, all its processes, 100,000 live shares, under fetch and publish load'],
+  [
+    'rss',
+    'RSS peak (VmHWM) of the installed service, all its processes: publishing 100,000 shares, confirming them, fetches under publish load',
+  ],
   ['cpu-scaling', 'CPU per fetch, 2 processes against 1 (scaling projection)'],
   ['stash-get', '`stash get` (cached key) against `node -e 0`, every round'],
   ['fetch-binary', 'binary fetch of a verified share against bare node:http, same bytes, wrk'],

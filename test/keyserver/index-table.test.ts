@@ -2,7 +2,9 @@ import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { randomBytes, randomInt } from 'node:crypto';
 import type { ShareState } from '../../src/keyserver/store/records.js';
+import { ShareIndex } from '../../src/keyserver/store/share-index.js';
 import { CODE_WIDTH, KEY_WIDTH, ShareTable } from '../../src/keyserver/store/share-table.js';
+import { collectGarbageNow } from '../../src/keyserver/settle-memory.js';
 import { arrayBuffersKeptSince, arrayBuffersNow, lonePooledCopy } from './kept-memory.js';
 
 function share(i: number, extra: Partial<ShareState> = {}): ShareState {
@@ -252,6 +254,82 @@ test('token hashes and wide keys kept for pending shares keep no 8 KiB Buffer po
   const kept = await arrayBuffersKeptSince(before, 1024 * 1024);
   assert.ok(kept < 1024 * 1024, `the table keeps ${kept} bytes of array buffers for ${n} pending shares`);
   assert.is(table.size, n);
+});
+
+test('pending shares are found by token hash; a confirmation takes it, a failed one puts it back; overwrites, deletes and slot reuse follow', () => {
+  const table = new ShareTable(4);
+  const pending = Array.from({ length: 3000 }, (_, i) => share(i * 2)); // even: pending, with a token hash
+  for (const s of pending) table.set(s);
+  assert.is(table.tokenCount, 3000);
+  for (const s of pending) assert.is(table.codeOfToken(s.tokenHash!), s.code);
+  assert.is(table.codeOfToken(randomBytes(32)), undefined);
+  const [a, b, c] = pending as [ShareState, ShareState, ShareState];
+  // A confirmation in flight: not found, still held by the share; taken once only.
+  assert.ok(table.takeToken(a.tokenHash!));
+  assert.not.ok(table.takeToken(a.tokenHash!));
+  assert.is(table.codeOfToken(a.tokenHash!), undefined);
+  assert.equal(table.get(a.code)!.tokenHash, a.tokenHash);
+  table.restoreToken(a.code);
+  table.restoreToken(a.code); // twice: no second entry
+  assert.is(table.codeOfToken(a.tokenHash!), a.code);
+  assert.is(table.tokenCount, 3000);
+  // Verified (no token hash any more), then a new token hash over an old one, then deleted.
+  table.set({ ...a, tokenHash: undefined, verifiedAt: 5 });
+  assert.is(table.codeOfToken(a.tokenHash!), undefined);
+  table.restoreToken(a.code); // no token hash: nothing to put back
+  assert.is(table.codeOfToken(a.tokenHash!), undefined);
+  const renewed = randomBytes(32);
+  table.set({ ...b, tokenHash: renewed });
+  assert.is(table.codeOfToken(b.tokenHash!), undefined);
+  assert.is(table.codeOfToken(renewed), b.code);
+  assert.ok(table.delete(c.code));
+  assert.is(table.codeOfToken(c.tokenHash!), undefined);
+  // A reused slot answers for its new token only; token hashes of other widths are found too.
+  const odd = [share(1, { tokenHash: randomBytes(20) }), share(3, { tokenHash: Buffer.alloc(0) })];
+  for (const s of odd) table.set(s);
+  for (const s of odd) assert.is(table.codeOfToken(s.tokenHash!), s.code);
+  assert.is(table.codeOfToken(c.tokenHash!), undefined);
+  assert.is(table.tokenCount, 3000 - 2 + 2);
+  // Every pending share confirmed: the token hash table shrinks back, and still finds what is left.
+  for (const s of pending.slice(3)) table.set({ ...s, tokenHash: undefined, verifiedAt: 9 });
+  assert.is(table.tokenCount, 3);
+  assert.is(table.codeOfToken(renewed), b.code);
+  for (const s of odd) assert.is(table.codeOfToken(s.tokenHash!), s.code);
+  // Growth past the first capacity kept every token hash of a pending share (only those rows are copied).
+  for (let i = 0; i < 5000; i++) table.set(share(10_001 + i * 2, { tokenHash: undefined, verifiedAt: 1 }));
+  assert.is(table.codeOfToken(renewed), b.code);
+  assert.equal(table.get(b.code)!.tokenHash, renewed);
+});
+
+test('pending shares cost no V8 heap of their own: 50,000 add under 16 bytes of heap each (their token hashes are in the table)', () => {
+  // Kept in Maps of strings (a token hash -> code Map beside a slot -> token hash one), 100,000 pending
+  // shares held about 25 MB of heap: the installed server's peak while publishing (issue 40).
+  const index = new ShareIndex(0);
+  const n = 50_000;
+  const put = (s: ShareState, seq: number) =>
+    index.apply({ type: 'putShare', stamp: { origin: 1, epoch: 1, seq }, share: s });
+  // Warm-up: the columns grown past n shares and emptied again, so that the figure below counts what each share adds.
+  // ASCII addresses: the email column holds them (a non-ASCII one goes to a side Map).
+  const first = Array.from({ length: n }, (_, i) => share(2 * i, { email: `user-${i}@example.org` }));
+  for (const [i, s] of first.entries()) put(s, i + 1);
+  for (const s of first)
+    index.apply({
+      type: 'tombstone',
+      stamp: { origin: 1, epoch: 2, seq: 1 },
+      code: s.code,
+      deletedAt: 1,
+      expiresAt: 2,
+      reason: 'expired',
+    });
+  first.length = 0;
+  index.tombstones.clear();
+  if (!collectGarbageNow()) throw new Error('this node does not run a full collection on request');
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < n; i++) put(share(2 * i + 200_000, { email: `user-${i}@example.org` }), n + i + 1);
+  collectGarbageNow();
+  const perShare = (process.memoryUsage().heapUsed - before) / n;
+  assert.is(index.pending, n);
+  assert.ok(perShare < 16, `${perShare.toFixed(0)} bytes of heap per pending share`);
 });
 
 test.run();

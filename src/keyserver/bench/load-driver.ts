@@ -8,7 +8,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { HistogramData } from './histogram.js';
 
-export type LoadMode = 'publish' | 'fetch' | 'flow' | 'raw';
+export type LoadMode = 'publish' | 'fetch' | 'flow' | 'raw' | 'confirm';
 
 export interface LoadPlan {
   mode: LoadMode;
@@ -20,6 +20,10 @@ export interface LoadPlan {
   keys: string[];
   /** Display codes of live shares; fetch. */
   codes: string[];
+  /** confirm: the verification link paths (/verify/<token>) to POST, one each, expecting HTTP 200. */
+  paths?: string[];
+  /** publish: send back the display code of every share created (LoadSummary.codes). */
+  collectCodes?: boolean;
   /** raw: POST this body (base64) to `path` and expect HTTP 200. */
   raw?: { path: string; body: string; contentType: string };
   progress: boolean;
@@ -48,6 +52,8 @@ export interface LoadSummary {
   /** Size of the last successful answer body. */
   responseBytes: number;
   requestBytes: number;
+  /** publish with collectCodes: the codes created, in no particular order. */
+  codes?: string[];
 }
 
 export type ToParent =

@@ -98,6 +98,7 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
   };
   const fetchBodies = plan.codes.map((c) => fetchBody(c, plan.payloadBytes));
   const rawBody = plan.raw ? Buffer.from(plan.raw.body, 'base64') : undefined;
+  const codes: string[] | undefined = plan.collectCodes ? [] : undefined;
 
   const operation = async (i: number): Promise<boolean> => {
     switch (plan.mode) {
@@ -119,7 +120,13 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
         const res = await client.send('POST', '/v1/share', headers, body);
         requestBytes = body.length;
         responseBytes = res.body.length;
+        if (res.status === 201 && codes) codes.push(createdCode(res.body, plan.payloadBytes));
         return res.status === 201;
+      }
+      case 'confirm': {
+        const res = await client.send('POST', plan.paths![i % plan.paths!.length]!, {}, undefined);
+        responseBytes = res.body.length;
+        return res.status === 200;
       }
       case 'flow': {
         const email = benchEmail(i);
@@ -154,6 +161,7 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
       cpuMicros: cpu.user + cpu.system,
       responseBytes,
       requestBytes,
+      ...(codes ? { codes } : {}),
     };
   } finally {
     client.close();

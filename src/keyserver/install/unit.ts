@@ -24,7 +24,7 @@
  *
  * Memory: node runs with a small young generation and a capped old one, and
  * glibc's allocator is told to hand freed memory back (docs/operations.md,
- * "Memory"; bench/keyserver-rss-process.js measures both ways). The node
+ * "Memory"; bench/keyserver-rss-process.js measures the service run so). The node
  * flags go in NODE_OPTIONS, not on ExecStart: a single executable hands
  * every argument after its name to our own option parser, which refuses
  * them; node reads NODE_OPTIONS either way, and the fetch processes inherit it.

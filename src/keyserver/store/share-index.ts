@@ -45,10 +45,12 @@ export function laterOfOrigin(a: Stamp, b: { epoch: number; seq: number } | unde
 }
 
 export class ShareIndex {
-  /** The shares, packed (share-table.ts); `get` returns copies, changes go through `set`. */
+  /**
+   * The shares, packed (share-table.ts); `get` returns copies, changes go
+   * through `set`. Pending shares are found by the SHA-256 of their
+   * verification token there too (`codeOfToken`).
+   */
   readonly shares = new ShareTable();
-  /** SHA-256 of a verification token (tokenKey) -> share code (pending shares only). */
-  readonly tokens = new Map<string, string>();
   /**
    * The same for tokens already used, so that a link opened again says
    * "already confirmed" rather than "unknown". Bounded (CONFIRMED_TOKENS_KEPT,
@@ -189,23 +191,20 @@ export class ShareIndex {
     }
   }
 
-  /** Swaps `old` for `next`, keeping the token map and the pending count right. */
+  /** Swaps `old` for `next`, keeping the used tokens and the pending count right (the table indexes the tokens). */
   private replace(old: ShareState | undefined, next: ShareState): void {
     if (old) {
-      if (old.tokenHash) this.tokens.delete(tokenKey(old.tokenHash));
       if (old.tokenHash && !next.tokenHash && next.verifiedAt !== 0)
         this.confirmedTokens.set(tokenKey(old.tokenHash), next.code);
       if (old.verifiedAt === 0) this.pending--;
     }
     this.shares.set(next);
     if (next.verifiedAt === 0) this.pending++;
-    if (next.tokenHash) this.tokens.set(tokenKey(next.tokenHash), next.code);
   }
 
   private remove(code: string): void {
     const old = this.shares.get(code);
     if (!old) return;
-    if (old.tokenHash) this.tokens.delete(tokenKey(old.tokenHash));
     if (old.verifiedAt === 0) this.pending--;
     this.shares.delete(code);
   }

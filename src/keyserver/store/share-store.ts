@@ -417,7 +417,7 @@ export class ShareStore {
 
   /** The pending, unexpired share a verification token belongs to. */
   findByToken(tokenHash: Buffer): ShareState | undefined {
-    const code = this.index.tokens.get(tokenKey(tokenHash));
+    const code = this.index.shares.codeOfToken(tokenHash);
     const share = code === undefined ? undefined : this.index.shares.get(code);
     if (share?.verifiedAt !== 0 || share.expiresAt <= this.opts.clock.now()) return undefined;
     return share;
@@ -440,13 +440,12 @@ export class ShareStore {
   async verify(tokenHash: Buffer): Promise<ShareState | undefined> {
     const share = this.findByToken(tokenHash);
     if (!share) return undefined;
-    const key = tokenKey(tokenHash);
-    this.index.tokens.delete(key);
+    this.index.shares.takeToken(tokenHash);
     try {
       await this.append({ type: 'verify', stamp: this.stamp(), code: share.code, verifiedAt: this.opts.clock.now() });
     } catch (err) {
       const now = this.index.shares.get(share.code);
-      if (now && now.verifiedAt === 0) this.index.tokens.set(key, share.code);
+      if (now && now.verifiedAt === 0) this.index.shares.restoreToken(share.code);
       throw err;
     }
     return this.index.shares.get(share.code);

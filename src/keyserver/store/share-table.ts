@@ -10,10 +10,12 @@
  * no object per share, so a full garbage collection costs the same with
  * 100,000 shares as with none (docs/benchmarks.md, "Memory").
  *
- * Token hashes live in a Map by slot: only pending shares have one, and they
- * are few (15 minutes of publishes), so a column would be mostly empty; they
- * are kept as latin1 strings (48 bytes of heap for 32 bytes, against about
- * 200 for a Buffer). Wide keys are copies in memory of their own (ownBytes):
+ * Token hashes (pending shares only) live in a 32-byte-wide column too, found
+ * through a second hash table of their own: a Map by token of strings cost
+ * about 250 bytes of V8 heap per pending share, 25 MB for 100,000 (issue 40).
+ * Only a pending share's row of that column is ever written (growth copies
+ * those rows alone), so its pages of zeros cost no resident memory for
+ * verified shares. Wide keys are copies in memory of their own (ownBytes):
  * a kept slice of node's Buffer pool would keep its whole 8 KiB slab alive.
  * Freed slots are reused; the arrays double when full; an email that changes
  * leaves its old bytes in the arena until they are a third of it, then the
@@ -32,6 +34,8 @@ import type { ShareState, Stamp } from './records.js';
 export const KEY_WIDTH = 65;
 /** Width of the code column: a canonical share code is 15 characters. */
 export const CODE_WIDTH = 16;
+/** Width of the token hash column: a SHA-256. */
+export const TOKEN_WIDTH = 32;
 const NUMS = 8; // createdAt, expiresAt, verifiedAt, fetchCount, stamp epoch, stamp seq, fetch epoch, fetch seq
 const SMALL = 6; // stamp origin, fetch origin, key length, flags, code length, spare
 const HAS_TOKEN = 1;
@@ -39,6 +43,11 @@ const HAS_FETCH_STAMP = 2;
 const LIVE = 4;
 const WIDE_CODE = 8;
 const WIDE_EMAIL = 16;
+/** The token hash is in the token hash table (not while a confirmation of it is being written). */
+const TOKEN_INDEXED = 32;
+const WIDE_TOKEN = 64;
+/** Smallest token hash table: it shrinks back to this once the pending shares are confirmed. */
+const TOKEN_INDEX_MIN = 1024;
 /** Hash table entries: 0 = never used, -1 = deleted, n > 0 = slot n - 1. */
 const EMPTY = 0;
 const DELETED = -1;
@@ -62,6 +71,16 @@ function hashOf(code: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < code.length; i++) {
     h ^= code.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/** FNV-1a over bytes (a token hash: a SHA-256, or any bytes a replicated record holds). */
+function hashOfBytes(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) {
+    h ^= bytes[i]!;
     h = Math.imul(h, 0x01000193);
   }
   return h >>> 0;
@@ -105,8 +124,13 @@ export class ShareTable {
   private readonly wideKeys = new Map<number, Buffer>();
   private readonly wideCodes = new Map<number, string>();
   private readonly wideEmails = new Map<number, string>();
-  /** Token hashes by slot, one character per byte (latin1): a short string costs less heap than a Buffer. */
-  private readonly tokenHashes = new Map<number, string>();
+  private tokens: Uint8Array;
+  /** Token hashes not TOKEN_WIDTH bytes long (possible in the record format), by slot. */
+  private readonly wideTokens = new Map<number, Buffer>();
+  /** Slots of pending shares by token hash, as `hash` is by code; TOKEN_INDEXED slots only. */
+  private tokenIndex = new Int32Array(TOKEN_INDEX_MIN);
+  private tokenFilled = 0;
+  private tokensIndexed = 0;
   private readonly free: number[] = [];
   private readonly cuts = new Set<Cut>();
   private used = 0;
@@ -118,6 +142,7 @@ export class ShareTable {
     this.small = new Uint8Array(capacity * SMALL);
     this.keys = new Uint8Array(capacity * KEY_WIDTH);
     this.codes = Buffer.alloc(capacity * CODE_WIDTH);
+    this.tokens = new Uint8Array(capacity * TOKEN_WIDTH);
     this.emailAt = new Uint32Array(capacity);
     this.emailLen = new Uint16Array(capacity);
     this.emails = Buffer.alloc(capacity * 32);
@@ -192,13 +217,20 @@ export class ShareTable {
       this.wideKeys.delete(slot);
       this.keys.set(share.publicKey, slot * KEY_WIDTH);
     }
-    if (share.tokenHash) {
-      flags |= HAS_TOKEN;
-      this.tokenHashes.set(slot, share.tokenHash.toString('latin1'));
-    } else {
-      this.tokenHashes.delete(slot);
+    if (oldFlags & TOKEN_INDEXED) this.unindexToken(slot);
+    this.wideTokens.delete(slot);
+    const token = share.tokenHash;
+    if (token) {
+      flags |= HAS_TOKEN | TOKEN_INDEXED;
+      if (token.length === TOKEN_WIDTH) {
+        this.tokens.set(token, slot * TOKEN_WIDTH);
+      } else {
+        flags |= WIDE_TOKEN;
+        this.wideTokens.set(slot, ownBytes(token));
+      }
     }
     this.small[s + 3] = flags;
+    if (token) this.indexToken(slot);
     if (fresh) {
       this.insertHash(slot, share.code);
       this.count++;
@@ -224,9 +256,10 @@ export class ShareTable {
     const s = slot * SMALL;
     if (this.small[s + 3]! & WIDE_EMAIL) this.wideEmails.delete(slot);
     else this.emailDead += this.emailLen[slot]!;
+    if (this.small[s + 3]! & TOKEN_INDEXED) this.unindexToken(slot);
     this.wideKeys.delete(slot);
     this.wideCodes.delete(slot);
-    this.tokenHashes.delete(slot);
+    this.wideTokens.delete(slot);
     this.small[s + 3] = 0;
     this.count--;
     this.free.push(slot);
@@ -301,6 +334,130 @@ export class ShareTable {
       if (this.small[slot * SMALL + 3]! & LIVE && this.nums[slot * NUMS + 1]! <= now) out.push(this.codeOf(slot));
     }
     return out;
+  }
+
+  /** The code of the pending share whose token hash is `tokenHash`, unless a confirmation has taken it. */
+  codeOfToken(tokenHash: Uint8Array): string | undefined {
+    const at = this.tokenPosition(tokenHash);
+    return at < 0 ? undefined : this.codeOf(this.tokenIndex[at]! - 1);
+  }
+
+  /**
+   * Takes `tokenHash` out of the token hash table while its confirmation is
+   * written, so that a second one cannot find it; the share keeps it until
+   * the verification is applied. False when it is not there.
+   */
+  takeToken(tokenHash: Uint8Array): boolean {
+    const at = this.tokenPosition(tokenHash);
+    if (at < 0) return false;
+    this.unindexToken(this.tokenIndex[at]! - 1);
+    return true;
+  }
+
+  /** Puts back the token hash of `code`'s share (its confirmation failed); nothing when it has none or it is there. */
+  restoreToken(code: string): void {
+    const slot = this.slotOf(code);
+    if (slot < 0) return;
+    const flags = this.small[slot * SMALL + 3]!;
+    if (flags & HAS_TOKEN && !(flags & TOKEN_INDEXED)) {
+      this.small[slot * SMALL + 3] = flags | TOKEN_INDEXED;
+      this.indexToken(slot);
+    }
+  }
+
+  /** Token hashes that codeOfToken finds (tests: the table follows the shares). */
+  get tokenCount(): number {
+    return this.tokensIndexed;
+  }
+
+  /** The token hash of `slot` in place (a view of the column, or the side Map's copy). */
+  private tokenOf(slot: number, flags: number): Uint8Array {
+    if (flags & WIDE_TOKEN) return this.wideTokens.get(slot)!;
+    return this.tokens.subarray(slot * TOKEN_WIDTH, (slot + 1) * TOKEN_WIDTH);
+  }
+
+  private tokenIs(slot: number, tokenHash: Uint8Array): boolean {
+    const flags = this.small[slot * SMALL + 3]!;
+    if (flags & WIDE_TOKEN) return this.wideTokens.get(slot)!.equals(tokenHash);
+    if (tokenHash.length !== TOKEN_WIDTH) return false;
+    const at = slot * TOKEN_WIDTH;
+    for (let i = 0; i < TOKEN_WIDTH; i++) if (this.tokens[at + i] !== tokenHash[i]) return false;
+    return true;
+  }
+
+  /** Position of `tokenHash` in the token hash table, or -1. */
+  private tokenPosition(tokenHash: Uint8Array): number {
+    const mask = this.tokenIndex.length - 1;
+    // Terminates: the table is never more than half full.
+    for (let i = hashOfBytes(tokenHash) & mask; ; i = (i + 1) & mask) {
+      const e = this.tokenIndex[i]!;
+      if (e === EMPTY) return -1;
+      if (e > 0 && this.tokenIs(e - 1, tokenHash)) return i;
+    }
+  }
+
+  /**
+   * Adds the token hash of `slot` (flagged TOKEN_INDEXED) to the token hash
+   * table; a share already there with the same token hash leaves it, as a
+   * Map's set would replace the entry.
+   */
+  private indexToken(slot: number): void {
+    const token = this.tokenOf(slot, this.small[slot * SMALL + 3]!);
+    const mask = this.tokenIndex.length - 1;
+    let reuse = -1;
+    let i = hashOfBytes(token) & mask;
+    for (; ; i = (i + 1) & mask) {
+      const e = this.tokenIndex[i]!;
+      if (e === EMPTY) break;
+      if (e === DELETED) {
+        if (reuse < 0) reuse = i;
+      } else if (this.tokenIs(e - 1, token)) {
+        this.small[(e - 1) * SMALL + 3]! &= ~TOKEN_INDEXED;
+        this.tokenIndex[i] = slot + 1;
+        return;
+      }
+    }
+    if (reuse < 0) {
+      reuse = i;
+      this.tokenFilled++;
+    }
+    this.tokenIndex[reuse] = slot + 1;
+    this.tokensIndexed++;
+    if (this.tokenFilled * 2 > this.tokenIndex.length) this.rehashTokens();
+  }
+
+  /** Removes `slot` (TOKEN_INDEXED) from the token hash table and clears the flag; shrinks the table once mostly empty. */
+  private unindexToken(slot: number): void {
+    const mask = this.tokenIndex.length - 1;
+    for (let i = hashOfBytes(this.tokenOf(slot, this.small[slot * SMALL + 3]!)) & mask; ; i = (i + 1) & mask) {
+      const e = this.tokenIndex[i]!;
+      if (e === EMPTY) break;
+      if (e === slot + 1) {
+        this.tokenIndex[i] = DELETED;
+        this.tokensIndexed--;
+        break;
+      }
+    }
+    this.small[slot * SMALL + 3]! &= ~TOKEN_INDEXED;
+    if (this.tokenIndex.length > TOKEN_INDEX_MIN && this.tokensIndexed * 8 < this.tokenIndex.length)
+      this.rehashTokens();
+  }
+
+  /** Rebuilds the token hash table without deleted entries, at most 40 % full. */
+  private rehashTokens(): void {
+    this.tokenIndex = new Int32Array(
+      powerOfTwoAtLeast(Math.max(TOKEN_INDEX_MIN, Math.ceil(this.tokensIndexed * 2.5) + 2)),
+    );
+    this.tokenFilled = 0;
+    const mask = this.tokenIndex.length - 1;
+    for (let slot = 0; slot < this.used; slot++) {
+      const flags = this.small[slot * SMALL + 3]!;
+      if (!(flags & TOKEN_INDEXED)) continue;
+      let i = hashOfBytes(this.tokenOf(slot, flags)) & mask;
+      while (this.tokenIndex[i] !== EMPTY) i = (i + 1) & mask;
+      this.tokenIndex[i] = slot + 1;
+      this.tokenFilled++;
+    }
   }
 
   private slotOf(code: string): number {
@@ -451,7 +608,7 @@ export class ShareTable {
       expiresAt: this.nums[n + 1]!,
       verifiedAt: this.nums[n + 2]!,
       fetchCount: this.nums[n + 3]!,
-      tokenHash: flags & HAS_TOKEN ? Buffer.from(this.tokenHashes.get(slot)!, 'latin1') : undefined,
+      tokenHash: flags & HAS_TOKEN ? Buffer.from(this.tokenOf(slot, flags)) : undefined,
       stamp: { origin: this.small[s]!, epoch: this.nums[n + 4]!, seq: this.nums[n + 5]! },
     };
     if (flags & HAS_FETCH_STAMP)
@@ -480,6 +637,13 @@ export class ShareTable {
     this.small = widen(this.small, new Uint8Array(this.capacity * SMALL));
     this.keys = widen(this.keys, new Uint8Array(this.capacity * KEY_WIDTH));
     this.codes = widen(this.codes, Buffer.alloc(this.capacity * CODE_WIDTH));
+    // Only the rows of pending shares: a copy of the whole column would make its pages of zeros resident.
+    const tokens = new Uint8Array(this.capacity * TOKEN_WIDTH);
+    for (let slot = 0; slot < this.used; slot++) {
+      if ((this.small[slot * SMALL + 3]! & (HAS_TOKEN | WIDE_TOKEN)) !== HAS_TOKEN) continue;
+      tokens.set(this.tokenOf(slot, HAS_TOKEN), slot * TOKEN_WIDTH);
+    }
+    this.tokens = tokens;
     this.emailAt = widen(this.emailAt, new Uint32Array(this.capacity));
     this.emailLen = widen(this.emailLen, new Uint16Array(this.capacity));
   }
