@@ -5,7 +5,7 @@
  * either uses the agent that listens in the other instead of starting a
  * second one that holds no keys. Only an agent that is provably the user's is
  * used: a stale socket, a folder open to others and a listener of another uid
- * are passed over.
+ * are passed over. `stash doctor` names both agents when two run.
  *
  * Each environment has its own runtime folder (STASH_RUN_USER_DIR, standing
  * for /run/user/<uid>) and TMPDIR, so nothing here looks into this machine's
@@ -28,7 +28,7 @@ import {
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { agentCandidates } from '../../src/agent/paths.js';
-import { accepts, agentPidsWith, exited, waitFor } from '../helpers/agent.js';
+import { accepts, agentPidsWith, exited, startAgent, waitFor } from '../helpers/agent.js';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';
 import { asNobody, readableCopy } from '../helpers/readable-copy.js';
 import { cliEnv, type CliEnv } from './harness.js';
@@ -263,6 +263,63 @@ test('a listener of another uid behind a socket file of ours is passed over befo
     if (impostor) await exited(impostor);
     copy.remove();
     rmSync(theirs, { recursive: true, force: true });
+    await dispose(f);
+  }
+});
+
+test('doctor names both agents when two run, and its fix stops the spare one', async () => {
+  const f = folders();
+  const started: ChildProcess[] = [];
+  try {
+    await f.t.initVault([]);
+    await stopAll(f);
+    // Two agents, as two shells made them before this release: one per folder.
+    for (const [dir, env] of [
+      [join(f.runUser, 'stash'), { ...f.t.env, ...withXdg(f) }],
+      [dirname(f.inFallback), f.t.env],
+    ] as const) {
+      started.push(await startAgent({ ...f.t, dir, env }));
+    }
+    const [inRunUser, inFallback] = started.map((p) => p.pid!);
+    const json = await f.t.run(['doctor', '--json'], { env: withoutXdg });
+    const report = JSON.parse(json.stdout) as {
+      checks: Array<{ name: string; status: string; detail: string; fix?: string }>;
+      agents: Array<{ pid: number; socket: string }>;
+    };
+    assert.equal(
+      report.agents.map((a) => [a.pid, a.socket]),
+      [
+        [inFallback, f.inFallback],
+        [inRunUser, f.inRunUser],
+      ],
+    );
+    const two = report.checks.find((c) => c.name === 'second agent');
+    assert.ok(two, 'a check names the agents');
+    assert.is(two!.status, 'warn');
+    assert.match(
+      two!.detail,
+      new RegExp(`^2 agents run for you: pid ${inFallback} at .*, used here; pid ${inRunUser} at `),
+    );
+    assert.is(
+      two!.fix,
+      `stop the one not used here (its keys are wiped): STASH_SESSION_AGENT_DIR=${join(f.runUser, 'stash')} stash vault sessions stop`,
+    );
+    const text = await f.t.run(['doctor'], { env: withoutXdg });
+    assert.match(
+      text.stdout,
+      /\[warn\] second agent: 2 agents run for you: pid \d+ at .* \(the fallback folder, 0 cached key\(s\)\), used here; pid \d+ at .* \(the uid's runtime folder, 0 cached key\(s\)\)\n {7}fix: stop the one not used here/,
+    );
+    const stop = await f.t.run(['vault', 'sessions', 'stop'], {
+      env: { STASH_SESSION_AGENT_DIR: join(f.runUser, 'stash') },
+    });
+    assert.is(stop.code, 0, stop.stderr);
+    assert.is(await exited(started[0]!), 0);
+    const after = JSON.parse((await f.t.run(['doctor', '--json'], { env: withoutXdg })).stdout) as typeof report;
+    assert.is(after.agents.length, 1);
+    assert.not.ok(after.checks.some((c) => c.name === 'second agent'));
+  } finally {
+    for (const p of started) p.kill();
+    await Promise.all(started.map((p) => exited(p)));
     await dispose(f);
   }
 });
