@@ -122,6 +122,21 @@ export class AgentClient {
     return this.handshaking;
   }
 
+  /**
+   * Completes the HELLO now rather than at the first sealed request, and
+   * resolves with the agent's pid: proof that an agent of this protocol
+   * answers, not just something listening on the socket.
+   */
+  async greet(): Promise<number> {
+    await this.handshake();
+    return this.agentPid ?? -1;
+  }
+
+  /** The uid of the process serving this connection (kernel-reported); null on Windows (checked when the pipe opened). */
+  peerUid(): number | null {
+    return this.transport.peerUid();
+  }
+
   private async hello(): Promise<SecureChannel> {
     const ours = ephemeralKeys();
     let reply: Reply;

@@ -2,11 +2,13 @@
  * Where the agent listens, and the checks that keep that place private.
  * Unix: <dir>/agent.sock with dir = STASH_SESSION_AGENT_DIR, else
  * $XDG_RUNTIME_DIR/stash, else <tmpdir>/stash-<uid>. Windows: a named pipe.
+ * An agent started with another XDG_RUNTIME_DIR (su, ssh, a systemd user
+ * session) may listen in one of the user's other folders: agentCandidates.
  */
 import { lstatSync, mkdirSync, type Stats } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { StashError } from '../errors.js';
 
 export class AgentPathError extends StashError {
@@ -21,7 +23,7 @@ export interface Endpoint {
   /** Socket path or pipe name, as given to net.connect/listen. */
   path: string;
   /** Where the folder choice came from, for diagnostics. */
-  source: 'STASH_SESSION_AGENT_DIR' | 'XDG_RUNTIME_DIR' | 'tmpdir' | 'pipe';
+  source: 'STASH_SESSION_AGENT_DIR' | 'XDG_RUNTIME_DIR' | 'run-user' | 'tmpdir' | 'pipe';
 }
 
 const uid = (): number => (typeof process.getuid === 'function' ? process.getuid() : -1);
@@ -40,8 +42,47 @@ export function agentEndpoint(
     const dir = join(env.XDG_RUNTIME_DIR, 'stash');
     return { dir, path: join(dir, 'agent.sock'), source: 'XDG_RUNTIME_DIR' };
   }
+  return fallbackEndpoint();
+}
+
+/** The per-user fallback: <tmpdir>/stash-<uid> (TMPDIR moves it). */
+function fallbackEndpoint(): Endpoint {
   const dir = join(tmpdir(), `stash-${uid()}`);
   return { dir, path: join(dir, 'agent.sock'), source: 'tmpdir' };
+}
+
+/**
+ * The uid's login runtime folder, which pam_systemd creates and sets
+ * XDG_RUNTIME_DIR to: /run/user/<uid>. STASH_RUN_USER_DIR replaces it, so a
+ * test never looks into this machine's real one.
+ */
+export function runUserDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.STASH_RUN_USER_DIR || `/run/user/${uid()}`;
+}
+
+/**
+ * Every endpoint where an agent of this user may listen, the environment's
+ * own (agentEndpoint) first, then the uid's runtime folder and the fallback:
+ * a shell with XDG_RUNTIME_DIR set and one without it (su, ssh) name
+ * different folders for the same user. STASH_SESSION_AGENT_DIR is a choice
+ * of place, so with it set (and on Windows, where the pipe name has no
+ * folder) the list is that one endpoint.
+ */
+export function agentCandidates(
+  env: NodeJS.ProcessEnv = process.env,
+  platform: NodeJS.Platform = process.platform,
+): Endpoint[] {
+  const own = agentEndpoint(env, platform);
+  if (own.source === 'STASH_SESSION_AGENT_DIR' || own.source === 'pipe') return [own];
+  const dir = join(runUserDir(env), 'stash');
+  const all = [own, { dir, path: join(dir, 'agent.sock'), source: 'run-user' } as Endpoint, fallbackEndpoint()];
+  const seen = new Set<string>();
+  return all.filter((e) => {
+    const key = resolve(e.dir ?? e.path);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
 }
 
 /**

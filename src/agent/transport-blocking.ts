@@ -12,7 +12,10 @@ import { AgentError, unreadableReply, type Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
 
 export type SyncSocket = Required<
-  Pick<NativeBinding, 'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd'>
+  Pick<
+    NativeBinding,
+    'unixConnect' | 'socketSend' | 'socketReceive' | 'socketPeerClosed' | 'closeFd' | 'peerCredentials'
+  >
 >;
 
 /** The addon's blocking socket calls; null when the addon does not load or lacks them (Windows, an older addon). */
@@ -98,6 +101,11 @@ class BlockingTransport implements Transport {
     } catch {
       return true;
     }
+  }
+
+  peerUid(): number {
+    if (this.fd < 0) throw new AgentError('AGENT_UNAVAILABLE', 'the agent connection was closed');
+    return this.io.peerCredentials(this.fd).uid;
   }
 
   private release(): void {

@@ -4,6 +4,7 @@
  * come back in request order, so each is matched to the oldest pending request.
  */
 import { connect, type Socket } from 'node:net';
+import { peerCredentials } from '../native/index.js';
 import { FrameDecoder, type Frame } from '../protocol/index.js';
 import { AgentError, unreadableReply, type Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
@@ -60,6 +61,11 @@ class NetTransport implements Transport {
 
   closedWhileIdle(): boolean {
     return this.idleClose;
+  }
+
+  peerUid(): number | null {
+    if (process.platform === 'win32') return null;
+    return peerCredentials(this.socket).uid;
   }
 
   close(): void {

@@ -39,6 +39,13 @@ export interface Transport {
   request(wire: Buffer): Promise<Frame>;
   /** True when the agent closed the connection while no request was in flight (its idle timeout): open a new one. */
   closedWhileIdle(): boolean;
+  /**
+   * The uid of the process at the other end, as the kernel reports it
+   * (SO_PEERCRED, getpeereid); null on Windows, where the pipe connection
+   * already checked the server's user (windows-pipe.ts). Throws when the
+   * addon cannot tell.
+   */
+  peerUid(): number | null;
   close(): void;
 }
 

@@ -4,6 +4,8 @@
  * from printing (commands/doctor.ts) so --json and the text view agree.
  */
 import { readFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { LiveAgent } from '../agent/discover.js';
 import { describeLogTarget } from '../agent/log.js';
 import { agentDirFix, agentEndpoint, checkAgentDir } from '../agent/paths.js';
 import { ConfigError, errorCode, errorMessage } from '../errors.js';
@@ -127,6 +129,37 @@ export function agentChecks(
     });
   }
   return checks;
+}
+
+/** How doctor calls each socket folder (docs/configuration.md, "Where the agent listens"). */
+const FOLDER_KINDS: Partial<Record<LiveAgent['source'], string>> = {
+  XDG_RUNTIME_DIR: 'XDG_RUNTIME_DIR',
+  'run-user': "the uid's runtime folder",
+  tmpdir: 'the fallback folder',
+};
+
+/**
+ * More than one agent of this user (one found in each of two socket folders,
+ * e.g. started before and after XDG_RUNTIME_DIR changed): a warning naming
+ * each, since a key cached in one is not seen by commands that use the other.
+ * Nothing when there is one or none.
+ */
+export function agentsCheck(agents: LiveAgent[], inUse: unknown): DoctorCheck[] {
+  if (agents.length < 2) return [];
+  const named = agents.map(
+    (a) =>
+      `pid ${a.pid} at ${a.socket} (${FOLDER_KINDS[a.source] ?? a.source}, ${a.entries} cached key(s))${a.pid === inUse ? ', used here' : ''}`,
+  );
+  const spare = agents.find((a) => a.pid !== inUse) ?? agents[1]!;
+  return [
+    {
+      section: 'agent',
+      name: 'second agent',
+      status: 'warn',
+      detail: `${agents.length} agents run for you: ${named.join('; ')}`,
+      fix: `stop the one not used here (its keys are wiped): STASH_SESSION_AGENT_DIR=${dirname(spare.socket)} stash vault sessions stop`,
+    },
+  ];
 }
 
 /** The repair for an unsafe socket folder: chmod for one's own, a move elsewhere for a squatted one. */

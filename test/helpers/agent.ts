@@ -34,6 +34,8 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
     XDG_STATE_HOME: join(home, 'state'),
     XDG_CACHE_HOME: join(home, 'cache'),
     STASH_SESSION_AGENT_DIR: dir,
+    // The uid's runtime folder the CLI also looks in for an agent (src/agent/paths.ts): never this machine's /run/user.
+    STASH_RUN_USER_DIR: join(home, 'run-user'),
     STASH_SESSION_AGENT_LOG: logPath,
     // no system bus unless a test brings its own logind stand-in
     DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${join(home, 'no-bus')}`,
@@ -64,7 +66,7 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
 }
 
 /** True when a connection to the Unix socket `path` is accepted. */
-function accepts(path: string): Promise<boolean> {
+export function accepts(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const s = connect(path);
     s.once('connect', () => {

@@ -2,9 +2,11 @@
  * `stash doctor [--json]`: every check with a mark, and a one-line fix under
  * each failure. Exit status 0 only when nothing failed (warnings pass).
  */
-import { agentEndpoint } from '../../agent/paths.js';
+import { liveAgents } from '../../agent/discover.js';
+import { agentCandidates, agentEndpoint } from '../../agent/paths.js';
 import {
   agentChecks,
+  agentsCheck,
   agentStatus,
   configChecks,
   securityChecks,
@@ -31,6 +33,8 @@ export async function run(inv: Invocation): Promise<number> {
   // Security first: it inspects the socket folder before anything connects to it.
   const before = await securityChecks();
   const agent = await agentStatus();
+  // Every folder where an agent of this user may listen: two agents at once is worth a warning.
+  const agents = await liveAgents(agentCandidates());
   // An agent doctor started has just created the socket folder: report it as it is now, not "not created yet".
   const security = agent.started ? await securityChecks() : before;
   const config = await configChecks(agent.status);
@@ -38,6 +42,7 @@ export async function run(inv: Invocation): Promise<number> {
   const keyServer = await keyServerChecks();
   const checks = [
     ...agentChecks(agent.status, agent.error, agent.started, agentEndpoint().dir),
+    ...agentsCheck(agents, agent.status?.pid),
     ...security,
     ...suspendChecks(agent.status),
     ...sessionLockChecks(agent.status),
@@ -51,6 +56,7 @@ export async function run(inv: Invocation): Promise<number> {
       ok: failed.length === 0,
       checks,
       agent: agent.status,
+      agents,
       config: config.config,
       vault: vault.vault,
       keyServer: keyServer.keyServer,
