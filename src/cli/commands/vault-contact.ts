@@ -5,7 +5,7 @@
  * fingerprint check.
  */
 import { getContact, listContacts, removeContact, VaultError, wipe, type Contact } from '../../vault/index.js';
-import { fingerprintLines } from '../fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { formatTable, out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 import { Session } from '../session.js';

@@ -3,7 +3,7 @@
  * Needs no password: identity.json keeps the public half in the clear.
  */
 import { defaultVaultDir, encodePublicKey, identityPublic, readVaultInfo } from '../../vault/index.js';
-import { fingerprintLines } from '../fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { out, outJson } from '../output.js';
 import type { Invocation } from '../registry.js';
 
