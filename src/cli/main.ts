@@ -83,7 +83,7 @@ async function dispatch(argv: string[]): Promise<number> {
   if (first === '--version' || first === '-V') {
     if (argv[1] !== undefined)
       throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
-    const { readVersion } = await import('./version.js');
+    const { readVersion } = await import('../version.js');
     writeText('stdout', `stash ${readVersion()}\n`);
     return ExitCode.ok;
   }
