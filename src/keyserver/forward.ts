@@ -42,7 +42,7 @@ import {
   verifyMac,
 } from './replication/signature.js';
 import { isServerFailure } from './routed-fetch.js';
-import { keyServerBase } from './server-url.js';
+import { keyServerBase } from '../config/server-url.js';
 import { ownerServers, servesOwner, type ServiceConfig } from './service.js';
 import type { ShareRequest, ShareResponse } from './wire/messages.js';
 

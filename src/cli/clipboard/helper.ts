@@ -25,7 +25,7 @@ import {
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { isAbsolute, join } from 'node:path';
-import { MAX_CLIP_SECONDS } from '../../agent/config.js';
+import { MAX_CLIP_SECONDS } from '../../config/app-config.js';
 import { errorCode, errorMessage } from '../../errors.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { MAX_VALUE_BYTES } from '../../vault/names.js';

@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
-import { keyServerBase } from '../server-url.js';
+import { keyServerBase } from '../../config/server-url.js';
 
 /** Largest server id a locator character can name (ring of 32). */
 export const MAX_RING_ID = 31;
