@@ -43,7 +43,8 @@ import {
 } from './replication/signature.js';
 import { isServerFailure } from './routed-fetch.js';
 import { keyServerBase } from '../config/server-url.js';
-import { ownerServers, servesOwner, type ServiceConfig } from './service.js';
+import { ownerServers, servesOwner } from './service.js';
+import type { ServiceConfig } from './server-config.js';
 import type { ShareRequest, ShareResponse } from './wire/messages.js';
 
 export const FORWARDED_BY_HEADER = 'x-stash-forwarded-by';

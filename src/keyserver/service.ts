@@ -7,7 +7,7 @@
 import sodium from 'sodium-native';
 import { securePool } from '../native/secure-pool.js';
 import { FINGERPRINT_BYTES, fingerprintInput, formatFingerprint } from '../vault/fingerprint-format.js';
-import type { ServerConfig } from './cli/options.js';
+import type { ServerConfig, ServiceConfig } from './server-config.js';
 import type { Clock } from './clock.js';
 import { KeyServerError, RateLimitedError } from './errors.js';
 import type { WindowLimiter } from './limits/window-limiter.js';
@@ -22,12 +22,6 @@ import type { PeerStatus, Replicator } from './replication/outbound.js';
 import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
 import { Withdrawals } from './withdraw.js';
 import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
-
-/** The configuration a running server settled on (URLs resolved, epoch fixed). */
-export interface ServiceConfig extends ServerConfig {
-  publicUrl: string;
-  originEpoch: number;
-}
 
 export interface ServiceDeps {
   store: ShareStore;

@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UsageError } from '../../errors.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { streamLogger, type Logger } from '../logger.js';
 import type { Mailer } from '../mailer.js';
 import type { LinkFeed } from './load-driver.js';

@@ -22,7 +22,7 @@
  * count, a Retry-After computed a body's arrival later).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import type { Logger } from '../logger.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE } from '../wire/messages.js';
