@@ -43,7 +43,7 @@ import {
 } from './replication/signature.js';
 import { isServerFailure } from './routed-fetch.js';
 import { keyServerBase } from '../config/server-url.js';
-import { ownerServers, servesOwner } from './service.js';
+import { ownerServers, servesOwner } from './owner-routing.js';
 import type { ServiceConfig } from './server-config.js';
 import type { ShareRequest, ShareResponse } from './wire/messages.js';
 

@@ -16,7 +16,7 @@ import { streamLogger, type Logger } from '../logger.js';
 import type { Mailer } from '../mailer.js';
 import type { LinkFeed } from './load-driver.js';
 import { startServer, type RunningServer } from '../server.js';
-import { ringSuccessor } from '../service.js';
+import { ringSuccessor } from '../owner-routing.js';
 import { generateShareCode } from '../share-code.js';
 import type { ShareStore } from '../store/share-store.js';
 import { LOG_NAME } from '../store/state-dir.js';
