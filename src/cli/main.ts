@@ -21,9 +21,8 @@ import {
   suggestCommand,
   topLevelHelp,
   usageOf,
-  type Command,
-  type Invocation,
 } from './registry.js';
+import type { Command, Invocation } from './command-types.js';
 
 /** Runs the CLI with argv (without node and script); sets process.exitCode. */
 export async function main(argv: string[]): Promise<void> {

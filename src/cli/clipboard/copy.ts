@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { StashError, UsageError } from '../../errors.js';
 import { note, warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import type { HelperReport } from './helper.js';
 import type { ToolName } from './index.js';
 

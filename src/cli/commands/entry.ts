@@ -12,7 +12,7 @@ import { wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
 import { note, warn } from '../output.js';
 import { isTerminal } from '../terminal.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

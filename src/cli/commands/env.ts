@@ -12,7 +12,7 @@ import { validateContainerName, wipeEntries } from '../../vault/index.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
 

@@ -13,7 +13,7 @@ import { secureAlloc, wipe } from '../../vault/secure.js';
 import { note } from '../output.js';
 import { templateRefs } from '../refs/reference.js';
 import { resolveRefs, wipeResolved } from '../refs/resolve.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { isTerminal } from '../terminal.js';
 

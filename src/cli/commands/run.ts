@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
 import { resolveRefs, wipeResolved } from '../refs/resolve.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
 

@@ -20,7 +20,7 @@ import { wipe } from '../../vault/secure.js';
 import { readRecord, writeRecord } from '../../vault/sharing/records.js';
 import { readVaultInfo } from '../../vault/vault.js';
 import { formatBytes, note, out } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

@@ -12,7 +12,7 @@ import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
 import { formatDuration, out, outJson, warn } from '../output.js';
 import { recordPublished, type PublishedShare } from '../published-shares.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {
