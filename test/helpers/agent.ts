@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { connect } from 'node:net';
-import { readProcInfo } from '../../src/agent/proc-info.js';
+import { readProcInfo } from '../../src/agent/proc-info/index.js';
 import { returnCodeCache, seedCodeCache } from './code-cache-seed.js';
 
 export const stashBin = join(process.cwd(), 'bin', 'stash.js');
