@@ -18,6 +18,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   stash::InitHarden(env, exports);
   stash::InitSystemLog(env, exports);
   stash::InitPower(env, exports);
+  stash::InitProcess(env, exports);
   stash::InitSessionLock(env, exports);
 #if defined(_WIN32)
   stash::InitConsole(env, exports);

@@ -16,10 +16,14 @@ void InitHarden(Napi::Env env, Napi::Object exports);
 // openSystemLog(ident), systemLog(level, message), closeSystemLog()
 void InitSystemLog(Napi::Env env, Napi::Object exports);
 // powerProbe(), powerInhibit(what, who, why, mode), powerRelease(handle),
-// class PowerWatcher(callback) {stop(), allowSleep(id)}; plus the platform's
-// process-identity helpers for the activity registry (pidfd* on Linux,
-// processInfo(pid) on macOS and Windows).
+// class PowerWatcher(callback) {stop(), allowSleep(id)}
+// (native/<os>/power_<os>.cc).
 void InitPower(Napi::Env env, Napi::Object exports);
+// Process identity for the activity registry (native/<os>/proc_<os>.cc):
+// pidfdOpen(pid), pidfdSendSignal(fd, signal) on Linux (which reads the rest
+// from /proc in TypeScript); processInfo(pid) -> {ppid, startTime, zombie} | null
+// on macOS and Windows.
+void InitProcess(Napi::Env env, Napi::Object exports);
 // class LockWatcher(options, callback) {stop(), pump()}: the session lock
 // (native/<os>/lock_<os>.cc; events in native/common/lock_event.h).
 void InitSessionLock(Napi::Env env, Napi::Object exports);

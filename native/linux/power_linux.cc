@@ -24,7 +24,6 @@
 #include "../common/power_event.h"
 #include "../common/platform.h"
 #include "bus_thread_linux.h"
-#include "proc_linux.h"
 #include "sdbus_linux.h"
 
 namespace stash {
@@ -314,7 +313,6 @@ void InitPower(Napi::Env env, Napi::Object exports) {
   exports.Set("powerInhibit", Napi::Function::New(env, PowerInhibit, "powerInhibit"));
   exports.Set("powerRelease", Napi::Function::New(env, PowerRelease, "powerRelease"));
   exports.Set("PowerWatcher", PowerWatcher::Define(env));
-  InitProcessSignals(env, exports);
 }
 
 }  // namespace stash

@@ -1,8 +1,12 @@
+// Process identity on Linux: pidfdOpen(pid) -> fd; pidfdSendSignal(fd, signal).
+// (The parent pid and start time come from /proc in TypeScript:
+// src/agent/proc-info/linux.ts.)
+//
 // pidfd_open + pidfd_send_signal: a pidfd names one process, not a pid number,
 // so a signal sent through it can never reach a later process that reused the
 // pid. The activity registry opens the pidfd, then re-reads the start time from
 // /proc: if it still matches, the pidfd is known to name the registered process
-// (see src/agent/proc-info.ts). Called through syscall(2) because glibc gained
+// (see src/agent/proc-info/linux.ts). Called through syscall(2) because glibc gained
 // wrappers only in 2.36.
 #include <napi.h>
 #include <signal.h>
@@ -12,7 +16,7 @@
 #include <cerrno>
 
 #include "../common/errors.h"
-#include "proc_linux.h"
+#include "../common/platform.h"
 
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
@@ -41,7 +45,7 @@ Napi::Value PidfdSendSignal(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
-void InitProcessSignals(Napi::Env env, Napi::Object exports) {
+void InitProcess(Napi::Env env, Napi::Object exports) {
   exports.Set("pidfdOpen", Napi::Function::New(env, PidfdOpen, "pidfdOpen"));
   exports.Set("pidfdSendSignal", Napi::Function::New(env, PidfdSendSignal, "pidfdSendSignal"));
 }

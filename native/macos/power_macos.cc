@@ -8,7 +8,6 @@
 //        kIOMessageSystemWillSleep  reports {type:'sleep', start:true, id} and is allowed
 //                                   only when JS calls allowSleep(id), after the wipe;
 //        kIOMessageSystemHasPoweredOn reports {type:'sleep', start:false}.
-//   processInfo(pid)                      -> {ppid, startTime, zombie} | null (sysctl KERN_PROC_PID)
 //
 // macOS waits up to 30 s for IOAllowPowerChange, then sleeps anyway. An assertion
 // prevents idle sleep only; a lid close or an explicit "Sleep" still sleeps, and
@@ -17,11 +16,8 @@
 #include <CoreFoundation/CoreFoundation.h>
 #include <IOKit/IOMessage.h>
 #include <IOKit/pwr_mgt/IOPMLib.h>
-#include <sys/sysctl.h>
-#include <sys/types.h>
 
 #include <atomic>
-#include <cerrno>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,23 +66,6 @@ Napi::Value PowerRelease(const Napi::CallbackInfo& info) {
     ThrowCode(info.Env(), "EBADF", "IOPMAssertionRelease failed with IOReturn " + std::to_string(rc));
   }
   return info.Env().Undefined();
-}
-
-Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  int mib[4] = {CTL_KERN, KERN_PROC, KERN_PROC_PID, info[0].As<Napi::Number>().Int32Value()};
-  struct kinfo_proc proc {};
-  size_t len = sizeof(proc);
-  if (sysctl(mib, 4, &proc, &len, nullptr, 0) != 0) ThrowErrno(env, "sysctl(KERN_PROC_PID)", errno);
-  if (len == 0) return env.Null();  // no such process
-  const struct timeval& t = proc.kp_proc.p_starttime;
-  char start[48];
-  snprintf(start, sizeof(start), "%lld.%06d", static_cast<long long>(t.tv_sec), static_cast<int>(t.tv_usec));
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ppid", Napi::Number::New(env, proc.kp_eproc.e_ppid));
-  out.Set("startTime", Napi::String::New(env, start));
-  out.Set("zombie", Napi::Boolean::New(env, proc.kp_proc.p_stat == SZOMB));
-  return out;
 }
 
 // ---- the sleep watcher ------------------------------------------------------
@@ -206,7 +185,6 @@ void InitPower(Napi::Env env, Napi::Object exports) {
   exports.Set("powerProbe", Napi::Function::New(env, PowerProbe, "powerProbe"));
   exports.Set("powerInhibit", Napi::Function::New(env, PowerInhibit, "powerInhibit"));
   exports.Set("powerRelease", Napi::Function::New(env, PowerRelease, "powerRelease"));
-  exports.Set("processInfo", Napi::Function::New(env, ProcessInfo, "processInfo"));
   exports.Set("PowerWatcher", PowerWatcher::Define(env));
 }
 

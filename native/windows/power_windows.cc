@@ -7,13 +7,11 @@
 //        on PBT_APMSUSPEND it reports {type:'sleep', start:true, id} and holds the
 //        callback (at most kSuspendBudgetMs) until JS calls allowSleep(id);
 //        PBT_APMRESUMEAUTOMATIC reports {type:'sleep', start:false}.
-//   processInfo(pid)                    -> {ppid, startTime, zombie} | null (creation time, Toolhelp ppid)
 //
 // Windows has no "delay" inhibitor: the suspend callback itself is the delay.
 // Windows gives suspend callbacks about 2 seconds in total (less on Modern
 // Standby), so the wait is bounded below that; the wipe in JS takes microseconds.
 #include <windows.h>
-#include <tlhelp32.h>
 #include <napi.h>
 
 #include <atomic>
@@ -125,41 +123,6 @@ Napi::Value PowerRelease(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-Napi::Value ProcessInfo(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  DWORD pid = info[0].As<Napi::Number>().Uint32Value();
-  HANDLE process = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
-  if (!process) return env.Null();
-  FILETIME created{}, exited{}, kernel{}, user{};
-  DWORD exit_code = 0;
-  BOOL ok = GetProcessTimes(process, &created, &exited, &kernel, &user);
-  BOOL have_exit = GetExitCodeProcess(process, &exit_code);
-  CloseHandle(process);
-  if (!ok) return env.Null();
-  // The parent pid is only in the Toolhelp snapshot. Windows does not re-parent
-  // orphans, so a parent pid may name a newer process: the TypeScript side
-  // checks that the parent started before the child.
-  DWORD ppid = 0;
-  HANDLE snap = CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
-  if (snap != INVALID_HANDLE_VALUE) {
-    PROCESSENTRY32W entry{};
-    entry.dwSize = sizeof(entry);
-    for (BOOL more = Process32FirstW(snap, &entry); more; more = Process32NextW(snap, &entry)) {
-      if (entry.th32ProcessID == pid) {
-        ppid = entry.th32ParentProcessID;
-        break;
-      }
-    }
-    CloseHandle(snap);
-  }
-  ULONGLONG start = (ULONGLONG(created.dwHighDateTime) << 32) | created.dwLowDateTime;
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ppid", Napi::Number::New(env, ppid));
-  out.Set("startTime", Napi::String::New(env, std::to_string(start)));
-  out.Set("zombie", Napi::Boolean::New(env, have_exit && exit_code != STILL_ACTIVE));
-  return out;
-}
-
 // ---- the suspend watcher ----------------------------------------------------
 
 // The callback, the cleanup hook and stop() are native/common/event_watcher.h's.
@@ -243,7 +206,6 @@ void InitPower(Napi::Env env, Napi::Object exports) {
   exports.Set("powerProbe", Napi::Function::New(env, PowerProbe, "powerProbe"));
   exports.Set("powerInhibit", Napi::Function::New(env, PowerInhibit, "powerInhibit"));
   exports.Set("powerRelease", Napi::Function::New(env, PowerRelease, "powerRelease"));
-  exports.Set("processInfo", Napi::Function::New(env, ProcessInfo, "processInfo"));
   exports.Set("PowerWatcher", PowerWatcher::Define(env));
 }
 

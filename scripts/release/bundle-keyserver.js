@@ -8,7 +8,7 @@
 //     require-addon, which walks package.json files): swapped for
 //     src/keyserver/sea/addon-cache.ts's loadEmbeddedAddon, which writes the
 //     embedded prebuild to a private cache folder, checks it and dlopens it;
-//   - cli/version.js (reads package.json): the version, fixed at build time;
+//   - version.js (reads package.json): the version, fixed at build time;
 //   - native/sodium.js (createRequire(import.meta.url)): a plain require;
 //   - any other import.meta.url: a function that throws, naming the module,
 //     when the code runs (bench-http's load generator is a file of its own);
@@ -98,7 +98,7 @@ export async function bundleKeyServer(root, outfile, { version }) {
           throw new Error(
             'the key server now reaches dist/native/binding.js (the stash addon): embed that addon too (EMBEDDED_ADDONS) and teach scripts/release/bundle-keyserver.js to load it',
           );
-        if (rel === 'cli/version.js')
+        if (rel === 'version.js')
           return {
             contents: `export function readVersion() {\n  return ${JSON.stringify(version)};\n}\n`,
             loader: 'js',

@@ -6,7 +6,7 @@
  *
  * Every entry records the process start time next to its pid: a pid whose
  * process exited may be reused, and a recycled pid must never be signalled or
- * keep the machine awake. See proc-info.ts.
+ * keep the machine awake. See proc-info/.
  *
  * The registration token is 128 random bits returned once as 32 hex chars; the
  * registry keeps only its SHA-256, so it holds nothing that could unregister an
@@ -21,7 +21,7 @@ import {
   signalIfSame,
   type ProcInfo,
   type SignalResult,
-} from './proc-info.js';
+} from './proc-info/index.js';
 
 export const ACTIVITY_KINDS = ['unlock', 'open', 'env', 'form', 'recovery', 'vault'] as const;
 export type ActivityKind = (typeof ACTIVITY_KINDS)[number];

@@ -20,9 +20,10 @@ import {
 import { keySlots } from '../native/key-slots.js';
 import { loadSodium } from '../native/sodium.js';
 import { agentEndpoint, type Endpoint } from './paths.js';
-import { AgentError, openTransport, type Transport, type TransportChoice, type TransportKind } from './transport.js';
+import { AgentError } from './agent-error.js';
+import { openTransport, type Transport, type TransportChoice, type TransportKind } from './transport.js';
 
-export { AgentError } from './transport.js';
+export { AgentError } from './agent-error.js';
 export type { TransportChoice, TransportKind } from './transport.js';
 
 const sodium = loadSodium();

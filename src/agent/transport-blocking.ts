@@ -8,7 +8,8 @@
 import { FrameDecoder, type Frame } from '../protocol/index.js';
 import { loadBinding, type NativeBinding } from '../native/binding.js';
 import { errorCode, errorMessage } from '../errors.js';
-import { AgentError, unreadableReply, type Transport } from './transport.js';
+import { AgentError, unreadableReply } from './agent-error.js';
+import type { Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
 
 export type SyncSocket = Required<

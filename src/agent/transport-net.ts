@@ -6,7 +6,8 @@
 import { connect, type Socket } from 'node:net';
 import { peerCredentials } from '../native/index.js';
 import { FrameDecoder, type Frame } from '../protocol/index.js';
-import { AgentError, unreadableReply, type Transport } from './transport.js';
+import { AgentError, unreadableReply } from './agent-error.js';
+import type { Transport } from './transport.js';
 import type { Endpoint } from './paths.js';
 
 type Pending = { resolve: (f: Frame) => void; reject: (e: Error) => void };

@@ -15,20 +15,9 @@
  * `auto` is `blocking` where the addon offers it, else `net`. The CLI uses
  * `auto` unless STASH_AGENT_TRANSPORT says otherwise (docs/configuration.md).
  */
-import { ProtocolError, type Frame } from '../protocol/index.js';
-import { ConfigError, StashError, errorMessage } from '../errors.js';
+import type { Frame } from '../protocol/index.js';
+import { ConfigError } from '../errors.js';
 import type { Endpoint } from './paths.js';
-
-/** An ERROR reply from the agent, or a failure to talk to it. code: AGENT_<NAME>. */
-export class AgentError extends StashError {
-  constructor(
-    code: string,
-    message: string,
-    readonly protocolCode: number | null = null,
-  ) {
-    super(code, message);
-  }
-}
 
 export type TransportKind = 'net' | 'blocking';
 export type TransportChoice = TransportKind | 'auto';
@@ -68,16 +57,6 @@ export function transportChoice(env: NodeJS.ProcessEnv = process.env): Transport
     `STASH_AGENT_TRANSPORT must be auto, blocking or net; got ${JSON.stringify(raw.slice(0, 40))}`,
     'STASH_AGENT_TRANSPORT',
   );
-}
-
-/** The AgentError for a reply the decoder refused. */
-export function unreadableReply(endpoint: Endpoint, err: unknown): AgentError {
-  return err instanceof ProtocolError && err.code === 'AGENT_BAD_MAGIC'
-    ? new AgentError(
-        'AGENT_VERSION',
-        `the agent at ${endpoint.path} speaks another protocol version (${err.message}); stop it and run the matching stash, or remove the socket`,
-      )
-    : new AgentError('AGENT_PROTOCOL', `unreadable reply from the agent: ${errorMessage(err)}`);
 }
 
 /**

@@ -50,7 +50,7 @@ export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer,
  * previous values per entry, and the entries whose history goes (`rm --purge`).
  */
 export async function historyPolicy(extra: Omit<HistoryPolicy, 'keep'> = {}): Promise<HistoryPolicy> {
-  const { loadConfig } = await import('../agent/config.js');
+  const { loadConfig } = await import('../config/app-config.js');
   return { keep: (await loadConfig()).historyKeep.value, ...extra };
 }
 

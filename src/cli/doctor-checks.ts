@@ -335,7 +335,10 @@ export function suspendChecks(status: Doc | null, capability: SuspendCapability 
 /** The config file in use and each effective setting with where it came from. */
 export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks: DoctorCheck[]; config: Doc | null }> {
   const section = 'config' as const;
-  const { agentSettings, configPath } = await import('../agent/config.js');
+  const [{ agentSettings }, { configPath }] = await Promise.all([
+    import('../agent/config.js'),
+    import('../config/app-config.js'),
+  ]);
   let config;
   try {
     // The agent's own check, environment values included: what fails here keeps an agent from starting.

@@ -1,13 +1,13 @@
 /**
  * Which key server `identity publish`, `contact receive` and `doctor` talk to:
  * --server, else STASH_KEY_SERVER_URL, else key_server_url in the config file
- * (one rule for all three: keyserver/server-url.ts; a bad flag is a usage
+ * (one rule for all three: src/config/server-url.ts; a bad flag is a usage
  * error, 64, a bad environment or file value a configuration error, 78).
  * Certificates are verified by Node; a private CA is added with
  * NODE_EXTRA_CA_CERTS, never by turning verification off.
  */
 import { StashError, UsageError } from '../errors.js';
-import { checkKeyServerUrl } from '../keyserver/server-url.js';
+import { checkKeyServerUrl } from '../config/server-url.js';
 import { warn } from './output.js';
 
 export interface KeyServerUrl {
@@ -27,7 +27,7 @@ export async function findKeyServerUrl(
 ): Promise<KeyServerUrl | null> {
   if (typeof values.server === 'string')
     return { url: checkKeyServerUrl(values.server, '--server', (m) => new UsageError(m)), from: '--server' };
-  const { loadConfig } = await import('../agent/config.js');
+  const { loadConfig } = await import('../config/app-config.js');
   const config = await loadConfig(env);
   const s = config.keyServerUrl;
   if (s.value === null) return null;
@@ -57,7 +57,7 @@ export async function requireKeyServerUrl(
     }
     return found;
   }
-  const { configPath } = await import('../agent/config.js');
+  const { configPath } = await import('../config/app-config.js');
   throw new StashError(
     'NO_KEY_SERVER',
     'no key server configured: give --server URL, set STASH_KEY_SERVER_URL, ' +

@@ -21,9 +21,8 @@ import {
   suggestCommand,
   topLevelHelp,
   usageOf,
-  type Command,
-  type Invocation,
 } from './registry.js';
+import type { Command, Invocation } from './command-types.js';
 
 /** Runs the CLI with argv (without node and script); sets process.exitCode. */
 export async function main(argv: string[]): Promise<void> {
@@ -83,7 +82,7 @@ async function dispatch(argv: string[]): Promise<number> {
   if (first === '--version' || first === '-V') {
     if (argv[1] !== undefined)
       throw new UsageError(`unexpected argument '${argv[1]}' after ${first} (see stash --help)`);
-    const { readVersion } = await import('./version.js');
+    const { readVersion } = await import('../version.js');
     writeText('stdout', `stash ${readVersion()}\n`);
     return ExitCode.ok;
   }

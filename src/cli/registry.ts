@@ -5,44 +5,11 @@
  * module is imported, so `stash <anything> --help` and usage errors load
  * neither sodium, Koa, the keyring nor the native addon.
  */
-import type { OptionDef } from './options.js';
+import type { Command } from './command-types.js';
 import { distance, nearest } from './suggest.js';
 import { CONTAINER_COMMANDS } from './command-table/container.js';
 import { ENTRY_COMMANDS } from './command-table/entry.js';
 import { VAULT_COMMANDS } from './command-table/vault.js';
-
-export type { OptionDef } from './options.js';
-
-export interface Invocation {
-  command: Command;
-  /** Option values; an option with `multiple` gives a string[]. */
-  values: Record<string, string | boolean | string[] | undefined>;
-  positionals: string[];
-  /** Words after `--` (only for commands with `passthrough`). */
-  rest: string[];
-}
-
-export interface CommandModule {
-  run(inv: Invocation): Promise<number>;
-}
-
-export interface Command {
-  /** Words that select the command, e.g. ['vault', 'sessions', 'lock']. */
-  path: string[];
-  /** Arguments shown in the usage line. */
-  args: string;
-  /** Fewest and most positional arguments. */
-  positionals: [number, number];
-  summary: string;
-  /** Extra help paragraphs, shown by --help. */
-  details?: string;
-  options: Record<string, OptionDef>;
-  /** Takes `-- CMD ARGS...` after its own arguments. */
-  passthrough?: boolean;
-  /** With passthrough: the command may be left out (the command checks when it is needed). */
-  commandOptional?: boolean;
-  load(): Promise<CommandModule>;
-}
 
 export const commands: Command[] = [...VAULT_COMMANDS, ...CONTAINER_COMMANDS, ...ENTRY_COMMANDS];
 

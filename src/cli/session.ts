@@ -21,7 +21,7 @@ import { defaultVaultDir } from '../vault/paths.js';
 import { wipe } from '../vault/secure.js';
 import { warn } from './output.js';
 import { isExplicit, passwordSource, type PasswordSource } from './password-source.js';
-import type { Invocation } from './registry.js';
+import type { Invocation } from './command-types.js';
 
 // A command served from the agent's cache (`stash get` with a cached key) needs
 // only the container file and the agent: the password KDF, the vault key

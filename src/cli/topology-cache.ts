@@ -22,7 +22,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cacheDir } from './cache-dir.js';
-import { keyServerBase, keyServerUrlProblem } from '../keyserver/server-url.js';
+import { keyServerBase, keyServerUrlProblem } from '../config/server-url.js';
 import type { TopologyResponse, TopologyStatus } from '../keyserver/wire/messages.js';
 
 export { cacheDir };

@@ -25,7 +25,7 @@ import type { KeyServerBackend, Limiters } from './backend.js';
 import type { Logger } from './logger.js';
 import { EXPOSITION_CONTENT_TYPE } from './metrics/exposition.js';
 import type { ProcessMetrics } from './metrics/process-metrics.js';
-import type { ServiceConfig } from './service.js';
+import type { ServiceConfig } from './server-config.js';
 import { MAX_REPLICATE_BODY, encodeAck } from './replication/batch.js';
 import { statusJson, topologyJson } from './wire/json.js';
 import { BINARY_MEDIA_TYPE, encodeStatus, encodeTopology } from './wire/messages.js';

@@ -14,7 +14,8 @@ import { WindowLimiter } from './limits/window-limiter.js';
 import type { ReplicateAck } from './replication/batch.js';
 import type { ReplicationReceiver } from './replication/inbound.js';
 import type { PeerStatus } from './replication/outbound.js';
-import type { ServiceConfig, ShareService, VerificationView } from './service.js';
+import type { ShareService, VerificationView } from './service.js';
+import type { ServiceConfig } from './server-config.js';
 import type {
   CreatedResponse,
   StatusResponse,

@@ -19,7 +19,7 @@ import {
   ServerUntrustedError,
   type LimitName,
 } from './errors.js';
-import { checkKeyServerUrl } from './server-url.js';
+import { checkKeyServerUrl } from '../config/server-url.js';
 import { UNTRUSTED_CERTIFICATE_CODES } from './tls/certificate-errors.js';
 import { parseShareCode } from './share-code.js';
 import { statusSignatureHeaders } from './replication/signature.js';

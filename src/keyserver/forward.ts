@@ -42,8 +42,9 @@ import {
   verifyMac,
 } from './replication/signature.js';
 import { isServerFailure } from './routed-fetch.js';
-import { keyServerBase } from './server-url.js';
-import { ownerServers, servesOwner, type ServiceConfig } from './service.js';
+import { keyServerBase } from '../config/server-url.js';
+import { ownerServers, servesOwner } from './owner-routing.js';
+import type { ServiceConfig } from './server-config.js';
 import type { ShareRequest, ShareResponse } from './wire/messages.js';
 
 export const FORWARDED_BY_HEADER = 'x-stash-forwarded-by';

@@ -35,7 +35,7 @@ export async function main(argv: string[]): Promise<void> {
   guardOutputStreams('stash_key_server');
   try {
     if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-V')) {
-      const { readVersion } = await import('../cli/version.js');
+      const { readVersion } = await import('../version.js');
       process.stdout.write(`stash_key_server ${readVersion()}\n`);
       return;
     }

@@ -3,7 +3,7 @@
  * status. Loaded lazily by main.ts; each prints what it did on stdout and
  * returns the exit status (errors are thrown to main.ts).
  */
-import type { ServerConfig } from './cli/options.js';
+import type { ServerConfig } from './server-config.js';
 import { systemClock } from './clock.js';
 import { streamLogger } from './logger.js';
 

@@ -19,11 +19,10 @@ import { certificateProblems } from './tls/certificate-check.js';
 import { profileOptions } from './tls/profile.js';
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { ServerConfig } from './cli/options.js';
+import type { ServerConfig, ServiceConfig } from './server-config.js';
 import type { RequestLimiter } from './limits/token-bucket.js';
 import type { WindowLimiter } from './limits/window-limiter.js';
 import type { Logger } from './logger.js';
-import type { ServiceConfig } from './service.js';
 import type { ShareStore } from './store/share-store.js';
 
 /** The parts of a running server a reload reaches. */

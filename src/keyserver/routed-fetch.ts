@@ -7,7 +7,7 @@
  * are skipped.
  *
  * A server URL may be written as the base or as its /v1/share endpoint, in
- * the configuration and in a topology alike (server-url.ts, keyServerBase).
+ * the configuration and in a topology alike (src/config/server-url.ts, keyServerBase).
  *
  * Every server of a ring answers a fetch of any share it has a route for,
  * forwarding it to the owner's servers (forward.ts), so one live server is
@@ -22,7 +22,7 @@
 import { errorCode, errorMessage } from '../errors.js';
 import { fetchShare, topology as fetchTopology, type ClientOptions, type FetchedShare } from './client.js';
 import { ServerUnreachableError } from './errors.js';
-import { keyServerBase, keyServerUrlProblem } from './server-url.js';
+import { keyServerBase, keyServerUrlProblem } from '../config/server-url.js';
 import { parseShareCode, type ShareCode } from './share-code.js';
 import type { TopologyResponse } from './wire/messages.js';
 
@@ -178,7 +178,7 @@ export async function fetchAlongRoute(
   opts: RouteOptions = {},
 ): Promise<RoutedShare> {
   const code = parseShareCode(rawCode);
-  // Server URLs, configured or from a topology, are compared and shown as their base (either spelling: server-url.ts).
+  // Server URLs, configured or from a topology, are compared and shown as their base (either spelling: src/config/server-url.ts).
   const configured = (typeof serverUrls === 'string' ? [serverUrls] : serverUrls).map(keyServerBase);
   // A primary that swallows packets should not hold the failover back for long.
   const attemptOpts: RouteOptions = { ...opts, timeoutMs: opts.timeoutMs ?? ATTEMPT_TIMEOUT_MS };

@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keepRunningWhenOutputFails } from '../output-streams.js';
-import type { ServerConfig } from './cli/options.js';
+import type { ServerConfig } from './server-config.js';
 import { diskBudget } from './disk/budget.js';
 import { RotatingLogFile } from './disk/rotating-log.js';
 import { streamLogger } from './logger.js';

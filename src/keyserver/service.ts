@@ -6,8 +6,7 @@
  */
 import sodium from 'sodium-native';
 import { securePool } from '../native/secure-pool.js';
-import { FINGERPRINT_BYTES, fingerprintInput, formatFingerprint } from '../vault/fingerprint-format.js';
-import type { ServerConfig } from './cli/options.js';
+import type { ServiceConfig } from './server-config.js';
 import type { Clock } from './clock.js';
 import { KeyServerError, RateLimitedError } from './errors.js';
 import type { WindowLimiter } from './limits/window-limiter.js';
@@ -21,13 +20,9 @@ import { FetchedCache, type FetchedEncoding, type FetchedFacts } from './wire/fe
 import type { PeerStatus, Replicator } from './replication/outbound.js';
 import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
 import { Withdrawals } from './withdraw.js';
+import { checkServed, ringSuccessor, topologyOf } from './owner-routing.js';
+import { fetchRefused, publishedFingerprint } from './published-share.js';
 import type { CreatedResponse, FetchedResponse, StatusResponse, TopologyResponse } from './wire/messages.js';
-
-/** The configuration a running server settled on (URLs resolved, epoch fixed). */
-export interface ServiceConfig extends ServerConfig {
-  publicUrl: string;
-  originEpoch: number;
-}
 
 export interface ServiceDeps {
   store: ShareStore;
@@ -50,17 +45,6 @@ export interface VerificationView {
   verifiedAt: number;
   /** "XXXX-XXXX-XXXX-XXXX-XXXX-XXXX", as `stash vault identity show` prints it. */
   fingerprint: string;
-}
-
-/**
- * The fingerprint of a published key (tag, X25519, Ed25519: 65 bytes), hashed
- * here with the server's libsodium and formatted by the vault's pure
- * formatter, so it is the one the publisher's `stash vault identity show` prints.
- */
-export function publishedFingerprint(publicKey: Uint8Array): string {
-  const hash = Buffer.alloc(32);
-  sodium.crypto_generichash(hash, fingerprintInput(publicKey.subarray(1, 33), publicKey.subarray(33, 65)));
-  return formatFingerprint(hash.subarray(0, FINGERPRINT_BYTES));
 }
 
 function view(
@@ -90,91 +74,8 @@ function minutes(seconds: number): string {
   return seconds >= 120 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`;
 }
 
-/** The ring successor of `id` among the enabled topology entries (itself if alone). */
-export function ringSuccessor(config: ServerConfig): number {
-  const ids = [
-    ...new Set([config.serverId, ...config.topologyServers.filter((s) => s.status !== 'disabled').map((s) => s.id)]),
-  ].sort((a, b) => a - b);
-  const at = ids.indexOf(config.serverId);
-  return ids[(at + 1) % ids.length]!;
-}
-
-/** Whether this server answers fetches of `owner`'s shares. */
-export function servesOwner(config: ServerConfig, owner: number): boolean {
-  if (config.promotedOwners.includes(owner)) return true;
-  const route = config.routes.find((r) => r.owner === owner);
-  return route ? route.primary === config.serverId : owner === config.serverId;
-}
-
-/**
- * A server answers fetches for the owners it is the route primary for (an
- * owner without a route belongs to the server with its id) and for its
- * promoted owners; for any other owner it names the servers to ask.
- */
-export function checkServed(c: ServerConfig, owner: number): void {
-  if (servesOwner(c, owner)) return;
-  const where = ownerServers(c, owner)
-    .filter((s) => s.id !== c.serverId)
-    .map((s) => `server ${s.id} (${s.url})`);
-  const hint = where.length > 0 ? `ask ${where.join(', then ')}` : 'this server knows no server for it';
-  throw new KeyServerError(
-    'SHARE_NOT_SERVED_HERE',
-    `shares of owner ${owner} are not served by server ${c.serverId}; ${hint}`,
-  );
-}
-
-/** GET /v1/topology. Statuses are the operator's (failover step 2); promoted owners are listed separately. */
-export function topologyOf(c: ServiceConfig): TopologyResponse {
-  const servers =
-    c.topologyServers.length > 0
-      ? c.topologyServers
-      : [{ id: c.serverId, url: c.publicUrl, status: 'active' as const }];
-  return {
-    clusterId: c.clusterId,
-    topologyVersion: c.topologyVersion,
-    serverId: c.serverId,
-    servers,
-    routes: c.routes,
-    promotedOwners: c.promotedOwners,
-  };
-}
-
-/** The servers a client should try for `owner`, in route order (disabled ones left out). */
-export function ownerServers(config: ServerConfig, owner: number): Array<{ id: number; url: string }> {
-  const route = config.routes.find((r) => r.owner === owner);
-  const ids = route ? [route.primary, ...route.failovers] : [owner];
-  const out: Array<{ id: number; url: string }> = [];
-  for (const id of ids) {
-    const s = config.topologyServers.find((t) => t.id === id && t.status !== 'disabled');
-    if (s) out.push({ id, url: s.url });
-  }
-  return out;
-}
-
 /** Distinct code spellings whose parse is remembered (about 200 bytes each). */
 const PARSED_KEPT = 4096;
-
-/** The error of a fetch of a share that is not live. */
-export function fetchRefused(state: 'missing' | 'expired' | 'pending'): KeyServerError {
-  switch (state) {
-    case 'missing':
-      return new KeyServerError(
-        'SHARE_NOT_FOUND',
-        'no share with this code is known here (it may have expired); ask the publisher for a new code',
-      );
-    case 'expired':
-      // A look-up does not tell an expired share from an unpublished one: both are tombstones (withdraw.ts).
-      return new KeyServerError(
-        'SHARE_EXPIRED',
-        'this share has expired or was unpublished; ask the publisher to publish again',
-      );
-    case 'pending':
-      return new KeyServerError(
-        'SHARE_PENDING',
-        'this share is pending verification: the publisher has not confirmed the email link yet',
-      );
-  }
-}
 
 export class ShareService {
   private readonly startedAt: number;

@@ -26,7 +26,9 @@ import sodium from 'sodium-native';
 import { KeyServerError, RateLimitedError } from './errors.js';
 import { BoundedMap } from './limits/bounded-map.js';
 import { WindowLimiter } from './limits/window-limiter.js';
-import { checkServed, fetchRefused, publishedFingerprint, type ServiceDeps } from './service.js';
+import { checkServed } from './owner-routing.js';
+import { fetchRefused, publishedFingerprint } from './published-share.js';
+import type { ServiceDeps } from './service.js';
 import { parseShareCode } from './share-code.js';
 import { maskEmail, mailboxKey, validateEmail } from './validate.js';
 import {

@@ -3,17 +3,11 @@
  * Arguments are checked here, before the native call; native failures keep
  * their errno (or WIN32_<n>) `code`. Policy lives in src/agent/power/.
  */
-import { constants } from 'node:os';
 import { NativeError } from '../errors.js';
-import {
-  loadBinding,
-  type NativePowerEvent,
-  type NativePowerProbe,
-  type NativePowerWatcher,
-  type NativeProcessInfo,
-} from './binding.js';
+import { checkInt } from './check-args.js';
+import { loadBinding, type NativePowerEvent, type NativePowerProbe, type NativePowerWatcher } from './binding.js';
 
-export type { NativePowerEvent, NativePowerProbe, NativePowerWatcher, NativeProcessInfo } from './binding.js';
+export type { NativePowerEvent, NativePowerProbe, NativePowerWatcher } from './binding.js';
 
 export type InhibitMode = 'block' | 'delay';
 
@@ -32,11 +26,6 @@ function checkText(name: string, value: string): void {
   if (typeof value !== 'string' || value.length === 0 || value.length > 256 || value.includes('\0')) {
     throw new NativeError('EINVAL', `${name} must be 1..256 characters without NUL`);
   }
-}
-
-function checkInt(name: string, value: number, min: number): void {
-  if (!Number.isInteger(value) || value < min || value > 0x7fffffff)
-    throw new NativeError('EINVAL', `${name} must be an integer >= ${min}: ${value}`);
 }
 
 /** Whether the platform's power backend can be used right now, and if not, why. Never rejects for "absent". */
@@ -80,37 +69,4 @@ export function watchPower(callback: (event: NativePowerEvent) => void): NativeP
   if (typeof callback !== 'function') throw new NativeError('EINVAL', 'watchPower needs a callback');
   const Watcher = loadBinding().PowerWatcher;
   return new Watcher(callback);
-}
-
-/** macOS/Windows: parent pid and start time of `pid`, or null when there is no such process. */
-export function nativeProcessInfo(pid: number): NativeProcessInfo | null {
-  checkInt('pid', pid, 1);
-  const binding = loadBinding();
-  if (!binding.processInfo)
-    throw new NativeError('ENOTSUP', 'processInfo is provided on macOS and Windows; Linux reads /proc');
-  return binding.processInfo(pid);
-}
-
-/** Linux: whether this build has pidfd support (the kernel may still answer ENOSYS). */
-export function havePidfd(): boolean {
-  const binding = loadBinding();
-  return typeof binding.pidfdOpen === 'function' && typeof binding.pidfdSendSignal === 'function';
-}
-
-/** Linux: a pidfd for `pid` (O_CLOEXEC). Close it with fs.closeSync. Throws ESRCH when there is no such process. */
-export function pidfdOpen(pid: number): number {
-  checkInt('pid', pid, 1);
-  const binding = loadBinding();
-  if (!binding.pidfdOpen) throw new NativeError('ENOTSUP', 'pidfd is Linux only');
-  return binding.pidfdOpen(pid);
-}
-
-/** Linux: sends `signal` to the process a pidfd names (never to a later process with the same pid). */
-export function pidfdSendSignal(fd: number, signal: NodeJS.Signals): void {
-  checkInt('fd', fd, 0);
-  const number = constants.signals[signal];
-  if (number === undefined) throw new NativeError('EINVAL', `unknown signal: ${String(signal)}`);
-  const binding = loadBinding();
-  if (!binding.pidfdSendSignal) throw new NativeError('ENOTSUP', 'pidfd is Linux only');
-  binding.pidfdSendSignal(fd, number);
 }

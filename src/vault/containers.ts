@@ -23,7 +23,7 @@ import { VaultError } from './errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
-import { MAX_BODY_BYTES, validateContainerName, validateEntryName, validateValue } from './names.js';
+import { byCodeUnits, MAX_BODY_BYTES, validateContainerName, validateEntryName, validateValue } from './names.js';
 import { CONTAINER_EXT, vaultPaths } from './paths.js';
 import { assertKey, constantTimeEqual, KEY_BYTES, randomBytes, secureCopy, secureRandom, wipe } from './secure.js';
 import { containerVersion, decodeMembership, headerLength, MAX_RECIPIENTS } from './sharing/format.js';
@@ -285,7 +285,7 @@ export function listContainers(dir: string): ContainerListing[] {
         members: null,
       });
   }
-  return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return out.sort((a, b) => byCodeUnits(a.name, b.name));
 }
 
 /** Name, id, path and kind from the header alone; CONTAINER_NOT_FOUND or CONTAINER_CORRUPT. */

@@ -7,7 +7,7 @@ import * as assert from 'uvu/assert';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { ActivityError, ActivityRegistry, type ActivityKind } from '../../src/agent/activities.js';
-import { parseProcStat, readProcInfo, sessionMembers } from '../../src/agent/proc-info.js';
+import { parseProcStat, readProcInfo, sessionMembers } from '../../src/agent/proc-info/index.js';
 import { errorCode } from '../../src/errors.js';
 import { join } from 'node:path';
 import { haveCommand, isRoot, needFacility } from '../helpers/facility.js';

@@ -13,9 +13,9 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
-import { DEFAULT_CLIP_SECONDS } from '../../src/agent/config.js';
+import { DEFAULT_CLIP_SECONDS } from '../../src/config/app-config.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
-import { readProcInfo, sessionMembers, signalIfSame } from '../../src/agent/proc-info.js';
+import { readProcInfo, sessionMembers, signalIfSame } from '../../src/agent/proc-info/index.js';
 import { HELP_CLIP_SECONDS } from '../../src/cli/clipboard/option-defs.js';
 import { running as alive, sleep, waitFor } from '../helpers/agent.js';
 import { haveCommand, needFacility } from '../helpers/facility.js';

@@ -46,7 +46,7 @@ test('key_server_url = "htps:/x": stash get fails at once, naming the file and l
     const path = writeConfig(t, '# stash settings\n\nkey_server_url = "htps:/x"\n');
     const r = await timed(t, ['get', 'work', 'TOKEN', '--password-file', t.pwFile]);
     assert.is(r.code, 78, r.stderr);
-    // The one key server URL rule (src/keyserver/server-url.ts) words the reason; the file and line come first.
+    // The one key server URL rule (src/config/server-url.ts) words the reason; the file and line come first.
     assert.is(r.stderr.split('\n').length, 2, r.stderr);
     assert.ok(r.stderr.startsWith(`stash: ${path}:3: key_server_url must start with https://`), r.stderr);
     assert.match(r.stderr, /got "htps:\/x"\n$/);

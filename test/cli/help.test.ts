@@ -168,8 +168,9 @@ const NOT_ON_GET_PATH = [
   /\/dist\/keyserver\//,
   /\/dist\/native\/(index|power)\.js/,
   /\/dist\/agent\/(config|main|agent|cache|listener|power)/,
-  /\/dist\/vault\/(index|vault|identity|contacts|fingerprint|public-key)\.js/,
-  /\/dist\/cli\/(keyring|prompt|password|secure-read|doctor[a-z-]*|fingerprint-display|key-server-url)\.js/,
+  /\/dist\/config\//,
+  /\/dist\/vault\/(index|vault|identity|contacts|fingerprint|fingerprint-display|public-key)\.js/,
+  /\/dist\/cli\/(keyring|prompt|password|secure-read|doctor[a-z-]*|key-server-url)\.js/,
   // sodium's addon comes from the require cache seeded by sodium-preload.ts, not through require-addon's resolver.
   /^require (require-addon|bare-addon-resolve|bare-module-resolve|bare-semver)$/,
 ];

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { ConfigError } from '../../src/errors.js';
 import { generateShareCode } from '../../src/keyserver/share-code.js';
 import { candidateServers } from '../../src/keyserver/routed-fetch.js';
-import { checkKeyServerUrl, keyServerBase, keyServerUrlProblem, redactUrl } from '../../src/keyserver/server-url.js';
+import { checkKeyServerUrl, keyServerBase, keyServerUrlProblem, redactUrl } from '../../src/config/server-url.js';
 import { parseShareCode } from '../../src/keyserver/share-code.js';
 import { findKeyServerUrl } from '../../src/cli/key-server-url.js';
 import { cliEnv, type CliEnv } from './harness.js';

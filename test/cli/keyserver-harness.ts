@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
-import type { Route, TopologyServer } from '../../src/keyserver/cli/values.js';
+import type { Route, TopologyServer } from '../../src/keyserver/server-config.js';
 import { http, startTestServer, type TestServer } from '../keyserver/harness.js';
 import type { Clock } from '../../src/keyserver/clock.js';
 import { stashBin } from '../helpers/agent.js';

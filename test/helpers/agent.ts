@@ -8,8 +8,10 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { connect } from 'node:net';
-import { readProcInfo } from '../../src/agent/proc-info.js';
+import { readProcInfo } from '../../src/agent/proc-info/index.js';
+import { privateAgentEnv, waitListening } from './agent-env.js';
+
+export { accepts } from './agent-env.js';
 import { returnCodeCache, seedCodeCache } from './code-cache-seed.js';
 
 export const stashBin = join(process.cwd(), 'bin', 'stash.js');
@@ -22,31 +24,12 @@ export interface TestAgentEnv {
   cleanup(): void;
 }
 
-/** A fresh environment: private socket folder, log file, no config file, no logind. */
+/** A fresh environment: private socket folder, log file, no config file, no logind (agent-env.js). */
 export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
   const home = mkdtempSync(join(tmpdir(), 'stash-agent-test-'));
-  const dir = join(home, 'run');
-  const logPath = join(home, 'agent.log');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    HOME: home,
-    XDG_CONFIG_HOME: join(home, 'config'),
-    XDG_STATE_HOME: join(home, 'state'),
-    XDG_CACHE_HOME: join(home, 'cache'),
-    STASH_SESSION_AGENT_DIR: dir,
-    // The uid's runtime folder the CLI also looks in for an agent (src/agent/paths.ts): never this machine's /run/user.
-    STASH_RUN_USER_DIR: join(home, 'run-user'),
-    STASH_SESSION_AGENT_LOG: logPath,
-    // no system bus unless a test brings its own logind stand-in
-    DBUS_SYSTEM_BUS_ADDRESS: `unix:path=${join(home, 'no-bus')}`,
-    // nor a session bus (a desktop's screensaver would lock the test agent)
-    DBUS_SESSION_BUS_ADDRESS: `unix:path=${join(home, 'no-session-bus')}`,
-    XDG_SESSION_ID: undefined,
-    ...extra,
-  };
-  delete env.STASH_AGENT_CONFIG;
-  delete env.STASH_CONFIG;
-  for (const [k, v] of Object.entries(env)) if (v === undefined) delete env[k];
+  const env = privateAgentEnv(home, extra);
+  const dir = env.STASH_SESSION_AGENT_DIR!;
+  const logPath = env.STASH_SESSION_AGENT_LOG!;
   // The run's warm code cache (test/helpers/code-cache-seed.ts), unless this environment
   // brings its own cache folder or opts out.
   const seed = env.STASH_TEST_CODE_CACHE;
@@ -65,18 +48,6 @@ export function agentEnv(extra: NodeJS.ProcessEnv = {}): TestAgentEnv {
   };
 }
 
-/** True when a connection to the Unix socket `path` is accepted. */
-export function accepts(path: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = connect(path);
-    s.once('connect', () => {
-      s.destroy();
-      resolve(true);
-    });
-    s.once('error', () => resolve(false));
-  });
-}
-
 /**
  * Starts `stash __agent` in the foreground (not detached) and waits until its
  * socket accepts a connection: the file exists a moment before the agent
@@ -88,13 +59,7 @@ export async function startAgent(t: TestAgentEnv, timeoutMs = 5000): Promise<Chi
   proc.stderr!.on('data', (d) => {
     stderr += d;
   });
-  const sock = join(t.dir, 'agent.sock');
-  const deadline = Date.now() + timeoutMs;
-  while (!existsSync(sock) || !(await accepts(sock))) {
-    if (proc.exitCode !== null) throw new Error(`agent exited with ${proc.exitCode}: ${stderr}`);
-    if (Date.now() > deadline) throw new Error(`agent did not start listening on ${sock}: ${stderr}`);
-    await sleep(20);
-  }
+  await waitListening(proc, join(t.dir, 'agent.sock'), timeoutMs, () => stderr);
   return proc;
 }
 

@@ -10,7 +10,7 @@ import * as assert from 'uvu/assert';
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { fetchShare, publish } from '../../src/keyserver/client.js';
-import { fingerprintLines } from '../../src/cli/fingerprint-display.js';
+import { fingerprintLines } from '../../src/vault/fingerprint-display.js';
 import { fingerprintOf, formatFingerprint } from '../../src/vault/fingerprint.js';
 import { needFacility } from '../helpers/facility.js';
 import { identityPublicKey, startTestServer, tempDir } from './harness.js';

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import type { ServerConfig } from '../../src/keyserver/cli/options.js';
+import type { ServerConfig } from '../../src/keyserver/server-config.js';
 import { http, keyServerCommand, type RawResponse } from './harness.js';
 import { signatureHeaders } from '../../src/keyserver/replication/signature.js';
 import { BINARY_MEDIA_TYPE } from '../../src/keyserver/wire/messages.js';

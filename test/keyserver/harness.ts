@@ -9,7 +9,8 @@ import type { Clock } from '../../src/keyserver/clock.js';
 import type { Logger } from '../../src/keyserver/logger.js';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request, type IncomingHttpHeaders } from 'node:http';
-import { defaultConfig, type ServerConfig } from '../../src/keyserver/cli/options.js';
+import { defaultConfig } from '../../src/keyserver/cli/options.js';
+import type { ServerConfig } from '../../src/keyserver/server-config.js';
 import { startServer, type RunningServer, type StartOptions } from '../../src/keyserver/server.js';
 import { tsxNode } from '../helpers/facility.js';
 

@@ -8,15 +8,8 @@ import * as assert from 'uvu/assert';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, readFileSync } from 'node:fs';
-import {
-  pidfdOpen,
-  pidfdSendSignal,
-  powerInhibit,
-  powerProbe,
-  powerRelease,
-  watchPower,
-  type NativePowerEvent,
-} from '../../src/native/power.js';
+import { pidfdOpen, pidfdSendSignal } from '../../src/native/proc.js';
+import { powerInhibit, powerProbe, powerRelease, watchPower, type NativePowerEvent } from '../../src/native/power.js';
 import { errorCode } from '../../src/errors.js';
 import { logindBusFacility, startLogindBus, type LogindBus } from '../fixtures/logind-bus.js';
 import { needFacility } from '../helpers/facility.js';

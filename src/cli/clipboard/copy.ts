@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { StashError, UsageError } from '../../errors.js';
 import { note, warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import type { HelperReport } from './helper.js';
 import type { ToolName } from './index.js';
 
@@ -28,7 +28,7 @@ export async function clipRequest(values: Invocation['values']): Promise<ClipReq
     if (option !== undefined) throw new UsageError('--clip-seconds goes with --clip');
     return null;
   }
-  const { loadConfig, MAX_CLIP_SECONDS } = await import('../../agent/config.js');
+  const { loadConfig, MAX_CLIP_SECONDS } = await import('../../config/app-config.js');
   let seconds: number;
   if (typeof option === 'string') {
     if (!/^[0-9]+$/.test(option) || Number(option) < 1 || Number(option) > MAX_CLIP_SECONDS) {

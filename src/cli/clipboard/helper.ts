@@ -25,13 +25,13 @@ import {
 } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { isAbsolute, join } from 'node:path';
-import { MAX_CLIP_SECONDS } from '../../agent/config.js';
+import { MAX_CLIP_SECONDS } from '../../config/app-config.js';
 import { errorCode, errorMessage } from '../../errors.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { MAX_VALUE_BYTES } from '../../vault/names.js';
 import { clipboardTool, isToolName, type ClipboardTool } from './index.js';
 import { NotServedError } from './tool.js';
-import type * as ProcInfo from '../../agent/proc-info.js';
+import type * as ProcInfo from '../../agent/proc-info/index.js';
 
 /** The helper's one report to the command that started it. */
 export type HelperReport =
@@ -74,7 +74,7 @@ async function pidfilePath(): Promise<string | null> {
  * holds the pid and its start time, so a reused pid is never signalled.
  */
 async function replacePrevious(path: string): Promise<void> {
-  const proc = await import('../../agent/proc-info.js');
+  const proc = await import('../../agent/proc-info/index.js');
   const { isSameProcess, readProcInfo, signalIfSame } = proc;
   let pid = 0;
   let start = '';

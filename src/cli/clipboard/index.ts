@@ -70,8 +70,3 @@ export function toolFor(env: NodeJS.ProcessEnv = process.env, platform: NodeJS.P
     'there is no clipboard to use: neither WAYLAND_DISPLAY nor DISPLAY is set (is this a graphical session?)',
   );
 }
-
-/** The clipboard tool of this session, checked to be installed. */
-export function pickClipboard(env: NodeJS.ProcessEnv = process.env): Promise<ClipboardTool> {
-  return clipboardTool(toolFor(env), env);
-}

@@ -5,7 +5,7 @@
  */
 import type { OptionDef } from '../options.js';
 
-/** Mirrors DEFAULT_CLIP_SECONDS of src/agent/config.ts (checked by test/cli/clipboard.test.ts). */
+/** Mirrors DEFAULT_CLIP_SECONDS of src/config/app-config.ts (checked by test/cli/clipboard.test.ts). */
 export const HELP_CLIP_SECONDS = 45;
 
 export const CLIP_OPTIONS = {

@@ -2,7 +2,7 @@
  * Part of the command table (src/cli/registry.ts): `stash container ...`,
  * containers and sharing them with a team.
  */
-import type { Command } from '../registry.js';
+import type { Command } from '../command-types.js';
 import { json, unlock } from './shared-options.js';
 
 export const CONTAINER_COMMANDS: Command[] = [

@@ -4,7 +4,7 @@
  */
 import { CLIP_OPTIONS } from '../clipboard/option-defs.js';
 import { GENERATOR_OPTIONS } from '../generate/option-defs.js';
-import type { Command } from '../registry.js';
+import type { Command } from '../command-types.js';
 import { json, historyVersion, unlock } from './shared-options.js';
 
 export const ENTRY_COMMANDS: Command[] = [

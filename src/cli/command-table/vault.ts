@@ -2,7 +2,7 @@
  * Part of the command table (src/cli/registry.ts): `stash vault ...`, the
  * vault, its recovery key and identity, contacts and the session agent.
  */
-import type { Command } from '../registry.js';
+import type { Command } from '../command-types.js';
 import { json, passwordFile, passwordStdin, ttl, kdf, allowWeak, unlock, server } from './shared-options.js';
 
 export const VAULT_COMMANDS: Command[] = [

@@ -17,7 +17,7 @@ import {
 } from '../keyring.js';
 import { out, outJson } from '../output.js';
 import { promptPassword, readExplicitPassword } from '../password.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

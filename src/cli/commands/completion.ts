@@ -6,7 +6,7 @@
 import { UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
 import { SCRIPTS } from '../completion/scripts.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const shell = inv.positionals[0]!;

@@ -23,7 +23,7 @@ import { wipe } from '../../vault/secure.js';
 import { exposedEntries, readFormerMembers, type FormerMember } from '../../vault/sharing/former-members.js';
 import { readEntriesOf } from '../container-access.js';
 import { out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export interface Exposure {

@@ -18,7 +18,7 @@ import {
 import { recordPath } from '../../vault/sharing/records.js';
 import { renameContainer } from '../../vault/containers.js';
 import { out } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

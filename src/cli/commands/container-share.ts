@@ -26,7 +26,7 @@ import {
   type PublicIdentity,
 } from '../../vault/sharing/index.js';
 import { formatTable, out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

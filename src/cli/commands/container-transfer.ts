@@ -21,7 +21,7 @@ import {
 } from '../../vault/sharing/index.js';
 import { historyPolicy } from '../container-access.js';
 import { out } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

@@ -19,7 +19,7 @@ import type { ContainerListing } from '../../vault/containers.js';
 import { readRecord } from '../../vault/sharing/records.js';
 import { formatTable, out, outJson, warn } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

@@ -17,7 +17,7 @@ import { keyServerChecks } from '../doctor-keyserver.js';
 import { sessionLockChecks } from '../doctor-lock.js';
 import { vaultChecks } from '../doctor-vault.js';
 import { mark, out, outJson, paint } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 
 const TITLES: Record<DoctorCheck['section'], string> = {
   agent: 'Session agent',

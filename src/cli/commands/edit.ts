@@ -17,7 +17,7 @@ import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { EditFile } from '../edit-file.js';
 import { note } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 const PASSED_ON = ['SIGTERM', 'SIGHUP'] as const;

@@ -9,7 +9,7 @@ import { changeTime, validateContainerName, validateEntryName, VaultError, wipeE
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { isTotpValue } from '../totp/otpauth.js';
 import { formatTable, note, out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 interface EntryRow {

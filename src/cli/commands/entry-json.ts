@@ -11,7 +11,7 @@ import { writeStdout } from '../../output-streams.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { readEntriesOf } from '../container-access.js';
 import { selectVersion } from './history.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import type { Session } from '../session.js';
 
 export async function getJson(

@@ -14,7 +14,7 @@ import { wipe } from '../../vault/secure.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { readEntriesOf, readEntryOf, updateEntriesOf } from '../container-access.js';
 import { note } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 interface Spot {

@@ -6,13 +6,13 @@
 import { StashError, UsageError } from '../../errors.js';
 import type { ContainerInfo } from '../../vault/containers.js';
 import type { Generator } from '../generate/options.js';
-import { readEntryOf, updateEntriesOf } from '../container-access.js';
+import { readEntriesOf, readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
-import { wipe } from '../../vault/secure.js';
+import { secureCopy, wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
 import { note, warn } from '../output.js';
 import { isTerminal } from '../terminal.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {
@@ -71,11 +71,9 @@ async function readVersionOf(
   name: string,
   version: number,
 ): Promise<Buffer> {
-  const [{ readEntriesOf }, { wipeEntries }, { selectVersion }, { secureCopy }] = await Promise.all([
-    import('../container-access.js'),
+  const [{ wipeEntries }, { selectVersion }] = await Promise.all([
     import('../../vault/container-body.js'),
     import('./history.js'),
-    import('../../vault/secure.js'),
   ]);
   const entries = await readEntriesOf(session.dir, info, key);
   try {

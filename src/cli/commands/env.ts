@@ -13,7 +13,7 @@ import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { fileAdvice, textUnfit, unfitError } from '../env-value.js';
 import { warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
 

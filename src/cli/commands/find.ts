@@ -17,7 +17,7 @@ import { byCodeUnits } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { out, outJson, warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 interface Hit {

@@ -8,7 +8,7 @@ import { writeStdout } from '../../output-streams.js';
 import { wipe } from '../../vault/secure.js';
 import { generatorFrom } from '../generate/options.js';
 import { outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { isTerminal } from '../terminal.js';
 
 export async function run(inv: Invocation): Promise<number> {

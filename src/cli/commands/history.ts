@@ -13,7 +13,7 @@ import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { formatTable, note, out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 /** The N of --version: a whole number from 1 to MAX_HISTORY_KEEP, else a usage error. */

@@ -23,7 +23,7 @@ import { Collector } from '../import/collector.js';
 import { assignNames } from '../import/names.js';
 import { commitImport, type PlanRow, type Policy } from '../import/writer.js';
 import { formatTable, note, out, outJson, terminalSafe, warn } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 const FORMATS = ['dotenv', 'json', 'pass', 'bitwarden', '1password'] as const;

@@ -14,7 +14,7 @@ import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 import { note } from '../output.js';
 import { resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
 import { fillTemplate, scanTemplate } from '../refs/template.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { isTerminal } from '../terminal.js';
 

@@ -10,7 +10,7 @@ import { validateContainerName, wipeEntries } from '../../vault/index.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { formatDuration, out } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

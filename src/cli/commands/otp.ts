@@ -10,7 +10,7 @@ import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntryOf } from '../container-access.js';
 import { note, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { isTotpValue, parseTotp } from '../totp/otpauth.js';
 import { secondsLeft, totpAt } from '../totp/totp.js';

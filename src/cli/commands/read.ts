@@ -6,7 +6,7 @@ import { writeStdout } from '../../output-streams.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntryOf } from '../container-access.js';
 import { parseRef } from '../refs/reference.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { isTerminal } from '../terminal.js';
 

@@ -11,7 +11,7 @@ import { UsageError } from '../../errors.js';
 import { textUnfit, unfitError } from '../env-value.js';
 import { looksLikeRef, parseRef, type SecretRef } from '../refs/reference.js';
 import { type Resolved, resolveRefs, resolvedValue, wipeResolved } from '../refs/resolve.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
 

@@ -15,7 +15,7 @@ import {
   validateContainerName,
 } from '../../vault/index.js';
 import { formatDuration, formatTable, out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { alive } from '../../process-state.js';
 
 /** A running agent, or null when none answers. Other problems (unsafe folder) are errors. */

@@ -12,7 +12,7 @@ import { fingerprintOf, formatFingerprint, wipe } from '../../vault/index.js';
 import { readBounded } from '../../vault/fs-atomic.js';
 import { VaultError } from '../../vault/errors.js';
 import { out, outJson, terminalSafe } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 /** A statement is one line of about 400 characters; anything much larger is not one. */

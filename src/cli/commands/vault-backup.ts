@@ -21,7 +21,7 @@ import { readRecord, writeRecord } from '../../vault/sharing/records.js';
 import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 import { readVaultInfo } from '../../vault/vault.js';
 import { formatBytes, note, out } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

@@ -5,9 +5,9 @@
  * fingerprint check.
  */
 import { getContact, listContacts, removeContact, VaultError, wipe, type Contact } from '../../vault/index.js';
-import { fingerprintLines } from '../fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { formatTable, out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 function contactJson(c: Contact): Record<string, unknown> {

@@ -3,9 +3,9 @@
  * Needs no password: identity.json keeps the public half in the clear.
  */
 import { defaultVaultDir, encodePublicKey, identityPublic, readVaultInfo } from '../../vault/index.js';
-import { fingerprintLines } from '../fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { out, outJson } from '../output.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 
 export async function run(inv: Invocation): Promise<number> {
   const dir = defaultVaultDir();

@@ -20,7 +20,7 @@ import { createRecoveryKey, formatRecoveryKey } from '../../vault/recovery-key.j
 import { recoveryKeyLines } from './vault-recovery.js';
 import { readNewPassword } from '../password.js';
 import { weakAllowed } from '../password-strength.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 /**

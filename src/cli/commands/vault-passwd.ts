@@ -10,7 +10,7 @@ import { autoUnlockEnabled, keyringSet } from '../keyring.js';
 import { out, warn } from '../output.js';
 import { isExplicit, readNewPassword } from '../password.js';
 import { weakAllowed } from '../password-strength.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { kdfChoice } from './vault-init.js';
 

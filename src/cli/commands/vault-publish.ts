@@ -8,11 +8,11 @@
  */
 import { errorMessage, StashError, UsageError } from '../../errors.js';
 import { encodePublicKey, identityPublic, wipe } from '../../vault/index.js';
-import { fingerprintLines } from '../fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
 import { formatDuration, out, outJson, warn } from '../output.js';
 import { recordPublished, type PublishedShare } from '../published-shares.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {

@@ -20,7 +20,7 @@ import { normalizeContactName } from '../../vault/contacts.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
 import { note, out, outJson, terminalSafe } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { fetchAlongRoute } from '../../keyserver/routed-fetch.js';
 

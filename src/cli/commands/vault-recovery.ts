@@ -19,7 +19,7 @@ import { readFileSecure, readFdSecure } from '../secure-read.js';
 import { out, outJson } from '../output.js';
 import { readNewPassword } from '../password.js';
 import { weakAllowed } from '../password-strength.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { isTerminal } from '../terminal.js';
 

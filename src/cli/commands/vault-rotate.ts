@@ -17,7 +17,7 @@ import {
 } from '../../vault/index.js';
 import { out, outJson, terminalSafe } from '../output.js';
 import { askLine, haveTerminal } from '../prompt.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 import { checkOutputPath, writeUserFile } from '../../vault/user-file.js';
 

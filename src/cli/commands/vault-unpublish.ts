@@ -19,7 +19,7 @@ import { exitCodeFor } from '../exit-codes.js';
 import { requireKeyServerUrl } from '../key-server-url.js';
 import { note, out, outJson, terminalSafe } from '../output.js';
 import { forgetPublished, readPublished } from '../published-shares.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 const USAGE = 'usage: stash vault identity unpublish CODE | --all [--server URL]';

@@ -15,7 +15,8 @@
  * an error (a Tab must not scribble on the command line): whatever it cannot
  * learn, it leaves out.
  */
-import { argNames, commands, commandsUnder, type Command } from '../registry.js';
+import type { Command } from '../command-types.js';
+import { argNames, commands, commandsUnder } from '../registry.js';
 
 export type Completion = { kind: 'words'; items: string[] } | { kind: 'files' } | { kind: 'none' };
 

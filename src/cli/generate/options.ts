@@ -4,7 +4,7 @@
  * --no-symbols, --separator S.
  */
 import { UsageError } from '../../errors.js';
-import type { Invocation } from '../registry.js';
+import type { Invocation } from '../command-types.js';
 import { ALNUM_CHARSET, DEFAULT_CHARSET, parseCharset } from './charset.js';
 import {
   DEFAULT_LENGTH,

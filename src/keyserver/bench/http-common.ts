@@ -3,7 +3,7 @@
  * preload shares, fork the load generator, stop the server, build the report.
  */
 import { UsageError } from '../../errors.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { preloadShares, startBenchServer } from './bench-server.js';
 import { loadClientFromEnv, loadCpuFromEnv, runLoadProcess, type LoadMode, type LoadSummary } from './load-driver.js';
 import { RssSampler, collectGarbage, latencyOf, peakRssBytes, progressLine, type BenchReport } from './report.js';

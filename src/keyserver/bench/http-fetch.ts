@@ -1,5 +1,5 @@
 /** `stash_key_server bench-http-fetch`: fetches of preloaded, verified shares (round robin). */
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { runHttpBench } from './http-common.js';
 import { AUTO_FETCH_SHARES } from './settings.js';
 import type { BenchReport } from './report.js';

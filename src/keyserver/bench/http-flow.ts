@@ -3,7 +3,7 @@
  * confirm the mailed link (POST /verify/<token>), fetch the share. One
  * "request" of the report is one flow of three HTTP requests.
  */
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { runHttpBench } from './http-common.js';
 import type { BenchReport } from './report.js';
 

@@ -1,5 +1,5 @@
 /** `stash_key_server bench-http`: publishes (durable writes through HTTP, verification links kept in memory). */
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { runHttpBench } from './http-common.js';
 import type { BenchReport } from './report.js';
 

@@ -3,7 +3,8 @@
  * benchmark, prints its report, and fails (exit 1) when any operation failed;
  * SIGINT or SIGTERM ends the run with status 130 or 143.
  */
-import type { Command, ServerConfig } from '../cli/options.js';
+import type { Command } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { UsageError } from '../../errors.js';
 import { benchHttp } from './http.js';
 import { benchHttpFetch } from './http-fetch.js';

@@ -2,7 +2,8 @@
  * The automatic values of the benchmark options (documented in
  * docs/benchmarks.md) and how a benchmark reads its configuration.
  */
-import { defaultConfig, type ServerConfig } from '../cli/options.js';
+import { defaultConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 
 /** --concurrency 0: this many operations in flight (enough to keep group commit busy, few enough for one client core). */
 export const AUTO_CONCURRENCY = 64;

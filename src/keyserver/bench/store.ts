@@ -8,7 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { systemClock } from '../clock.js';
 import { generateShareCode } from '../share-code.js';
 import { encodeLogRecord } from '../store/log-format.js';

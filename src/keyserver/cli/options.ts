@@ -16,11 +16,9 @@ import {
   parseText,
   parseTopologyServer,
   MAX_SERVER_ID,
-  type BindAddress,
-  type Route,
-  type TopologyServer,
 } from './values.js';
 import { LETS_ENCRYPT_DIRECTORY, parseAcmeDirectory, parseAcmeDomain, parseAcmeEmail } from './acme-values.js';
+import type { ServerConfig } from '../server-config.js';
 
 export type Command =
   | 'run'
@@ -44,61 +42,6 @@ export const commandNames: readonly Command[] = [
   'bench-http-fetch',
   'bench-http-flow',
 ];
-
-/** Every setting a server process can be given. */
-export interface ServerConfig {
-  bind: BindAddress;
-  stateDir: string;
-  developer: boolean;
-  serverId: number;
-  clusterId: string;
-  publicUrl: string | undefined;
-  topologyVersion: number;
-  topologyServers: TopologyServer[];
-  routes: Route[];
-  promotedOwners: number[];
-  replicationToken: string | undefined;
-  /** Read into replicationToken after parsing (a root-only file handed over by systemd's LoadCredential=). */
-  replicationTokenFile: string | undefined;
-  replicationPeerUrls: string[];
-  /** undefined: the current time in milliseconds when the server starts. */
-  originEpoch: number | undefined;
-  requests: number;
-  payloadBytes: number;
-  concurrency: number;
-  preloadShares: number;
-  compactMinBytes: number;
-  rateLimitPerMinute: number;
-  rateLimitBurst: number;
-  verificationEmailCommand: string | undefined;
-  verificationEmailRateLimitPerHour: number;
-  verificationEmailIpRateLimitPerHour: number;
-  tlsCert: string | undefined;
-  tlsKey: string | undefined;
-  /** Names to obtain a certificate for over ACME (TLS-ALPN-01 on the server's own port); empty: no ACME. */
-  acmeDomains: string[];
-  acmeEmail: string | undefined;
-  /** undefined: Let's Encrypt (LETS_ENCRYPT_DIRECTORY). */
-  acmeDirectory: string | undefined;
-  shareTtlSeconds: number;
-  trustProxy: boolean;
-  /** run: processes serving HTTP over the one store (1: this process alone; 'auto': what fits the memory target, 1 today: run.ts AUTO_PROCESSES). */
-  processes: number | 'auto';
-  /** What store, logs and damaged copies may take on disk together (disk/budget.ts splits it). */
-  diskCapBytes: number;
-  /** run: write the log to this file, rotated by size, instead of stderr. */
-  logFile: string | undefined;
-  /** run: serve GET /metrics on this address too (plain HTTP, to anyone who reaches it). */
-  metricsBind: BindAddress | undefined;
-  /** resync-peer only. */
-  peerUrl: string | undefined;
-  /** install only. */
-  forceConfig: boolean;
-  /** uninstall only. */
-  purgeData: boolean;
-  /** bench-* only: print the result as JSON. */
-  json: boolean;
-}
 
 export function defaultConfig(): ServerConfig {
   return {

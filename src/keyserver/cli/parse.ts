@@ -8,15 +8,8 @@ import { readFileSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
 import { parseConfigText, type RawSetting } from './config-file.js';
 import { parseReplicationToken } from './values.js';
-import {
-  commandNames,
-  defaultConfig,
-  optionByFlag,
-  scopeAllows,
-  type Command,
-  type OptionDef,
-  type ServerConfig,
-} from './options.js';
+import { commandNames, defaultConfig, optionByFlag, scopeAllows, type Command, type OptionDef } from './options.js';
+import type { ServerConfig } from '../server-config.js';
 
 export type Invocation =
   /** topic: the command whose help was asked for (`run --help`, `help run`); none for the general help. */

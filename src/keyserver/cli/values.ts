@@ -5,32 +5,15 @@
  */
 import { isIP } from 'node:net';
 import { UsageError } from '../../errors.js';
-import { keyServerBase } from '../server-url.js';
+import { keyServerBase } from '../../config/server-url.js';
+import type { BindAddress, Route, TopologyServer, TopologyStatus } from '../server-config.js';
 
 /** Largest server id a locator character can name (ring of 32). */
 export const MAX_RING_ID = 31;
 /** Largest `--server-id` the spec allows. */
 export const MAX_SERVER_ID = 9;
 
-export type TopologyStatus = 'active' | 'standby' | 'promoted' | 'disabled';
 export const topologyStatuses: readonly TopologyStatus[] = ['active', 'standby', 'promoted', 'disabled'];
-
-export interface TopologyServer {
-  id: number;
-  url: string;
-  status: TopologyStatus;
-}
-
-export interface Route {
-  owner: number;
-  primary: number;
-  failovers: number[];
-}
-
-export interface BindAddress {
-  host: string;
-  port: number;
-}
 
 function show(raw: string): string {
   return JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}...` : raw);

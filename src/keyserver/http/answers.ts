@@ -8,7 +8,6 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import { encodeError, BINARY_MEDIA_TYPE } from '../wire/messages.js';
 import { errorJson } from '../wire/json.js';
-import type { HttpFailure } from './error-middleware.js';
 import { responseEncoding, wantsHtml } from './negotiate.js';
 import { PAGE_CSP, errorPage, invalidLinkPage, notFoundPage } from './pages.js';
 
@@ -22,6 +21,16 @@ export const COMMON_HEADERS: ReadonlyArray<readonly [string, string]> = [
   ['Cache-Control', 'no-store'],
   ['Referrer-Policy', 'no-referrer'],
 ];
+
+/** What the caller may see of a failure (error-middleware.ts's classify decides it; failureAnswer writes it). */
+export interface HttpFailure {
+  status: number;
+  code: string;
+  message: string;
+  retryAfter: number;
+  limit: string | undefined;
+  headers: Record<string, string>;
+}
 
 export interface Answer {
   status: number;

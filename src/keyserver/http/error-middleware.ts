@@ -9,16 +9,7 @@ import type { Context, Middleware } from 'koa';
 import { StashError } from '../../errors.js';
 import { httpStatusByCode, RateLimitedError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { failureAnswer, sendAnswer } from './answers.js';
-
-export interface HttpFailure {
-  status: number;
-  code: string;
-  message: string;
-  retryAfter: number;
-  limit: string | undefined;
-  headers: Record<string, string>;
-}
+import { failureAnswer, sendAnswer, type HttpFailure } from './answers.js';
 
 const codeByStatus: Record<number, string> = {
   400: 'MALFORMED_REQUEST',

@@ -22,16 +22,16 @@
  * count, a Retry-After computed a body's arrival later).
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import type { Logger } from '../logger.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import { BINARY_MEDIA_TYPE, JSON_MEDIA_TYPE } from '../wire/messages.js';
-import { failureAnswer, writeAnswer, writeFetched, type Answer } from './answers.js';
+import { failureAnswer, writeAnswer, writeFetched, type Answer, type HttpFailure } from './answers.js';
 import type { FrontFetch, FrontRequest } from './fetch-front.js';
 import { handOverBody, readBodyThen } from './body.js';
 import { requestOf, usualFetchCode } from './fetch-body.js';
 import { clientAddress } from './client-address.js';
-import { classify, type HttpFailure } from './error-middleware.js';
+import { classify } from './error-middleware.js';
 import { responseEncoding } from './negotiate.js';
 import { checkRequestRate, fetchedType, type FetchBackend } from './share-fetch.js';
 import { FORWARDED_BY_HEADER } from '../forward.js';

@@ -6,7 +6,7 @@
  * link previewers fetch links, so only the POST of a button deletes. Forms
  * post back to the same URL, so a page holds no token.
  */
-import { fingerprintLines } from '../../cli/fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import type { ManageView } from '../withdraw.js';
 import { escapeHtml, page, until } from './pages.js';
 

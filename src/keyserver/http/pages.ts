@@ -4,10 +4,11 @@
  * not confirm an address on the owner's behalf. Only the POST sent by that
  * button verifies. The pages hold no secret: the form posts back to the same
  * URL (no token in the page), and the address is shown masked. Pages show
- * the published key's fingerprint laid out by the CLI's pure
- * fingerprint-display.ts (the key server never loads the agent or the vault).
+ * the published key's fingerprint laid out as `stash vault identity show`
+ * prints it, by the vault's pure fingerprint-display.ts (the key server loads
+ * only the vault's pure formats, never the agent or the CLI).
  */
-import { fingerprintLines } from '../../cli/fingerprint-display.js';
+import { fingerprintLines } from '../../vault/fingerprint-display.js';
 import type { VerificationView } from '../service.js';
 
 export function escapeHtml(text: string): string {

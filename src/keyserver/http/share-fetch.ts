@@ -4,7 +4,7 @@
  * limit and the fetched answer in the encoding the caller asked for.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { errorCode } from '../../errors.js';
 import { RateLimitedError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';

@@ -19,7 +19,7 @@ import type { Clock } from '../clock.js';
 import { MalformedRequestError, RateLimitedError } from '../errors.js';
 import { claimsSignedForward, forwardedFrom, type Forwarded, type Forwarder } from '../forward.js';
 import type { Logger } from '../logger.js';
-import type { ServiceConfig } from '../service.js';
+import type { ServiceConfig } from '../server-config.js';
 import { parseShareCode } from '../share-code.js';
 import { decodeJsonShareRequest, shareResponseJson } from '../wire/json.js';
 import { BINARY_MEDIA_TYPE, decodeShareRequest, encodeShareResponse, type ShareResponse } from '../wire/messages.js';

@@ -12,7 +12,7 @@
  */
 import { resolve } from 'node:path';
 import { UsageError } from '../../errors.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { parseCommandLine } from '../cli/parse.js';
 import { readTls } from '../tls-files.js';
 

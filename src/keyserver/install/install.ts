@@ -12,7 +12,7 @@ import { chmod, mkdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/prom
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { StashError } from '../../errors.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { parseCommandLine } from '../cli/parse.js';
 import { alive } from '../../process-state.js';
 import { isSingleExecutable } from '../sea/runtime.js';

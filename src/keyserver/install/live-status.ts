@@ -12,7 +12,7 @@ import { readFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { TLSSocket } from 'node:tls';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { acmeStatusLine } from '../tls/acme/status-line.js';
 import { certificateFacts, certificateProblems, describeCertificate } from '../tls/certificate-check.js';
 

@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { StashError } from '../../errors.js';
-import type { BindAddress } from '../cli/values.js';
+import type { BindAddress } from '../server-config.js';
 import type { Logger } from '../logger.js';
 import { EXPOSITION_CONTENT_TYPE } from './exposition.js';
 import type { ProcessMetrics } from './process-metrics.js';

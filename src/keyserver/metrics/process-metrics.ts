@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 import type { FrontFetch } from '../http/fetch-front.js';
-import type { HttpFailure } from '../http/error-middleware.js';
+import type { HttpFailure } from '../http/answers.js';
 import { metricName } from './catalog.js';
 import { Counters, series, type Cell, type Snapshot } from './registry.js';
 

@@ -5,7 +5,7 @@
  * once they run, and the optional --metrics-bind listener.
  */
 import { readFile } from 'node:fs/promises';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { LOG_FILES_KEPT } from '../disk/budget.js';
 import type { Logger } from '../logger.js';
 import type { FetchProcesses } from '../multi/store-side.js';

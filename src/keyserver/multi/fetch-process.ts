@@ -18,7 +18,7 @@ import type { Socket } from 'node:net';
 import { errorMessage } from '../../errors.js';
 import { createApp } from '../app.js';
 import { createLimiters } from '../backend.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { systemClock } from '../clock.js';
 import { StoreUnavailableError } from '../errors.js';
 import { streamLogger, type Logger } from '../logger.js';

@@ -23,7 +23,7 @@ import { KeyServerError, MalformedRequestError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { parseShareCode } from '../share-code.js';
 import type { ShareStore } from '../store/share-store.js';
-import type { TopologyServer } from '../cli/values.js';
+import type { TopologyServer } from '../server-config.js';
 import { FLAG_RESYNC, decodeBatch, type ReplicateAck } from './batch.js';
 import { CLUSTER_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, verifyMac } from './signature.js';
 

@@ -7,7 +7,7 @@
  * events by its merge rules: what it already has is left unchanged.
  */
 import { UsageError } from '../../errors.js';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../logger.js';
 import { readStateReadOnly } from '../store/read-only.js';

@@ -6,7 +6,7 @@
  */
 import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { ServerConfig } from '../cli/options.js';
+import type { ServerConfig } from '../server-config.js';
 import { LETS_ENCRYPT_DIRECTORY } from '../cli/acme-values.js';
 import type { Logger } from '../logger.js';
 import { readTls } from '../tls-files.js';

@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, readBounded } from '../fs-atomic.js';
-import { validateContainerName } from '../names.js';
+import { byCodeUnits, validateContainerName } from '../names.js';
 import { sharedDir } from './records.js';
 
 export interface FormerMember {
@@ -101,5 +101,5 @@ export function exposedEntries(
 ): Array<{ name: string; changedAt: number }> {
   return [...entries]
     .filter((e) => e.changedAt === 0 || e.changedAt <= m.removedAt)
-    .sort((a, b) => (a.name < b.name ? -1 : 1));
+    .sort((a, b) => byCodeUnits(a.name, b.name));
 }

@@ -5,7 +5,7 @@
  * server is not running: after a start that ended because no certificate
  * could be had (exit 76), it says why.
  */
-import type { ServerConfig } from '../../cli/options.js';
+import type { ServerConfig } from '../../server-config.js';
 import { LETS_ENCRYPT_DIRECTORY } from '../../cli/acme-values.js';
 import { AcmeFiles } from './files.js';
 

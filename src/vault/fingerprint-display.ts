@@ -1,7 +1,9 @@
 /**
  * Fingerprints laid out for reading aloud: the canonical form on one line,
  * then the six groups numbered, so two people on a phone can say "group 4:
- * H8RW" and know where they are.
+ * H8RW" and know where they are. Pure, with no imports: the CLI prints it and
+ * the key server's pages show it (beside fingerprint-format.ts, which makes
+ * the canonical form), so both lay a fingerprint out the same way.
  */
 
 /** Lines showing a formatted fingerprint ("XXXX-XXXX-...") for people. */

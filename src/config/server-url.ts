@@ -2,7 +2,10 @@
  * The one rule for a key server base URL, wherever it comes from: `--server`,
  * STASH_KEY_SERVER_URL, `key_server_url` in the config file, or a server
  * learned from a topology (the client's failover cache). Pure, no imports:
- * the agent's config loader, the CLI and the key server client share it.
+ * the app config (app-config.ts), the CLI, the key server's client and the key
+ * server's own options share it. It lives in src/config/ because the app config
+ * checks key_server_url with it, and the key server may import src/config
+ * (below it, like the agent and the CLI) but never the agent or the CLI.
  *
  * A base URL is `https://HOST[:PORT][/PATH]` (or `http://`, meant for a
  * server on this machine) with no user, password, query or fragment: the

@@ -3,7 +3,7 @@ import * as assert from 'uvu/assert';
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { configPath, loadConfig } from '../../src/agent/config.js';
+import { configPath, loadConfig } from '../../src/config/app-config.js';
 
 const home = mkdtempSync(join(tmpdir(), 'stash-config-'));
 const base: NodeJS.ProcessEnv = { HOME: home, XDG_CONFIG_HOME: join(home, 'cfg') };
