@@ -72,8 +72,11 @@ export class Session {
    */
   async agent(): Promise<AgentClient | null> {
     if (this.client !== undefined) return this.client;
-    const { agentSettings } = await import('../agent/config.js');
-    await agentSettings(process.env);
+    const { settingsMayBeSet } = await import('../config/config-path.js');
+    if (settingsMayBeSet(process.env)) {
+      const { agentSettings } = await import('../agent/config.js');
+      await agentSettings(process.env);
+    }
     try {
       const { connectAgent } = await import('../agent/autostart.js');
       this.client = await connectAgent({ autostart: true }); // STASH_AGENT_TRANSPORT's transport

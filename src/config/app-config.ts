@@ -12,11 +12,12 @@
  * settings are src/agent/config.ts's.
  */
 import { readFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { join } from 'node:path';
 import { ConfigError, errorMessage } from '../errors.js';
+import { configPath } from './config-path.js';
 import { checkKeyServerUrl } from './server-url.js';
 import { DEFAULT_HISTORY_KEEP, MAX_HISTORY_KEEP } from '../vault/history-block.js';
+
+export { configPath } from './config-path.js';
 
 export type SettingSource = 'default' | 'file' | 'environment';
 
@@ -45,23 +46,6 @@ export interface StashConfig {
 /** Default and largest clipboard clear delay (seconds): pass and gopass clear after 45 s; a day at most. */
 export const DEFAULT_CLIP_SECONDS = 45;
 export const MAX_CLIP_SECONDS = 86_400;
-
-/** The config file path and which rule chose it. */
-export function configPath(
-  env: NodeJS.ProcessEnv = process.env,
-  platform: NodeJS.Platform = process.platform,
-): { path: string; source: StashConfig['pathSource'] } {
-  if (env.STASH_AGENT_CONFIG) return { path: env.STASH_AGENT_CONFIG, source: 'STASH_AGENT_CONFIG' };
-  if (env.STASH_CONFIG) return { path: env.STASH_CONFIG, source: 'STASH_CONFIG' };
-  const home = env.HOME || homedir();
-  if (platform === 'darwin')
-    return { path: join(home, 'Library', 'Application Support', 'stash', 'config.toml'), source: 'default' };
-  if (platform === 'win32') {
-    const base = env.APPDATA || env.LOCALAPPDATA || join(home, 'AppData', 'Roaming');
-    return { path: join(base, 'stash', 'config.toml'), source: 'default' };
-  }
-  return { path: join(env.XDG_CONFIG_HOME || join(home, '.config'), 'stash', 'config.toml'), source: 'default' };
-}
 
 const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend', 'lock_on_screen_lock'] as const;
 const CLI_KEYS = ['clip_seconds'] as const;

@@ -167,8 +167,9 @@ const NOT_ON_GET_PATH = [
   /@koa\//,
   /\/dist\/keyserver\//,
   /\/dist\/native\/(index|power)\.js/,
-  /\/dist\/agent\/(config|main|agent|cache|listener|power)/,
-  /\/dist\/config\//,
+  /\/dist\/agent\/(config|main|agent|cache|listener|power)(\.js|\/)/,
+  // The config is checked only when a file or a setting variable is there (config-path.ts, a stat).
+  /\/dist\/config\/(?!config-path\.js)/,
   /\/dist\/vault\/(index|vault|identity|contacts|fingerprint|fingerprint-display|public-key)\.js/,
   /\/dist\/cli\/(keyring|prompt|password|secure-read|doctor[a-z-]*|key-server-url)\.js/,
   // sodium's addon comes from the require cache seeded by sodium-preload.ts, not through require-addon's resolver.
