@@ -1,7 +1,7 @@
 // Agent get round trip with secure frames (dist/agent/client.js against a
 // real `stash __agent`), beside a baseline timed by the same loop: ssh-agent's
 // request-identities round trip on a raw socket when ssh-agent is installed,
-// else a bare Unix-socket echo. Targets (issue 18): get p50 < 70 us, getInto
+// else a bare Unix-socket echo. Targets: get p50 < 70 us, getInto
 // p50 < 50 us.
 //
 // Where the client runs decides most of a round trip on a virtual machine: a

@@ -5,7 +5,7 @@
 // command back to back, so a load spike of other processes hits one round
 // of all of them, not all rounds of one. hyperfine -N when installed, else
 // a loop of its own that alternates the commands run by run.
-// Target (issue 18): ratio of the medians <= 1.3 x `node -e 0`; issue 30: in every round.
+// Target: the ratio of the medians <= 1.3 x `node -e 0`, and in every round.
 //   node bench/cli-get.js                (BENCH_QUICK=1 for a tiny run)
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -114,7 +114,7 @@ try {
     [
       `command: \`node bench/cli-get.js\` (${useHyperfine ? 'hyperfine -N, 2 warm-up runs per command per round' : 'own loop (spawnSync), commands alternating run by run'}; ${ROUNDS} interleaved round(s) of ${RUNS} runs per command, BENCH_ROUNDS; agent autostarted by the setup commands, STASH_KDF=test for the setup only)`,
       `ratio of medians round by round: ${roundRatios.map(fmt.ratio).join(', ')}`,
-      `target: stash get <= ${TARGET} x node -e 0 (ratio of medians): ${ratio <= TARGET ? 'met' : 'not met'} (${fmt.ratio(ratio)}); in every round (issue 30): ${Math.max(...roundRatios) <= TARGET ? 'met' : 'not met'}`,
+      `target: stash get <= ${TARGET} x node -e 0 (ratio of medians): ${ratio <= TARGET ? 'met' : 'not met'} (${fmt.ratio(ratio)}); in every round: ${Math.max(...roundRatios) <= TARGET ? 'met' : 'not met'}`,
       `conditions: ${conditions()}`,
     ],
   );

@@ -7,7 +7,7 @@
 // reference is the CPU above an inject of the ten references once each (the
 // start of a node process, the agent round trip, the container opened and
 // read), divided by the references.
-// Target (issue 40): per reference, 1,000,000 at most 2 x 10,000.
+// Target: per reference, 1,000,000 at most 2 x 10,000.
 //   node bench/inject-scaling.js [REFS ...]   (BENCH_QUICK=1 for a tiny run)
 import { spawnSync } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';

@@ -1,7 +1,7 @@
 // Fetch throughput of the key server on one core beside a bare node:http
 // server on the same core answering the same bytes with the same headers,
-// load from wrk on the other core, interleaved rounds (issue 18: >= 0.8,
-// 0.85 stretch; issue 30: binary >= 1.2). Both encodings: binary (what the
+// load from wrk on the other core, interleaved rounds (targets: JSON >= 0.8,
+// binary >= 1.2). Both encodings: binary (what the
 // stash CLI sends) and JSON; the binary one also beside nginx answering
 // `return 200` with a body of the same length on the same core (when nginx
 // is installed).
@@ -185,7 +185,7 @@ try {
     [
       'command: `node bench/keyserver-fetch.js`: the real `stash_key_server run` over a store of preloaded verified shares (request limits off), every fetch of one live share',
       `load: \`${wrkArgv.join(' ')}\` (wrk ${seconds} s per round, 64 connections, one thread), ${rounds} interleaved round(s) (BENCH_ROUNDS) ${quick ? 'without warm-up (quick mode)' : 'after a 1 s warm-up of each server'}`,
-      `${pinning ? `servers on CPU ${pinning.server}, wrk on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}; targets: binary >= ${BINARY_TARGET} (issue 30), JSON >= ${TARGET} (issue 18)`,
+      `${pinning ? `servers on CPU ${pinning.server}, wrk on CPU ${pinning.load}` : 'not pinned (no taskset or one CPU)'}; targets: binary >= ${BINARY_TARGET}, JSON >= ${TARGET}`,
       ...notes,
       `conditions: ${conditions()}`,
     ],

@@ -1,7 +1,7 @@
 // Whole flows through the key server: publish, confirm the mailed link, fetch
 // (`stash_key_server bench-http-flow`, three requests, two of them durable
 // writes), beside a bare node:http server on the same core. The ratio is 3 x
-// flows/s against the bare server's requests/s (issue 30: >= 0.35).
+// flows/s against the bare server's requests/s (target >= 0.35).
 //   node bench/keyserver-flow.js         (BENCH_QUICK=1 for a tiny run)
 import { compareWithBare } from './keyserver-vs-bare.js';
 

@@ -1,7 +1,7 @@
 // Publish throughput of the key server (each acknowledged after fdatasync,
 // group commit) beside a bare node:http server answering the same-sized body
 // (which writes nothing: the ratio shows the price of durability and checks).
-// Target (issue 30): >= 0.25 x bare node:http's requests/s on the same core.
+// Target: >= 0.25 x bare node:http's requests/s on the same core.
 //   node bench/keyserver-publish.js      (BENCH_QUICK=1 for a tiny run)
 import { compareWithBare } from './keyserver-vs-bare.js';
 

@@ -11,8 +11,8 @@
 // the state in a fresh temporary folder, and changes nothing else. For each phase the
 // peak is VmHWM of /proc/PID/status, added up over the server's processes
 // (the store's process and any fetch process), its
-// high-water mark reset (/proc/PID/clear_refs) when the phase begins. Target
-// (issue 40): under 100 MiB in every phase. Baseline in the same run: the
+// high-water mark reset (/proc/PID/clear_refs) when the phase begins. Target:
+// under 100 MiB in every phase. Baseline in the same run: the
 // same server over an empty store, idle.
 //   node bench/keyserver-rss-process.js          (BENCH_QUICK=1 for a tiny run from dist/; Linux only)
 // The single executable is built into a temporary folder first (about 15 s;

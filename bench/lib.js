@@ -79,7 +79,7 @@ export function conditions() {
 }
 
 /**
- * Records one figure of issue 30's targets table for bench/run-all.js
+ * Records one figure of the targets table for bench/run-all.js
  * (BENCH_SUMMARY names a file of JSON lines; unset: nothing is recorded).
  * `value` and `baseline` are what the script printed; `met` is the target's
  * own test of the figure (some targets ask for every round, not the median).

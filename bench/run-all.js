@@ -1,5 +1,5 @@
 // `npm run bench` (after the compile): every bench/ script in turn, then the
-// targets of issue 30, each figure beside its baseline from the same run,
+// targets, each figure beside its baseline from the same run,
 // with its command and the machine's load when it was measured. A script
 // that fails is named and the run goes on; the exit status is then 1.
 //   node bench/run-all.js [script ...]     (default: all of them; BENCH_QUICK=1 for tiny runs)
@@ -74,7 +74,7 @@ try {
       : [name, 'not measured', '-', '-', '-', '-', '-'];
   });
   process.stdout.write(
-    `\n### Targets of issue 30\n\n${table(['figure', 'measured', 'baseline in the same run', 'target', 'status', 'command', 'when'], rows)}\n\n`,
+    `\n### Targets\n\n${table(['figure', 'measured', 'baseline in the same run', 'target', 'status', 'command', 'when'], rows)}\n\n`,
   );
   process.stdout.write(
     `- command: \`node bench/run-all.js\` (\`npm run bench\`), ${Math.round((Date.now() - started) / 1000)} s; ${failed.length ? `failed: ${failed.join(', ')}` : 'every script completed'}\n- conditions at the end: ${conditions()}\n`,
