@@ -298,29 +298,19 @@ export interface MembersReport {
 export function containerMembers(dir: string, name: string): MembersReport {
   validateContainerName(name);
   const me = myIdentity(dir);
-  if (!readRecord(dir, name)) {
-    const path = vaultPaths(dir).container(name);
-    const prefix = readBounded(
-      path,
-      MAX_SHARED_FILE_BYTES,
-      () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
-    );
-    if (prefix === null)
-      throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
-    if (containerVersion(prefix) === 1) {
-      const self: MemberInfo = { ...me, fingerprint: fp(me), owner: true, you: true, lastWrite: 0 };
-      return {
-        name,
-        shared: false,
-        path,
-        link: null,
-        revision: null,
-        epoch: null,
-        members: [self],
-        writer: null,
-        writtenAt: null,
-      };
-    }
+  if (privateContainer(dir, name) !== null) {
+    const self: MemberInfo = { ...me, fingerprint: fp(me), owner: true, you: true, lastWrite: 0 };
+    return {
+      name,
+      shared: false,
+      path: vaultPaths(dir).container(name),
+      link: null,
+      revision: null,
+      epoch: null,
+      members: [self],
+      writer: null,
+      writtenAt: null,
+    };
   }
   const l = loadVerified(dir, name, me);
   const members = l.file.membership.stanzas.map(
