@@ -60,21 +60,8 @@ export async function runAgentProcess(argv: string[]): Promise<void> {
     process.exit(status);
   };
   const posture = await harden(log);
-  let config: StashConfig;
-  let idle: number;
-  let connectionIdle: number;
-  try {
-    // The same check the CLI runs before starting an agent (autostart.ts).
-    ({ config, idleMs: idle, connectionIdleMs: connectionIdle } = await agentSettings());
-  } catch (err) {
-    return fatal(errorMessage(err), 78);
-  }
-  const endpoint = agentEndpoint();
-  try {
-    if (endpoint.dir) ensureAgentDir({ dir: endpoint.dir, source: endpoint.source });
-  } catch (err) {
-    return fatal(errorMessage(err), 77);
-  }
+  const { config, idleMs: idle, connectionIdleMs: connectionIdle } = await loadSettings(fatal);
+  const endpoint = readyEndpoint(fatal);
   const describe = (): Record<string, unknown> => ({
     socket: endpoint.path,
     socketSource: endpoint.source,
@@ -124,6 +111,26 @@ async function harden(log: Log): Promise<Record<string, unknown>> {
     log('warning', `process hardening failed: ${errorMessage(err)}`);
     return { hardened: false, error: errorMessage(err) };
   }
+}
+
+/** The agent's settings, by the same check the CLI runs before starting an agent (autostart.ts); status 78 when wrong. */
+async function loadSettings(fatal: Fatal): Promise<Awaited<ReturnType<typeof agentSettings>>> {
+  try {
+    return await agentSettings();
+  } catch (err) {
+    return fatal(errorMessage(err), 78);
+  }
+}
+
+/** Where to listen, its private folder made sure of (Unix); status 77 when the folder is not safe. */
+function readyEndpoint(fatal: Fatal): Endpoint {
+  const endpoint = agentEndpoint();
+  try {
+    if (endpoint.dir) ensureAgentDir({ dir: endpoint.dir, source: endpoint.source });
+  } catch (err) {
+    return fatal(errorMessage(err), 77);
+  }
+  return endpoint;
 }
 
 /** The settings in force and where each came from, for the status reply. */
