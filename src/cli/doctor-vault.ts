@@ -79,6 +79,7 @@ function weakKdf(kdf: { opslimit: number; memlimit: number }): string | null {
   return null;
 }
 
+/** The checks of the vault `env` points at, and what doctor --json reports of it. */
 export function vaultChecks(env: NodeJS.ProcessEnv = process.env): {
   checks: DoctorCheck[];
   vault: Record<string, unknown>;
@@ -86,97 +87,111 @@ export function vaultChecks(env: NodeJS.ProcessEnv = process.env): {
   const dir = defaultVaultDir(env);
   const from = env.STASH_VAULT_DIR ? 'STASH_VAULT_DIR' : 'default location';
   const vault: Record<string, unknown> = { dir, source: from, exists: false };
-  const checks: DoctorCheck[] = [];
   if (!vaultExists(dir)) {
-    checks.push({
+    const none: DoctorCheck = {
       section,
       name: 'vault',
       status: 'warn',
       detail: `no vault at ${dir} (${from})`,
       fix: 'create one: stash vault init',
-    });
-    return { checks, vault };
+    };
+    return { checks: [none], vault };
   }
   vault.exists = true;
+  const meta = metaCheck(dir, from, vault);
+  // Without a readable vault.json there is nothing more to check.
+  if (meta.status === 'fail') return { checks: [meta], vault };
+  const checks = [meta, filesCheck(dir), permissionsCheck(dir), identityCheck(dir), containersCheck(dir, vault)];
+  return { checks, vault };
+}
+
+/** vault.json: its format and Argon2id cost (recorded in `vault.info`), a warning when the cost is weak. */
+function metaCheck(dir: string, from: string, vault: Record<string, unknown>): DoctorCheck {
   try {
     const info = readVaultInfo(dir);
     vault.info = info;
     const detail = `${dir} (${from}); format ${info.formatVersion}, Argon2id ${info.kdf.opslimit} pass(es) / ${formatBytes(info.kdf.memlimit)}, created ${info.createdAt}`;
     const weak = weakKdf(info.kdf);
-    checks.push(
-      weak === null
-        ? { section, name: 'vault', status: 'ok', detail }
-        : {
-            section,
-            name: 'vault',
-            status: 'warn',
-            detail: `${detail}; ${weak}`,
-            fix: 'raise the cost when you next change the password: stash vault passwd --kdf moderate',
-          },
-    );
+    return weak === null
+      ? { section, name: 'vault', status: 'ok', detail }
+      : {
+          section,
+          name: 'vault',
+          status: 'warn',
+          detail: `${detail}; ${weak}`,
+          fix: 'raise the cost when you next change the password: stash vault passwd --kdf moderate',
+        };
   } catch (err) {
-    checks.push({
+    return {
       section,
       name: 'vault',
       status: 'fail',
       detail: errorMessage(err),
       fix: `restore ${vaultPaths(dir).meta} from a backup`,
-    });
-    return { checks, vault };
+    };
   }
+}
+
+/** The vault's other files and its containers folder are all there. */
+function filesCheck(dir: string): DoctorCheck {
   const p = vaultPaths(dir);
   const missing = [p.identity, p.contacts, p.containers].filter((f) => stat(f) === null);
-  checks.push(
-    missing.length === 0
-      ? { section, name: 'vault files', status: 'ok', detail: 'vault.json, identity.json, contacts.stash, containers/' }
-      : {
-          section,
-          name: 'vault files',
-          status: 'fail',
-          detail: `missing: ${missing.join(', ')}`,
-          fix: 'restore the missing files from a backup of this vault',
-        },
-  );
+  return missing.length === 0
+    ? { section, name: 'vault files', status: 'ok', detail: 'vault.json, identity.json, contacts.stash, containers/' }
+    : {
+        section,
+        name: 'vault files',
+        status: 'fail',
+        detail: `missing: ${missing.join(', ')}`,
+        fix: 'restore the missing files from a backup of this vault',
+      };
+}
+
+/** No file or folder of the vault lets group or others in. */
+function permissionsCheck(dir: string): DoctorCheck {
   const open = openModes(dir);
-  checks.push(
-    open.length === 0
-      ? { section, name: 'vault permissions', status: 'ok', detail: 'folders 0700, files 0600' }
-      : { section, name: 'vault permissions', status: 'fail', detail: open.join('; '), fix: `chmod -R go-rwx ${dir}` },
-  );
+  return open.length === 0
+    ? { section, name: 'vault permissions', status: 'ok', detail: 'folders 0700, files 0600' }
+    : { section, name: 'vault permissions', status: 'fail', detail: open.join('; '), fix: `chmod -R go-rwx ${dir}` };
+}
+
+/** The public identity reads (no password needed): its fingerprint. */
+function identityCheck(dir: string): DoctorCheck {
   try {
-    checks.push({ section, name: 'identity', status: 'ok', detail: `fingerprint ${identityPublic(dir).fingerprint}` });
+    return { section, name: 'identity', status: 'ok', detail: `fingerprint ${identityPublic(dir).fingerprint}` };
   } catch (err) {
-    checks.push({
+    return {
       section,
       name: 'identity',
       status: 'fail',
       detail: errorMessage(err),
-      fix: `restore ${p.identity} from a backup`,
-    });
+      fix: `restore ${vaultPaths(dir).identity} from a backup`,
+    };
   }
+}
+
+/** Every container header is sound; the containers are recorded in `vault.containers`. */
+function containersCheck(dir: string, vault: Record<string, unknown>): DoctorCheck {
   try {
     const containers = listContainers(dir);
     vault.containers = containers.map((c) => ({ name: c.name, path: c.path, problem: c.problem }));
     const bad = containers.filter((c) => c.problem !== null);
-    checks.push(
-      bad.length === 0
-        ? { section, name: 'containers', status: 'ok', detail: `${containers.length} container(s), headers sound` }
-        : {
-            section,
-            name: 'containers',
-            status: 'fail',
-            detail: bad.map((c) => c.problem).join('; '),
-            fix: 'restore the damaged container files from a backup, or delete them: stash container rm NAME --force',
-          },
-    );
+    return bad.length === 0
+      ? { section, name: 'containers', status: 'ok', detail: `${containers.length} container(s), headers sound` }
+      : {
+          section,
+          name: 'containers',
+          status: 'fail',
+          detail: bad.map((c) => c.problem).join('; '),
+          fix: 'restore the damaged container files from a backup, or delete them: stash container rm NAME --force',
+        };
   } catch (err) {
-    checks.push({
+    return {
       section,
       name: 'containers',
       status: 'fail',
       detail: errorMessage(err),
-      fix: `check ${p.containers}`,
-    });
+      fix: `check ${vaultPaths(dir).containers}`,
+    };
   }
-  return { checks, vault };
 }

@@ -181,88 +181,88 @@ export function encodeRequest(req: Request, alloc?: Alloc): Frame {
   return { type, payload: w.finish(alloc) };
 }
 
+/**
+ * HELLO: the client's protocol version, flags and public key. Version 2 defines
+ * no flag. Refusing unknown ones with their own error (not ignoring them) lets a
+ * newer client probe for a feature and fall back. Another version's flags are its
+ * own: the connection answers VERSION_MISMATCH.
+ */
+function decodeHello(r: Reader): Request {
+  const version = r.u8('version');
+  const flags = r.u8('flags');
+  const publicKey = r.bytes(32, 'public key');
+  if (version === PROTOCOL_VERSION && flags !== 0) {
+    throw new ProtocolError(
+      'UNKNOWN_FLAGS',
+      `HELLO flags 0x${flags.toString(16).padStart(2, '0')} are not known to this agent (protocol ${PROTOCOL_VERSION} defines none)`,
+    );
+  }
+  return { type: 'hello', version, publicKey };
+}
+
+/** REGISTER_ACTIVITY: a pid other than 0 and one of the known activity kinds. */
+function decodeRegister(r: Reader): Request {
+  const pid = r.u32('pid');
+  const kindLen = r.u8('kind length');
+  const kind = r.bytes(kindLen, 'kind').toString('latin1');
+  if (!(ACTIVITY_KINDS as readonly string[]).includes(kind)) {
+    r.end();
+    const shown = /^[\x20-\x7e]{1,32}$/.test(kind) ? JSON.stringify(kind) : `(${kindLen} bytes)`;
+    throw new ProtocolError(
+      'UNKNOWN_KIND',
+      `unknown activity kind ${shown}; expected one of ${ACTIVITY_KINDS.join(', ')}`,
+    );
+  }
+  if (pid === 0) throw new ProtocolError('MALFORMED_PAYLOAD', 'register-activity: pid 0 is not a process');
+  return { type: 'register', pid, kind: kind as ActivityKindName };
+}
+
+/** UNREGISTER_ACTIVITY: the pid and the token its registration returned. */
+function decodeUnregister(r: Reader): Request {
+  const pid = r.u32('pid');
+  return { type: 'unregister', pid, token: r.bytes(TOKEN_BYTES, 'token') };
+}
+
+/** PUT: container id, key bytes, optional path, and a TTL behind a flag (0: the default, 1: the value). */
+function decodePut(r: Reader, what: string): Request {
+  const id = readId(r, what);
+  const keyLen = r.u16('key length');
+  if (keyLen < 1 || keyLen > MAX_KEY_BYTES)
+    throw new ProtocolError('MALFORMED_PAYLOAD', `put: key length ${keyLen} is outside 1..${MAX_KEY_BYTES}`);
+  const key = r.bytes(keyLen, 'key bytes');
+  const path = readPath(r, what);
+  const hasTtl = r.u8('TTL flag');
+  const ttlValue = r.i32('TTL');
+  if (hasTtl > 1) throw new ProtocolError('MALFORMED_PAYLOAD', `put: TTL flag must be 0 or 1, got ${hasTtl}`);
+  if (hasTtl === 0 && ttlValue !== 0)
+    throw new ProtocolError('MALFORMED_PAYLOAD', 'put: TTL value given with the "absent" flag');
+  const ttl = hasTtl === 1 ? ttlValue : null;
+  r.end();
+  checkTtl(ttl);
+  return { type: 'put', id, key, path, ttl };
+}
+
+/** One decoder per request type; `what` names the type in error messages. */
+const requestDecoders = new Map<number, (r: Reader, what: string) => Request>([
+  [MsgType.HELLO, decodeHello],
+  [MsgType.STOP, () => ({ type: 'stop' })],
+  [MsgType.STATUS, () => ({ type: 'status' })],
+  [MsgType.REGISTER_ACTIVITY, decodeRegister],
+  [MsgType.UNREGISTER_ACTIVITY, decodeUnregister],
+  [MsgType.GET, (r, what) => ({ type: 'get', id: readId(r, what) })],
+  [MsgType.FORGET, (r, what) => ({ type: 'forget', id: readId(r, what) })],
+  [MsgType.PUT, decodePut],
+  [MsgType.FORGET_ALL, () => ({ type: 'forget-all' })],
+  [MsgType.LIST, (r) => ({ type: 'list', offset: r.u16('offset') })],
+]);
+
 /** Decodes a request frame (plain or the inner frame of a SEALED one). Views alias the payload. */
 export function decodeRequest(frame: Frame): Request {
   const what = typeName(frame.type);
   const r = new Reader(frame.payload, what);
-  let req: Request;
-  switch (frame.type) {
-    case MsgType.HELLO: {
-      const version = r.u8('version');
-      const flags = r.u8('flags');
-      const publicKey = r.bytes(32, 'public key');
-      // Version 2 defines no flag. Refusing unknown ones with their own error (not
-      // ignoring them) lets a newer client probe for a feature and fall back. Another
-      // version's flags are its own: the connection answers VERSION_MISMATCH.
-      if (version === PROTOCOL_VERSION && flags !== 0) {
-        throw new ProtocolError(
-          'UNKNOWN_FLAGS',
-          `HELLO flags 0x${flags.toString(16).padStart(2, '0')} are not known to this agent (protocol ${PROTOCOL_VERSION} defines none)`,
-        );
-      }
-      req = { type: 'hello', version, publicKey };
-      break;
-    }
-    case MsgType.STOP:
-      req = { type: 'stop' };
-      break;
-    case MsgType.STATUS:
-      req = { type: 'status' };
-      break;
-    case MsgType.REGISTER_ACTIVITY: {
-      const pid = r.u32('pid');
-      const kindLen = r.u8('kind length');
-      const kind = r.bytes(kindLen, 'kind').toString('latin1');
-      if (!(ACTIVITY_KINDS as readonly string[]).includes(kind)) {
-        r.end();
-        const shown = /^[\x20-\x7e]{1,32}$/.test(kind) ? JSON.stringify(kind) : `(${kindLen} bytes)`;
-        throw new ProtocolError(
-          'UNKNOWN_KIND',
-          `unknown activity kind ${shown}; expected one of ${ACTIVITY_KINDS.join(', ')}`,
-        );
-      }
-      if (pid === 0) throw new ProtocolError('MALFORMED_PAYLOAD', 'register-activity: pid 0 is not a process');
-      req = { type: 'register', pid, kind: kind as ActivityKindName };
-      break;
-    }
-    case MsgType.UNREGISTER_ACTIVITY: {
-      const pid = r.u32('pid');
-      req = { type: 'unregister', pid, token: r.bytes(TOKEN_BYTES, 'token') };
-      break;
-    }
-    case MsgType.GET:
-      req = { type: 'get', id: readId(r, what) };
-      break;
-    case MsgType.FORGET:
-      req = { type: 'forget', id: readId(r, what) };
-      break;
-    case MsgType.PUT: {
-      const id = readId(r, what);
-      const keyLen = r.u16('key length');
-      if (keyLen < 1 || keyLen > MAX_KEY_BYTES)
-        throw new ProtocolError('MALFORMED_PAYLOAD', `put: key length ${keyLen} is outside 1..${MAX_KEY_BYTES}`);
-      const key = r.bytes(keyLen, 'key bytes');
-      const path = readPath(r, what);
-      const hasTtl = r.u8('TTL flag');
-      const ttlValue = r.i32('TTL');
-      if (hasTtl > 1) throw new ProtocolError('MALFORMED_PAYLOAD', `put: TTL flag must be 0 or 1, got ${hasTtl}`);
-      if (hasTtl === 0 && ttlValue !== 0)
-        throw new ProtocolError('MALFORMED_PAYLOAD', 'put: TTL value given with the "absent" flag');
-      const ttl = hasTtl === 1 ? ttlValue : null;
-      r.end();
-      checkTtl(ttl);
-      req = { type: 'put', id, key, path, ttl };
-      break;
-    }
-    case MsgType.FORGET_ALL:
-      req = { type: 'forget-all' };
-      break;
-    case MsgType.LIST:
-      req = { type: 'list', offset: r.u16('offset') };
-      break;
-    default:
-      throw new ProtocolError('UNSUPPORTED_TYPE', `unsupported message type ${what}`);
-  }
+  const decode = requestDecoders.get(frame.type);
+  if (decode === undefined) throw new ProtocolError('UNSUPPORTED_TYPE', `unsupported message type ${what}`);
+  const req = decode(r, what);
   r.end();
   return req;
 }

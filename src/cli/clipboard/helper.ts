@@ -29,7 +29,7 @@ import { MAX_CLIP_SECONDS } from '../../config/app-config.js';
 import { errorCode, errorMessage } from '../../errors.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { MAX_VALUE_BYTES } from '../../vault/names.js';
-import { clipboardTool, isToolName, type ClipboardTool } from './index.js';
+import { clipboardTool, isToolName, type ClipboardTool, type ToolName } from './index.js';
 import { NotServedError } from './tool.js';
 import type * as ProcInfo from '../../agent/proc-info/index.js';
 
@@ -307,6 +307,22 @@ async function clearUntilGone(
   }
 }
 
+/** One run of the helper: what the copy, the signal handlers and the clear share. */
+interface ClipRun {
+  value: Buffer;
+  tool: ClipboardTool;
+  pidfile: string | null;
+  /** The activity registered with the agent, or null. */
+  token: string | null;
+  /** The copy under way, awaited by a clear that comes meanwhile. */
+  copying: Promise<boolean> | null;
+  /** A paste got the value: until then the clear at the end is unconditional (the tool's child may serve it late). */
+  served: boolean;
+  pace: Pace;
+  finishing: boolean;
+  signalled: boolean;
+}
+
 /** Runs the helper; resolves once it has copied and reported (it exits later, by itself). */
 export async function runClipHelper(argv: string[]): Promise<void> {
   const args = parseArgs(argv);
@@ -321,86 +337,114 @@ export async function runClipHelper(argv: string[]): Promise<void> {
   }
   const { hardenCli } = await import('../harden.js');
   await hardenCli();
-  const { readFdSecure } = await import('../secure-read.js');
-  let value: Buffer;
-  let tool: ClipboardTool;
-  let pidfile: string | null;
-  try {
-    value = readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: 'the value to copy', stripNewline: false });
-    tool = await clipboardTool(args.tool);
-    pidfile = await pidfilePath();
-    if (pidfile !== null) await replacePrevious(pidfile);
-  } catch (err) {
-    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
-    process.exitCode = 1;
-    return;
-  }
-
-  let finishing = false;
-  let token: string | null = null;
-  let copying: Promise<boolean> | null = null;
-  /** A paste got the value: until then the clear at the end is unconditional (the tool's child may serve it late). */
-  let served = false;
-  const pace: Pace = { ms: CLEAR_PAUSE_MS.timeout };
-  let signalled = false;
-  const finish = async (why: 'timeout' | NodeJS.Signals): Promise<void> => {
-    if (why !== 'timeout') {
-      // Also while the attempts of the timeout run: the agent or the next helper now waits for us.
-      signalled = true;
-      pace.ms = CLEAR_PAUSE_MS.signal;
-      pace.cut?.();
-    }
-    if (finishing) return;
-    finishing = true;
-    // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
-    if (copying) await copying.catch(() => false);
-    await clearUntilGone(tool, value, served, pace, tracer());
-    wipe(value);
-    // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
-    if (!signalled && token !== null) await unregister(token);
-    try {
-      if (pidfile !== null && readFileSync(pidfile, 'utf8').startsWith(`${process.pid} `)) unlinkSync(pidfile);
-    } catch {
-      /* replaced or gone */
-    }
-    process.exit(0);
-  };
+  const run = await prepare(args.tool);
+  if (run === null) return;
+  const finish = (why: 'timeout' | NodeJS.Signals): Promise<void> => finishRun(run, why);
   // Handlers before the copy: a suspend that comes while it runs must still clear.
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => void finish(sig));
 
   const registered = await register();
-  token = registered.token;
+  run.token = registered.token;
   if (registered.code === 'AGENT_SUSPENDING') {
-    wipe(value);
+    wipe(run.value);
     report({ ok: false, code: 'CLIPBOARD_UNAVAILABLE', message: 'the machine is going to sleep; nothing was copied' });
     process.exit(1);
   }
-  let marked: boolean;
-  try {
-    copying = tool.copy(value, () => finishing);
-    marked = await copying;
-    served = true;
-    copying = null;
-  } catch (err) {
-    if (finishing) return; // finish() is clearing and exiting
-    if (err instanceof NotServedError) {
-      // The tool's child may still serve the value later: say so now, and clear on time as after a copy.
-      copying = null;
-      report({ ok: false, code: err.code, message: err.message });
-      setTimeout(() => void finish('timeout'), args.seconds * 1000);
-      return;
-    }
-    wipe(value);
-    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
-    if (token !== null) await unregister(token);
-    if (pidfile !== null && existsSync(pidfile)) unlinkSync(pidfile);
-    process.exit(1);
-  }
+  const clearLater = (): void => {
+    setTimeout(() => void finish('timeout'), args.seconds * 1000);
+  };
+  const marked = await copyValue(run, clearLater);
+  if (marked === null) return;
   report({
     ok: true,
     marked,
-    registered: token !== null,
+    registered: run.token !== null,
     ...(registered.problem ? { agentProblem: registered.problem } : {}),
   });
-  setTimeout(() => void finish('timeout'), args.seconds * 1000);
+  clearLater();
+}
+
+/**
+ * Reads the value from stdin, finds the tool and ends the helper of an earlier
+ * --clip; null once a failure is reported (exit status 1).
+ */
+async function prepare(toolName: ToolName): Promise<ClipRun | null> {
+  const { readFdSecure } = await import('../secure-read.js');
+  try {
+    const value = readFdSecure(0, { maxBytes: MAX_VALUE_BYTES, what: 'the value to copy', stripNewline: false });
+    const tool = await clipboardTool(toolName);
+    const pidfile = await pidfilePath();
+    if (pidfile !== null) await replacePrevious(pidfile);
+    const pace: Pace = { ms: CLEAR_PAUSE_MS.timeout };
+    return {
+      value,
+      tool,
+      pidfile,
+      token: null,
+      copying: null,
+      served: false,
+      pace,
+      finishing: false,
+      signalled: false,
+    };
+  } catch (err) {
+    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
+    process.exitCode = 1;
+    return null;
+  }
+}
+
+/**
+ * Copies the value: whether the tool marked it (kept from clipboard history).
+ * Null when the helper goes on without a report of success: finish() is under
+ * way, or the copy was not served yet (reported, the clear set for `clearLater`);
+ * a copy that failed outright is reported and the helper exits (status 1).
+ */
+async function copyValue(run: ClipRun, clearLater: () => void): Promise<boolean | null> {
+  try {
+    run.copying = run.tool.copy(run.value, () => run.finishing);
+    const marked = await run.copying;
+    run.served = true;
+    run.copying = null;
+    return marked;
+  } catch (err) {
+    if (run.finishing) return null; // finish() is clearing and exiting
+    if (err instanceof NotServedError) {
+      // The tool's child may still serve the value later: say so now, and clear on time as after a copy.
+      run.copying = null;
+      report({ ok: false, code: err.code, message: err.message });
+      clearLater();
+      return null;
+    }
+    wipe(run.value);
+    report({ ok: false, code: errorCode(err) ?? 'CLIPBOARD_UNAVAILABLE', message: errorMessage(err) });
+    if (run.token !== null) await unregister(run.token);
+    if (run.pidfile !== null && existsSync(run.pidfile)) unlinkSync(run.pidfile);
+    process.exit(1);
+  }
+}
+
+/** The end of a run, at its time or on a signal: clears, wipes the value, unregisters, removes the pidfile, exits. */
+async function finishRun(run: ClipRun, why: 'timeout' | NodeJS.Signals): Promise<void> {
+  if (why !== 'timeout') {
+    // Also while the attempts of the timeout run: the agent or the next helper now waits for us.
+    run.signalled = true;
+    run.pace.ms = CLEAR_PAUSE_MS.signal;
+    run.pace.cut?.();
+  }
+  if (run.finishing) return;
+  run.finishing = true;
+  // A signal during the copy: let the tool finish, or the value would land on the clipboard after we are gone.
+  if (run.copying) await run.copying.catch(() => false);
+  await clearUntilGone(run.tool, run.value, run.served, run.pace, tracer());
+  wipe(run.value);
+  // On a signal the agent (suspend) or the next helper is waiting: exit at once, the agent prunes us.
+  if (!run.signalled && run.token !== null) await unregister(run.token);
+  try {
+    if (run.pidfile !== null && readFileSync(run.pidfile, 'utf8').startsWith(`${process.pid} `))
+      unlinkSync(run.pidfile);
+  } catch {
+    /* replaced or gone */
+  }
+  process.exit(0);
 }

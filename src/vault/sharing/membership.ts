@@ -116,76 +116,91 @@ export function shareContainer(
         if (contacts.some((c) => same(c, me)))
           throw new VaultError('INVALID_ARGUMENT', 'you are the owner already; share with your contacts');
         const wanted = contacts.filter((c, i) => contacts.findIndex((d) => same(c, d)) === i);
-        if (!readRecord(dir, name)) {
-          const path = vaultPaths(dir).container(name);
-          const bytes = readBounded(
-            path,
-            MAX_SHARED_FILE_BYTES,
-            () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
-          );
-          if (bytes === null)
-            throw new VaultError(
-              'CONTAINER_NOT_FOUND',
-              `no container named ${JSON.stringify(name)} in the vault at ${dir}`,
-            );
-          if (containerVersion(bytes) === 1) return convert(dir, vaultKey, name, me, secret, wanted, bytes);
-        }
-        const l = loadVerified(dir, name, me);
-        const m = l.file.membership;
-        if (!same(m.stanzas[0]!, me)) throw notOwner(l);
-        const current: PublicIdentity[] = m.stanzas.map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
-        const added = wanted.filter((c) => !current.some((s) => same(s, c)));
-        const unchanged = wanted.filter((c) => current.some((s) => same(s, c)));
-        for (const c of added) {
-          if (stanzaIndex(m, c.ed25519) >= 0)
-            throw new VaultError(
-              'INVALID_ARGUMENT',
-              `a member of ${name} has the signing key of ${fp(c)} with another encryption key`,
-            );
-        }
-        if (added.length === 0)
-          return {
-            changed: [],
-            unchanged,
-            revision: l.file.write.revision,
-            previous: l.file.write.revision,
-            epoch: m.epoch,
-            converted: false,
-          };
-        const key = openStanza(l, me, secret.x25519);
-        const entries = openSharedBody(l, key);
-        try {
-          const { bytes: membership, stanzas } = signedMembership(
-            m.containerId,
-            m.epoch + 1,
-            key,
-            [...current, ...added],
-            secret.ed25519,
-            m.stanzas,
-          );
-          const write = nextWrite(l.file, stanzas, me.ed25519);
-          commitRevision(
-            dir,
-            l.path,
-            l.bytes,
-            assembleFile(membership, stanzas.length, write, key, withoutHistory(entries), secret.ed25519),
-            l.record,
-          );
-          return {
-            changed: added,
-            unchanged,
-            revision: write.revision,
-            previous: l.file.write.revision,
-            epoch: m.epoch + 1,
-            converted: false,
-          };
-        } finally {
-          wipeEntries(entries);
-          wipe(key);
-        }
+        const v1Bytes = privateContainer(dir, name);
+        if (v1Bytes !== null) return convert(dir, vaultKey, name, me, secret, wanted, v1Bytes);
+        return addRecipients(dir, name, me, secret, wanted);
       }),
     ),
   );
+}
+
+/**
+ * The file of container `name` when it is private (version 1, with no record
+ * of sharing); null when it is shared. CONTAINER_NOT_FOUND when there is none.
+ */
+function privateContainer(dir: string, name: string): Buffer | null {
+  if (readRecord(dir, name)) return null;
+  const path = vaultPaths(dir).container(name);
+  const bytes = readBounded(
+    path,
+    MAX_SHARED_FILE_BYTES,
+    () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
+  );
+  if (bytes === null)
+    throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
+  return containerVersion(bytes) === 1 ? bytes : null;
+}
+
+/** Adds those of `wanted` not yet on the recipient list of shared container `name` (owner only). */
+function addRecipients(
+  dir: string,
+  name: string,
+  me: PublicIdentity,
+  secret: IdentitySecret,
+  wanted: PublicIdentity[],
+): MembershipChange {
+  const l = loadVerified(dir, name, me);
+  const m = l.file.membership;
+  if (!same(m.stanzas[0]!, me)) throw notOwner(l);
+  const current: PublicIdentity[] = m.stanzas.map((s) => ({ x25519: s.x25519, ed25519: s.ed25519 }));
+  const added = wanted.filter((c) => !current.some((s) => same(s, c)));
+  const unchanged = wanted.filter((c) => current.some((s) => same(s, c)));
+  for (const c of added) {
+    if (stanzaIndex(m, c.ed25519) >= 0)
+      throw new VaultError(
+        'INVALID_ARGUMENT',
+        `a member of ${name} has the signing key of ${fp(c)} with another encryption key`,
+      );
+  }
+  const previous = l.file.write.revision;
+  if (added.length === 0)
+    return { changed: [], unchanged, revision: previous, previous, epoch: m.epoch, converted: false };
+  const revision = commitRecipients(dir, l, me, secret, [...current, ...added]);
+  return { changed: added, unchanged, revision, previous, epoch: m.epoch + 1, converted: false };
+}
+
+/**
+ * Commits the next version of `l` with recipient list `members` (the next
+ * epoch, the same content key) and its current entries without their history;
+ * the revision written.
+ */
+function commitRecipients(
+  dir: string,
+  l: LoadedShared & { record: SharedRecord },
+  me: PublicIdentity,
+  secret: IdentitySecret,
+  members: PublicIdentity[],
+): number {
+  const m = l.file.membership;
+  const key = openStanza(l, me, secret.x25519);
+  const entries = openSharedBody(l, key);
+  try {
+    const { bytes: membership, stanzas } = signedMembership(
+      m.containerId,
+      m.epoch + 1,
+      key,
+      members,
+      secret.ed25519,
+      m.stanzas,
+    );
+    const write = nextWrite(l.file, stanzas, me.ed25519);
+    const bytes = assembleFile(membership, stanzas.length, write, key, withoutHistory(entries), secret.ed25519);
+    commitRevision(dir, l.path, l.bytes, bytes, l.record);
+    return write.revision;
+  } finally {
+    wipeEntries(entries);
+    wipe(key);
+  }
 }
 
 /**
@@ -283,29 +298,19 @@ export interface MembersReport {
 export function containerMembers(dir: string, name: string): MembersReport {
   validateContainerName(name);
   const me = myIdentity(dir);
-  if (!readRecord(dir, name)) {
-    const path = vaultPaths(dir).container(name);
-    const prefix = readBounded(
-      path,
-      MAX_SHARED_FILE_BYTES,
-      () => new VaultError('CONTAINER_CORRUPT', `${path} is not a container file of a plausible size`),
-    );
-    if (prefix === null)
-      throw new VaultError('CONTAINER_NOT_FOUND', `no container named ${JSON.stringify(name)} in the vault at ${dir}`);
-    if (containerVersion(prefix) === 1) {
-      const self: MemberInfo = { ...me, fingerprint: fp(me), owner: true, you: true, lastWrite: 0 };
-      return {
-        name,
-        shared: false,
-        path,
-        link: null,
-        revision: null,
-        epoch: null,
-        members: [self],
-        writer: null,
-        writtenAt: null,
-      };
-    }
+  if (privateContainer(dir, name) !== null) {
+    const self: MemberInfo = { ...me, fingerprint: fp(me), owner: true, you: true, lastWrite: 0 };
+    return {
+      name,
+      shared: false,
+      path: vaultPaths(dir).container(name),
+      link: null,
+      revision: null,
+      epoch: null,
+      members: [self],
+      writer: null,
+      writtenAt: null,
+    };
   }
   const l = loadVerified(dir, name, me);
   const members = l.file.membership.stanzas.map(

@@ -29,6 +29,7 @@ import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
 import { decodeShared, stanzaIndex, type SharedFile } from './format.js';
 import { covers, historyError, relate, seenOf } from './history.js';
 import { checkJump } from './numbering.js';
+import type { SeenRevision, SharedRecord } from './records.js';
 import { assembleFile, commitRevision, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
 import {
@@ -108,6 +109,20 @@ function oneSidedHistory(ours: Entries, theirs: Entries, merged: ReadonlyMap<str
   return names.filter((n) => !merged.has(n)).sort();
 }
 
+/** The two versions of a merge, both checked, and what each step of it needs. */
+interface Merging {
+  dir: string;
+  name: string;
+  me: PublicIdentity;
+  /** The version in the container's own file. */
+  cur: LoadedShared;
+  /** The version at the path given. */
+  other: LoadedShared;
+  record: SharedRecord;
+  /** Throws unless `next` is a version this vault may accept after the one it saw last. */
+  toSeen: (next: SeenRevision, what: string) => void;
+}
+
 /**
  * Merges the version at `otherPath` into container `name` of vault `dir`.
  * Both files must pass every check but history (signatures, the pinned owner,
@@ -129,94 +144,130 @@ export function mergeShared(
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
   return withVaultLock(dir, () =>
     withWriteLock(dir, name, () => {
-      const cur = loadShared(dir, name);
-      const record = cur.record;
-      if (!record)
-        throw new VaultError(
-          'SHARE_UNTRUSTED_OWNER',
-          `this vault has no record of shared container ${name}; run: stash container accept ${name}`,
-        );
-      verifySignatures(cur.file, cur.path, record.owner, name);
-      recipientIndex(cur, me);
-      const path = resolve(otherPath);
-      const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
-      const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
-      if (!file.membership.containerId.equals(cur.file.membership.containerId))
-        throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
-      verifySignatures(file, path, record.owner, name);
-      recipientIndex(other, me);
-      // The merged version is numbered after the later side: neither may jump past what this vault saw.
-      checkJump(record.seen, cur.file, cur.path, name);
-      checkJump(record.seen, file, path, name);
-      const nameOf = memberNamer(cur.file, me);
-      const toSeen = (next: LoadedShared['next'], what: string) => {
-        const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
-        if (err) throw err;
-      };
-      if (
-        cur.next.hash.equals(other.next.hash) ||
-        (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)
-      ) {
-        toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
-        return {
-          outcome: 'unchanged',
-          revision: cur.next.revision,
-          fromOther: [],
-          conflicts: [],
-          oneSided: [],
-          historyOneSided: [],
-        };
-      }
-      if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
-        toSeen(other.next, path);
-        commitRevision(dir, cur.path, cur.bytes, bytes, record);
-        return {
-          outcome: 'fast-forward',
-          revision: other.next.revision,
-          fromOther: [],
-          conflicts: [],
-          oneSided: [],
-          historyOneSided: [],
-        };
-      }
-      refuseRemovedWriter(cur, other, me);
-      return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) => {
-        const ours = decrypt(cur, me, x25519Secret);
-        let theirs: Entries | null = null;
-        try {
-          theirs = decrypt(other, me, x25519Secret);
-          const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
-          if (conflicts.length > 0 && prefer === null) {
-            throw new VaultError(
-              'SHARE_DIVERGED',
-              `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${name}) or --prefer file (${path})`,
-            );
-          }
-          // Each entry keeps the change time of the side it was taken from; the
-          // histories are united, and the value that lost a conflict joins them.
-          const taken = new Set(fromOther);
-          withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs! : ours));
-          const now = Date.now();
-          const losers = new Map<string, PastValue>(
-            conflicts.map((entry) => {
-              const loser = taken.has(entry) ? ours : theirs!;
-              return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
-            }),
-          );
-          withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
-          const historyOneSided = oneSidedHistory(ours, theirs, merged);
-          const bytesOut = build(cur, other, merged, me, x25519Secret, ed25519Secret);
-          const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
-          toSeen(result, 'the merged version');
-          commitRevision(dir, cur.path, cur.bytes, bytesOut, record);
-          return { outcome: 'merged', revision: result.revision, fromOther, conflicts, oneSided, historyOneSided };
-        } finally {
-          wipeEntries(ours);
-          if (theirs) wipeEntries(theirs);
-        }
-      });
+      const m = loadBoth(dir, name, otherPath, me);
+      const kept = keepLater(m);
+      if (kept !== null) return kept;
+      refuseRemovedWriter(m.cur, m.other, me);
+      return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) =>
+        mergeVersions(m, prefer, keep, x25519Secret, ed25519Secret),
+      );
     }),
   );
+}
+
+/**
+ * Loads the container's version and the one at `otherPath`, each past every
+ * check but history: signatures, the pinned owner, this vault a recipient,
+ * the same container, and no jump past what this vault saw.
+ */
+function loadBoth(dir: string, name: string, otherPath: string, me: PublicIdentity): Merging {
+  const cur = loadShared(dir, name);
+  const record = cur.record;
+  if (!record)
+    throw new VaultError(
+      'SHARE_UNTRUSTED_OWNER',
+      `this vault has no record of shared container ${name}; run: stash container accept ${name}`,
+    );
+  verifySignatures(cur.file, cur.path, record.owner, name);
+  recipientIndex(cur, me);
+  const path = resolve(otherPath);
+  const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
+  const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
+  if (!file.membership.containerId.equals(cur.file.membership.containerId))
+    throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
+  verifySignatures(file, path, record.owner, name);
+  recipientIndex(other, me);
+  // The merged version is numbered after the later side: neither may jump past what this vault saw.
+  checkJump(record.seen, cur.file, cur.path, name);
+  checkJump(record.seen, file, path, name);
+  const nameOf = memberNamer(cur.file, me);
+  const toSeen = (next: SeenRevision, what: string): void => {
+    const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
+    if (err) throw err;
+  };
+  return { dir, name, me, cur, other, record, toSeen };
+}
+
+/** A result that took nothing from the other side. */
+function nothingTaken(outcome: 'unchanged' | 'fast-forward', revision: number): MergeResult {
+  return { outcome, revision, fromOther: [], conflicts: [], oneSided: [], historyOneSided: [] };
+}
+
+/**
+ * When one version already contains the other, the later one is kept as it is
+ * ('unchanged': the container's own; 'fast-forward': the other, committed); null
+ * when neither does and the two must be merged.
+ */
+function keepLater(m: Merging): MergeResult | null {
+  const { cur, other } = m;
+  if (cur.next.hash.equals(other.next.hash) || (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)) {
+    m.toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
+    return nothingTaken('unchanged', cur.next.revision);
+  }
+  if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
+    m.toSeen(other.next, other.path);
+    commitRevision(m.dir, cur.path, cur.bytes, other.bytes, m.record);
+    return nothingTaken('fast-forward', other.next.revision);
+  }
+  return null;
+}
+
+/** Opens both versions, unites them, and commits the merged version; every opened entry is wiped after. */
+function mergeVersions(
+  m: Merging,
+  prefer: Prefer,
+  keep: number,
+  x25519Secret: Buffer,
+  ed25519Secret: Buffer,
+): MergeResult {
+  const { cur, other } = m;
+  const ours = decrypt(cur, m.me, x25519Secret);
+  let theirs: Entries | null = null;
+  try {
+    theirs = decrypt(other, m.me, x25519Secret);
+    const { merged, ...taken } = uniteSides(ours, theirs, prefer, keep, m);
+    const bytesOut = build(cur, other, merged, m.me, x25519Secret, ed25519Secret);
+    const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
+    m.toSeen(result, 'the merged version');
+    commitRevision(m.dir, cur.path, cur.bytes, bytesOut, m.record);
+    return { outcome: 'merged', revision: result.revision, ...taken };
+  } finally {
+    wipeEntries(ours);
+    if (theirs) wipeEntries(theirs);
+  }
+}
+
+/**
+ * Both sides' entries in one map, refused on a conflict unless `prefer` says
+ * which side wins. Each entry keeps the change time of the side it was taken
+ * from; the histories are united, and the value that lost a conflict joins them.
+ */
+function uniteSides(
+  ours: Entries,
+  theirs: Entries,
+  prefer: Prefer,
+  keep: number,
+  m: Merging,
+): Omit<MergeResult, 'outcome' | 'revision'> & { merged: Map<string, Uint8Array> } {
+  const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
+  if (conflicts.length > 0 && prefer === null) {
+    throw new VaultError(
+      'SHARE_DIVERGED',
+      `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${m.name}) or --prefer file (${m.other.path})`,
+    );
+  }
+  const taken = new Set(fromOther);
+  withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs : ours));
+  const now = Date.now();
+  const losers = new Map<string, PastValue>(
+    conflicts.map((entry) => {
+      const loser = taken.has(entry) ? ours : theirs;
+      return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
+    }),
+  );
+  withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
+  const historyOneSided = oneSidedHistory(ours, theirs, merged);
+  return { merged, fromOther, conflicts, oneSided, historyOneSided };
 }
 
 /**
