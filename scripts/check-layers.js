@@ -57,7 +57,6 @@ const MAX_FUNCTION_LINES = 80;
  */
 const LONG_FUNCTIONS = [
   ['src/cli/doctor-checks.ts', 'suspendChecks', 99],
-  ['src/config/app-config.ts', 'loadConfig', 149],
   ['src/keyserver/app.ts', 'createApp', 146],
   ['src/keyserver/bench/load-process.ts', 'run', 95],
   ['src/keyserver/bench/store.ts', 'benchStore', 105],

@@ -6,7 +6,7 @@
  * at once by the command the user typed.
  */
 import { ConfigError } from '../errors.js';
-import { loadConfig, type StashConfig } from '../config/app-config.js';
+import { type LoadOptions, loadConfig, type StashConfig } from '../config/app-config.js';
 
 /** A positive number of seconds from `env[name]` in ms, else `defaultMs`. */
 function secondsFromEnv(env: NodeJS.ProcessEnv, name: string, defaultMs: number): number {
@@ -44,7 +44,10 @@ export interface AgentSettings {
  * the way the agent checks it: a ConfigError here is exactly what would stop
  * an agent from starting.
  */
-export async function agentSettings(env: NodeJS.ProcessEnv = process.env): Promise<AgentSettings> {
-  const config = await loadConfig(env);
+export async function agentSettings(
+  env: NodeJS.ProcessEnv = process.env,
+  opts: LoadOptions = {},
+): Promise<AgentSettings> {
+  const config = await loadConfig(env, opts);
   return { config, idleMs: idleMs(env), connectionIdleMs: connectionIdleMs(env) };
 }

@@ -49,11 +49,13 @@ export class Session {
   readonly source: PasswordSource;
   private client: AgentClient | null | undefined;
   private warned = false;
+  private readonly serverGiven: boolean;
 
   constructor(values: Values, opts: { dir?: string } = {}) {
     this.dir = opts.dir ?? defaultVaultDir();
     this.ttl = ttlOption(values);
     this.source = passwordSource(values);
+    this.serverGiven = typeof values.server === 'string';
   }
 
   private agentFailed(err: unknown): void {
@@ -75,7 +77,8 @@ export class Session {
     const { settingsMayBeSet } = await import('../config/config-path.js');
     if (settingsMayBeSet(process.env)) {
       const { agentSettings } = await import('../agent/config.js');
-      await agentSettings(process.env);
+      // A command given --server names its key server itself: the setting it overrides is not read.
+      await agentSettings(process.env, { keyServerUrl: !this.serverGiven });
     }
     try {
       const { connectAgent } = await import('../agent/autostart.js');

@@ -184,19 +184,38 @@ function knownTable(
   return table;
 }
 
-/** Loads the config file (if any) and applies environment overrides. */
-export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<StashConfig> {
-  const { path, source } = configPath(env);
-  let text: string | null = null;
+/** What loadConfig reads. */
+export interface LoadOptions {
+  /**
+   * False when the command names its key server itself (`--server`): then key_server_url and
+   * STASH_KEY_SERVER_URL are not read, so a bad one cannot stop it (the option wins unread).
+   */
+  keyServerUrl?: boolean;
+}
+
+type At = (table: string | null, key: string) => string;
+
+/** The config file's text, or null when the default file is absent (a file named explicitly must exist). */
+function readConfigText(path: string, source: StashConfig['pathSource']): string | null {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     // A missing default file is normal; a missing file someone named explicitly is an error.
     if (code !== 'ENOENT' || source !== 'default')
       throw new ConfigError(`cannot read config file ${path} (from ${source}): ${errorMessage(err)}`);
+    return null;
   }
-  const def = <T>(value: T): Setting<T> => ({ value, source: 'default', from: null });
+}
+
+const def = <T>(value: T): Setting<T> => ({ value, source: 'default', from: null });
+const fromFile = <T>(value: T, key: string): Setting<T> => ({ value, source: 'file', from: key });
+const fromEnv = <T>(value: T, name: string): Setting<T> => ({ value, source: 'environment', from: name });
+
+/** Loads the config file (if any) and applies environment overrides. */
+export async function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): Promise<StashConfig> {
+  const { path, source } = configPath(env);
+  const text = readConfigText(path, source);
   const config: StashConfig = {
     path,
     pathSource: source,
@@ -211,126 +230,78 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env): Promise<
   if (text !== null) {
     const doc = await parseToml(path, text);
     // "file:line" of a key, for every error below (a person fixes a line, not a key path).
-    const at = (table: string | null, key: string): string => {
-      const line = keyLine(text!, table, key);
+    const at: At = (table, key) => {
+      const line = keyLine(text, table, key);
       return line === null ? path : `${path}:${line}`;
     };
-    for (const key of Object.keys(doc)) {
-      if (!(TOP_KEYS as readonly string[]).includes(key))
-        throw new ConfigError(
-          `${at(null, key)}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`,
-        );
-    }
-    if (doc.key_server_url !== undefined) {
-      const url = doc.key_server_url;
-      const what = `${at(null, 'key_server_url')}: key_server_url`;
-      if (typeof url !== 'string')
-        throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
-      config.keyServerUrl = {
-        value: checkKeyServerUrl(url, what, (m) => new ConfigError(m)),
-        source: 'file',
-        from: 'key_server_url',
-      };
-    }
-    const cli = knownTable(doc, 'cli', CLI_KEYS, at);
-    if (cli?.clip_seconds !== undefined) {
-      config.clipSeconds = {
-        value: clipSecondsValue(`${at('cli', 'clip_seconds')}: cli.clip_seconds`, cli.clip_seconds, false),
-        source: 'file',
-        from: 'cli.clip_seconds',
-      };
-    }
-    const vault = knownTable(doc, 'vault', VAULT_KEYS, at);
-    if (vault?.history_keep !== undefined) {
-      config.historyKeep = {
-        value: historyKeepValue(`${at('vault', 'history_keep')}: vault.history_keep`, vault.history_keep, false),
-        source: 'file',
-        from: 'vault.history_keep',
-      };
-    }
-    const agent = knownTable(doc, 'agent', AGENT_KEYS, at);
-    if (agent !== undefined) {
-      const prevent = agent.prevent_sleep;
-      const alias = agent.suspend_inhibit;
-      if (prevent !== undefined && alias !== undefined && prevent !== alias) {
-        throw new ConfigError(
-          `${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`,
-        );
-      }
-      if (prevent !== undefined)
-        config.preventSleep = {
-          value: fileBoolean(at('agent', 'prevent_sleep'), 'agent.prevent_sleep', prevent),
-          source: 'file',
-          from: 'agent.prevent_sleep',
-        };
-      else if (alias !== undefined)
-        config.preventSleep = {
-          value: fileBoolean(at('agent', 'suspend_inhibit'), 'agent.suspend_inhibit', alias),
-          source: 'file',
-          from: 'agent.suspend_inhibit',
-        };
-      if (agent.terminate_on_suspend !== undefined) {
-        config.terminateOnSuspend = {
-          value: fileBoolean(
-            at('agent', 'terminate_on_suspend'),
-            'agent.terminate_on_suspend',
-            agent.terminate_on_suspend,
-          ),
-          source: 'file',
-          from: 'agent.terminate_on_suspend',
-        };
-      }
-      if (agent.lock_on_screen_lock !== undefined) {
-        config.lockOnScreenLock = {
-          value: fileBoolean(
-            at('agent', 'lock_on_screen_lock'),
-            'agent.lock_on_screen_lock',
-            agent.lock_on_screen_lock,
-          ),
-          source: 'file',
-          from: 'agent.lock_on_screen_lock',
-        };
-      }
-    }
+    applyFile(config, doc, at, opts);
   }
-  if (env.STASH_AGENT_PREVENT_SLEEP !== undefined && env.STASH_AGENT_PREVENT_SLEEP !== '') {
-    config.preventSleep = {
-      value: envBoolean('STASH_AGENT_PREVENT_SLEEP', env.STASH_AGENT_PREVENT_SLEEP),
-      source: 'environment',
-      from: 'STASH_AGENT_PREVENT_SLEEP',
-    };
-  }
-  if (env.STASH_AGENT_TERMINATE_ON_SUSPEND !== undefined && env.STASH_AGENT_TERMINATE_ON_SUSPEND !== '') {
-    config.terminateOnSuspend = {
-      value: envBoolean('STASH_AGENT_TERMINATE_ON_SUSPEND', env.STASH_AGENT_TERMINATE_ON_SUSPEND),
-      source: 'environment',
-      from: 'STASH_AGENT_TERMINATE_ON_SUSPEND',
-    };
-  }
-  if (env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== undefined && env.STASH_AGENT_LOCK_ON_SCREEN_LOCK !== '') {
-    config.lockOnScreenLock = {
-      value: envBoolean('STASH_AGENT_LOCK_ON_SCREEN_LOCK', env.STASH_AGENT_LOCK_ON_SCREEN_LOCK),
-      source: 'environment',
-      from: 'STASH_AGENT_LOCK_ON_SCREEN_LOCK',
-    };
-  }
-  if (env.STASH_CLIP_SECONDS !== undefined && env.STASH_CLIP_SECONDS !== '') {
-    config.clipSeconds = {
-      value: clipSecondsValue('STASH_CLIP_SECONDS', env.STASH_CLIP_SECONDS, true),
-      source: 'environment',
-      from: 'STASH_CLIP_SECONDS',
-    };
-  }
-  if (env.STASH_HISTORY_KEEP !== undefined && env.STASH_HISTORY_KEEP !== '') {
-    config.historyKeep = {
-      value: historyKeepValue('STASH_HISTORY_KEEP', env.STASH_HISTORY_KEEP, true),
-      source: 'environment',
-      from: 'STASH_HISTORY_KEEP',
-    };
-  }
-  if (env.STASH_KEY_SERVER_URL) {
-    const url = checkKeyServerUrl(env.STASH_KEY_SERVER_URL, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));
-    config.keyServerUrl = { value: url, source: 'environment', from: 'STASH_KEY_SERVER_URL' };
-  }
+  applyEnvironment(config, env, opts);
   return config;
+}
+
+/** The file's settings over the defaults; unknown keys and wrong types are errors at their line. */
+function applyFile(config: StashConfig, doc: Record<string, unknown>, at: At, opts: LoadOptions): void {
+  for (const key of Object.keys(doc)) {
+    if (!(TOP_KEYS as readonly string[]).includes(key))
+      throw new ConfigError(`${at(null, key)}: unknown key ${JSON.stringify(key)}; known keys: ${TOP_KEYS.join(', ')}`);
+  }
+  if (doc.key_server_url !== undefined && opts.keyServerUrl !== false) {
+    const url = doc.key_server_url;
+    const what = `${at(null, 'key_server_url')}: key_server_url`;
+    if (typeof url !== 'string')
+      throw new ConfigError(`${what} must be a string holding an https:// URL, got ${JSON.stringify(url)}`);
+    config.keyServerUrl = fromFile(
+      checkKeyServerUrl(url, what, (m) => new ConfigError(m)),
+      'key_server_url',
+    );
+  }
+  const cli = knownTable(doc, 'cli', CLI_KEYS, at);
+  if (cli?.clip_seconds !== undefined) {
+    const what = `${at('cli', 'clip_seconds')}: cli.clip_seconds`;
+    config.clipSeconds = fromFile(clipSecondsValue(what, cli.clip_seconds, false), 'cli.clip_seconds');
+  }
+  const vault = knownTable(doc, 'vault', VAULT_KEYS, at);
+  if (vault?.history_keep !== undefined) {
+    const what = `${at('vault', 'history_keep')}: vault.history_keep`;
+    config.historyKeep = fromFile(historyKeepValue(what, vault.history_keep, false), 'vault.history_keep');
+  }
+  const agent = knownTable(doc, 'agent', AGENT_KEYS, at);
+  if (agent !== undefined) applyAgentTable(config, agent, at);
+}
+
+/** The [agent] table: prevent_sleep (or its alias suspend_inhibit, which must agree), terminate_on_suspend, lock_on_screen_lock. */
+function applyAgentTable(config: StashConfig, agent: Record<string, unknown>, at: At): void {
+  const prevent = agent.prevent_sleep;
+  const alias = agent.suspend_inhibit;
+  if (prevent !== undefined && alias !== undefined && prevent !== alias) {
+    throw new ConfigError(
+      `${at('agent', 'suspend_inhibit')}: agent.prevent_sleep and its alias agent.suspend_inhibit disagree; keep one`,
+    );
+  }
+  const flag = (key: string): Setting<boolean> =>
+    fromFile(fileBoolean(at('agent', key), `agent.${key}`, agent[key]), `agent.${key}`);
+  if (prevent !== undefined) config.preventSleep = flag('prevent_sleep');
+  else if (alias !== undefined) config.preventSleep = flag('suspend_inhibit');
+  if (agent.terminate_on_suspend !== undefined) config.terminateOnSuspend = flag('terminate_on_suspend');
+  if (agent.lock_on_screen_lock !== undefined) config.lockOnScreenLock = flag('lock_on_screen_lock');
+}
+
+/** The environment's overrides; an empty variable counts as unset. */
+function applyEnvironment(config: StashConfig, env: NodeJS.ProcessEnv, opts: LoadOptions): void {
+  const set = (name: string): string | undefined =>
+    env[name] === undefined || env[name] === '' ? undefined : env[name];
+  const flag = (name: string): Setting<boolean> => fromEnv(envBoolean(name, set(name)!), name);
+  if (set('STASH_AGENT_PREVENT_SLEEP')) config.preventSleep = flag('STASH_AGENT_PREVENT_SLEEP');
+  if (set('STASH_AGENT_TERMINATE_ON_SUSPEND')) config.terminateOnSuspend = flag('STASH_AGENT_TERMINATE_ON_SUSPEND');
+  if (set('STASH_AGENT_LOCK_ON_SCREEN_LOCK')) config.lockOnScreenLock = flag('STASH_AGENT_LOCK_ON_SCREEN_LOCK');
+  const clip = set('STASH_CLIP_SECONDS');
+  if (clip) config.clipSeconds = fromEnv(clipSecondsValue('STASH_CLIP_SECONDS', clip, true), 'STASH_CLIP_SECONDS');
+  const keep = set('STASH_HISTORY_KEEP');
+  if (keep) config.historyKeep = fromEnv(historyKeepValue('STASH_HISTORY_KEEP', keep, true), 'STASH_HISTORY_KEEP');
+  const url = set('STASH_KEY_SERVER_URL');
+  if (url && opts.keyServerUrl !== false) {
+    const checked = checkKeyServerUrl(url, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));
+    config.keyServerUrl = fromEnv(checked, 'STASH_KEY_SERVER_URL');
+  }
 }
