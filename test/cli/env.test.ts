@@ -11,19 +11,36 @@ import { once } from 'node:events';
 import { logindBusFacility, startLogindBus, type LogindBus } from '../fixtures/logind-bus.js';
 import { sleep, stashBin, waitFor } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
-import { cliEnv, type CliEnv } from './harness.js';
+import { cliEnv, sharedCliEnv, type CliEnv } from './harness.js';
 
-async function setup(extra: NodeJS.ProcessEnv = {}): Promise<CliEnv> {
-  const t = cliEnv(extra);
-  await t.initVault(['work']);
+// The tests that run `env` on a container of their own share one vault and agent; the two that look at
+// the agent's activities make their own.
+const shared = sharedCliEnv();
+test.after(() => shared.dispose());
+
+async function fill(t: CliEnv, container: string): Promise<void> {
   for (const [k, v] of [
     ['API_TOKEN', 'tok-1 with spaces'],
     ['DB_URL', 'postgres://u:p@h/db'],
     ['UNICODE', 'grüße ✓'],
   ] as const) {
-    const r = await t.run(['set', 'work', k, '--password-file', t.pwFile], { input: v });
+    const r = await t.run(['set', container, k, '--password-file', t.pwFile], { input: v });
     assert.is(r.code, 0, r.stderr);
   }
+}
+
+/** A new environment whose container `work` holds three entries: for the tests that look at the agent's activities. */
+async function setup(extra: NodeJS.ProcessEnv = {}): Promise<CliEnv> {
+  const t = cliEnv(extra);
+  await t.initVault(['work']);
+  await fill(t, 'work');
+  return t;
+}
+
+/** The suite's shared environment with a container of this test's own holding the same three entries. */
+async function sharedSetup(container: string): Promise<CliEnv> {
+  const t = await shared.fresh([container]);
+  await fill(t, container);
   return t;
 }
 
@@ -49,12 +66,13 @@ function alive(pid: number): boolean {
   }
 }
 
-/** Starts `stash env work -- sh -c SCRIPT`; resolves once the child printed its pid. */
+/** Starts `stash env CONTAINER -- sh -c SCRIPT`; resolves once the child printed its pid. */
 async function startEnv(
   t: CliEnv,
+  container: string,
   script: string,
 ): Promise<{ proc: ChildProcess; childPid: number; exit: Promise<[number | null, string | null]> }> {
-  const proc = spawn(process.execPath, [stashBin, 'env', 'work', '--', 'sh', '-c', script], {
+  const proc = spawn(process.execPath, [stashBin, 'env', container, '--', 'sh', '-c', script], {
     env: t.env,
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
@@ -80,89 +98,72 @@ async function startEnv(
 }
 
 test('the child sees the entries; its exit status is returned; a missing command is 127', async () => {
-  const t = await setup();
-  try {
-    const script =
-      'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, d: process.env.DB_URL, u: process.env.UNICODE, h: process.env.HOME}))';
-    const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
-    assert.is(r.code, 0, r.stderr);
-    assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', d: 'postgres://u:p@h/db', u: 'grüße ✓', h: t.home });
-    const status = await t.run(['env', 'work', '--', 'sh', '-c', 'exit 7']);
-    assert.is(status.code, 7);
-    const args = await t.run(['env', 'work', '--', 'sh', '-c', 'echo "$1|$2"', 'sh', '--help', '-x']);
-    assert.is(args.stdout, '--help|-x\n', 'options after -- belong to the command');
-    const missing = await t.run(['env', 'work', '--', 'no-such-command-stash-test']);
-    assert.is(missing.code, 127);
-    assert.is(missing.stderr, 'stash: no-such-command-stash-test: command not found\n');
-  } finally {
-    await t.dispose();
-  }
+  const t = await sharedSetup('work');
+  const script =
+    'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, d: process.env.DB_URL, u: process.env.UNICODE, h: process.env.HOME}))';
+  const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
+  assert.is(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', d: 'postgres://u:p@h/db', u: 'grüße ✓', h: t.home });
+  const status = await t.run(['env', 'work', '--', 'sh', '-c', 'exit 7']);
+  assert.is(status.code, 7);
+  const args = await t.run(['env', 'work', '--', 'sh', '-c', 'echo "$1|$2"', 'sh', '--help', '-x']);
+  assert.is(args.stdout, '--help|-x\n', 'options after -- belong to the command');
+  const missing = await t.run(['env', 'work', '--', 'no-such-command-stash-test']);
+  assert.is(missing.code, 127);
+  assert.is(missing.stderr, 'stash: no-such-command-stash-test: command not found\n');
 });
 
 test('an entry holding a NUL byte is left out with a warning naming it; the other entries still reach the child', async () => {
-  const t = await setup();
-  try {
-    const set = await t.run(['set', 'work', 'BINARY_KEY'], { input: Buffer.from([0x41, 0x00, 0x42]) });
-    assert.is(set.code, 0, set.stderr);
-    const script =
-      'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, b: process.env.BINARY_KEY ?? null}))';
-    const r = await t.run(['env', 'work', '--', process.execPath, '-e', script]);
-    assert.is(r.code, 0, r.stderr);
-    assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', b: null });
-    assert.is(
-      r.stderr,
-      'stash: warning: entry BINARY_KEY holds a NUL byte, which an environment variable cannot carry; it was left out ' +
-        '(read it with `stash get work BINARY_KEY`, or remove it with `stash rm work BINARY_KEY`)\n',
-    );
-    // The fix the warning names works.
-    assert.is((await t.run(['rm', 'work', 'BINARY_KEY'])).code, 0);
-    const clean = await t.run(['env', 'work', '--', 'true']);
-    assert.is(clean.code, 0);
-    assert.is(clean.stderr, '');
-  } finally {
-    await t.dispose();
-  }
+  const t = await sharedSetup('binary');
+  const set = await t.run(['set', 'binary', 'BINARY_KEY'], { input: Buffer.from([0x41, 0x00, 0x42]) });
+  assert.is(set.code, 0, set.stderr);
+  const script = 'process.stdout.write(JSON.stringify({a: process.env.API_TOKEN, b: process.env.BINARY_KEY ?? null}))';
+  const r = await t.run(['env', 'binary', '--', process.execPath, '-e', script]);
+  assert.is(r.code, 0, r.stderr);
+  assert.equal(JSON.parse(r.stdout), { a: 'tok-1 with spaces', b: null });
+  assert.is(
+    r.stderr,
+    'stash: warning: entry BINARY_KEY holds a NUL byte, which an environment variable cannot carry; it was left out ' +
+      '(read it with `stash get binary BINARY_KEY`, or remove it with `stash rm binary BINARY_KEY`)\n',
+  );
+  // The fix the warning names works.
+  assert.is((await t.run(['rm', 'binary', 'BINARY_KEY'])).code, 0);
+  const clean = await t.run(['env', 'binary', '--', 'true']);
+  assert.is(clean.code, 0);
+  assert.is(clean.stderr, '');
 });
 
 test('a child that exits at once draws no warning (it is gone before the agent could register it)', async () => {
-  const t = await setup();
-  try {
-    // Before the fix about 4 runs in 9 printed "could not register the env activity:
-    // agent: no running process N"; 16 clean runs by chance would be (5/9)^16, about 1 in 12,000.
-    for (let i = 0; i < 16; i++) {
-      const r = await t.run(['env', 'work', '--', 'true']);
-      assert.is(r.code, 0, r.stderr);
-      assert.is(r.stderr, '', `run ${i + 1}: nothing on stderr`);
-    }
-  } finally {
-    await t.dispose();
+  const t = await sharedSetup('quick');
+  // Before the fix about 4 runs in 9 printed "could not register the env activity:
+  // agent: no running process N"; 16 clean runs by chance would be (5/9)^16, about 1 in 12,000.
+  for (let i = 0; i < 16; i++) {
+    const r = await t.run(['env', 'quick', '--', 'true']);
+    assert.is(r.code, 0, r.stderr);
+    assert.is(r.stderr, '', `run ${i + 1}: nothing on stderr`);
   }
 });
 
 test('SIGTERM, SIGINT and SIGHUP reach the child; killed children give 128+N', async () => {
-  const t = await setup();
-  try {
-    // The child handles SIGTERM itself: stash's status is the child's own exit status.
-    const trap = await startEnv(t, 'trap "exit 42" TERM; echo $$; while :; do sleep 0.05; done');
-    trap.proc.kill('SIGTERM');
-    assert.equal(await trap.exit, [42, null], 'stash survived the signal and returned the child status');
-    for (const [sig, num] of [
-      ['SIGINT', 2],
-      ['SIGHUP', 1],
-      ['SIGTERM', 15],
-    ] as const) {
-      const run = await startEnv(t, 'echo $$; exec sleep 60');
-      run.proc.kill(sig);
-      assert.equal(await run.exit, [128 + num, null], `${sig}: 128+${num}`);
-      await waitFor(() => !alive(run.childPid), 2000, 'child gone');
-    }
-  } finally {
-    await t.dispose();
+  const t = await sharedSetup('signals');
+  // The child handles SIGTERM itself: stash's status is the child's own exit status.
+  const trap = await startEnv(t, 'signals', 'trap "exit 42" TERM; echo $$; while :; do sleep 0.05; done');
+  trap.proc.kill('SIGTERM');
+  assert.equal(await trap.exit, [42, null], 'stash survived the signal and returned the child status');
+  for (const [sig, num] of [
+    ['SIGINT', 2],
+    ['SIGHUP', 1],
+    ['SIGTERM', 15],
+  ] as const) {
+    const run = await startEnv(t, 'signals', 'echo $$; exec sleep 60');
+    run.proc.kill(sig);
+    assert.equal(await run.exit, [128 + num, null], `${sig}: 128+${num}`);
+    await waitFor(() => !alive(run.childPid), 2000, 'child gone');
   }
 });
 
 async function activityWhileRunning(t: CliEnv, bus: LogindBus | null): Promise<void> {
-  const run = await startEnv(t, 'echo $$; exec sleep 60');
+  const run = await startEnv(t, 'work', 'echo $$; exec sleep 60');
   try {
     let report = await doctor(t);
     // The registration happens right after the spawn; allow it a moment.

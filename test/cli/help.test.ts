@@ -19,7 +19,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { agentPids, stashBin } from '../helpers/agent.js';
 import { commands } from '../../src/cli/registry.js';
-import { cliEnv } from './harness.js';
+import { cliEnv, sharedCliEnv } from './harness.js';
+
+// The two tests that only need a vault (the recorder's control, doctor's colours) share one.
+const shared = sharedCliEnv();
+test.after(() => shared.dispose());
 
 const recorder = join(process.cwd(), 'test', 'fixtures', 'load-recorder.mjs');
 const keyServerBin = join(process.cwd(), 'bin', 'stash_key_server.js');
@@ -144,18 +148,13 @@ test('per-command --help and usage errors also stay light', () => {
 });
 
 test('the recorder does see an addon when a command needs sodium (control)', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault();
-    const r = recordLoads(['vault', 'identity', 'show'], t.env);
-    assert.is(r.code, 0, r.stderr);
-    assert.ok(
-      r.lines.some((l) => l.startsWith('dlopen ') && /sodium/.test(l)),
-      `sodium's addon was recorded: ${r.lines.filter((l) => l.startsWith('dlopen')).join(', ')}`,
-    );
-  } finally {
-    await t.dispose();
-  }
+  const t = await shared.fresh([]);
+  const r = recordLoads(['vault', 'identity', 'show'], t.env);
+  assert.is(r.code, 0, r.stderr);
+  assert.ok(
+    r.lines.some((l) => l.startsWith('dlopen ') && /sodium/.test(l)),
+    `sodium's addon was recorded: ${r.lines.filter((l) => l.startsWith('dlopen')).join(', ')}`,
+  );
 });
 
 // What `stash get` with a cached key must not load: each was on that path once,
@@ -492,21 +491,16 @@ test('a missing vault is a clear error (66); no agent is started for it', async 
 });
 
 test('NO_COLOR and pipes: no escape codes in doctor output', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault();
-    const plain = await t.run(['doctor'], { env: { NO_COLOR: '1' } });
-    assert.ok(plain.stdout.includes('[ ok ]'));
-    assert.not.ok(plain.stdout.includes('\x1b['), 'no ANSI escapes');
-    // A terminal with NO_COLOR set: still no colour.
-    const tty = t.pty(['doctor'], [], { env: { NO_COLOR: '1' } });
-    assert.ok(tty.output.includes('[ ok ]'));
-    assert.not.ok(tty.output.includes('\x1b['), 'NO_COLOR honoured on a terminal');
-    const colored = t.pty(['doctor'], []);
-    assert.ok(colored.output.includes('\x1b[32m[ ok ]'), 'a terminal without NO_COLOR gets colour');
-  } finally {
-    await t.dispose();
-  }
+  const t = await shared.fresh([]);
+  const plain = await t.run(['doctor'], { env: { NO_COLOR: '1' } });
+  assert.ok(plain.stdout.includes('[ ok ]'));
+  assert.not.ok(plain.stdout.includes('\x1b['), 'no ANSI escapes');
+  // A terminal with NO_COLOR set: still no colour.
+  const tty = t.pty(['doctor'], [], { env: { NO_COLOR: '1' } });
+  assert.ok(tty.output.includes('[ ok ]'));
+  assert.not.ok(tty.output.includes('\x1b['), 'NO_COLOR honoured on a terminal');
+  const colored = t.pty(['doctor'], []);
+  assert.ok(colored.output.includes('\x1b[32m[ ok ]'), 'a terminal without NO_COLOR gets colour');
 });
 
 test.run();

@@ -12,7 +12,12 @@ import * as assert from 'uvu/assert';
 import { addContact, createContainer, identityPublic, initVault, unlockVault, wipe } from '../../src/vault/index.js';
 import { shareContainer } from '../../src/vault/sharing/index.js';
 import { needFacility } from '../helpers/facility.js';
-import { cliEnv, havePty, snapshot } from './harness.js';
+import { cliEnv, havePty, sharedCliEnv, snapshot } from './harness.js';
+
+// mv, cp and rename stay within the containers of their test: those share one vault and agent. find,
+// which searches every container, and the shared-container test make their own.
+const shared = sharedCliEnv();
+test.after(() => shared.dispose());
 
 test('find lists CONTAINER/NAME by substring or glob across containers, never values; 1 when nothing matched', async () => {
   const t = cliEnv();
@@ -78,75 +83,65 @@ test('find asks for the password once at most, even with no agent to cache it', 
 });
 
 test('mv and cp: within a container and across, CONTAINER2/ keeps the name, an existing target needs --force', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work', 'home']);
-    assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'v-1' })).code, 0);
-    assert.is((await t.run(['set', 'work', 'OTHER'], { input: 'v-2' })).code, 0);
-    const names = async (c: string): Promise<string[]> =>
-      (JSON.parse((await t.run(['ls', c, '--json'])).stdout) as Array<{ name: string }>).map((e) => e.name);
+  const t = await shared.fresh(['work', 'home']);
+  assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'v-1' })).code, 0);
+  assert.is((await t.run(['set', 'work', 'OTHER'], { input: 'v-2' })).code, 0);
+  const names = async (c: string): Promise<string[]> =>
+    (JSON.parse((await t.run(['ls', c, '--json'])).stdout) as Array<{ name: string }>).map((e) => e.name);
 
-    const cp = await t.run(['cp', 'work/TOKEN', 'home/']);
-    assert.is(cp.code, 0, cp.stderr);
-    assert.is(cp.stdout, '');
-    assert.is(cp.stderr, 'Copied work/TOKEN to home/TOKEN.\n');
-    assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-1');
+  const cp = await t.run(['cp', 'work/TOKEN', 'home/']);
+  assert.is(cp.code, 0, cp.stderr);
+  assert.is(cp.stdout, '');
+  assert.is(cp.stderr, 'Copied work/TOKEN to home/TOKEN.\n');
+  assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-1');
 
-    const before = snapshot(t.vault);
-    const clash = await t.run(['mv', 'work/OTHER', 'work/TOKEN']);
-    assert.is(clash.code, 73, clash.stderr);
-    assert.is(clash.stderr, 'stash: work/TOKEN already exists; nothing was moved (--force replaces it)\n');
-    assert.equal(snapshot(t.vault), before);
+  const before = snapshot(t.vault);
+  const clash = await t.run(['mv', 'work/OTHER', 'work/TOKEN']);
+  assert.is(clash.code, 73, clash.stderr);
+  assert.is(clash.stderr, 'stash: work/TOKEN already exists; nothing was moved (--force replaces it)\n');
+  assert.equal(snapshot(t.vault), before);
 
-    const within = await t.run(['mv', 'work/OTHER', 'work/RENAMED']);
-    assert.is(within.code, 0, within.stderr);
-    assert.equal(await names('work'), ['RENAMED', 'TOKEN']);
-    const across = await t.run(['mv', 'work/RENAMED', 'home/TOKEN', '--force']);
-    assert.is(across.code, 0, across.stderr);
-    assert.equal(await names('work'), ['TOKEN']);
-    assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-2');
+  const within = await t.run(['mv', 'work/OTHER', 'work/RENAMED']);
+  assert.is(within.code, 0, within.stderr);
+  assert.equal(await names('work'), ['RENAMED', 'TOKEN']);
+  const across = await t.run(['mv', 'work/RENAMED', 'home/TOKEN', '--force']);
+  assert.is(across.code, 0, across.stderr);
+  assert.equal(await names('work'), ['TOKEN']);
+  assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-2');
 
-    for (const [args, re] of [
-      [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/],
-      [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/],
-      [['cp', 'work/TOKEN', 'home/1BAD'], /invalid entry name/],
-    ] as const) {
-      const r = await t.run([...args]);
-      assert.is(r.code, 64, r.stderr);
-      assert.match(r.stderr, re);
-    }
-    const missing = await t.run(['mv', 'work/NOPE', 'home/']);
-    assert.is(missing.code, 66, missing.stderr);
-  } finally {
-    await t.dispose();
+  for (const [args, re] of [
+    [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/],
+    [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/],
+    [['cp', 'work/TOKEN', 'home/1BAD'], /invalid entry name/],
+  ] as const) {
+    const r = await t.run([...args]);
+    assert.is(r.code, 64, r.stderr);
+    assert.match(r.stderr, re);
   }
+  const missing = await t.run(['mv', 'work/NOPE', 'home/']);
+  assert.is(missing.code, 66, missing.stderr);
 });
 
 test('container rename: a private container is rewritten under the new name with the same id and entries', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work', 'home']);
-    assert.is((await t.run(['set', 'work', 'TOKEN', '--password-file', t.pwFile], { input: 'kept' })).code, 0);
-    const idOf = async (name: string): Promise<string | undefined> =>
-      (JSON.parse((await t.run(['container', 'list', '--json'])).stdout) as Array<{ name: string; id: string }>).find(
-        (c) => c.name === name,
-      )?.id;
-    const id = await idOf('work');
-    const taken = await t.run(['container', 'rename', 'work', 'home']);
-    assert.is(taken.code, 73, taken.stderr);
-    const r = await t.run(['container', 'rename', 'work', 'job', '--password-file', t.pwFile]);
-    assert.is(r.code, 0, r.stderr);
-    assert.is(await idOf('job'), id);
-    assert.is(await idOf('work'), undefined);
-    assert.not.ok(existsSync(join(t.vault, 'containers', 'work.stash')));
-    // The key the agent holds still fits: no password needed.
-    const get = await t.run(['get', 'job', 'TOKEN']);
-    assert.is(get.code, 0, get.stderr);
-    assert.is(get.stdout, 'kept');
-    assert.is((await t.run(['container', 'rename', 'nope', 'x'])).code, 66);
-  } finally {
-    await t.dispose();
-  }
+  const t = await shared.fresh(['desk', 'shelf']);
+  assert.is((await t.run(['set', 'desk', 'TOKEN', '--password-file', t.pwFile], { input: 'kept' })).code, 0);
+  const idOf = async (name: string): Promise<string | undefined> =>
+    (JSON.parse((await t.run(['container', 'list', '--json'])).stdout) as Array<{ name: string; id: string }>).find(
+      (c) => c.name === name,
+    )?.id;
+  const id = await idOf('desk');
+  const taken = await t.run(['container', 'rename', 'desk', 'shelf']);
+  assert.is(taken.code, 73, taken.stderr);
+  const r = await t.run(['container', 'rename', 'desk', 'job', '--password-file', t.pwFile]);
+  assert.is(r.code, 0, r.stderr);
+  assert.is(await idOf('job'), id);
+  assert.is(await idOf('desk'), undefined);
+  assert.not.ok(existsSync(join(t.vault, 'containers', 'desk.stash')));
+  // The key the agent holds still fits: no password needed.
+  const get = await t.run(['get', 'job', 'TOKEN']);
+  assert.is(get.code, 0, get.stderr);
+  assert.is(get.stdout, 'kept');
+  assert.is((await t.run(['container', 'rename', 'nope', 'x'])).code, 66);
 });
 
 test('container rename of a shared container: only the local name; a linked file, its id and history stay', async () => {

@@ -7,13 +7,18 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentClient } from '../../src/agent/client.js';
 import { agentEndpoint } from '../../src/agent/paths.js';
 import { agentPids, waitFor } from '../helpers/agent.js';
 import { needFacility } from '../helpers/facility.js';
-import { cliEnv, havePty, type CliEnv } from './harness.js';
+import { cliEnv, havePty, sharedCliEnv, type CliEnv } from './harness.js';
+
+// One vault and agent for the tests that need nothing of their own (each its own containers); those that
+// look at init, the whole sessions list, the agent process or a new vault's contacts make their own.
+const shared = sharedCliEnv();
+test.after(() => shared.dispose());
 
 interface SessionRow {
   name: string | null;
@@ -118,138 +123,113 @@ test('ls lists names, sizes and change times but never values; rm removes one en
 
 test('on a terminal: the first command asks (no echo), the second does not', async () => {
   if (!needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) return;
-  const t = cliEnv();
-  try {
-    await t.initVault(['work']);
-    assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
-    const first = t.pty(
-      ['set', 'work', 'TOKEN'],
-      [
-        ['Password for the vault at .*: ', t.password],
-        ['Value of TOKEN \\(hidden\\): ', 'tok-123'],
-        ['Repeat the value of TOKEN: ', 'tok-123'],
-      ],
-    );
-    assert.is(first.status, 0, first.output);
-    assert.is(first.answered, 3, 'asked for the password, then the value twice');
-    assert.not.ok(first.output.includes(t.password), 'the password is not echoed');
-    assert.not.ok(first.output.includes('tok-123'), 'the value is not echoed');
+  const t = await shared.fresh(['tty']);
+  assert.is((await t.run(['vault', 'sessions', 'lock-all'])).code, 0);
+  const first = t.pty(
+    ['set', 'tty', 'TOKEN'],
+    [
+      ['Password for the vault at .*: ', t.password],
+      ['Value of TOKEN \\(hidden\\): ', 'tok-123'],
+      ['Repeat the value of TOKEN: ', 'tok-123'],
+    ],
+  );
+  assert.is(first.status, 0, first.output);
+  assert.is(first.answered, 3, 'asked for the password, then the value twice');
+  assert.not.ok(first.output.includes(t.password), 'the password is not echoed');
+  assert.not.ok(first.output.includes('tok-123'), 'the value is not echoed');
 
-    const second = t.pty(['get', 'work', 'TOKEN'], [], { env: { PTY_TIMEOUT: '10' } });
-    assert.is(second.status, 0, second.output);
-    assert.not.ok(second.output.includes('Password'), `no prompt the second time: ${second.output}`);
-    assert.is(second.output, 'tok-123\r\n', 'the value, with a newline on a terminal');
-    // Without a terminal too (no password source at all): the agent has the keys.
-    const piped = await t.run(['get', 'work', 'TOKEN']);
-    assert.is(piped.code, 0, piped.stderr);
-    assert.is(piped.stdout, 'tok-123', 'exact bytes when stdout is not a terminal');
-  } finally {
-    await t.dispose();
-  }
+  const second = t.pty(['get', 'tty', 'TOKEN'], [], { env: { PTY_TIMEOUT: '10' } });
+  assert.is(second.status, 0, second.output);
+  assert.not.ok(second.output.includes('Password'), `no prompt the second time: ${second.output}`);
+  assert.is(second.output, 'tok-123\r\n', 'the value, with a newline on a terminal');
+  // Without a terminal too (no password source at all): the agent has the keys.
+  const piped = await t.run(['get', 'tty', 'TOKEN']);
+  assert.is(piped.code, 0, piped.stderr);
+  assert.is(piped.stdout, 'tok-123', 'exact bytes when stdout is not a terminal');
 });
 
 test('from a password file: the second command never reads the file (it is gone)', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work']);
-    assert.is(
-      (await t.run(['set', 'work', 'DB_URL', '--password-file', t.pwFile], { input: 'postgres://x\n' })).code,
-      0,
-    );
-    await t.run(['vault', 'sessions', 'lock-all']);
+  const t = await shared.fresh(['pwfile']);
+  // A password file of its own: this test deletes it.
+  const pwFile = join(t.home, 'flow-password');
+  writeFileSync(pwFile, `${t.password}\n`, { mode: 0o600 });
+  assert.is((await t.run(['set', 'pwfile', 'DB_URL', '--password-file', pwFile], { input: 'postgres://x\n' })).code, 0);
+  await t.run(['vault', 'sessions', 'lock-all']);
 
-    const first = await t.run(['get', 'work', 'DB_URL'], { env: { STASH_PASSWORD_FILE: t.pwFile } });
-    assert.is(first.code, 0, first.stderr);
-    assert.is(first.stdout, 'postgres://x', 'one trailing newline of the piped value was dropped');
+  const first = await t.run(['get', 'pwfile', 'DB_URL'], { env: { STASH_PASSWORD_FILE: pwFile } });
+  assert.is(first.code, 0, first.stderr);
+  assert.is(first.stdout, 'postgres://x', 'one trailing newline of the piped value was dropped');
 
-    rmSync(t.pwFile);
-    const second = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile], {
-      env: { STASH_PASSWORD_FILE: t.pwFile },
-    });
-    assert.is(second.code, 0, `the deleted password file was not needed: ${second.stderr}`);
-    assert.is(second.stdout, 'postgres://x');
-    assert.is(second.stderr, '');
+  rmSync(pwFile);
+  const second = await t.run(['get', 'pwfile', 'DB_URL', '--password-file', pwFile], {
+    env: { STASH_PASSWORD_FILE: pwFile },
+  });
+  assert.is(second.code, 0, `the deleted password file was not needed: ${second.stderr}`);
+  assert.is(second.stdout, 'postgres://x');
+  assert.is(second.stderr, '');
 
-    // Control: once the keys are gone the file is read again, and its absence is a clear error.
-    await t.run(['vault', 'sessions', 'lock-all']);
-    const third = await t.run(['get', 'work', 'DB_URL', '--password-file', t.pwFile]);
-    assert.is(third.code, 66, third.stderr);
-    assert.match(third.stderr, /^stash: cannot read password file \(--password-file\) .*password: no such file\n$/);
-  } finally {
-    await t.dispose();
-  }
+  // Control: once the keys are gone the file is read again, and its absence is a clear error.
+  await t.run(['vault', 'sessions', 'lock-all']);
+  const third = await t.run(['get', 'pwfile', 'DB_URL', '--password-file', pwFile]);
+  assert.is(third.code, 66, third.stderr);
+  assert.match(third.stderr, /^stash: cannot read password file \(--password-file\) .*password: no such file\n$/);
 });
 
 test('--password-stdin: used on a miss, ignored on a hit', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work']);
-    await t.run(['vault', 'sessions', 'lock-all']);
-    const first = await t.run(['container', 'create', 'more', '--password-stdin'], { input: `${t.password}\n` });
-    assert.is(first.code, 0, first.stderr);
-    const second = await t.run(['container', 'create', 'again', '--password-stdin'], { input: 'not the password\n' });
-    assert.is(second.code, 0, `stdin was not consulted: ${second.stderr}`);
-    await t.run(['vault', 'sessions', 'lock-all']);
-    const wrong = await t.run(['container', 'create', 'third', '--password-stdin'], { input: 'not the password\n' });
-    assert.is(wrong.code, 77, wrong.stderr);
-    assert.match(wrong.stderr, /^stash: wrong password for the vault at /);
-  } finally {
-    await t.dispose();
-  }
+  const t = await shared.fresh(['stdin']);
+  await t.run(['vault', 'sessions', 'lock-all']);
+  const first = await t.run(['container', 'create', 'more', '--password-stdin'], { input: `${t.password}\n` });
+  assert.is(first.code, 0, first.stderr);
+  const second = await t.run(['container', 'create', 'again', '--password-stdin'], { input: 'not the password\n' });
+  assert.is(second.code, 0, `stdin was not consulted: ${second.stderr}`);
+  await t.run(['vault', 'sessions', 'lock-all']);
+  const wrong = await t.run(['container', 'create', 'third', '--password-stdin'], { input: 'not the password\n' });
+  assert.is(wrong.code, 77, wrong.stderr);
+  assert.match(wrong.stderr, /^stash: wrong password for the vault at /);
 });
 
 test('without a terminal or a password source: a clear error', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work']);
-    await t.run(['vault', 'sessions', 'lock-all']);
-    const r = await t.run(['get', 'work', 'X']);
-    assert.is(r.code, 64, r.stderr);
-    assert.is(
-      r.stderr,
-      'stash: a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin\n',
-    );
-  } finally {
-    await t.dispose();
-  }
+  const t = await shared.fresh(['nosource']);
+  await t.run(['vault', 'sessions', 'lock-all']);
+  const r = await t.run(['get', 'nosource', 'X']);
+  assert.is(r.code, 64, r.stderr);
+  assert.is(
+    r.stderr,
+    'stash: a password is needed but there is no terminal to ask on: use --password-file FILE, STASH_PASSWORD_FILE=FILE or --password-stdin\n',
+  );
 });
 
 test('after the TTL runs out, the password is asked again', async () => {
-  const t = cliEnv();
+  const t = await shared.fresh(['ttl']);
+  await t.run(['set', 'ttl', 'K', '--password-file', t.pwFile], { input: 'v' });
+  await t.run(['vault', 'sessions', 'lock-all']);
+  const open = await t.run(['open', 'ttl', '--ttl', '2', '--password-file', t.pwFile]);
+  assert.is(open.code, 0, open.stderr);
+  assert.match(open.stdout, /^Opened ttl \(1 entry\) for 2s/);
+  const rows = await sessions(t);
+  assert.equal(names(rows), ['(vault)', 'ttl']);
+  assert.ok(
+    rows.every((r) => r.ttl === 2),
+    'open --ttl applies to every key it cached',
+  );
+  const hit = await t.run(['get', 'ttl', 'K']);
+  assert.is(hit.code, 0, 'still open');
+  // The expiry itself: the agent's list (a list never extends a TTL) until both keys are gone.
+  const agent = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
   try {
-    await t.initVault(['work']);
-    await t.run(['set', 'work', 'K', '--password-file', t.pwFile], { input: 'v' });
-    await t.run(['vault', 'sessions', 'lock-all']);
-    const open = await t.run(['open', 'work', '--ttl', '2', '--password-file', t.pwFile]);
-    assert.is(open.code, 0, open.stderr);
-    assert.match(open.stdout, /^Opened work \(1 entry\) for 2s/);
-    const rows = await sessions(t);
-    assert.equal(names(rows), ['(vault)', 'work']);
-    assert.ok(
-      rows.every((r) => r.ttl === 2),
-      'open --ttl applies to every key it cached',
-    );
-    const hit = await t.run(['get', 'work', 'K']);
-    assert.is(hit.code, 0, 'still open');
-    // The expiry itself: the agent's list (a list never extends a TTL) until both keys are gone.
-    const agent = await AgentClient.connect(agentEndpoint({ STASH_SESSION_AGENT_DIR: t.dir }));
-    try {
-      await waitFor(async () => (await agent.list()).length === 0, EXPIRY_BOUND_MS, 'both keys to expire');
-    } finally {
-      agent.close();
-    }
-    assert.equal(await sessions(t), [], 'both keys expired');
-    const after = await t.run(['get', 'work', 'K']);
-    assert.is(after.code, 64, 'a password is needed again');
-    assert.match(after.stderr, /a password is needed/);
-    if (needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) {
-      const asked = t.pty(['get', 'work', 'K'], [['Password for the vault at .*: ', t.password]]);
-      assert.is(asked.status, 0, asked.output);
-      assert.is(asked.answered, 1, 'asked again on the terminal');
-      assert.ok(asked.output.endsWith('v\r\n'));
-    }
+    await waitFor(async () => (await agent.list()).length === 0, EXPIRY_BOUND_MS, 'both keys to expire');
   } finally {
-    await t.dispose();
+    agent.close();
+  }
+  assert.equal(await sessions(t), [], 'both keys expired');
+  const after = await t.run(['get', 'ttl', 'K']);
+  assert.is(after.code, 64, 'a password is needed again');
+  assert.match(after.stderr, /a password is needed/);
+  if (needFacility(havePty(), 'pseudo-terminal', '/usr/bin/python3 with the pty module is missing')) {
+    const asked = t.pty(['get', 'ttl', 'K'], [['Password for the vault at .*: ', t.password]]);
+    assert.is(asked.status, 0, asked.output);
+    assert.is(asked.answered, 1, 'asked again on the terminal');
+    assert.ok(asked.output.endsWith('v\r\n'));
   }
 });
 
@@ -320,34 +300,29 @@ test('sessions lists names, paths and expiry; lock, lock-all and stop do what th
 });
 
 test('lock C: C needs the password again (the cached vault key no longer re-derives it); another open container reads and writes without one', async () => {
-  const t = cliEnv();
-  try {
-    await t.initVault(['work', 'home']);
-    for (const [c, v] of [
-      ['work', 'w-secret'],
-      ['home', 'h-secret'],
-    ] as const) {
-      assert.is((await t.run(['set', c, 'KEY', '--password-file', t.pwFile], { input: `${v}\n` })).code, 0);
-    }
-    for (const c of ['work', 'home']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
-    assert.is((await t.run(['get', 'work', 'KEY'])).stdout, 'w-secret', 'open: no password needed');
-    const lock = await t.run(['vault', 'sessions', 'lock', 'work']);
-    assert.is(lock.code, 0, lock.stderr);
-    const denied = await t.run(['get', 'work', 'KEY']); // stdin is empty and there is no terminal: no password source
-    assert.is(denied.code, 64, denied.stderr);
-    assert.is(denied.stdout, '', 'nothing of the value on stdout');
-    assert.match(denied.stderr, /password/);
-    const write = await t.run(['set', 'work', 'OTHER'], { input: 'x\n' });
-    assert.is(write.code, 64, 'a write needs the password too');
-    const other = await t.run(['get', 'home', 'KEY']);
-    assert.is(other.code, 0, other.stderr);
-    assert.is(other.stdout, 'h-secret', 'the other open container still reads without a prompt');
-    assert.is((await t.run(['set', 'home', 'NEW'], { input: 'n\n' })).code, 0, 'and takes a write without one');
-    const again = await t.run(['get', 'work', 'KEY', '--password-file', t.pwFile]);
-    assert.is(again.stdout, 'w-secret', 'with the password it opens again');
-  } finally {
-    await t.dispose();
+  const t = await shared.fresh(['work', 'home']);
+  for (const [c, v] of [
+    ['work', 'w-secret'],
+    ['home', 'h-secret'],
+  ] as const) {
+    assert.is((await t.run(['set', c, 'KEY', '--password-file', t.pwFile], { input: `${v}\n` })).code, 0);
   }
+  for (const c of ['work', 'home']) assert.is((await t.run(['open', c, '--password-file', t.pwFile])).code, 0);
+  assert.is((await t.run(['get', 'work', 'KEY'])).stdout, 'w-secret', 'open: no password needed');
+  const lock = await t.run(['vault', 'sessions', 'lock', 'work']);
+  assert.is(lock.code, 0, lock.stderr);
+  const denied = await t.run(['get', 'work', 'KEY']); // stdin is empty and there is no terminal: no password source
+  assert.is(denied.code, 64, denied.stderr);
+  assert.is(denied.stdout, '', 'nothing of the value on stdout');
+  assert.match(denied.stderr, /password/);
+  const write = await t.run(['set', 'work', 'OTHER'], { input: 'x\n' });
+  assert.is(write.code, 64, 'a write needs the password too');
+  const other = await t.run(['get', 'home', 'KEY']);
+  assert.is(other.code, 0, other.stderr);
+  assert.is(other.stdout, 'h-secret', 'the other open container still reads without a prompt');
+  assert.is((await t.run(['set', 'home', 'NEW'], { input: 'n\n' })).code, 0, 'and takes a write without one');
+  const again = await t.run(['get', 'work', 'KEY', '--password-file', t.pwFile]);
+  assert.is(again.stdout, 'w-secret', 'with the password it opens again');
 });
 
 test('identity show: fingerprint grouped for reading aloud; contacts start empty', async () => {
