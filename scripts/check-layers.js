@@ -65,7 +65,6 @@ const LONG_FUNCTIONS = [
   ['src/keyserver/app.ts', 'createApp', 146],
   ['src/keyserver/bench/load-process.ts', 'run', 95],
   ['src/keyserver/bench/store.ts', 'benchStore', 105],
-  ['src/keyserver/http/fast-fetch.ts', 'withFastFetch', 169],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
   ['src/keyserver/install/unit.ts', 'unitText', 85],

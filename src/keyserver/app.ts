@@ -12,13 +12,12 @@ import { COMMON_HEADERS, HTML_CONTENT_TYPE, JSON_CONTENT_TYPE } from './http/ans
 import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
-import { withFastFetch } from './http/fast-fetch.js';
 import type { FrontFetch } from './http/fetch-front.js';
 import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
 import { responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
 import { manageRoutes } from './http/manage-routes.js';
-import { checkRequestRate } from './http/share-fetch.js';
+import { checkRequestRate, frontFetch } from './http/share-fetch.js';
 import { sharePost } from './http/share-post.js';
 import { Forwarder, claimsSignedForward } from './forward.js';
 import type { KeyServerBackend, Limiters } from './backend.js';
@@ -40,7 +39,7 @@ export interface AppDeps {
   /** Body limit in bytes (default 4 KiB) and body deadline (default 10 s). */
   bodyLimit?: number;
   bodyTimeoutMs?: number;
-  /** Answer fetches in front of Koa (http/fast-fetch.ts) in `callback` (default true; tests compare both). */
+  /** Give `front` for the front on the raw connection (http/fetch-front.ts) (default true; tests compare both paths). */
   fastFetch?: boolean;
   /** This process's counters: `callback` counts every answer, 429s by limit (metrics/process-metrics.ts). */
   metrics?: ProcessMetrics;
@@ -48,7 +47,7 @@ export interface AppDeps {
 
 export interface KeyServerApp {
   app: Koa;
-  /** The request handler: app.callback(), behind the fetch fast path unless AppDeps.fastFetch is false. */
+  /** The request handler: app.callback(), with every request counted when AppDeps.metrics is given. */
   callback: (req: IncomingMessage, res: ServerResponse) => void;
   /** The same fetches for the front on the raw connection (http/fetch-front.ts), unless AppDeps.fastFetch is false. */
   front?: FrontFetch;
@@ -205,22 +204,18 @@ export function createApp(deps: AppDeps): KeyServerApp {
   // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
   app.use(router.allowedMethods());
   const koa = app.callback();
+  const callback = metrics ? metrics.countRequests(koa) : koa;
   const fast =
     deps.fastFetch === false
       ? undefined
-      : withFastFetch(koa, {
+      : frontFetch({
           backend,
           limiter: limiters.requests,
           config,
           logger,
-          bodyLimit,
-          bodyTimeoutMs,
           forwards: (code) => forwarder.forwardsFetch(code),
           ...(observe ? { onFailure: observe } : {}),
-          writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
         });
-  const handler = fast?.handler ?? koa;
-  const callback = metrics ? metrics.countRequests(handler) : handler;
-  const front = fast && metrics ? metrics.countFront(fast.front) : fast?.front;
+  const front = fast && metrics ? metrics.countFront(fast) : fast;
   return { app, callback, limiters, ...(front ? { front } : {}) };
 }

@@ -5,7 +5,7 @@
  * first is encoded the same way and kept nowhere: see `seen`), as the bytes
  * before and after the count, and each later fetch puts the count between
  * them. The bytes are exactly those of encodeShareResponse /
- * shareResponseJson (test/keyserver/fast-fetch.test.ts).
+ * shareResponseJson (test/keyserver/fetch-paths.test.ts).
  *
  * Answers are strings of one character per byte (latin1), which node:http
  * writes as they are, in one write with the status line and headers; a fetch
