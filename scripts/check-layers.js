@@ -62,7 +62,6 @@ const LONG_FUNCTIONS = [
   ['src/cli/doctor-checks.ts', 'suspendChecks', 99],
   ['src/cli/doctor-vault.ts', 'vaultChecks', 101],
   ['src/config/app-config.ts', 'loadConfig', 149],
-  ['src/keyserver/app.ts', 'createApp', 146],
   ['src/keyserver/bench/load-process.ts', 'run', 95],
   ['src/keyserver/bench/store.ts', 'benchStore', 105],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
