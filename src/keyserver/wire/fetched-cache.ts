@@ -36,6 +36,21 @@ export type FetchedEncoding = 'binary' | 'json';
 /** What a fetched answer says besides the count (FetchedResponse without it). */
 export type FetchedFacts = Omit<FetchedResponse, 'fetchCount'>;
 
+/** The facts of a live share, as the store (service.ts) or a fetch process's copy (multi/replica.ts) holds it. */
+export function factsOf(
+  display: string,
+  s: Pick<FetchedResponse, 'publicKey' | 'email' | 'verifiedAt' | 'expiresAt'>,
+): FetchedFacts {
+  return {
+    type: 'fetched',
+    code: display,
+    publicKey: s.publicKey,
+    email: s.email,
+    verifiedAt: s.verifiedAt,
+    expiresAt: s.expiresAt,
+  };
+}
+
 interface Entry {
   epoch: number;
   seq: number;
