@@ -12,13 +12,12 @@ import { COMMON_HEADERS, HTML_CONTENT_TYPE, JSON_CONTENT_TYPE } from './http/ans
 import { readBody } from './http/body.js';
 import { clientAddress, type ClientAddress } from './http/client-address.js';
 import { errorMiddleware } from './http/error-middleware.js';
-import { withFastFetch } from './http/fast-fetch.js';
 import type { FrontFetch } from './http/fetch-front.js';
 import { fullStatusAllowed, isLoopback, publicStatus } from './http/status-access.js';
 import { responseEncoding, wantsHtml, type Encoding } from './http/negotiate.js';
 import { PAGE_CSP, alreadyConfirmedPage, confirmPage, confirmedPage, homePage, invalidLinkPage } from './http/pages.js';
 import { manageRoutes } from './http/manage-routes.js';
-import { checkRequestRate } from './http/share-fetch.js';
+import { checkRequestRate, frontFetch } from './http/share-fetch.js';
 import { sharePost } from './http/share-post.js';
 import { Forwarder, claimsSignedForward } from './forward.js';
 import type { KeyServerBackend, Limiters } from './backend.js';
@@ -40,7 +39,7 @@ export interface AppDeps {
   /** Body limit in bytes (default 4 KiB) and body deadline (default 10 s). */
   bodyLimit?: number;
   bodyTimeoutMs?: number;
-  /** Answer fetches in front of Koa (http/fast-fetch.ts) in `callback` (default true; tests compare both). */
+  /** Give `front` for the front on the raw connection (http/fetch-front.ts) (default true; tests compare both paths). */
   fastFetch?: boolean;
   /** This process's counters: `callback` counts every answer, 429s by limit (metrics/process-metrics.ts). */
   metrics?: ProcessMetrics;
@@ -48,7 +47,7 @@ export interface AppDeps {
 
 export interface KeyServerApp {
   app: Koa;
-  /** The request handler: app.callback(), behind the fetch fast path unless AppDeps.fastFetch is false. */
+  /** The request handler: app.callback(), with every request counted when AppDeps.metrics is given. */
   callback: (req: IncomingMessage, res: ServerResponse) => void;
   /** The same fetches for the front on the raw connection (http/fetch-front.ts), unless AppDeps.fastFetch is false. */
   front?: FrontFetch;
@@ -88,7 +87,41 @@ export function createApp(deps: AppDeps): KeyServerApp {
   app.on('error', (err: unknown) => logger.error(`http: ${err instanceof Error ? err.message : String(err)}`));
 
   app.use(errorMiddleware(logger, observe));
-  app.use(async (ctx, next) => {
+  app.use(requestLimit(config, limiters));
+
+  const router = new Router<State>();
+  router.post(
+    '/v1/share',
+    sharePost({ backend, limiters, config, clock, logger, forwarder, bodyLimit, bodyTimeoutMs }),
+  );
+  infoRoutes(router, backend, config, clock);
+  replicateRoute(router, backend, limiters, clock, bodyTimeoutMs);
+  pageRoutes(router, backend, bodyLimit, bodyTimeoutMs);
+  manageRoutes(router, { backend, bodyLimit, bodyTimeoutMs });
+
+  app.use(router.routes());
+  // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
+  app.use(router.allowedMethods());
+  const koa = app.callback();
+  const callback = metrics ? metrics.countRequests(koa) : koa;
+  const fast =
+    deps.fastFetch === false
+      ? undefined
+      : frontFetch({
+          backend,
+          limiter: limiters.requests,
+          config,
+          logger,
+          forwards: (code) => forwarder.forwardsFetch(code),
+          ...(observe ? { onFailure: observe } : {}),
+        });
+  const front = fast && metrics ? metrics.countFront(fast) : fast;
+  return { app, callback, limiters, ...(front ? { front } : {}) };
+}
+
+/** The middleware after errorMiddleware: common headers, the caller's address, and its request token. */
+function requestLimit(config: ServiceConfig, limiters: Limiters): Koa.Middleware<State> {
+  return async (ctx, next) => {
     for (const [k, v] of COMMON_HEADERS) ctx.set(k, v);
     ctx.state.client = clientAddress(ctx.req, config.trustProxy);
     // Signed replication traffic is not rate limited per address; refused attempts are (see the route).
@@ -97,15 +130,11 @@ export function createApp(deps: AppDeps): KeyServerApp {
     if (ctx.path === '/v1/share' && ctx.method === 'POST' && claimsSignedForward(ctx.req.headers)) return next();
     checkRequestRate(limiters.requests, config, ctx.state.client.key);
     await next();
-  });
+  };
+}
 
-  const router = new Router<State>();
-
-  router.post(
-    '/v1/share',
-    sharePost({ backend, limiters, config, clock, logger, forwarder, bodyLimit, bodyTimeoutMs }),
-  );
-
+/** GET /v1/topology, /v1/status (public, or full to an allowed caller) and /metrics (loopback only). */
+function infoRoutes(router: Router<State>, backend: KeyServerBackend, config: ServiceConfig, clock: Clock): void {
   router.get('/v1/topology', (ctx) => {
     const t = backend.topology();
     sendMessage(
@@ -151,7 +180,16 @@ export function createApp(deps: AppDeps): KeyServerApp {
     ctx.set('Content-Type', EXPOSITION_CONTENT_TYPE);
     ctx.body = text;
   });
+}
 
+/** POST /v1/replicate: signed batches from peers; only refused attempts count against the caller's address. */
+function replicateRoute(
+  router: Router<State>,
+  backend: KeyServerBackend,
+  limiters: Limiters,
+  clock: Clock,
+  bodyTimeoutMs: number,
+): void {
   router.post('/v1/replicate', async (ctx) => {
     const refused = (retryAfter: number) =>
       new RateLimitedError(
@@ -178,7 +216,10 @@ export function createApp(deps: AppDeps): KeyServerApp {
       throw err;
     }
   });
+}
 
+/** The pages a browser gets: the verification link (GET shows, POST confirms) and the home page. */
+function pageRoutes(router: Router<State>, backend: KeyServerBackend, bodyLimit: number, bodyTimeoutMs: number): void {
   router.get('/verify/:token', async (ctx) => {
     const info = await backend.verificationInfo(ctx.params.token ?? '');
     if (!info) sendPage(ctx, 404, invalidLinkPage());
@@ -192,35 +233,10 @@ export function createApp(deps: AppDeps): KeyServerApp {
     else sendPage(ctx, 200, done.state === 'confirmed-now' ? confirmedPage(done) : alreadyConfirmedPage(done));
   });
 
-  manageRoutes(router, { backend, bodyLimit, bodyTimeoutMs });
-
   // A browser pointed at the server gets a page saying what it is; API clients keep their 404.
   router.get('/', (ctx) => {
     if (!wantsHtml(ctx.req.headers))
       throw new KeyServerError('ROUTE_NOT_FOUND', 'no such endpoint: GET /; the API is under /v1/');
     sendPage(ctx, 200, homePage());
   });
-
-  app.use(router.routes());
-  // Not `throw`: the router then sets the Allow header; errorMiddleware turns the empty 405/501 into an error body.
-  app.use(router.allowedMethods());
-  const koa = app.callback();
-  const fast =
-    deps.fastFetch === false
-      ? undefined
-      : withFastFetch(koa, {
-          backend,
-          limiter: limiters.requests,
-          config,
-          logger,
-          bodyLimit,
-          bodyTimeoutMs,
-          forwards: (code) => forwarder.forwardsFetch(code),
-          ...(observe ? { onFailure: observe } : {}),
-          writes: { backend, publishesHere: () => forwarder.targets(config.serverId).length === 0 },
-        });
-  const handler = fast?.handler ?? koa;
-  const callback = metrics ? metrics.countRequests(handler) : handler;
-  const front = fast && metrics ? metrics.countFront(fast.front) : fast?.front;
-  return { app, callback, limiters, ...(front ? { front } : {}) };
 }

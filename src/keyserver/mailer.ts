@@ -9,6 +9,10 @@
  * logged; the command's output is logged only with the token masked.
  */
 import { execFile } from 'node:child_process';
+import { constants } from 'node:fs';
+import { access } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ConfigError } from '../errors.js';
 import type { Logger } from './logger.js';
 import type { Verification } from './wire/messages.js';
 import { maskEmail } from './validate.js';
@@ -114,4 +118,30 @@ export function noMailer(logger: Logger): Mailer {
       return failed('this server has no verification email command configured');
     },
   };
+}
+
+/**
+ * The mailer the configuration asks for: --verification-email-command (checked
+ * to be an executable file), the console with --developer, else none (with a
+ * warning: publishers get no verification link).
+ */
+export async function configuredMailer(
+  config: { verificationEmailCommand?: string | undefined; developer: boolean },
+  logger: Logger,
+  opts: { console?: NodeJS.WritableStream; mailTimeoutMs?: number } = {},
+): Promise<Mailer> {
+  if (config.verificationEmailCommand !== undefined) {
+    const command = resolve(config.verificationEmailCommand);
+    try {
+      await access(command, constants.X_OK);
+    } catch {
+      throw new ConfigError(`--verification-email-command ${command}: not an executable file`);
+    }
+    return commandMailer(command, logger, opts.mailTimeoutMs);
+  }
+  if (config.developer) return consoleMailer(opts.console);
+  logger.warn(
+    'no --verification-email-command: publishers will get no verification link (use --developer to print links)',
+  );
+  return noMailer(logger);
 }

@@ -13,10 +13,10 @@ import type { WindowLimiter } from './limits/window-limiter.js';
 import type { Logger } from './logger.js';
 import type { Mailer } from './mailer.js';
 import type { ProcessMetrics } from './metrics/process-metrics.js';
-import { generateShareCode, parseShareCode, type ShareCode } from './share-code.js';
+import { ParsedCodes, generateShareCode, type ShareCode } from './share-code.js';
 import type { ShareStore } from './store/share-store.js';
 import { PEEK_FETCH_COUNT, PEEK_SIZE } from './store/share-table.js';
-import { FetchedCache, type FetchedEncoding, type FetchedFacts } from './wire/fetched-cache.js';
+import { FetchedCache, factsOf, type FetchedEncoding, type FetchedFacts } from './wire/fetched-cache.js';
 import type { PeerStatus, Replicator } from './replication/outbound.js';
 import { mailboxKey, maskEmail, validateEmail, validatePublicKey } from './validate.js';
 import { Withdrawals } from './withdraw.js';
@@ -74,15 +74,12 @@ function minutes(seconds: number): string {
   return seconds >= 120 ? `${Math.ceil(seconds / 60)} minutes` : `${seconds} seconds`;
 }
 
-/** Distinct code spellings whose parse is remembered (about 200 bytes each). */
-const PARSED_KEPT = 4096;
-
 export class ShareService {
   private readonly startedAt: number;
   private readonly fetched = new FetchedCache();
   /** ShareStore.peek's numbers of the fetch in progress (fetches are synchronous: one array serves all). */
   private readonly version = new Float64Array(PEEK_SIZE);
-  private readonly parsed = new Map<string, ShareCode>();
+  private readonly parsed = new ParsedCodes();
   /** When the configuration in use was read (start, then each reload), and why the last reload failed. */
   readonly configState: { loadedAt: number; reloadError: string | undefined };
   /** Unpublish and manage links: deleting shares before their expiry. */
@@ -160,7 +157,7 @@ export class ShareService {
 
   /** Fetches a verified share and counts the fetch. */
   fetch(rawCode: string): FetchedResponse {
-    const code = this.parse(rawCode);
+    const code = this.parsed.parse(rawCode);
     this.checkServed(code.primary);
     const found = this.deps.store.lookup(code.canonical);
     if (found.state !== 'live') throw this.refused(found.state);
@@ -184,7 +181,7 @@ export class ShareService {
    * made unless the answer cache lacks its version (wire/fetched-cache.ts).
    */
   fetchBody(rawCode: string, encoding: FetchedEncoding): string {
-    const code = this.parse(rawCode);
+    const code = this.parsed.parse(rawCode);
     this.checkServed(code.primary);
     const v = this.version;
     const state = this.deps.store.peek(code.canonical, v);
@@ -200,7 +197,7 @@ export class ShareService {
    * when the share is no longer live here (the fetches are then not counted).
    */
   countForwarded(rawCode: string, n: number): number | undefined {
-    const code = this.parse(rawCode);
+    const code = this.parsed.parse(rawCode);
     const v = this.version;
     if (this.deps.store.peek(code.canonical, v) !== 'live') return undefined;
     return this.deps.store.countFetches(code.canonical, v[PEEK_FETCH_COUNT]!, n);
@@ -210,26 +207,7 @@ export class ShareService {
   factsOf(code: ShareCode): FetchedFacts {
     const found = this.deps.store.lookup(code.canonical);
     if (found.state !== 'live') throw fetchRefused(found.state);
-    const s = found.share;
-    return {
-      type: 'fetched',
-      code: code.display,
-      publicKey: s.publicKey,
-      email: s.email,
-      verifiedAt: s.verifiedAt,
-      expiresAt: s.expiresAt,
-    };
-  }
-
-  /** parseShareCode, remembered for the codes fetched lately (bounded): a hot share's code is parsed once. */
-  parse(rawCode: string): ShareCode {
-    let code = this.parsed.get(rawCode);
-    if (code === undefined) {
-      code = parseShareCode(rawCode);
-      if (this.parsed.size >= PARSED_KEPT) this.parsed.clear();
-      this.parsed.set(rawCode, code);
-    }
-    return code;
+    return factsOf(code.display, found.share);
   }
 
   private checkServed(owner: number): void {
@@ -254,7 +232,7 @@ export class ShareService {
    * the count now).
    */
   fetchForProcess(rawCode: string): { facts: FetchedFacts; version: Float64Array; count: number } {
-    const code = this.parse(rawCode);
+    const code = this.parsed.parse(rawCode);
     this.checkServed(code.primary);
     const version = new Float64Array(PEEK_SIZE);
     const state = this.deps.store.peek(code.canonical, version);

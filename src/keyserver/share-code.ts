@@ -173,4 +173,28 @@ export function parseShareCode(input: string): ShareCode {
   };
 }
 
+/** Distinct code spellings whose parse ParsedCodes remembers (about 200 bytes each). */
+const PARSED_KEPT = 4096;
+
+/**
+ * parseShareCode, remembered for the codes fetched lately (bounded, emptied
+ * when full): a hot share's code is parsed once. The fetch paths of the store's
+ * process (service.ts) and of a fetch process (multi/remote-backend.ts) each
+ * keep one.
+ */
+export class ParsedCodes {
+  private readonly parsed = new Map<string, ShareCode>();
+
+  /** The code `rawCode` spells; throws as parseShareCode does (a failed parse is not remembered). */
+  parse(rawCode: string): ShareCode {
+    let code = this.parsed.get(rawCode);
+    if (code === undefined) {
+      code = parseShareCode(rawCode);
+      if (this.parsed.size >= PARSED_KEPT) this.parsed.clear();
+      this.parsed.set(rawCode, code);
+    }
+    return code;
+  }
+}
+
 const example = '0A-7K3M-9QXD-W2HF-Z';

@@ -1,6 +1,6 @@
 /**
  * Two real key servers for comparing answers byte for byte: one with the
- * fetch fast path (and the front on the raw connection), one with the Koa app
+ * front on the raw connection (http/fetch-front.ts), one with the Koa app
  * alone; shares seeded in both, raw requests on fresh connections.
  */
 import { createHash } from 'node:crypto';
@@ -127,7 +127,7 @@ export async function same(
   const a = await raw(fast.running.url, bytes, pauseAfter);
   const b = await raw(koa.running.url, bytes, pauseAfter);
   assert.ok(a.startsWith('HTTP/1.1 '), `${what}: an answer (${JSON.stringify(a.slice(0, 60))})`);
-  assert.is(a, b, `${what}: same bytes from the fast path and from Koa`);
+  assert.is(a, b, `${what}: same bytes from the front and from Koa`);
   return a;
 }
 

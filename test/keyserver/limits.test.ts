@@ -105,7 +105,7 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
     assert.equal(polls, [...Array(8).fill(409), 429], 'polling a pending share: 8 of them in a burst of 40');
     const misses = await until429(generateShareCode(0, 0).display, '198.51.100.3');
     assert.equal(misses, [...Array(8).fill(404), 429], 'guessing: the same');
-    // Content-Type with a parameter is answered by the Koa app, not the fast path: the same charge.
+    // Content-Type with a parameter is answered by the Koa app, not the front: the same charge.
     assert.equal(await until429(pending, '198.51.100.4', false), [...Array(8).fill(409), 429]);
     clock.advance(60_000);
     assert.is(
@@ -120,7 +120,7 @@ test('a fetch that finds no share to hand out (pending, unknown, expired) costs 
 
 test('guessing at the refill rate: 60 unknown-code fetches at 2 a second for 30 s get 8 + 12 = 20 answers of 404, whichever path answers', async () => {
   const clock = new ManualClock(Date.now());
-  // The fast path takes exactly `application/json`; with a parameter the Koa app answers.
+  // The front takes exactly `application/json`; with a parameter the Koa app answers.
   for (const [fastFetch, type] of [
     [true, 'application/json'],
     [false, 'application/json; charset=utf-8'],
@@ -141,12 +141,8 @@ test('guessing at the refill rate: 60 unknown-code fetches at 2 a second for 30 
       const misses = statuses.filter((st) => st === 404).length;
       assert.is(misses + statuses.filter((st) => st === 429).length, 60);
       // 40 tokens and one more every half second: the first 10 misses (40 + 10 - 50 = 0), then one in every five.
-      assert.equal(
-        statuses.slice(0, 11),
-        [...Array(10).fill(404), 429],
-        `fast path ${fastFetch}: ${statuses.join(' ')}`,
-      );
-      assert.is(misses, 20, `fast path ${fastFetch}: ${statuses.join(' ')}`);
+      assert.equal(statuses.slice(0, 11), [...Array(10).fill(404), 429], `front ${fastFetch}: ${statuses.join(' ')}`);
+      assert.is(misses, 20, `front ${fastFetch}: ${statuses.join(' ')}`);
     } finally {
       await s.stop();
     }

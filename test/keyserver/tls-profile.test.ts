@@ -173,7 +173,7 @@ function get(
 }
 
 test(
-  'every HTTPS answer carries HSTS: Koa routes, errors, the fetch fast path, pages; plain HTTP carries none',
+  'every HTTPS answer carries HSTS: Koa routes, errors, the fetch front, pages; plain HTTP carries none',
   withPki(async (ca) => {
     const c = issueCert(ca);
     const s = await startTestServer({

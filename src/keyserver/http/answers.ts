@@ -1,17 +1,17 @@
 /**
  * Answers as plain data (status, headers, content type, body), so that the
- * Koa routes and the fetch fast path (fast-fetch.ts) write the same bytes:
- * one function decides what an answer is, and two small writers put it on
- * a Koa context or straight on a node:http response.
+ * Koa routes and the front on the raw connection (fetch-front.ts, which
+ * writes the bytes node:http would) send the same answers: one function
+ * decides what an answer is.
  */
-import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Context } from 'koa';
 import { encodeError, BINARY_MEDIA_TYPE } from '../wire/messages.js';
 import { errorJson } from '../wire/json.js';
 import { responseEncoding, wantsHtml } from './negotiate.js';
 import { PAGE_CSP, errorPage, invalidLinkPage, notFoundPage } from './pages.js';
 
-/** What Koa makes of `ctx.type = 'application/json'`; spelled out so the fast path sends the same. */
+/** What Koa makes of `ctx.type = 'application/json'`; spelled out so the front sends the same. */
 export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 export const HTML_CONTENT_TYPE = 'text/html; charset=utf-8';
 
@@ -78,47 +78,4 @@ export function sendAnswer(ctx: Context, a: Answer): void {
   for (const [k, v] of a.headers) ctx.set(k, v);
   ctx.type = a.type;
   ctx.body = a.body;
-}
-
-/**
- * Writes an answer on a bare node:http response with the headers in the
- * order Koa would set them (common ones, the answer's own, Content-Type,
- * Content-Length). Tests compare both writers byte for byte.
- */
-export function writeAnswer(res: ServerResponse, a: Answer): void {
-  const body = typeof a.body === 'string' ? Buffer.from(a.body) : a.body;
-  const flat: string[] = [];
-  for (const [k, v] of COMMON_HEADERS) flat.push(k, v);
-  for (const [k, v] of a.headers) flat.push(k, v);
-  flat.push('Content-Type', a.type, 'Content-Length', String(body.length));
-  res.writeHead(a.status, flat);
-  // As a latin1 string (same bytes), node:http sends head and body in one write instead of a writev.
-  res.end(body.toString('latin1'), 'latin1');
-}
-
-/** Header lists of fetched answers, by content type, then body length (a few distinct lengths; bounded). */
-const fetchedHeads = new Map<string, Map<number, string[]>>();
-const FETCHED_HEADS_KEPT = 256;
-
-/**
- * Writes a fetched answer (status 200, `body` one character per byte) with
- * exactly writeAnswer's headers; the header list of each type and length is
- * built once. Head and body go out in one write.
- */
-export function writeFetched(res: ServerResponse, type: string, body: string): void {
-  let byLength = fetchedHeads.get(type);
-  if (byLength === undefined) {
-    byLength = new Map();
-    fetchedHeads.set(type, byLength);
-  }
-  let flat = byLength.get(body.length);
-  if (flat === undefined) {
-    if (byLength.size >= FETCHED_HEADS_KEPT) byLength.clear();
-    flat = [];
-    for (const [k, v] of COMMON_HEADERS) flat.push(k, v);
-    flat.push('Content-Type', type, 'Content-Length', String(body.length));
-    byLength.set(body.length, flat);
-  }
-  res.writeHead(200, flat);
-  res.end(body, 'latin1');
 }

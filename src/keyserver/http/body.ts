@@ -7,38 +7,18 @@
 import type { IncomingMessage } from 'node:http';
 import { KeyServerError } from '../errors.js';
 
-/** Bodies (or the failure to read one) that the fetch fast path read before handing a request to Koa. */
-const readEarlier = new WeakMap<IncomingMessage, { body: Buffer } | { error: Error }>();
-
-/** Hands a body already read from `req` to the next readBody of it. */
-export function handOverBody(req: IncomingMessage, result: { body: Buffer } | { error: Error }): void {
-  readEarlier.set(req, result);
-}
-
 export async function readBody(req: IncomingMessage, limit: number, timeoutMs: number): Promise<Buffer> {
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) {
     throw new KeyServerError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`);
-  }
-  const earlier = readEarlier.get(req);
-  if (earlier !== undefined) {
-    readEarlier.delete(req);
-    if ('error' in earlier) throw earlier.error;
-    // Read under the same limit (the fast path reads only bodies declared within it).
-    if (earlier.body.length > limit)
-      throw new KeyServerError('PAYLOAD_TOO_LARGE', `the request body is larger than ${limit} bytes`);
-    return earlier.body;
   }
   return new Promise<Buffer>((resolve, reject) =>
     readBodyThen(req, limit, timeoutMs, (err, body) => (err ? reject(err) : resolve(body!))),
   );
 }
 
-/**
- * The reading itself, with a callback (the fetch fast path saves a promise
- * per request): `done` runs once, with the body or a KeyServerError.
- */
-export function readBodyThen(
+/** The reading itself: `done` runs once, with the body or a KeyServerError. */
+function readBodyThen(
   req: IncomingMessage,
   limit: number,
   timeoutMs: number,

@@ -1,6 +1,7 @@
 /**
- * What a POST /v1/share body asks, read the same way by the fetch fast path
- * (fast-fetch.ts) and the front on the raw connection (fetch-front.ts).
+ * What a POST /v1/share body asks, as the front on the raw connection
+ * (fetch-front.ts) reads it: the usual binary fetch without decoding the
+ * whole body, anything else decoded as the Koa route decodes it.
  */
 import { MalformedRequestError } from '../errors.js';
 import { decodeJsonShareRequest } from '../wire/json.js';

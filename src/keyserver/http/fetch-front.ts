@@ -195,11 +195,12 @@ function utcDate(): string {
 const COMMON_LINES = COMMON_HEADERS.map(([k, v]) => `${k}: ${v}\r\n`).join('');
 
 /**
- * Status line to the blank line, as node:http writes them after writeAnswer's
- * writeHead; `lead` is a header set before it (HSTS over HTTPS: tls/https-server.ts).
+ * Status line to the blank line, as node:http writes them for the Koa app's
+ * writeHead; `lead` is the header that writeHead adds after the app's own
+ * (HSTS over HTTPS: tls/https-server.ts), so it comes after Content-Length.
  */
 function head(lead: string, status: number, lines: string, connection: string): string {
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n${lead}${COMMON_LINES}${lines}Date: ${utcDate()}\r\n${connection}\r\n`;
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'unknown'}\r\n${COMMON_LINES}${lines}${lead}Date: ${utcDate()}\r\n${connection}\r\n`;
 }
 
 /** The header line an HTTPS server's answers start with (HstsResponse in tls/https-server.ts). */
@@ -214,13 +215,13 @@ function connectionLines(close: boolean, keepAliveMs: number): string {
     : 'Connection: keep-alive\r\n';
 }
 
-/** A fetched answer's bytes (one character per byte), as writeFetched's. */
+/** A fetched answer's bytes (one character per byte), as the Koa route's. */
 function fetchedBytes(lead: string, type: string, body: string, close: boolean, keepAliveMs: number): string {
   const lines = `Content-Type: ${type}\r\nContent-Length: ${body.length}\r\n`;
   return head(lead, 200, lines, connectionLines(close, keepAliveMs)) + body;
 }
 
-/** An answer's bytes (one character per byte), as writeAnswer's; `closes` when the answer itself says Connection: close. */
+/** An answer's bytes (one character per byte), as the Koa app's (sendAnswer); `closes` when the answer itself says Connection: close. */
 function answerBytes(lead: string, a: Answer, close: boolean, keepAliveMs: number): { bytes: string; closes: boolean } {
   const body = typeof a.body === 'string' ? Buffer.from(a.body) : a.body;
   let lines = '';

@@ -1,7 +1,8 @@
 /**
- * The rules of a share fetch that the Koa route and the fast path
- * (fast-fetch.ts) both follow, kept here once: the per-address request
- * limit and the fetched answer in the encoding the caller asked for.
+ * The rules of a share fetch that the Koa route and the front on the raw
+ * connection (fetch-front.ts) both follow, kept here once: the per-address
+ * request limit and the fetched answer in the encoding the caller asked for.
+ * These are the only two paths a fetch takes.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerConfig } from '../server-config.js';
@@ -10,7 +11,11 @@ import { RateLimitedError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
 import type { FetchedEncoding } from '../wire/fetched-cache.js';
 import { BINARY_MEDIA_TYPE } from '../wire/messages.js';
-import { JSON_CONTENT_TYPE, type Answer } from './answers.js';
+import type { Logger } from '../logger.js';
+import { JSON_CONTENT_TYPE, failureAnswer, type Answer, type HttpFailure } from './answers.js';
+import { clientAddress } from './client-address.js';
+import { classify } from './error-middleware.js';
+import type { FrontFetch } from './fetch-front.js';
 import { responseEncoding } from './negotiate.js';
 
 /** Takes one request token for `clientKey`; throws RATE_LIMITED (429 with Retry-After) when none is left. */
@@ -120,4 +125,47 @@ export async function fetchAnswer(
   const encoding = responseEncoding(headers, 'POST');
   const body = await backend.fetchBody(code, encoding, client);
   return { status: 200, headers: [], type: fetchedType(encoding), body: Buffer.from(body, 'latin1') };
+}
+
+export interface FrontFetchDeps {
+  backend: FetchBackend;
+  limiter: RequestLimiter;
+  config: Pick<ServerConfig, 'rateLimitPerMinute' | 'rateLimitBurst' | 'trustProxy'>;
+  logger: Logger;
+  /** Sees every failure answered on the front, as errorMiddleware's observer does. */
+  onFailure?: (f: HttpFailure) => void;
+  /** True for a fetch this server passes on to the owner's servers (forward.ts): Koa answers it. */
+  forwards: (code: string) => boolean;
+}
+
+/**
+ * The fetches the front on the raw connection answers (fetch-front.ts), by
+ * the Koa route's rules: the request token first (as the app's first
+ * middleware takes it), the same backend call, failures classified and
+ * written as errorMiddleware writes them.
+ */
+export function frontFetch(deps: FrontFetchDeps): FrontFetch {
+  const { backend, limiter, config, logger, onFailure, forwards } = deps;
+  return (req, code, fetched, failed) => {
+    if (forwards(code)) return false;
+    const fail = (err: unknown): void => {
+      const f = classify(err, logger);
+      onFailure?.(f);
+      failed(failureAnswer(f, '/v1/share', 'POST', req.headers));
+    };
+    const encoding = responseEncoding(req.headers, 'POST');
+    let body;
+    try {
+      const key = limiter.enabled ? clientAddress(req, config.trustProxy).key : '';
+      if (limiter.enabled) checkRequestRate(limiter, config, key);
+      body = backend.fetchBody(code, encoding, limiter.enabled ? { limiter, key } : undefined);
+    } catch (err) {
+      fail(err);
+      return true;
+    }
+    const type = fetchedType(encoding);
+    if (typeof body === 'string') fetched(type, body);
+    else body.then((b) => fetched(type, b), fail);
+    return true;
+  };
 }

@@ -2,9 +2,9 @@
  * POST /v1/share in the Koa app: create, fetch and unpublish. Each is
  * answered by this server when it serves the share's owner, or passed on to
  * the owner's servers (forward.ts) when it does not; a request another
- * server forwarded is always answered here. The fetch fast path
- * (fast-fetch.ts) hands over the fetches it does not answer itself: the
- * forwarded ones and those to forward.
+ * server forwarded is always answered here. The front on the raw
+ * connection (fetch-front.ts) leaves to it every request it does not answer
+ * itself: the forwarded fetches, those to forward, and all but usual fetches.
  *
  * A forwarded request signed with the replication token was let past the
  * per-address request limit by the app (the server that forwarded it charged

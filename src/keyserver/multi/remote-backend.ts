@@ -33,7 +33,7 @@ import type { ReplicateAck } from '../replication/batch.js';
 import { checkServed, topologyOf } from '../owner-routing.js';
 import type { VerificationView } from '../service.js';
 import type { ServiceConfig } from '../server-config.js';
-import { parseShareCode, type ShareCode } from '../share-code.js';
+import { ParsedCodes } from '../share-code.js';
 import { PEEK_FETCH_COUNT, PEEK_SIZE } from '../store/share-table.js';
 import { FetchedCache, type FetchedEncoding, type FetchedFacts } from '../wire/fetched-cache.js';
 import type { CreatedResponse, TopologyResponse, UnpublishRequest, UnpublishedResponse } from '../wire/messages.js';
@@ -45,7 +45,6 @@ import type { Replica } from './replica.js';
 export const COUNT_FLUSH_MS = 100;
 /** Counts from the store's answers kept at most (the copy's counts catch up within a second anyway). */
 const BASES_KEPT = 16_384;
-const PARSED_KEPT = 4096;
 
 /** A fetch asked of the store's process: the code as sent, and the client's address with the tokens taken for it here (handed over). */
 export interface ForwardedFetchCall {
@@ -68,7 +67,7 @@ export class RemoteBackend implements KeyServerBackend {
   /** The count the store's process last said, by canonical code (every fetch through here sent before it included). */
   private readonly bases = new Map<string, number>();
   private readonly cache = new FetchedCache();
-  private readonly parsed = new Map<string, ShareCode>();
+  private readonly parsed = new ParsedCodes();
   private readonly version = new Float64Array(PEEK_SIZE);
   private flushTimer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -83,7 +82,7 @@ export class RemoteBackend implements KeyServerBackend {
   ) {}
 
   fetchBody(rawCode: string, encoding: FetchedEncoding, client?: FetchClient): string | Promise<string> {
-    const code = this.parse(rawCode);
+    const code = this.parsed.parse(rawCode);
     checkServed(this.config, code.primary);
     const canonical = code.canonical;
     const v = this.version;
@@ -178,15 +177,5 @@ export class RemoteBackend implements KeyServerBackend {
 
   manageDelete(token: string, code: string | undefined, clientKey: string): Promise<ManageView | undefined> {
     return this.channel.call('manageDelete', { token, code, clientKey });
-  }
-
-  private parse(rawCode: string): ShareCode {
-    let code = this.parsed.get(rawCode);
-    if (code === undefined) {
-      code = parseShareCode(rawCode);
-      if (this.parsed.size >= PARSED_KEPT) this.parsed.clear();
-      this.parsed.set(rawCode, code);
-    }
-    return code;
   }
 }

@@ -16,7 +16,7 @@ import type { ShareCode } from '../share-code.js';
 import { decodeRecord, readFrame } from '../store/records.js';
 import { ShareIndex } from '../store/share-index.js';
 import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT } from '../store/share-table.js';
-import type { FetchedFacts } from '../wire/fetched-cache.js';
+import { factsOf, type FetchedFacts } from '../wire/fetched-cache.js';
 
 /** How long a tombstone is kept (the store's default retention). */
 const TOMBSTONE_KEPT_MS = 3_600_000;
@@ -54,14 +54,7 @@ export class Replica {
   facts(code: ShareCode): FetchedFacts {
     const s = this.index.shares.get(code.canonical);
     if (!s) throw new Error('replica: the share left between look-up and answer');
-    return {
-      type: 'fetched',
-      code: code.display,
-      publicKey: s.publicKey,
-      email: s.email,
-      verifiedAt: s.verifiedAt,
-      expiresAt: s.expiresAt,
-    };
+    return factsOf(code.display, s);
   }
 
   /** Forgets tombstones older than the store keeps them, and shares past their expiry. */

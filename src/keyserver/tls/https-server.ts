@@ -11,8 +11,9 @@ import { HSTS_HEADER, HSTS_VALUE, profileOptions, type TlsMaterial } from './pro
 
 /**
  * Adds HSTS as the header block is written, so that no answer goes without
- * it: not the fetch fast path's writeHead, not Koa's own error answer (which
- * removes every header set before it).
+ * it: not Koa's own error answer (which removes every header set before
+ * it). It comes last, after Content-Length; the front on the raw connection
+ * (http/fetch-front.ts) writes it in the same place.
  */
 class HstsResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   // biome-ignore lint/suspicious/noExplicitAny: ServerResponse.writeHead's overloads take no single tuple type to forward.

@@ -5,7 +5,7 @@
  * first is encoded the same way and kept nowhere: see `seen`), as the bytes
  * before and after the count, and each later fetch puts the count between
  * them. The bytes are exactly those of encodeShareResponse /
- * shareResponseJson (test/keyserver/fast-fetch.test.ts).
+ * shareResponseJson (test/keyserver/fetch-paths.test.ts).
  *
  * Answers are strings of one character per byte (latin1), which node:http
  * writes as they are, in one write with the status line and headers; a fetch
@@ -35,6 +35,21 @@ export type FetchedEncoding = 'binary' | 'json';
 
 /** What a fetched answer says besides the count (FetchedResponse without it). */
 export type FetchedFacts = Omit<FetchedResponse, 'fetchCount'>;
+
+/** The facts of a live share, as the store (service.ts) or a fetch process's copy (multi/replica.ts) holds it. */
+export function factsOf(
+  display: string,
+  s: Pick<FetchedResponse, 'publicKey' | 'email' | 'verifiedAt' | 'expiresAt'>,
+): FetchedFacts {
+  return {
+    type: 'fetched',
+    code: display,
+    publicKey: s.publicKey,
+    email: s.email,
+    verifiedAt: s.verifiedAt,
+    expiresAt: s.expiresAt,
+  };
+}
 
 interface Entry {
   epoch: number;

@@ -1,8 +1,10 @@
 /**
- * The fetch fast path (src/keyserver/http/fast-fetch.ts) against the Koa app
- * alone: two real servers with the same shares and the same clock, one with
- * the fast path and one without, get the same requests; their answers must
- * be the same bytes (status line, headers in order, body; only Date differs).
+ * The two paths a fetch takes: the front on the raw connection
+ * (src/keyserver/http/fetch-front.ts) against the Koa app alone. Two real
+ * servers with the same shares and the same clock, one with the front and one
+ * without, get the same requests; their answers must be the same bytes
+ * (status line, headers in order, body; only Date differs), whether the front
+ * answers a request or hands it to the app.
  */
 import { randomBytes } from 'node:crypto';
 import { test } from 'uvu';
@@ -34,7 +36,7 @@ import {
 } from './fast-harness.js';
 import { BINARY, JSON_TYPE, ManualClock, tempDir } from './harness.js';
 
-test('fast path and Koa answer every fetch, error and fallback with the same bytes', async () => {
+test('the front and Koa answer every fetch, error and fallback with the same bytes', async () => {
   const clock = new ManualClock(Date.now());
   const fast = await start(clock, true, { rateLimitPerMinute: 0 });
   const koa = await start(clock, false, { rateLimitPerMinute: 0 });
@@ -94,7 +96,7 @@ test('fast path and Koa answer every fetch, error and fallback with the same byt
     const body = (await raw(fast.running.url, fetchBin(live.display))).split('\r\n\r\n')[1]!;
     const res = decodeShareResponse(Buffer.from(body, 'latin1'), (m) => new Error(m));
     assert.is(res.type === 'fetched' && res.fetchCount, 8);
-    // A publish through the fast path's server still reaches the app, body handed over.
+    // A publish through the front's server reaches the app, its bytes put back for node:http.
     const created = await raw(
       fast.running.url,
       post(encodeShareRequest({ op: 'create', publicKey: key, email: 'new@example.org' }), { 'Content-Type': BINARY }),
@@ -120,7 +122,7 @@ function createdCode(answer: string): string {
   return (res as { code: string }).code;
 }
 
-test("publishes and confirmations: the fast path sends the app's bytes (share codes set aside), errors and fallbacks included", async () => {
+test("publishes and confirmations: the front's server sends the app's bytes (share codes set aside), errors and fallbacks included", async () => {
   const clock = new ManualClock(Date.now());
   const fast = await start(clock, true, { rateLimitPerMinute: 0 });
   const koa = await start(clock, false, { rateLimitPerMinute: 0 });
@@ -137,7 +139,7 @@ test("publishes and confirmations: the fast path sends the app's bytes (share co
       answers.push(a);
     }
     assert.ok(answers[0]!.startsWith('HTTP/1.1 '), `${what}: an answer`);
-    assert.is(answers[0], answers[1], `${what}: same bytes from the fast path and from Koa`);
+    assert.is(answers[0], answers[1], `${what}: same bytes from the front and from Koa`);
     return answers;
   };
   try {
@@ -206,7 +208,7 @@ test("publishes and confirmations: the fast path sends the app's bytes (share co
       status((await both(() => postTo('/verify/abc', 'x'.repeat(5000)), 'oversize confirmation body'))[0]!),
       413,
     );
-    // The confirmed share is fetched through the fast path's server.
+    // The confirmed share is fetched through the front.
     const fetched = await raw(fast.running.url, fetchBin(codes.get(fast)!));
     assert.is(status(fetched), 200, fetched);
   } finally {
@@ -254,7 +256,7 @@ test('a fetch whose body arrives after its headers, in pieces, gets the same ans
         ),
       );
       assert.is(status(answers[0]!), 200, answers[0]!.slice(0, 200));
-      assert.is(answers[0], answers[1], 'same bytes from the fast path and from Koa');
+      assert.is(answers[0], answers[1], 'same bytes from the front and from Koa');
     }
   } finally {
     await fast.stop();
