@@ -68,7 +68,6 @@ const LONG_FUNCTIONS = [
   ['src/keyserver/http/fast-fetch.ts', 'withFastFetch', 169],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
-  ['src/keyserver/install/unit.ts', 'unitText', 85],
   ['src/keyserver/multi/fetch-process.ts', 'runFetchProcess', 144],
   ['src/keyserver/multi/store-side.ts', 'FetchProcesses.spawn', 88],
   ['src/keyserver/server.ts', 'startServer', 239],
