@@ -68,7 +68,6 @@ const LONG_FUNCTIONS = [
   ['src/keyserver/http/fast-fetch.ts', 'withFastFetch', 169],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
-  ['src/keyserver/multi/fetch-process.ts', 'runFetchProcess', 144],
   ['src/keyserver/server.ts', 'startServer', 239],
   ['src/keyserver/store/compaction.ts', 'compactLog', 97],
   ['src/keyserver/store/recovery.ts', 'openAndRecover', 108],
