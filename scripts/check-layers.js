@@ -69,7 +69,6 @@ const LONG_FUNCTIONS = [
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
   ['src/keyserver/server.ts', 'startServer', 239],
-  ['src/keyserver/store/recovery.ts', 'openAndRecover', 108],
   ['src/protocol/messages.ts', 'decodeRequest', 84],
   ['src/vault/sharing/membership.ts', 'shareContainer', 84],
   ['src/vault/sharing/merge.ts', 'mergeShared', 103],
