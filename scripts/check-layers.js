@@ -64,7 +64,6 @@ const LONG_FUNCTIONS = [
   ['src/config/app-config.ts', 'loadConfig', 149],
   ['src/keyserver/app.ts', 'createApp', 146],
   ['src/keyserver/bench/load-process.ts', 'run', 95],
-  ['src/keyserver/bench/store.ts', 'benchStore', 105],
   ['src/keyserver/http/fast-fetch.ts', 'withFastFetch', 169],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
