@@ -63,7 +63,6 @@ const LONG_FUNCTIONS = [
   ['src/cli/doctor-vault.ts', 'vaultChecks', 101],
   ['src/config/app-config.ts', 'loadConfig', 149],
   ['src/keyserver/app.ts', 'createApp', 146],
-  ['src/keyserver/bench/load-process.ts', 'run', 95],
   ['src/keyserver/http/fast-fetch.ts', 'withFastFetch', 169],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
