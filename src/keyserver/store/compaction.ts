@@ -14,7 +14,7 @@ import type { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
 import { MAGIC_V2, writeLogRecord } from './log-format.js';
 import type { ShareState, StoreRecord } from './records.js';
-import type { Tombstone } from './share-index.js';
+import type { ShareIndex, Tombstone } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
 
 export interface Snapshot {
@@ -24,6 +24,24 @@ export interface Snapshot {
   /** Replication acknowledgements (replAck records), kept so a restart resends only what is unacknowledged. */
   acks: StoreRecord[];
   checkpoint: StoreRecord;
+}
+
+/** The live state of `index` as a compaction writes it: shares, tombstones, acknowledgements and a checkpoint. */
+export function indexSnapshot(index: ShareIndex, serverId: number, originEpoch: number, now: number): Snapshot {
+  return {
+    shares: index.shares.snapshot(),
+    tombstones: [...index.tombstones.values()],
+    acks: [...index.acks.keys()].map((peer) => ({
+      type: 'replAck' as const,
+      stamp: { origin: serverId, epoch: originEpoch, seq: index.lastSequence },
+      ack: index.ackVector(peer),
+    })),
+    checkpoint: {
+      type: 'checkpoint',
+      stamp: { origin: serverId, epoch: originEpoch, seq: index.lastSequence },
+      writtenAt: now,
+    },
+  };
 }
 
 export interface CompactionResult {
