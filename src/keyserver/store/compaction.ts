@@ -14,7 +14,7 @@ import type { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
 import { MAGIC_V2, writeLogRecord } from './log-format.js';
 import type { ShareState, StoreRecord } from './records.js';
-import type { ShareIndex, Tombstone } from './share-index.js';
+import { tombstoneRecord, type ShareIndex, type Tombstone } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
 
 export interface Snapshot {
@@ -102,14 +102,7 @@ async function writeSnapshot(
   }
   for (const t of snap.tombstones) {
     records++;
-    writeLogRecord(w, {
-      type: 'tombstone',
-      stamp: t.stamp,
-      code: t.code,
-      deletedAt: t.deletedAt,
-      expiresAt: t.expiresAt,
-      reason: t.reason,
-    });
+    writeLogRecord(w, tombstoneRecord(t));
     if (w.length >= CHUNK) await flush();
   }
   records += snap.acks.length;

@@ -4,7 +4,7 @@
  * change anything here. Reads only; ShareStore writes (share-store.ts).
  */
 import type { StoreRecord } from './records.js';
-import type { ShareIndex } from './share-index.js';
+import { tombstoneRecord, type ShareIndex } from './share-index.js';
 import type { ChangeKey, PendingItem } from './store-types.js';
 
 /**
@@ -50,16 +50,7 @@ export function eventFor(index: ShareIndex, key: ChangeKey): StoreRecord | undef
   const share = index.shares.get(key.code);
   const tomb = index.tombstones.get(key.code);
   if (key.kind === 'tombstone' || (!share && tomb)) {
-    return (
-      tomb && {
-        type: 'tombstone',
-        stamp: tomb.stamp,
-        code: tomb.code,
-        deletedAt: tomb.deletedAt,
-        expiresAt: tomb.expiresAt,
-        reason: tomb.reason,
-      }
-    );
+    return tomb && tombstoneRecord(tomb);
   }
   if (!share) return undefined;
   if (key.kind === 'fetch') {
