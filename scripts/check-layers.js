@@ -57,16 +57,8 @@ const MAX_FUNCTION_LINES = 80;
  */
 const LONG_FUNCTIONS = [
   ['src/cli/doctor-checks.ts', 'suspendChecks', 99],
-  ['src/keyserver/bench/load-process.ts', 'run', 95],
-  ['src/keyserver/bench/store.ts', 'benchStore', 105],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront', 237],
   ['src/keyserver/http/fetch-front.ts', 'installFetchFront > server.on callback', 206],
-  ['src/keyserver/install/unit.ts', 'unitText', 85],
-  ['src/keyserver/multi/fetch-process.ts', 'runFetchProcess', 144],
-  ['src/keyserver/multi/store-side.ts', 'FetchProcesses.spawn', 88],
-  ['src/keyserver/store/compaction.ts', 'compactLog', 97],
-  ['src/keyserver/store/recovery.ts', 'openAndRecover', 108],
-  ['src/keyserver/tls/acme/issuer.ts', 'orderCertificate', 82],
 ];
 
 /** The part of src/ a file (relative to src/, with `/`) belongs to. */

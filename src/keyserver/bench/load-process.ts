@@ -72,76 +72,101 @@ function pin(cpu: number): void {
   }
 }
 
-async function run(plan: LoadPlan): Promise<LoadSummary> {
-  if (plan.cpu !== undefined) pin(plan.cpu);
-  const client =
-    plan.client === 'node-http' ? new KeepAliveClient(plan.url, plan.concurrency) : new RawHttpClient(plan.url);
+type Client = KeepAliveClient | RawHttpClient;
+type Steps = Record<'publish' | 'confirm' | 'fetch', LatencyHistogram>;
+/** The sizes of the last request and answer, for the report. */
+interface Sizes {
+  requestBytes: number;
+  responseBytes: number;
+}
+
+/** Sends one request of a flow, its latency recorded in `h`; an answer other than `status` throws. */
+async function timed(
+  client: Client,
+  h: LatencyHistogram,
+  status: number,
+  method: string,
+  path: string,
+  hdrs: Record<string, string>,
+  body: Buffer | undefined,
+) {
+  const t0 = performance.now();
+  const res = await client.send(method, path, hdrs, body);
+  h.record((performance.now() - t0) * 1000);
+  if (res.status !== status)
+    throw new Error(`HTTP ${res.status} from ${method} ${path.replace(/\/verify\/.*/, '/verify/…')}`);
+  return res;
+}
+
+/** The operation `i` of the plan's mode: resolves with whether it succeeded; records sizes and, asked, the codes. */
+function operationOf(
+  plan: LoadPlan,
+  client: Client,
+  steps: Steps,
+  sizes: Sizes,
+  codes: string[] | undefined,
+): (i: number) => Promise<boolean> {
   const keys = plan.keys.map((k) => Buffer.from(k, 'base64'));
   const headers = shareHeaders(plan.payloadBytes);
-  const steps = { publish: new LatencyHistogram(), confirm: new LatencyHistogram(), fetch: new LatencyHistogram() };
-  let responseBytes = 0;
-  let requestBytes = 0;
-  const timed = async (
-    h: LatencyHistogram,
-    status: number,
-    method: string,
-    path: string,
-    hdrs: Record<string, string>,
-    body: Buffer | undefined,
-  ) => {
-    const t0 = performance.now();
-    const res = await client.send(method, path, hdrs, body);
-    h.record((performance.now() - t0) * 1000);
-    if (res.status !== status)
-      throw new Error(`HTTP ${res.status} from ${method} ${path.replace(/\/verify\/.*/, '/verify/…')}`);
-    return res;
-  };
   const fetchBodies = plan.codes.map((c) => fetchBody(c, plan.payloadBytes));
   const rawBody = plan.raw ? Buffer.from(plan.raw.body, 'base64') : undefined;
-  const codes: string[] | undefined = plan.collectCodes ? [] : undefined;
-
-  const operation = async (i: number): Promise<boolean> => {
+  return async (i: number): Promise<boolean> => {
     switch (plan.mode) {
       case 'raw': {
         const res = await client.send('POST', plan.raw!.path, { 'Content-Type': plan.raw!.contentType }, rawBody);
-        requestBytes = rawBody!.length;
-        responseBytes = res.body.length;
+        sizes.requestBytes = rawBody!.length;
+        sizes.responseBytes = res.body.length;
         return res.status === 200;
       }
       case 'fetch': {
         const body = fetchBodies[i % fetchBodies.length]!;
         const res = await client.send('POST', '/v1/share', headers, body);
-        requestBytes = body.length;
-        responseBytes = res.body.length;
+        sizes.requestBytes = body.length;
+        sizes.responseBytes = res.body.length;
         return res.status === 200;
       }
       case 'publish': {
         const body = createBody(keys[i % keys.length]!, benchEmail(i % 1000), plan.payloadBytes);
         const res = await client.send('POST', '/v1/share', headers, body);
-        requestBytes = body.length;
-        responseBytes = res.body.length;
+        sizes.requestBytes = body.length;
+        sizes.responseBytes = res.body.length;
         if (res.status === 201 && codes) codes.push(createdCode(res.body, plan.payloadBytes));
         return res.status === 201;
       }
       case 'confirm': {
         const res = await client.send('POST', plan.paths![i % plan.paths!.length]!, {}, undefined);
-        responseBytes = res.body.length;
+        sizes.responseBytes = res.body.length;
         return res.status === 200;
       }
       case 'flow': {
         const email = benchEmail(i);
         const body = createBody(keys[i % keys.length]!, email, plan.payloadBytes);
-        const created = await timed(steps.publish, 201, 'POST', '/v1/share', headers, body);
+        const created = await timed(client, steps.publish, 201, 'POST', '/v1/share', headers, body);
         const code = createdCode(created.body, plan.payloadBytes);
         const link = await linkFor(email);
-        await timed(steps.confirm, 200, 'POST', link, {}, undefined);
-        const fetched = await timed(steps.fetch, 200, 'POST', '/v1/share', headers, fetchBody(code, plan.payloadBytes));
-        requestBytes = body.length;
-        responseBytes = fetched.body.length;
+        await timed(client, steps.confirm, 200, 'POST', link, {}, undefined);
+        const fetchedBody = fetchBody(code, plan.payloadBytes);
+        const fetched = await timed(client, steps.fetch, 200, 'POST', '/v1/share', headers, fetchedBody);
+        sizes.requestBytes = body.length;
+        sizes.responseBytes = fetched.body.length;
         return true;
       }
     }
   };
+}
+
+async function run(plan: LoadPlan): Promise<LoadSummary> {
+  if (plan.cpu !== undefined) pin(plan.cpu);
+  const client =
+    plan.client === 'node-http' ? new KeepAliveClient(plan.url, plan.concurrency) : new RawHttpClient(plan.url);
+  const steps: Steps = {
+    publish: new LatencyHistogram(),
+    confirm: new LatencyHistogram(),
+    fetch: new LatencyHistogram(),
+  };
+  const sizes: Sizes = { requestBytes: 0, responseBytes: 0 };
+  const codes: string[] | undefined = plan.collectCodes ? [] : undefined;
+  const operation = operationOf(plan, client, steps, sizes, codes);
   const cpuBefore = process.cpuUsage();
   try {
     const result = await runLoad({
@@ -159,8 +184,8 @@ async function run(plan: LoadPlan): Promise<LoadSummary> {
       steps: plan.mode === 'flow' ? Object.fromEntries(Object.entries(steps).map(([k, h]) => [k, h.toData()])) : {},
       firstError: result.firstError,
       cpuMicros: cpu.user + cpu.system,
-      responseBytes,
-      requestBytes,
+      responseBytes: sizes.responseBytes,
+      requestBytes: sizes.requestBytes,
       ...(codes ? { codes } : {}),
     };
   } finally {

@@ -29,6 +29,63 @@ function paddedEmail(i: number, length: number): string {
   return `${base}${'x'.repeat(pad)}${DOMAIN}`;
 }
 
+/** The address length that brings a record towards --payload-bytes, and the record size it gives. */
+function recordSizes(config: ServerConfig, key: Buffer): { emailLength: number; recordBytes: number } {
+  // Record size without the address, to pad the address towards --payload-bytes.
+  const probeCode = generateShareCode(config.serverId, config.serverId);
+  const probe = (email: string) =>
+    encodeLogRecord({
+      type: 'putShare',
+      stamp: { origin: config.serverId, epoch: 0, seq: 1 },
+      share: {
+        code: probeCode.canonical,
+        publicKey: key,
+        email,
+        createdAt: 0,
+        expiresAt: 0,
+        tokenHash: Buffer.alloc(32),
+        verifiedAt: 0,
+        fetchCount: 0,
+        stamp: { origin: 0, epoch: 0, seq: 1 },
+      },
+    }).length;
+  const emailLength = config.payloadBytes - probe('');
+  const recordBytes = probe(paddedEmail(0, emailLength));
+  return { emailLength, recordBytes };
+}
+
+/** Looks each of `codes` up once, in a scattered order; resolves with the number found and the seconds taken. */
+function timeLookups(store: ShareStore, codes: string[]): { found: number; lookupSeconds: number } {
+  // Lookups are sub-microsecond Map reads: timed as a whole, not one by one.
+  let found = 0;
+  const t0 = performance.now();
+  for (let i = 0; i < codes.length; i++)
+    if (store.lookup(codes[(i * 7919) % codes.length]!).state !== 'missing') found++;
+  return { found, lookupSeconds: (performance.now() - t0) / 1000 };
+}
+
+/** Writes one share under a fresh code (durable when it resolves); resolves with the code. */
+async function putShare(
+  store: ShareStore,
+  config: ServerConfig,
+  key: Buffer,
+  email: string,
+  now: number,
+): Promise<string> {
+  let code = generateShareCode(config.serverId, config.serverId);
+  while (store.has(code.canonical)) code = generateShareCode(config.serverId, config.serverId);
+  const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
+  await store.put({
+    code: code.canonical,
+    publicKey: key,
+    email,
+    createdAt: now,
+    expiresAt: now + config.shareTtlSeconds * 1000,
+    tokenHash,
+  });
+  return code.canonical;
+}
+
 export async function benchStore(config: ServerConfig): Promise<BenchReport> {
   const concurrency = concurrencyOf(config);
   const state = benchStateDir(config, stateDirGiven(config));
@@ -45,26 +102,7 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
   try {
     const key = benchPublicKey();
     if (config.preloadShares > 0) await preloadShares(store, config, config.preloadShares, [key]);
-    // Record size without the address, to pad the address towards --payload-bytes.
-    const probeCode = generateShareCode(config.serverId, config.serverId);
-    const probe = (email: string) =>
-      encodeLogRecord({
-        type: 'putShare',
-        stamp: { origin: config.serverId, epoch: 0, seq: 1 },
-        share: {
-          code: probeCode.canonical,
-          publicKey: key,
-          email,
-          createdAt: 0,
-          expiresAt: 0,
-          tokenHash: Buffer.alloc(32),
-          verifiedAt: 0,
-          fetchCount: 0,
-          stamp: { origin: 0, epoch: 0, seq: 1 },
-        },
-      }).length;
-    const emailLength = config.payloadBytes - probe('');
-    const recordBytes = probe(paddedEmail(0, emailLength));
+    const { emailLength, recordBytes } = recordSizes(config, key);
 
     const codes: string[] = new Array(config.requests);
     const now = Date.now();
@@ -76,18 +114,7 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
       total: config.requests,
       concurrency,
       async run(i) {
-        let code = generateShareCode(config.serverId, config.serverId);
-        while (store.has(code.canonical)) code = generateShareCode(config.serverId, config.serverId);
-        const tokenHash = createHash('sha256').update(randomBytes(32)).digest();
-        await store.put({
-          code: code.canonical,
-          publicKey: key,
-          email: paddedEmail(i, emailLength),
-          createdAt: now,
-          expiresAt: now + config.shareTtlSeconds * 1000,
-          tokenHash,
-        });
-        codes[i] = code.canonical;
+        codes[i] = await putShare(store, config, key, paddedEmail(i, emailLength), now);
         return true;
       },
       ...(progress ? { onProgress: (d: number) => progress.update(d) } : {}),
@@ -95,13 +122,8 @@ export async function benchStore(config: ServerConfig): Promise<BenchReport> {
     progress?.end();
     const underLoadRss = rss.stop();
 
-    // Lookups are sub-microsecond Map reads: timed as a whole, not one by one.
     const written = codes.filter((c) => c !== undefined);
-    let found = 0;
-    const t0 = performance.now();
-    for (let i = 0; i < written.length; i++)
-      if (store.lookup(written[(i * 7919) % written.length]!).state !== 'missing') found++;
-    const lookupSeconds = (performance.now() - t0) / 1000;
+    const { found, lookupSeconds } = timeLookups(store, written);
     const stats = store.stats();
     await store.close();
     return {

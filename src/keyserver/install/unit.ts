@@ -67,6 +67,45 @@ function envAssignment(name: string, value: string): string {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(kv) ? kv : `"${kv.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 }
 
+/**
+ * The [Service] lines that confine the server: only the capability to bind a low port, a read-only
+ * system, no devices, no kernel knobs, the system calls of an ordinary service, fixed resource limits.
+ */
+function sandboxLines(underHome: boolean): string {
+  return `AmbientCapabilities=CAP_NET_BIND_SERVICE
+CapabilityBoundingSet=CAP_NET_BIND_SERVICE
+NoNewPrivileges=yes
+ProtectSystem=strict
+ProtectHome=${underHome ? 'read-only' : 'yes'}
+PrivateTmp=yes
+PrivateDevices=yes
+PrivateMounts=yes
+DevicePolicy=closed
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+ProtectProc=invisible
+ProcSubset=pid
+RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
+RestrictNamespaces=yes
+RestrictRealtime=yes
+RestrictSUIDSGID=yes
+LockPersonality=yes
+RemoveIPC=yes
+KeyringMode=private
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @obsolete
+SystemCallErrorNumber=EPERM
+LimitNOFILE=65536
+TasksMax=256
+MemoryMax=512M
+`;
+}
+
 /** `tls`: certificate files for LoadCredential= (install/certificate-source.ts), absolute paths. */
 export function unitText(u: UnitInputs, tls?: { cert: string; key: string }): string {
   const files = 'executable' in u ? [u.executable] : [u.node, u.script];
@@ -117,38 +156,7 @@ LogsDirectoryMode=0750
 # stdout (the "listening on" line) and what node prints before the log is open go to the journal.
 UMask=0077
 
-AmbientCapabilities=CAP_NET_BIND_SERVICE
-CapabilityBoundingSet=CAP_NET_BIND_SERVICE
-NoNewPrivileges=yes
-ProtectSystem=strict
-ProtectHome=${underHome ? 'read-only' : 'yes'}
-PrivateTmp=yes
-PrivateDevices=yes
-PrivateMounts=yes
-DevicePolicy=closed
-ProtectKernelTunables=yes
-ProtectKernelModules=yes
-ProtectKernelLogs=yes
-ProtectControlGroups=yes
-ProtectClock=yes
-ProtectHostname=yes
-ProtectProc=invisible
-ProcSubset=pid
-RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX
-RestrictNamespaces=yes
-RestrictRealtime=yes
-RestrictSUIDSGID=yes
-LockPersonality=yes
-RemoveIPC=yes
-KeyringMode=private
-SystemCallArchitectures=native
-SystemCallFilter=@system-service
-SystemCallFilter=~@privileged @obsolete
-SystemCallErrorNumber=EPERM
-LimitNOFILE=65536
-TasksMax=256
-MemoryMax=512M
-
+${sandboxLines(underHome)}
 [Install]
 WantedBy=multi-user.target
 `;

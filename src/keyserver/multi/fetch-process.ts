@@ -41,30 +41,48 @@ function prefixed(logger: Logger, prefix: string): Logger {
   };
 }
 
-/** Runs a fetch process until the store's process stops it or goes away. */
-export async function runFetchProcess(): Promise<void> {
-  if (!process.send) throw new Error('__fetch-process is started by `stash_key_server run --processes N`, not by hand');
-  let logger = prefixed(streamLogger(), 'fetch process: ');
-  let server: Server | undefined;
-  let backend: RemoteBackend | undefined;
-  let metrics: ProcessMetrics | undefined;
-  let stopping: Promise<void> | undefined;
-  const pendingSockets: Socket[] = [];
+/** One fetch process: its channel to the store's process, and once 'init' came, its HTTP server. */
+class FetchProcess {
+  logger = prefixed(streamLogger(), 'fetch process: ');
+  stopping: Promise<void> | undefined;
+  private server: Server | undefined;
+  private backend: RemoteBackend | undefined;
+  private metrics: ProcessMetrics | undefined;
+  private readonly pendingSockets: Socket[] = [];
+  private readonly channel: Channel;
 
-  const stop = (why: string): Promise<void> => {
-    stopping ??= (async () => {
-      logger.info(`${why}: finishing the requests in flight`);
-      if (server) {
-        const s = server;
+  constructor() {
+    this.channel = new Channel(
+      process,
+      {
+        init: (init: FetchProcessInit) =>
+          this.start(init).catch((err: unknown) => {
+            this.logger.error(`cannot start: ${errorMessage(err)}`);
+            process.exit(1);
+          }),
+        stop: () => void this.stop('stopping'),
+      },
+      this.logger,
+      () => new StoreUnavailableError('the store process of this server is not reachable; try again'),
+      (socket) => this.take(socket),
+    );
+  }
+
+  /** Stops taking requests, finishes those in flight, sends the last counts and exits. */
+  stop(why: string): Promise<void> {
+    this.stopping ??= (async () => {
+      this.logger.info(`${why}: finishing the requests in flight`);
+      if (this.server) {
+        const s = this.server;
         await new Promise<void>((done) => {
           s.close(() => done());
           s.closeIdleConnections();
           setTimeout(() => s.closeAllConnections(), 2000).unref();
         });
       }
-      await backend?.flushCounts();
+      await this.backend?.flushCounts();
       // The last counts, so that the server's totals keep them (metrics/gather.ts).
-      const last = metrics?.report();
+      const last = this.metrics?.report();
       if (last && process.connected) {
         // Sent, not only queued, before the exit.
         await new Promise<void>((done) =>
@@ -73,26 +91,14 @@ export async function runFetchProcess(): Promise<void> {
       }
       process.exit(0);
     })();
-    return stopping;
-  };
+    return this.stopping;
+  }
 
-  const channel = new Channel(
-    process,
-    {
-      init: (init: FetchProcessInit) =>
-        start(init).catch((err: unknown) => {
-          logger.error(`cannot start: ${errorMessage(err)}`);
-          process.exit(1);
-        }),
-      stop: () => void stop('stopping'),
-    },
-    logger,
-    () => new StoreUnavailableError('the store process of this server is not reachable; try again'),
-    (socket) => take(socket),
-  );
-
-  async function start(init: FetchProcessInit): Promise<void> {
-    logger = prefixed(streamLogger(), `fetch process ${init.index}: `);
+  /** The init note: takes the copy of the shares, starts the HTTP server, says 'ready' once both are done. */
+  private async start(init: FetchProcessInit): Promise<void> {
+    const { channel } = this;
+    this.logger = prefixed(streamLogger(), `fetch process ${init.index}: `);
+    const logger = this.logger;
     const config = init.config;
     // The copy of the shares follows this note on the channel: take it from the first chunk on.
     const replica = new Replica(config.serverId);
@@ -114,12 +120,24 @@ export async function runFetchProcess(): Promise<void> {
       (config.tlsCert !== undefined && config.tlsKey !== undefined
         ? await readTls(config.tlsCert, config.tlsKey)
         : undefined);
+    this.server = this.serve(init, replica, tls);
+    for (const socket of this.pendingSockets.splice(0)) this.take(socket);
+    // Connections come once the copy of the shares is complete.
+    serving = true;
+    readyWhenBoth();
+  }
+
+  /** The app over a RemoteBackend and its HTTP server, which follows the store's process's notes (tls, limits, reload). */
+  private serve(init: FetchProcessInit, replica: Replica, tls: TlsMaterial | undefined): Server {
+    const { channel, logger } = this;
+    const config = init.config;
     const clock = systemClock;
-    metrics = new ProcessMetrics(`fetch-${init.index}`);
-    const m = metrics;
-    channel.handle('metrics', () => m.report());
-    setInterval(() => channel.note('metrics', m.report()), REPORT_MS).unref();
-    backend = new RemoteBackend(channel, replica, config, clock, metrics);
+    const metrics = new ProcessMetrics(`fetch-${init.index}`);
+    this.metrics = metrics;
+    channel.handle('metrics', () => metrics.report());
+    setInterval(() => channel.note('metrics', metrics.report()), REPORT_MS).unref();
+    const backend = new RemoteBackend(channel, replica, config, clock, metrics);
+    this.backend = backend;
     setInterval(() => replica.purge(clock.now()), 60_000).unref();
     const limiters = createLimiters(config, clock);
     limiters.requests.trackConsumption();
@@ -140,7 +158,6 @@ export async function runFetchProcess(): Promise<void> {
     // It never listens (connections come from the store's process), but node:http checks the
     // header and request deadlines of its connections only once its server has said 'listening'.
     s.emit('listening');
-    server = s;
     setInterval(() => {
       const taken = limiters.requests.takeConsumed();
       if (taken.length > 0) channel.note('limits', taken);
@@ -155,32 +172,35 @@ export async function runFetchProcess(): Promise<void> {
         logger.error(`reload: ${errorMessage(err)}`),
       );
     });
-    for (const socket of pendingSockets.splice(0)) take(socket);
-    // Connections come once the copy of the shares is complete.
-    serving = true;
-    readyWhenBoth();
+    return s;
   }
 
-  function take(socket: Socket): void {
-    if (!server) {
-      pendingSockets.push(socket);
+  /** A connection handed over by the store's process: kept until the server is up, refused once stopping. */
+  private take(socket: Socket): void {
+    if (!this.server) {
+      this.pendingSockets.push(socket);
       return;
     }
-    if (stopping) {
+    if (this.stopping) {
       socket.destroy();
       return;
     }
-    server.emit('connection', socket);
+    this.server.emit('connection', socket);
     socket.resume();
   }
+}
 
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+/** Runs a fetch process until the store's process stops it or goes away. */
+export async function runFetchProcess(): Promise<void> {
+  if (!process.send) throw new Error('__fetch-process is started by `stash_key_server run --processes N`, not by hand');
+  const fetcher = new FetchProcess();
+  process.once('SIGTERM', () => void fetcher.stop('SIGTERM'));
+  process.once('SIGINT', () => void fetcher.stop('SIGINT'));
   // The store's process is gone (killed, crashed): nothing can be written any more, and a new
   // one starts its own fetch processes. Exit at once; connections here are reset.
   process.once('disconnect', () => {
-    if (!stopping) {
-      logger.error('the store process went away; exiting');
+    if (!fetcher.stopping) {
+      fetcher.logger.error('the store process went away; exiting');
       process.exit(1);
     }
   });

@@ -22,6 +22,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Server } from 'node:net';
 import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
 import type { KeyServerBackend } from '../backend.js';
 import { StoreUnavailableError } from '../errors.js';
 import type { RequestLimiter } from '../limits/token-bucket.js';
@@ -80,6 +81,26 @@ export interface StoreSideDeps {
   metricsText: () => Promise<string>;
   /** Where the fetch processes' log lines go (their stderr, piped here), when not to this process's stderr. */
   logSink?: { write(text: string): unknown };
+}
+
+/**
+ * Copies a fetch process's stderr to `sink` in whole lines only: a line split across two reads
+ * must not interleave with this process's lines.
+ */
+function pipeWholeLines(stderr: Readable, sink: { write(text: string): unknown }): void {
+  let partial = '';
+  stderr.setEncoding('utf8').on('data', (text: string) => {
+    const end = text.lastIndexOf('\n');
+    if (end < 0) {
+      partial += text;
+      return;
+    }
+    sink.write(partial + text.slice(0, end + 1));
+    partial = text.slice(end + 1);
+  });
+  stderr.on('end', () => {
+    if (partial !== '') sink.write(`${partial}\n`);
+  });
 }
 
 export class FetchProcesses {
@@ -201,22 +222,7 @@ export class FetchProcesses {
       serialization: 'advanced',
       stdio: ['ignore', 'inherit', sink ? 'pipe' : 'inherit', 'ipc'],
     });
-    if (sink) {
-      // Whole lines only: a line split across two reads must not interleave with this process's lines.
-      let partial = '';
-      proc.stderr!.setEncoding('utf8').on('data', (text: string) => {
-        const end = text.lastIndexOf('\n');
-        if (end < 0) {
-          partial += text;
-          return;
-        }
-        sink.write(partial + text.slice(0, end + 1));
-        partial = text.slice(end + 1);
-      });
-      proc.stderr!.on('end', () => {
-        if (partial !== '') sink.write(`${partial}\n`);
-      });
-    }
+    if (sink) pipeWholeLines(proc.stderr!, sink);
     const channel = new Channel(
       proc,
       this.handlers(index),
@@ -227,23 +233,7 @@ export class FetchProcesses {
     channel.handle('metrics', (report: ProcessReport) => this.reports.update(proc.pid!, report));
     const child: Child = { index, proc, channel, ready: false, startedAt: Date.now() };
     this.children[index] = child;
-    const ready = new Promise<void>((done) => {
-      const timer = setTimeout(() => {
-        logger.error(`fetch process ${index + 1} did not start within ${START_TIMEOUT_MS / 1000} s; stopping it`);
-        proc.kill('SIGKILL');
-        done();
-      }, START_TIMEOUT_MS);
-      channel.handle('ready', () => {
-        clearTimeout(timer);
-        child.ready = true;
-        logger.info(`fetch process ${index + 1} started (pid ${proc.pid})`);
-        done();
-      });
-      proc.once('exit', () => {
-        clearTimeout(timer);
-        done();
-      });
-    });
+    const ready = this.startedOrGone(child);
     let detach = () => {};
     proc.once('exit', (code, signal) => {
       child.ready = false;
@@ -279,6 +269,29 @@ export class FetchProcesses {
         logger.error(`fetch process ${index + 1}: the copy of the shares could not be sent: ${String(err)}`),
     );
     return ready;
+  }
+
+  /** Resolves when `child` says 'ready' (marked up), exits, or is killed for not starting within START_TIMEOUT_MS. */
+  private startedOrGone(child: Child): Promise<void> {
+    const { logger } = this.d;
+    const { index, proc, channel } = child;
+    return new Promise<void>((done) => {
+      const timer = setTimeout(() => {
+        logger.error(`fetch process ${index + 1} did not start within ${START_TIMEOUT_MS / 1000} s; stopping it`);
+        proc.kill('SIGKILL');
+        done();
+      }, START_TIMEOUT_MS);
+      channel.handle('ready', () => {
+        clearTimeout(timer);
+        child.ready = true;
+        logger.info(`fetch process ${index + 1} started (pid ${proc.pid})`);
+        done();
+      });
+      proc.once('exit', () => {
+        clearTimeout(timer);
+        done();
+      });
+    });
   }
 
   private handlers(index: number): Handlers {

@@ -14,7 +14,7 @@ import type { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
 import { MAGIC_V2, writeLogRecord } from './log-format.js';
 import type { ShareState, StoreRecord } from './records.js';
-import type { Tombstone } from './share-index.js';
+import { tombstoneRecord, type ShareIndex, type Tombstone } from './share-index.js';
 import { COMPACT_NAME, LOG_NAME } from './state-dir.js';
 
 export interface Snapshot {
@@ -24,6 +24,24 @@ export interface Snapshot {
   /** Replication acknowledgements (replAck records), kept so a restart resends only what is unacknowledged. */
   acks: StoreRecord[];
   checkpoint: StoreRecord;
+}
+
+/** The live state of `index` as a compaction writes it: shares, tombstones, acknowledgements and a checkpoint. */
+export function indexSnapshot(index: ShareIndex, serverId: number, originEpoch: number, now: number): Snapshot {
+  return {
+    shares: index.shares.snapshot(),
+    tombstones: [...index.tombstones.values()],
+    acks: [...index.acks.keys()].map((peer) => ({
+      type: 'replAck' as const,
+      stamp: { origin: serverId, epoch: originEpoch, seq: index.lastSequence },
+      ack: index.ackVector(peer),
+    })),
+    checkpoint: {
+      type: 'checkpoint',
+      stamp: { origin: serverId, epoch: originEpoch, seq: index.lastSequence },
+      writtenAt: now,
+    },
+  };
 }
 
 export interface CompactionResult {
@@ -45,6 +63,54 @@ export interface CompactionResult {
  */
 const CHUNK = 1 << 17;
 
+/**
+ * Writes the live state of `snap` (the checkpoint, the unexpired shares with their fetch counts,
+ * the tombstones, the acknowledgements) through `write`, in chunks of about CHUNK bytes encoded
+ * into one buffer each; resolves with the shares kept and the records written.
+ */
+async function writeSnapshot(
+  snap: Snapshot,
+  now: number,
+  write: (buf: Buffer) => Promise<void>,
+): Promise<{ kept: number; records: number }> {
+  let kept = 0;
+  let records = 1; // the checkpoint
+  // One buffer for every chunk: it is reused once its bytes are written.
+  const w = new Writer(CHUNK + 4096);
+  w.bytes(MAGIC_V2);
+  writeLogRecord(w, snap.checkpoint);
+  const flush = async () => {
+    await write(w.finish());
+    w.reset();
+  };
+  for (const share of snap.shares) {
+    if (share.expiresAt <= now) continue;
+    kept++;
+    records++;
+    writeLogRecord(w, { type: 'putShare', stamp: share.stamp, share });
+    // The put carries the count; this record keeps the stamp of the fetch that set it.
+    if (share.fetchStamp) {
+      records++;
+      writeLogRecord(w, {
+        type: 'fetchCount',
+        stamp: share.fetchStamp,
+        code: share.code,
+        fetchCount: share.fetchCount,
+      });
+    }
+    if (w.length >= CHUNK) await flush();
+  }
+  for (const t of snap.tombstones) {
+    records++;
+    writeLogRecord(w, tombstoneRecord(t));
+    if (w.length >= CHUNK) await flush();
+  }
+  records += snap.acks.length;
+  for (const ack of snap.acks) writeLogRecord(w, ack);
+  if (w.length > 0) await write(w.finish());
+  return { kept, records };
+}
+
 export async function compactLog(args: {
   dir: string;
   writer: LogWriter;
@@ -59,8 +125,6 @@ export async function compactLog(args: {
 
   const out = await open(tmpPath, constants.O_RDWR | constants.O_CREAT | constants.O_TRUNC, 0o600);
   let size = 0;
-  let kept = 0;
-  let records = 1; // the checkpoint
   let swapped = false;
   try {
     const write = async (buf: Buffer) => {
@@ -68,47 +132,9 @@ export async function compactLog(args: {
       while (done < buf.length) done += (await out.write(buf, done, buf.length - done, size + done)).bytesWritten;
       size += buf.length;
     };
-    // 2. The snapshot, in chunks of about CHUNK bytes encoded into one buffer each: each await lets requests run.
-    // One buffer for every chunk: it is reused once its bytes are written.
-    const w = new Writer(CHUNK + 4096);
-    w.bytes(MAGIC_V2);
-    writeLogRecord(w, snap.checkpoint);
-    const flush = async () => {
-      await write(w.finish());
-      w.reset();
-    };
-    for (const share of snap.shares) {
-      if (share.expiresAt <= now) continue;
-      kept++;
-      records++;
-      writeLogRecord(w, { type: 'putShare', stamp: share.stamp, share });
-      // The put carries the count; this record keeps the stamp of the fetch that set it.
-      if (share.fetchStamp) {
-        records++;
-        writeLogRecord(w, {
-          type: 'fetchCount',
-          stamp: share.fetchStamp,
-          code: share.code,
-          fetchCount: share.fetchCount,
-        });
-      }
-      if (w.length >= CHUNK) await flush();
-    }
-    for (const t of snap.tombstones) {
-      records++;
-      writeLogRecord(w, {
-        type: 'tombstone',
-        stamp: t.stamp,
-        code: t.code,
-        deletedAt: t.deletedAt,
-        expiresAt: t.expiresAt,
-        reason: t.reason,
-      });
-      if (w.length >= CHUNK) await flush();
-    }
-    records += snap.acks.length;
-    for (const ack of snap.acks) writeLogRecord(w, ack);
-    if (w.length > 0) await write(w.finish());
+    // 2. The snapshot, in chunks: each await lets requests run.
+    const { kept, records: snapshotRecords } = await writeSnapshot(snap, now, write);
+    let records = snapshotRecords;
     await out.sync();
 
     // 3. The swap: copy what was appended since the cut, then rename.

@@ -121,6 +121,96 @@ function describe(skipped: SkippedRange[]): string {
   return named.join(', ');
 }
 
+/** Reads every record of the log, calling `apply` on each it knows; adds the damaged ranges to `skipped`. */
+async function applyRecords(
+  handle: FileHandle,
+  format: LogFormat,
+  fileSize: number,
+  apply: (rec: StoreRecord) => void,
+  skipped: SkippedRange[],
+): Promise<{ records: number; skippedUnknown: number }> {
+  let records = 0;
+  let skippedUnknown = 0;
+  for await (const ev of scanLog(format, new FileWindow(handle, fileSize))) {
+    if (ev.kind === 'record') {
+      if (ev.rec) {
+        apply(ev.rec);
+        records++;
+      } else {
+        skippedUnknown++;
+      }
+      continue;
+    }
+    const last = skipped[skipped.length - 1];
+    if (last && last.to === ev.from) last.to = ev.to;
+    else skipped.push({ from: ev.from, to: ev.to, reason: ev.reason });
+  }
+  return { records, skippedUnknown };
+}
+
+/** A log as read: its open handle, what was found damaged in it, and where a damaged copy goes. */
+interface ReadLog {
+  path: string;
+  handle: FileHandle;
+  fileSize: number;
+  format: LogFormat;
+  skipped: SkippedRange[];
+  records: number;
+  damagedCopy: string | undefined;
+}
+
+/**
+ * Makes a damaged or version 1 log clean: a torn end is cut off (the file copied aside first),
+ * anything else rewritten to `repairPath` and renamed over the log (the damaged file kept).
+ * Resolves with the handle and size of the clean log now in place.
+ */
+async function makeClean(
+  log: ReadLog,
+  repairPath: string,
+  logger: RecoveryLogger,
+  syncDir: () => Promise<void>,
+): Promise<{ handle: FileHandle; size: number }> {
+  const { path, fileSize, format, skipped, records, damagedCopy } = log;
+  let { handle } = log;
+  let size = fileSize;
+  const skippedBytes = skipped.reduce((n, r) => n + r.to - r.from, 0);
+  const damaged = skipped.length > 0;
+  const tailOnly =
+    format === 2 && skipped.length === 1 && skipped[0]!.from >= HEADER_SIZE && skipped[0]!.to === fileSize;
+  if (tailOnly) {
+    const cut = skipped[0]!;
+    await copyFile(path, damagedCopy!, constants.COPYFILE_EXCL);
+    await handle.truncate(cut.from);
+    await handle.sync();
+    await syncDir();
+    size = cut.from;
+    logger.warn(
+      `store: torn record at the end (${cut.to - cut.from} byte(s), ${cut.reason}) at offset ${cut.from} of ${fileSize} bytes in ${path}; ` +
+        `kept the ${records} record(s) before it, cut the rest and saved the damaged file as ${damagedCopy}`,
+    );
+  } else {
+    const clean = await writeClean(handle, fileSize, format, repairPath);
+    if (damagedCopy) {
+      // The damaged file stays as it was under its new name; store.log is replaced atomically.
+      await link(path, damagedCopy).catch(() => copyFile(path, damagedCopy, constants.COPYFILE_EXCL));
+    }
+    await rename(repairPath, path);
+    await syncDir();
+    await handle.close();
+    handle = clean.out;
+    size = clean.size;
+    if (damaged) {
+      logger.warn(
+        `store: skipped ${skipped.length} damaged range(s), ${skippedBytes} of ${fileSize} bytes, in ${path}: ${describe(skipped)}; ` +
+          `kept every record outside them (${records}) and saved the damaged file as ${damagedCopy}`,
+      );
+    }
+    if (format !== 2)
+      logger.info(`store: rewrote ${path} from store format ${format} to 2 (${fileSize} -> ${size} bytes)`);
+  }
+  return { handle, size };
+}
+
 /**
  * Opens (creating if needed) and checks the log at `path`, calling `apply`
  * for every good record in file order. `repairPath` is where a clean copy is
@@ -167,60 +257,16 @@ export async function openAndRecover(
     skipped.push({ from: 0, to: Math.min(HEADER_SIZE, fileSize), reason: 'damaged file header' });
   }
 
-  let records = 0;
-  let skippedUnknown = 0;
-  for await (const ev of scanLog(format, new FileWindow(handle, fileSize))) {
-    if (ev.kind === 'record') {
-      if (ev.rec) {
-        apply(ev.rec);
-        records++;
-      } else {
-        skippedUnknown++;
-      }
-      continue;
-    }
-    const last = skipped[skipped.length - 1];
-    if (last && last.to === ev.from) last.to = ev.to;
-    else skipped.push({ from: ev.from, to: ev.to, reason: ev.reason });
-  }
-  const skippedBytes = skipped.reduce((n, r) => n + r.to - r.from, 0);
-  const damaged = skipped.length > 0;
-  const tailOnly =
-    format === 2 && skipped.length === 1 && skipped[0]!.from >= HEADER_SIZE && skipped[0]!.to === fileSize;
-  const damagedCopy = damaged ? `${path}.damaged-${stampForName(now())}` : undefined;
+  const { records, skippedUnknown } = await applyRecords(handle, format, fileSize, apply, skipped);
+  const damagedCopy = skipped.length > 0 ? `${path}.damaged-${stampForName(now())}` : undefined;
   let size = fileSize;
-
-  if (tailOnly) {
-    const cut = skipped[0]!;
-    await copyFile(path, damagedCopy!, constants.COPYFILE_EXCL);
-    await handle.truncate(cut.from);
-    await handle.sync();
-    await syncDir();
-    size = cut.from;
-    logger.warn(
-      `store: torn record at the end (${cut.to - cut.from} byte(s), ${cut.reason}) at offset ${cut.from} of ${fileSize} bytes in ${path}; ` +
-        `kept the ${records} record(s) before it, cut the rest and saved the damaged file as ${damagedCopy}`,
-    );
-  } else if (damaged || format !== 2) {
-    const clean = await writeClean(handle, fileSize, format, repairPath);
-    if (damagedCopy) {
-      // The damaged file stays as it was under its new name; store.log is replaced atomically.
-      await link(path, damagedCopy).catch(() => copyFile(path, damagedCopy, constants.COPYFILE_EXCL));
-    }
-    await rename(repairPath, path);
-    await syncDir();
-    await handle.close();
-    handle = clean.out;
-    size = clean.size;
-    if (damaged) {
-      logger.warn(
-        `store: skipped ${skipped.length} damaged range(s), ${skippedBytes} of ${fileSize} bytes, in ${path}: ${describe(skipped)}; ` +
-          `kept every record outside them (${records}) and saved the damaged file as ${damagedCopy}`,
-      );
-    }
-    if (format !== 2)
-      logger.info(`store: rewrote ${path} from store format ${format} to 2 (${fileSize} -> ${size} bytes)`);
-  }
+  if (skipped.length > 0 || format !== 2)
+    ({ handle, size } = await makeClean(
+      { path, handle, fileSize, format, skipped, records, damagedCopy },
+      repairPath,
+      logger,
+      syncDir,
+    ));
   if (skippedUnknown > 0)
     logger.warn(`store: skipped ${skippedUnknown} record(s) of a type this version does not know`);
   return {

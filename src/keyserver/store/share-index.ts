@@ -34,6 +34,18 @@ export interface Tombstone {
   stamp: Stamp;
 }
 
+/** A kept tombstone as the record (and replication event) that states it. */
+export function tombstoneRecord(t: Tombstone): StoreRecord {
+  return {
+    type: 'tombstone',
+    stamp: t.stamp,
+    code: t.code,
+    deletedAt: t.deletedAt,
+    expiresAt: t.expiresAt,
+    reason: t.reason,
+  };
+}
+
 /** Total order of stamps: origin_epoch, then sequence, then origin id. */
 export function compareStamps(a: Stamp, b: Stamp): number {
   return a.epoch - b.epoch || a.seq - b.seq || a.origin - b.origin;
@@ -219,14 +231,7 @@ export function snapshotEvents(index: ShareIndex, now: number): StoreRecord[] {
   for (const s of index.shares.values())
     if (s.expiresAt > now) out.push({ type: 'putShare', stamp: s.stamp, share: s });
   for (const t of index.tombstones.values()) {
-    out.push({
-      type: 'tombstone',
-      stamp: t.stamp,
-      code: t.code,
-      deletedAt: t.deletedAt,
-      expiresAt: t.expiresAt,
-      reason: t.reason,
-    });
+    out.push(tombstoneRecord(t));
   }
   return out;
 }

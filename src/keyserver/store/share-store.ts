@@ -1,115 +1,31 @@
-/**
- * The key server's in-process database: an append-only, checksummed log in
- * the state directory (records.ts), an in-memory index (share-index.ts), group
- * commit (log-writer.ts), a startup check (recovery.ts) and background
- * compaction (compaction.ts).
- *
- * Durability: a publish and a verification resolve only after their record is
- * fdatasync'ed. Fetch counts are NOT awaited: the fetch path is a Map lookup
- * plus a counter increment; changed counts are written in one coalesced batch
- * every `fetchFlushMs` (default 50 ms), or as soon as `fetchFlushBatch`
- * shares have changed counts. A crash can lose the count increments
- * of the last batch, never a share or a verification. Counts merge by maximum.
- *
- * Several processes later: the log is self-delimiting and checksummed, so
- * reader processes can tail it to keep their own index for fetches while one
- * writer process owns appends (docs/key-server.md, "Scaling fetches").
- */
-import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../logger.js';
 import { StashError } from '../../errors.js';
 import { DEFAULT_DISK_CAP_BYTES, compactionThreshold, diskBudget, type DiskBudget } from '../disk/budget.js';
-import { pruneDamagedCopies } from '../disk/damaged-copies.js';
 import { StoreFullError } from '../errors.js';
-import { compactLog, type CompactionResult } from './compaction.js';
-import { LogWriter } from './log-writer.js';
+import { openStoreLog } from './store-startup.js';
+import { compactLog, indexSnapshot, type CompactionResult } from './compaction.js';
+import type { LogWriter } from './log-writer.js';
 import { Writer } from '../wire/codec.js';
 import { encodeLogRecord, writeLogRecord } from './log-format.js';
 import type { ShareState, Stamp, StoreRecord } from './records.js';
-import { openAndRecover, type SkippedRange } from './recovery.js';
 import { ShareIndex, laterOfOrigin, snapshotEvents, tokenKey } from './share-index.js';
+import type {
+  ChangeKey,
+  Lookup,
+  NewShare,
+  PeekState,
+  PendingItem,
+  RemoteApplyResult,
+  StoreOptions,
+  StoreRecovery,
+  StoreStats,
+} from './store-types.js';
+import { changedByRemote, eventFor, pendingFor } from './replication-view.js';
 import { PEEK_EXPIRES_AT, PEEK_VERIFIED_AT, type TableSnapshot } from './share-table.js';
-import { COMPACT_NAME, LOG_NAME, REPAIR_NAME, lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
+import { lockStateDir, prepareStateDir, syncDirectory } from './state-dir.js';
 
-export interface StoreOptions {
-  dir: string;
-  serverId: number;
-  originEpoch: number;
-  compactMinBytes: number;
-  /** The server's disk cap (disk/budget.ts): bounds store.log and the damaged copies; default 100 MB. */
-  diskCapBytes?: number;
-  clock: Clock;
-  logger: Logger;
-  /** How often expired shares are tombstoned (default 30 s; 0 = only by sweep()). */
-  sweepIntervalMs?: number;
-  /** Coalescing delay of fetch-count records (default 50 ms). */
-  fetchFlushMs?: number;
-  /** Shares with unwritten fetch counts that start a write before the delay is over (default FETCH_FLUSH_BATCH). */
-  fetchFlushBatch?: number;
-  /** How long a tombstone is kept after deletion (default 1 h). */
-  tombstoneRetentionMs?: number;
-}
-
-export interface NewShare {
-  code: string;
-  publicKey: Buffer;
-  email: string;
-  createdAt: number;
-  expiresAt: number;
-  tokenHash: Buffer;
-}
-
-/** What peek() finds: lookup()'s states, without the share. */
-export type PeekState = 'live' | 'pending' | 'expired' | 'missing';
-
-export type Lookup =
-  | { state: 'live'; share: ShareState }
-  | { state: 'pending'; share: ShareState }
-  | { state: 'expired' }
-  | { state: 'missing' };
-
-/** A piece of state that replication must carry to peers. */
-export interface ChangeKey {
-  kind: 'share' | 'fetch' | 'tombstone';
-  code: string;
-}
-
-/** A change waiting for a peer: the key and the stamp it had when queued. */
-export interface PendingItem extends ChangeKey {
-  stamp: Stamp;
-}
-
-/** Result of applying a batch of replicated events. */
-export interface RemoteApplyResult {
-  applied: number;
-  unchanged: number;
-  /** The events that changed the state here (to be forwarded along the ring). */
-  changed: StoreRecord[];
-}
-
-/** What the start-up check found: records read, byte ranges it had to skip, where the damaged file went. */
-export interface StoreRecovery {
-  records: number;
-  skipped: SkippedRange[];
-  damagedCopy: string | undefined;
-  startedEmpty: boolean;
-}
-
-export interface StoreStats {
-  sharesLive: number;
-  sharesPending: number;
-  storeBytes: number;
-  lastSequence: number;
-  compactions: number;
-  /** Records in store.log (read at start-up, appended since, or written by the last compaction). */
-  records: number;
-  /** Writes refused because the store had reached its share of the disk cap (STORE_FULL). */
-  fullRefusals: number;
-  /** Per origin, the highest stamp seen. */
-  originHigh: Map<number, Stamp>;
-}
+// The store's types live in store-types.ts; its users import them from here.
+export type { ChangeKey, Lookup, NewShare, PeekState, PendingItem } from './store-types.js';
+export type { RemoteApplyResult, StoreOptions, StoreRecovery, StoreStats } from './store-types.js';
 
 /**
  * Shares with changed fetch counts that are written at once, before the
@@ -157,36 +73,12 @@ export class ShareStore {
     await prepareStateDir(opts.dir);
     store.releaseLock = await lockStateDir(opts.dir);
     try {
-      // A compaction or repair interrupted by a crash never renamed its file: the log is intact.
-      await rm(join(opts.dir, COMPACT_NAME), { force: true });
-      await rm(join(opts.dir, REPAIR_NAME), { force: true });
-      const result = await openAndRecover(
-        join(opts.dir, LOG_NAME),
-        (rec) => store.index.apply(rec),
-        opts.logger,
-        () => syncDirectory(opts.dir),
-        undefined,
-        join(opts.dir, REPAIR_NAME),
-      );
-      store.writer = new LogWriter(result.handle, result.size, opts.logger, store.budget.storeLogHardBytes);
-      store.records = result.records + result.skippedUnknown;
+      const result = await openStoreLog(opts, store.index, store.budget);
+      store.writer = result.writer;
+      store.records = result.records;
       // 0, not the loaded size: a big log inherited from before a restart is compacted at the threshold.
       store.baseline = 0;
-      store.recovery = {
-        records: result.records,
-        skipped: result.skipped,
-        damagedCopy: result.damagedCopy,
-        startedEmpty: result.startedEmpty,
-      };
-      opts.logger.info(
-        `store: ${result.records} record(s) read from ${join(opts.dir, LOG_NAME)} (${result.size} bytes); ` +
-          `${store.index.shares.size} share(s), ${store.index.pending} pending verification`,
-      );
-      await pruneDamagedCopies(
-        opts.dir,
-        { maxCount: store.budget.damagedCount, maxBytes: store.budget.damagedBytes },
-        opts.logger,
-      );
+      store.recovery = result.recovery;
       if (result.size >= store.budget.publishLimitBytes) {
         // No append would reach maybeCompact: publishes are refused from this size on.
         opts.logger.warn(
@@ -243,19 +135,7 @@ export class ShareStore {
    * are written and fdatasync'ed before this resolves.
    */
   async applyRemote(records: StoreRecord[]): Promise<RemoteApplyResult> {
-    const now = this.opts.clock.now();
-    const changed: StoreRecord[] = [];
-    // Events are judged against the state before the batch; a later event on a code an earlier one changed
-    // (a put, then its fetch count) is kept as well, and apply() merges it in order.
-    const touched = new Set<string>();
-    for (const rec of records) {
-      if (rec.type === 'putShare' && rec.share.expiresAt <= now) continue;
-      const code = rec.type === 'putShare' ? rec.share.code : 'code' in rec ? rec.code : '';
-      if (touched.has(code) || this.index.wouldChange(rec)) {
-        changed.push(rec);
-        touched.add(code);
-      }
-    }
+    const changed = changedByRemote(this.index, records, this.opts.clock.now());
     // New shares from a peer are refused as a publish here would be (507): the peer retries later.
     if (changed.some((rec) => rec.type === 'putShare' && !this.index.shares.has(rec.share.code)))
       this.checkRoomForShares();
@@ -292,16 +172,7 @@ export class ShareStore {
 
   /** Every piece of state `peer` has not acknowledged (rebuilds an outbound queue at start-up). */
   pendingFor(peer: string): PendingItem[] {
-    const out: PendingItem[] = [];
-    for (const s of this.index.shares.values()) {
-      if (this.index.unacked(peer, s.stamp)) out.push({ kind: 'share', code: s.code, stamp: s.stamp });
-      if (s.fetchStamp && this.index.unacked(peer, s.fetchStamp))
-        out.push({ kind: 'fetch', code: s.code, stamp: s.fetchStamp });
-    }
-    for (const t of this.index.tombstones.values()) {
-      if (this.index.unacked(peer, t.stamp)) out.push({ kind: 'tombstone', code: t.code, stamp: t.stamp });
-    }
-    return out;
+    return pendingFor(this.index, peer);
   }
 
   /**
@@ -310,32 +181,7 @@ export class ShareStore {
    * (a share deleted meanwhile is sent as its tombstone).
    */
   eventFor(key: ChangeKey): StoreRecord | undefined {
-    const share = this.index.shares.get(key.code);
-    const tomb = this.index.tombstones.get(key.code);
-    if (key.kind === 'tombstone' || (!share && tomb)) {
-      return (
-        tomb && {
-          type: 'tombstone',
-          stamp: tomb.stamp,
-          code: tomb.code,
-          deletedAt: tomb.deletedAt,
-          expiresAt: tomb.expiresAt,
-          reason: tomb.reason,
-        }
-      );
-    }
-    if (!share) return undefined;
-    if (key.kind === 'fetch') {
-      return (
-        share.fetchStamp && {
-          type: 'fetchCount',
-          stamp: share.fetchStamp,
-          code: share.code,
-          fetchCount: share.fetchCount,
-        }
-      );
-    }
-    return { type: 'putShare', stamp: share.stamp, share };
+    return eventFor(this.index, key);
   }
 
   /** Every live share (pending ones included) and every kept tombstone, as events. */
@@ -591,20 +437,7 @@ export class ShareStore {
     const run = compactLog({
       dir: this.opts.dir,
       writer: this.writer,
-      snapshot: () => ({
-        shares: this.index.shares.snapshot(),
-        tombstones: [...this.index.tombstones.values()],
-        acks: [...this.index.acks.keys()].map((peer) => ({
-          type: 'replAck' as const,
-          stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence },
-          ack: this.index.ackVector(peer),
-        })),
-        checkpoint: {
-          type: 'checkpoint',
-          stamp: { origin: this.opts.serverId, epoch: this.opts.originEpoch, seq: this.index.lastSequence },
-          writtenAt: this.opts.clock.now(),
-        },
-      }),
+      snapshot: () => indexSnapshot(this.index, this.opts.serverId, this.opts.originEpoch, this.opts.clock.now()),
       now: this.opts.clock.now(),
       syncDir: () => syncDirectory(this.opts.dir),
     })

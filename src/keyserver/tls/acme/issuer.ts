@@ -56,15 +56,12 @@ async function step<T>(what: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Obtains a certificate for `s.domains`; resolves with the chain and key (PEM) and the account URL. */
-export async function orderCertificate(
-  s: AcmeSettings,
-  files: AcmeFiles,
-  challenges: AlpnChallenges,
-  logger: Logger,
-  poll: PollSettings = DEFAULT_POLL,
-): Promise<TlsMaterial & { accountUrl: string }> {
-  const acme = await import('acme-client');
+type Acme = typeof import('acme-client');
+type AcmeClient = InstanceType<Acme['Client']>;
+type Authorization = Awaited<ReturnType<AcmeClient['getAuthorizations']>>[number];
+
+/** The client for the stored account key (a new key saved first when there is none), its account registered or found. */
+async function openAccount(acme: Acme, s: AcmeSettings, files: AcmeFiles, logger: Logger, poll: PollSettings) {
   await files.prepare();
   let accountKey = await files.accountKey();
   const known = accountKey !== undefined;
@@ -97,40 +94,60 @@ export async function orderCertificate(
       client.createAccount({ termsOfServiceAgreed: true, ...contact }),
     );
   }
+  return client;
+}
+
+/** Answers one pending authorization's tls-alpn-01 challenge on this server's TLS port until the CA validates it. */
+async function answerAuthorization(
+  acme: Acme,
+  client: AcmeClient,
+  authz: Authorization,
+  s: AcmeSettings,
+  challenges: AlpnChallenges,
+): Promise<void> {
+  const name = authz.identifier.value;
+  if (authz.status === 'valid') return;
+  // acme-client's types list http-01 and dns-01 only; its code answers any type.
+  const challenge = authz.challenges.find((c) => (c.type as string) === 'tls-alpn-01');
+  if (!challenge) {
+    throw new AcmeError(
+      `${s.directory} offers no tls-alpn-01 challenge for ${name} (only ${authz.challenges.map((c) => c.type).join(', ')}); this server answers tls-alpn-01 only`,
+    );
+  }
+  const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
+  const [alpnKey, alpnCert] = await acme.crypto.createAlpnCertificate(
+    authz,
+    keyAuthorization,
+    await acme.crypto.createPrivateEcdsaKey('P-256'),
+  );
+  challenges.add(name, alpnCert, alpnKey);
+  try {
+    await step(`asking ${s.directory} to validate ${name}`, () => client.completeChallenge(challenge));
+    await step(
+      `the TLS-ALPN-01 challenge for ${name} failed (the CA connects to ${name} port 443 and must reach this server)`,
+      () => client.waitForValidStatus(challenge),
+    );
+  } finally {
+    challenges.remove(name);
+  }
+}
+
+/** Obtains a certificate for `s.domains`; resolves with the chain and key (PEM) and the account URL. */
+export async function orderCertificate(
+  s: AcmeSettings,
+  files: AcmeFiles,
+  challenges: AlpnChallenges,
+  logger: Logger,
+  poll: PollSettings = DEFAULT_POLL,
+): Promise<TlsMaterial & { accountUrl: string }> {
+  const acme = await import('acme-client');
+  const client = await openAccount(acme, s, files, logger, poll);
   const accountUrl = client.getAccountUrl();
   const order = await step('placing the order', () =>
     client.createOrder({ identifiers: s.domains.map((value) => ({ type: 'dns', value })) }),
   );
   const authorizations = await step('reading the authorizations', () => client.getAuthorizations(order));
-  await Promise.all(
-    authorizations.map(async (authz) => {
-      const name = authz.identifier.value;
-      if (authz.status === 'valid') return;
-      // acme-client's types list http-01 and dns-01 only; its code answers any type.
-      const challenge = authz.challenges.find((c) => (c.type as string) === 'tls-alpn-01');
-      if (!challenge) {
-        throw new AcmeError(
-          `${s.directory} offers no tls-alpn-01 challenge for ${name} (only ${authz.challenges.map((c) => c.type).join(', ')}); this server answers tls-alpn-01 only`,
-        );
-      }
-      const keyAuthorization = await client.getChallengeKeyAuthorization(challenge);
-      const [alpnKey, alpnCert] = await acme.crypto.createAlpnCertificate(
-        authz,
-        keyAuthorization,
-        await acme.crypto.createPrivateEcdsaKey('P-256'),
-      );
-      challenges.add(name, alpnCert, alpnKey);
-      try {
-        await step(`asking ${s.directory} to validate ${name}`, () => client.completeChallenge(challenge));
-        await step(
-          `the TLS-ALPN-01 challenge for ${name} failed (the CA connects to ${name} port 443 and must reach this server)`,
-          () => client.waitForValidStatus(challenge),
-        );
-      } finally {
-        challenges.remove(name);
-      }
-    }),
-  );
+  await Promise.all(authorizations.map((authz) => answerAuthorization(acme, client, authz, s, challenges)));
   const [key, csr] = await acme.crypto.createCsr(
     { commonName: s.domains[0]!, altNames: s.domains },
     await acme.crypto.createPrivateEcdsaKey('P-256'),
