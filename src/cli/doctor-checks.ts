@@ -224,6 +224,120 @@ export function suspendCapability(
     : { canSuspend: true, why: `${path}: ${states}` };
 }
 
+/** What the suspend checks read from the agent's power status, gathered once. */
+interface PowerFacts {
+  power: Doc;
+  backend: string;
+  /** " via <library>", or empty. */
+  library: string;
+  reason: string | null;
+  /** The fix every failing suspend line gives (all come from the backend). */
+  fixBackend: string;
+  /** agent.prevent_sleep is off. */
+  sleepAllowed: boolean;
+}
+
+/** The single [info] line that stands for the whole section when there is nothing to check. */
+function suspendInfo(detail: string): DoctorCheck[] {
+  return [{ section: 'suspend', name: 'suspend protection', status: 'info', detail }];
+}
+
+/** Backend, library, reason and the shared fix, read from the agent's STATUS document. */
+function powerFacts(status: Doc): PowerFacts {
+  const power = obj(status.power);
+  const backend = String(power.backend ?? 'none');
+  return {
+    power,
+    backend,
+    library: power.library ? ` via ${String(power.library)}` : '',
+    reason: power.reason ? String(power.reason) : null,
+    fixBackend:
+      backend === 'logind'
+        ? 'suspend protection needs systemd-logind (or elogind) on the system bus: start it, or check DBUS_SYSTEM_BUS_ADDRESS'
+        : 'this platform has no supported suspend notification; keys are only cleared by TTL',
+    sleepAllowed: status.preventSleep === false,
+  };
+}
+
+/** No backend: one failing (or, with agent.prevent_sleep off, warning) line, the rest skipped. */
+function backendMissingChecks(p: PowerFacts): DoctorCheck[] {
+  const optional = p.sleepAllowed;
+  const skipped = `skipped: ${p.backend} is unavailable (see inhibitor backend)`;
+  return [
+    {
+      section: 'suspend',
+      name: 'inhibitor backend',
+      status: optional ? 'warn' : 'fail',
+      detail: `${p.backend}${p.library} unavailable: ${p.reason ?? 'no reason given'}${optional ? ' (agent.prevent_sleep is off: keys are wiped only by their TTL)' : ''}`,
+      // Without a backend the other way out is to run unprotected on purpose: say how, and what it costs.
+      fix: optional
+        ? p.fixBackend
+        : `${p.fixBackend}; or, to run without suspend protection (keys then wiped only by their TTL), set agent.prevent_sleep = false in the config file, which makes this a warning`,
+    },
+    { section: 'suspend', name: 'delay lock', status: 'info', detail: skipped },
+    { section: 'suspend', name: 'block lock', status: 'info', detail: skipped },
+    { section: 'suspend', name: 'suspend listener', status: 'info', detail: skipped },
+  ];
+}
+
+/** The delay lock, which holds a suspend back until the keys are wiped. */
+function delayLockCheck(p: PowerFacts): DoctorCheck {
+  const delay = obj(p.power.delayLock);
+  return delay.held === true
+    ? { section: 'suspend', name: 'delay lock', status: 'ok', detail: 'held: suspend waits until the keys are wiped' }
+    : {
+        section: 'suspend',
+        name: 'delay lock',
+        status: 'fail',
+        detail: `not held: ${String(delay.reason ?? p.reason ?? 'unknown')}`,
+        fix: p.fixBackend,
+      };
+}
+
+/** The block lock, taken while an activity runs; none is needed when idle or with agent.prevent_sleep off. */
+function blockLockCheck(p: PowerFacts): DoctorCheck {
+  const block = obj(p.power.blockLock);
+  const kinds = Array.isArray(block.kinds) ? (block.kinds as string[]) : [];
+  if (p.sleepAllowed)
+    return { section: 'suspend', name: 'block lock', status: 'info', detail: 'not used: agent.prevent_sleep is off' };
+  if (block.held === true)
+    return { section: 'suspend', name: 'block lock', status: 'ok', detail: `held for: ${kinds.join(', ')}` };
+  if (block.reason) {
+    return {
+      section: 'suspend',
+      name: 'block lock',
+      status: 'fail',
+      detail: `cannot be taken: ${String(block.reason)}`,
+      fix: p.fixBackend,
+    };
+  }
+  return {
+    section: 'suspend',
+    name: 'block lock',
+    status: 'ok',
+    detail: 'not needed now (no activity; a pending clipboard clear takes none); taken while one runs',
+  };
+}
+
+/** The listener that wipes the keys when the machine suspends. */
+function listenerCheck(p: PowerFacts): DoctorCheck {
+  const listener = String(p.power.listener ?? 'stopped');
+  return listener === 'running'
+    ? {
+        section: 'suspend',
+        name: 'suspend listener',
+        status: 'ok',
+        detail: 'running: keys are wiped when the machine suspends',
+      }
+    : {
+        section: 'suspend',
+        name: 'suspend listener',
+        status: 'fail',
+        detail: `${listener}${p.reason ? `: ${p.reason}` : ''}`,
+        fix: p.fixBackend,
+      };
+}
+
 /**
  * Inhibitor backend, delay lock, block lock, suspend listener (from the
  * agent's power status). One cause gives one failing line with its fix: the
@@ -233,103 +347,22 @@ export function suspendCapability(
  * failure.
  */
 export function suspendChecks(status: Doc | null, capability: SuspendCapability = suspendCapability()): DoctorCheck[] {
-  const section = 'suspend' as const;
-  if (!status) {
-    return [
-      {
-        section,
-        name: 'suspend protection',
-        status: 'info',
-        detail: 'skipped: the agent is not running (see Session agent above)',
-      },
-    ];
-  }
-  const power = obj(status.power);
-  const backend = String(power.backend ?? 'none');
-  const library = power.library ? ` via ${String(power.library)}` : '';
-  const reason = power.reason ? String(power.reason) : null;
-  const fixBackend =
-    backend === 'logind'
-      ? 'suspend protection needs systemd-logind (or elogind) on the system bus: start it, or check DBUS_SYSTEM_BUS_ADDRESS'
-      : 'this platform has no supported suspend notification; keys are only cleared by TTL';
-  const checks: DoctorCheck[] = [];
-  if (power.available !== true) {
+  if (!status) return suspendInfo('skipped: the agent is not running (see Session agent above)');
+  const p = powerFacts(status);
+  if (p.power.available !== true) {
     if (!capability.canSuspend) {
-      return [
-        {
-          section,
-          name: 'suspend protection',
-          status: 'info',
-          detail: `not needed: this machine cannot suspend (${capability.why}), so no key has to be wiped before a suspend`,
-        },
-      ];
+      return suspendInfo(
+        `not needed: this machine cannot suspend (${capability.why}), so no key has to be wiped before a suspend`,
+      );
     }
-    // Everything below depends on the backend: one failing line, the rest skipped.
-    const optional = status.preventSleep === false;
-    checks.push({
-      section,
-      name: 'inhibitor backend',
-      status: optional ? 'warn' : 'fail',
-      detail: `${backend}${library} unavailable: ${reason ?? 'no reason given'}${optional ? ' (agent.prevent_sleep is off: keys are wiped only by their TTL)' : ''}`,
-      // Without a backend the other way out is to run unprotected on purpose: say how, and what it costs.
-      fix: optional
-        ? fixBackend
-        : `${fixBackend}; or, to run without suspend protection (keys then wiped only by their TTL), set agent.prevent_sleep = false in the config file, which makes this a warning`,
-    });
-    const skipped = `skipped: ${backend} is unavailable (see inhibitor backend)`;
-    checks.push({ section, name: 'delay lock', status: 'info', detail: skipped });
-    checks.push({ section, name: 'block lock', status: 'info', detail: skipped });
-    checks.push({ section, name: 'suspend listener', status: 'info', detail: skipped });
-    return checks;
+    return backendMissingChecks(p);
   }
-  checks.push({ section, name: 'inhibitor backend', status: 'ok', detail: `${backend}${library}` });
-  const delay = obj(power.delayLock);
-  checks.push(
-    delay.held === true
-      ? { section, name: 'delay lock', status: 'ok', detail: 'held: suspend waits until the keys are wiped' }
-      : {
-          section,
-          name: 'delay lock',
-          status: 'fail',
-          detail: `not held: ${String(delay.reason ?? reason ?? 'unknown')}`,
-          fix: fixBackend,
-        },
-  );
-  const block = obj(power.blockLock);
-  const kinds = Array.isArray(block.kinds) ? (block.kinds as string[]) : [];
-  if (status.preventSleep === false) {
-    checks.push({ section, name: 'block lock', status: 'info', detail: 'not used: agent.prevent_sleep is off' });
-  } else if (block.held === true) {
-    checks.push({ section, name: 'block lock', status: 'ok', detail: `held for: ${kinds.join(', ')}` });
-  } else if (block.reason) {
-    checks.push({
-      section,
-      name: 'block lock',
-      status: 'fail',
-      detail: `cannot be taken: ${String(block.reason)}`,
-      fix: fixBackend,
-    });
-  } else {
-    checks.push({
-      section,
-      name: 'block lock',
-      status: 'ok',
-      detail: 'not needed now (no activity; a pending clipboard clear takes none); taken while one runs',
-    });
-  }
-  const listener = String(power.listener ?? 'stopped');
-  checks.push(
-    listener === 'running'
-      ? { section, name: 'suspend listener', status: 'ok', detail: 'running: keys are wiped when the machine suspends' }
-      : {
-          section,
-          name: 'suspend listener',
-          status: 'fail',
-          detail: `${listener}${reason ? `: ${reason}` : ''}`,
-          fix: fixBackend,
-        },
-  );
-  return checks;
+  return [
+    { section: 'suspend', name: 'inhibitor backend', status: 'ok', detail: `${p.backend}${p.library}` },
+    delayLockCheck(p),
+    blockLockCheck(p),
+    listenerCheck(p),
+  ];
 }
 
 /** The config file in use and each effective setting with where it came from. */
