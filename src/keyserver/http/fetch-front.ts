@@ -247,6 +247,301 @@ const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r
 /** What node:http adds to keepAliveTimeout before it closes an idle connection (HTTP_SERVER_KEEP_ALIVE_TIMEOUT_BUFFER). */
 const KEEP_ALIVE_MARGIN_MS = 1000;
 
+/** What the front keeps for one server: node:http's own listeners, the connections it holds, whether the server is closing. */
+class FrontServer {
+  /** Connections the front holds; each says whether an answer is being made on it, or the rest of a request awaited. */
+  readonly held = new Set<FrontConnection>();
+  /** Connections it has ended whose last bytes may still be on their way out. */
+  readonly ending = new Set<Socket>();
+  closing = false;
+
+  constructor(
+    readonly server: Server,
+    /** The header line that node:http's writeHead adds after the app's own ('' over HTTP). */
+    readonly lead: string,
+    private readonly own: Listener[],
+    readonly take: () => FrontFetch | undefined,
+  ) {}
+
+  /** The connection goes to node:http's own listeners, as it would have without the front. */
+  toNodeHttp(socket: Socket): void {
+    for (const l of this.own) l.call(this.server, socket);
+  }
+
+  /** server.close() calls closeIdleConnections(): a held connection between requests is idle. */
+  wrapClose(): void {
+    const { server, held, ending } = this;
+    const closeIdle = server.closeIdleConnections.bind(server);
+    const closeAll = server.closeAllConnections.bind(server);
+    server.closeIdleConnections = () => {
+      this.closing = true;
+      for (const c of held) if (!c.busy && !c.waiting) c.socket.destroy();
+      closeIdle();
+    };
+    server.closeAllConnections = () => {
+      this.closing = true;
+      for (const c of held) c.socket.destroy();
+      for (const s of ending) s.destroy();
+      closeAll();
+    };
+  }
+}
+
+/**
+ * One connection the front holds, from its first byte until it ends or goes
+ * to node:http. Its listeners are its own fields (made once per connection);
+ * the rest are methods, shared by every connection.
+ */
+class FrontConnection {
+  /** An answer is being made (or waits to go out): read no more requests. */
+  busy = false;
+  /** The rest of a request is awaited, for one more read. */
+  waiting = false;
+  private buf: Buffer = Buffer.alloc(0);
+  private at = 0;
+  private ended = false;
+  /** When the request at `at` must have come whole (node:http's headers deadline); unset between requests. */
+  private deadlineAt: number | undefined;
+  // A timer of its own (not socket.setTimeout(), which every byte written would push back): set by the request's phase.
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly front: FrontServer,
+    readonly socket: Socket,
+  ) {}
+
+  start(): void {
+    const { socket } = this;
+    this.front.held.add(this);
+    this.deadlineAt = Date.now() + this.front.server.headersTimeout;
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    // A server with pauseOnConnect (multi/store-side.ts) makes its TLS sockets paused too: a 'data' listener alone reads nothing.
+    socket.resume();
+    // Before the first request, node:http's headers deadline.
+    this.arm(this.front.server.headersTimeout);
+  }
+
+  private arm(ms: number): void {
+    clearTimeout(this.timer);
+    this.timer = ms > 0 ? setTimeout(this.onTimeout, ms) : undefined;
+  }
+
+  private stop(): void {
+    const { socket } = this;
+    this.front.held.delete(this);
+    socket.off('drain', this.drained);
+    socket.off('data', this.onData);
+    socket.off('end', this.onEnd);
+    socket.off('error', this.onError);
+    socket.off('close', this.onClose);
+    clearTimeout(this.timer);
+  }
+
+  /** The rest, from a request's start, goes to node:http. */
+  private handOver(): void {
+    const { socket } = this;
+    this.stop();
+    const rest = this.buf.subarray(this.at);
+    this.buf = Buffer.alloc(0);
+    if (this.ended) {
+      // A request cut short by the client's end: nothing more can come to complete it.
+      socket.destroy();
+      return;
+    }
+    socket.pause();
+    if (rest.length > 0) socket.unshift(rest);
+    this.front.toNodeHttp(socket);
+    socket.resume();
+  }
+
+  /** The connection ends after what was written; as node:http does, not left half open for the client to close. */
+  private finish(): void {
+    const { socket, front } = this;
+    this.stop();
+    socket.on('error', ignore); // a reset now has nobody else to hear it (HTTPS: tls.Server listens too)
+    front.ending.add(socket);
+    socket.once('close', () => front.ending.delete(socket));
+    socket.destroySoon();
+  }
+
+  /** After an answer: more requests, an end, or waiting for the next (keep-alive timeout). */
+  private next(): void {
+    if (this.at < this.buf.length) {
+      this.run();
+      return;
+    }
+    this.buf = Buffer.alloc(0);
+    this.at = 0;
+    if (this.ended || this.front.closing) {
+      this.finish();
+      return;
+    }
+    this.deadlineAt = undefined;
+    const ka = this.front.server.keepAliveTimeout;
+    // node:http (20.x, 22.x) waits a second longer than it announces, so that a client's reuse at the edge does not meet a closed socket.
+    this.arm(ka > 0 ? ka + KEEP_ALIVE_MARGIN_MS : 0);
+  }
+
+  /** Answers the client does not read yet: no more requests are read until they have gone out. */
+  private waitDrain(): void {
+    this.busy = true;
+    this.socket.pause();
+    this.socket.once('drain', this.drained);
+  }
+
+  private readonly drained = (): void => {
+    this.busy = false;
+    if (this.socket.destroyed) return;
+    this.socket.resume();
+    this.next();
+  };
+
+  private write(bytes: string, closes: boolean): boolean {
+    this.socket.write(bytes, 'latin1');
+    if (!closes) return true;
+    this.finish();
+    return false;
+  }
+
+  /** Takes the requests in the buffer, in order, until one is cut short, is not a usual fetch, or waits for its answer. */
+  private run(): void {
+    while (this.at < this.buf.length) {
+      const req = parseFrontRequest(this.buf, this.at);
+      if (req === MORE) {
+        this.awaitRest();
+        return;
+      }
+      this.waiting = false;
+      this.deadlineAt = undefined;
+      const fetch = req === undefined ? undefined : this.front.take();
+      if (req === undefined || fetch === undefined) {
+        this.handOver();
+        return;
+      }
+      if (!this.answer(req, fetch)) return;
+    }
+    this.next();
+  }
+
+  /**
+   * The rest is likely in the next read (a pipelined request cut by a read's end): wait for that one
+   * read, within the request's headers deadline. A client that trickles its request gets node:http
+   * and its deadlines; one that has ended can send no more.
+   */
+  private awaitRest(): void {
+    if (this.waiting || this.ended) {
+      this.handOver();
+      return;
+    }
+    this.waiting = true;
+    this.deadlineAt ??= Date.now() + this.front.server.headersTimeout;
+    this.arm(Math.max(1, this.deadlineAt - Date.now()));
+  }
+
+  /** Answers `req` through `fetch`; true when its answer has gone out and the next request may be read. */
+  private answer(req: FrontParsed, fetch: FrontFetch): boolean {
+    const { socket, front } = this;
+    const ka = front.server.keepAliveTimeout;
+    let answered: { bytes: string; closes: boolean } | undefined;
+    let sync = true;
+    const settle = (bytes: string, closes: boolean): void => {
+      if (sync) {
+        answered = { bytes, closes };
+        return;
+      }
+      this.settleLater(bytes, closes);
+    };
+    this.busy = true;
+    const taken = fetch(
+      { headers: req.headers, socket },
+      req.code,
+      (type, body) => settle(fetchedBytes(front.lead, type, body, req.close, ka), req.close),
+      (a) => {
+        const out = answerBytes(front.lead, a, req.close, ka);
+        settle(out.bytes, out.closes);
+      },
+    );
+    sync = false;
+    if (!taken) {
+      this.busy = false;
+      this.handOver();
+      return false;
+    }
+    this.at = req.end;
+    if (answered === undefined) {
+      // Answered later (another process has the share): read nothing more until then.
+      socket.pause();
+      this.arm(0);
+      return false;
+    }
+    this.busy = false;
+    if (!this.write(answered.bytes, answered.closes)) return false;
+    if (socket.writableNeedDrain) {
+      this.waitDrain();
+      return false;
+    }
+    return true;
+  }
+
+  /** An answer made after `fetch` returned: it goes out, then reading goes on. */
+  private settleLater(bytes: string, closes: boolean): void {
+    this.busy = false;
+    if (this.socket.destroyed) return;
+    if (!this.write(bytes, closes)) return;
+    if (this.socket.writableNeedDrain) this.waitDrain();
+    else {
+      this.socket.resume();
+      this.next();
+    }
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.arm(0);
+    this.deadlineAt ??= Date.now() + this.front.server.headersTimeout;
+    if (this.at < this.buf.length) {
+      this.buf = Buffer.concat([this.buf.subarray(this.at), chunk]);
+      this.at = 0;
+    } else {
+      this.buf = chunk;
+      this.at = 0;
+    }
+    if (!this.busy) this.run();
+  };
+
+  private readonly onEnd = (): void => {
+    this.ended = true;
+    if (this.busy) return;
+    if (this.at < this.buf.length) this.handOver();
+    else this.finish();
+  };
+
+  /** The keep-alive deadline closes the connection; the headers deadline answers 408 first, as node:http does. */
+  private readonly onTimeout = (): void => {
+    if (this.deadlineAt === undefined) {
+      this.stop();
+      this.socket.destroy();
+      return;
+    }
+    // A head come whole, its body not: node:http's body deadline answers it (the app's 408, with its body).
+    if (this.buf.indexOf('\r\n\r\n', this.at, 'latin1') >= 0) {
+      this.handOver();
+      return;
+    }
+    this.socket.write(REQUEST_TIMEOUT);
+    this.finish();
+  };
+
+  private readonly onError = (): void => {
+    this.stop();
+    this.socket.destroy();
+  };
+
+  private readonly onClose = (): void => this.stop();
+}
+
 /**
  * Puts the front before node:http's own listener of `server` ('connection'
  * for HTTP, 'secureConnection' for HTTPS). `take` is asked at each request
@@ -254,238 +549,11 @@ const KEEP_ALIVE_MARGIN_MS = 1000;
  */
 export function installFetchFront(server: Server, https: boolean, take: () => FrontFetch | undefined): void {
   const event = https ? 'secureConnection' : 'connection';
-  const lead = https ? HSTS_LINE : '';
-  const own = server.listeners(event) as Listener[];
+  const front = new FrontServer(server, https ? HSTS_LINE : '', server.listeners(event) as Listener[], take);
   server.removeAllListeners(event);
-  /** Connections the front holds, with whether an answer is being made on each, or the rest of a request awaited. */
-  const held = new Map<Socket, { busy: boolean; waiting: boolean }>();
-  /** Connections it has ended whose last bytes may still be on their way out. */
-  const ending = new Set<Socket>();
-  let closing = false;
-
-  const toNodeHttp = (socket: Socket): void => {
-    for (const l of own) l.call(server, socket);
-  };
-
-  const closeIdle = server.closeIdleConnections.bind(server);
-  const closeAll = server.closeAllConnections.bind(server);
-  // server.close() calls closeIdleConnections(): a held connection between requests is idle.
-  server.closeIdleConnections = () => {
-    closing = true;
-    for (const [s, state] of held) if (!state.busy && !state.waiting) s.destroy();
-    closeIdle();
-  };
-  server.closeAllConnections = () => {
-    closing = true;
-    for (const s of held.keys()) s.destroy();
-    for (const s of ending) s.destroy();
-    closeAll();
-  };
-
+  front.wrapClose();
   server.on(event, (socket: Socket) => {
-    if (closing || take() === undefined) {
-      toNodeHttp(socket);
-      return;
-    }
-    const state = { busy: false, waiting: false };
-    held.set(socket, state);
-    let buf: Buffer = Buffer.alloc(0);
-    let at = 0;
-    let ended = false;
-    /** When the request at `at` must have come whole (node:http's headers deadline); unset between requests. */
-    let deadlineAt: number | undefined = Date.now() + server.headersTimeout;
-    // A timer of its own (not socket.setTimeout(), which every byte written would push back): set by the request's phase.
-    let timer: NodeJS.Timeout | undefined;
-    const arm = (ms: number): void => {
-      clearTimeout(timer);
-      timer = ms > 0 ? setTimeout(onTimeout, ms) : undefined;
-    };
-
-    const stop = (): void => {
-      held.delete(socket);
-      socket.off('drain', drained);
-      socket.off('data', onData);
-      socket.off('end', onEnd);
-      socket.off('error', onError);
-      socket.off('close', onClose);
-      clearTimeout(timer);
-    };
-    /** The rest, from a request's start, goes to node:http. */
-    const handOver = (): void => {
-      stop();
-      const rest = buf.subarray(at);
-      buf = Buffer.alloc(0);
-      if (ended) {
-        // A request cut short by the client's end: nothing more can come to complete it.
-        socket.destroy();
-        return;
-      }
-      socket.pause();
-      if (rest.length > 0) socket.unshift(rest);
-      toNodeHttp(socket);
-      socket.resume();
-    };
-    /** The connection ends after what was written; as node:http does, not left half open for the client to close. */
-    const finish = (): void => {
-      stop();
-      socket.on('error', ignore); // a reset now has nobody else to hear it (HTTPS: tls.Server listens too)
-      ending.add(socket);
-      socket.once('close', () => ending.delete(socket));
-      socket.destroySoon();
-    };
-    /** After an answer: more requests, an end, or waiting for the next (keep-alive timeout). */
-    const next = (): void => {
-      if (at < buf.length) {
-        run();
-        return;
-      }
-      buf = Buffer.alloc(0);
-      at = 0;
-      if (ended || closing) {
-        finish();
-        return;
-      }
-      deadlineAt = undefined;
-      // node:http (20.x, 22.x) waits a second longer than it announces, so that a client's reuse at the edge does not meet a closed socket.
-      arm(server.keepAliveTimeout > 0 ? server.keepAliveTimeout + KEEP_ALIVE_MARGIN_MS : 0);
-    };
-    /** Answers the client does not read yet: no more requests are read until they have gone out. */
-    const waitDrain = (): void => {
-      state.busy = true;
-      socket.pause();
-      socket.once('drain', drained);
-    };
-    const drained = (): void => {
-      state.busy = false;
-      if (socket.destroyed) return;
-      socket.resume();
-      next();
-    };
-    const write = (bytes: string, closes: boolean): boolean => {
-      socket.write(bytes, 'latin1');
-      if (!closes) return true;
-      finish();
-      return false;
-    };
-
-    const run = (): void => {
-      while (at < buf.length) {
-        const req = parseFrontRequest(buf, at);
-        if (req === MORE) {
-          // The rest is likely in the next read (a pipelined request cut by a read's end): wait for that one
-          // read, within the request's headers deadline. A client that trickles its request gets node:http
-          // and its deadlines; one that has ended can send no more.
-          if (state.waiting || ended) {
-            handOver();
-            return;
-          }
-          state.waiting = true;
-          deadlineAt ??= Date.now() + server.headersTimeout;
-          arm(Math.max(1, deadlineAt - Date.now()));
-          return;
-        }
-        state.waiting = false;
-        deadlineAt = undefined;
-        const fetch = req === undefined ? undefined : take();
-        if (req === undefined || fetch === undefined) {
-          handOver();
-          return;
-        }
-        const ka = server.keepAliveTimeout;
-        let answered: { bytes: string; closes: boolean } | undefined;
-        let sync = true;
-        const settle = (bytes: string, closes: boolean): void => {
-          if (sync) {
-            answered = { bytes, closes };
-            return;
-          }
-          state.busy = false;
-          if (socket.destroyed) return;
-          if (!write(bytes, closes)) return;
-          if (socket.writableNeedDrain) waitDrain();
-          else {
-            socket.resume();
-            next();
-          }
-        };
-        state.busy = true;
-        const taken = fetch(
-          { headers: req.headers, socket },
-          req.code,
-          (type, body) => settle(fetchedBytes(lead, type, body, req.close, ka), req.close),
-          (a) => {
-            const out = answerBytes(lead, a, req.close, ka);
-            settle(out.bytes, out.closes);
-          },
-        );
-        sync = false;
-        if (!taken) {
-          state.busy = false;
-          handOver();
-          return;
-        }
-        at = req.end;
-        if (answered === undefined) {
-          // Answered later (another process has the share): read nothing more until then.
-          socket.pause();
-          arm(0);
-          return;
-        }
-        state.busy = false;
-        if (!write(answered.bytes, answered.closes)) return;
-        if (socket.writableNeedDrain) {
-          waitDrain();
-          return;
-        }
-      }
-      next();
-    };
-
-    const onData = (chunk: Buffer): void => {
-      arm(0);
-      deadlineAt ??= Date.now() + server.headersTimeout;
-      if (at < buf.length) {
-        buf = Buffer.concat([buf.subarray(at), chunk]);
-        at = 0;
-      } else {
-        buf = chunk;
-        at = 0;
-      }
-      if (!state.busy) run();
-    };
-    const onEnd = (): void => {
-      ended = true;
-      if (state.busy) return;
-      if (at < buf.length) handOver();
-      else finish();
-    };
-    /** The keep-alive deadline closes the connection; the headers deadline answers 408 first, as node:http does. */
-    const onTimeout = (): void => {
-      if (deadlineAt === undefined) {
-        stop();
-        socket.destroy();
-        return;
-      }
-      // A head come whole, its body not: node:http's body deadline answers it (the app's 408, with its body).
-      if (buf.indexOf('\r\n\r\n', at, 'latin1') >= 0) {
-        handOver();
-        return;
-      }
-      socket.write(REQUEST_TIMEOUT);
-      finish();
-    };
-    const onError = (): void => {
-      stop();
-      socket.destroy();
-    };
-    const onClose = (): void => stop();
-    socket.on('data', onData);
-    socket.on('end', onEnd);
-    socket.on('error', onError);
-    socket.on('close', onClose);
-    // A server with pauseOnConnect (multi/store-side.ts) makes its TLS sockets paused too: a 'data' listener alone reads nothing.
-    socket.resume();
-    // Before the first request, node:http's headers deadline.
-    arm(server.headersTimeout);
+    if (front.closing || take() === undefined) front.toNodeHttp(socket);
+    else new FrontConnection(front, socket).start();
   });
 }
