@@ -13,7 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ConfigError, errorMessage } from '../errors.js';
-import { configPath } from './config-path.js';
+import { type ConfigPathSource, configPath } from './config-path.js';
 import { checkKeyServerUrl } from './server-url.js';
 import { DEFAULT_HISTORY_KEEP, MAX_HISTORY_KEEP } from '../vault/history-block.js';
 
@@ -30,7 +30,7 @@ export interface Setting<T> {
 
 export interface StashConfig {
   path: string;
-  pathSource: 'STASH_AGENT_CONFIG' | 'STASH_CONFIG' | 'default';
+  pathSource: ConfigPathSource;
   fileFound: boolean;
   preventSleep: Setting<boolean>;
   terminateOnSuspend: Setting<boolean>;
