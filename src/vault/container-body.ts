@@ -1,13 +1,18 @@
 /**
- * The plaintext of a container body: a map of entry name -> value bytes.
+ * The plaintext of a container body: a map of stored key (an entry path, or
+ * PATH#FIELD: entry-path.ts) -> value bytes. Version 2, which every write
+ * makes:
  *
- *   u32 count, then per entry in name order: u8 name length, name (ASCII),
- *   u32 value length, value; then, optionally, the change times (u8 tag 0x01,
- *   then per entry in the same order a u64 of milliseconds since 1970, 0 =
- *   unknown); then, optionally, the history (u8 tag 0x02, history-block.ts);
- *   then zero bytes up to the next multiple of 256.
+ *   u32 0xFFFFFFFF, u8 body version 2, u32 count, then per key in code-unit
+ *   order: u16 name length, name (ASCII), u32 value length, value; then,
+ *   optionally, the change times (u8 tag 0x01, then per key in the same
+ *   order a u64 of milliseconds since 1970, 0 = unknown); then, optionally,
+ *   the history (u8 tag 0x02, history-block.ts); then zero bytes up to the
+ *   next multiple of 256.
  *
- * Bodies written before the change times (or the history) existed end in
+ * Version 1 (read, never written) starts with the u32 count (at most 4096,
+ * so never 0xFFFFFFFF), has u8 name lengths and flat, environment-shaped
+ * names. Bodies written before the change times (or the history) existed end in
  * zero padding where the block would start, so the non-zero tag tells them
  * apart and old bodies decode unchanged (docs/container-format.md). Any other
  * non-zero byte there is refused, by this release and every earlier one, so
@@ -23,11 +28,21 @@ import {
   readHistoryBlock,
   writeHistoryBlock,
   type History,
+  type NameCodec,
 } from './history-block.js';
-import { ENTRY_NAME_RE, MAX_BODY_BYTES, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
+import { isStoredKey } from './entry-path.js';
+import { FLAT_NAME_RE, MAX_BODY_BYTES, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
 import { secureAlloc, wipe } from './secure.js';
 
 export const PAD_BLOCK = 256;
+/** First u32 of a versioned body (a version-1 body starts with its entry count, at most 4096). */
+const VERSIONED = 0xffffffff;
+/** The body version every write makes. */
+export const BODY_VERSION = 2;
+/** Bytes before the first entry: the marker, the version and the count. */
+const V2_HEAD = 4 + 1 + 4;
+const V1_NAMES: NameCodec = { lengthBytes: 1, valid: (n) => FLAT_NAME_RE.test(n), what: 'entry name' };
+const V2_NAMES: NameCodec = { lengthBytes: 2, valid: isStoredKey, what: 'entry path or field' };
 /** First byte of the optional change-times block (old bodies have a zero padding byte there). */
 const TIMES_TAG = 0x01;
 
@@ -102,10 +117,10 @@ function timesBlockSize(count: number): number {
   return 1 + 8 * count;
 }
 
-/** Bytes the serialized entries take before padding. */
+/** Bytes the serialized entries take before padding (version 2). */
 export function bodySize(entries: ReadonlyMap<string, Uint8Array>): number {
-  let n = 4;
-  for (const [name, value] of entries) n += 1 + name.length + 4 + value.length;
+  let n = V2_HEAD;
+  for (const [name, value] of entries) n += 2 + name.length + 4 + value.length;
   return n;
 }
 
@@ -136,10 +151,12 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   const total = before + (history ? historyBlockSize(history) : 0);
   const out = secureAlloc(Math.ceil((total + 1) / PAD_BLOCK) * PAD_BLOCK);
   const names = [...entries.keys()].sort();
-  let o = out.writeUInt32LE(entries.size, 0);
+  let o = out.writeUInt32LE(VERSIONED, 0);
+  o = out.writeUInt8(BODY_VERSION, o);
+  o = out.writeUInt32LE(entries.size, o);
   for (const name of names) {
     const value = entries.get(name)!;
-    o = out.writeUInt8(name.length, o);
+    o = out.writeUInt16LE(name.length, o);
     o += out.write(name, o, 'latin1');
     o = out.writeUInt32LE(value.length, o);
     out.set(value, o);
@@ -156,28 +173,40 @@ export function encodeBody(entries: ReadonlyMap<string, Uint8Array>): Buffer {
   return out; // the rest is already zero
 }
 
+/** The body version of `plain` (1 or 2), its names' codec and the offset of its entry count. */
+function bodyLayout(plain: Buffer, bad: (why: string) => Error): { names: NameCodec; countAt: number } {
+  if (plain.readUInt32LE(0) !== VERSIONED) return { names: V1_NAMES, countAt: 0 };
+  if (plain.length < V2_HEAD) throw bad('bad length');
+  const version = plain.readUInt8(4);
+  if (version !== BODY_VERSION)
+    throw bad(`body version ${version}; this stash reads versions 1 and 2: written by a newer stash?`);
+  return { names: V2_NAMES, countAt: 5 };
+}
+
 /**
- * Parses a decrypted body strictly: sorted unique valid names, values within
- * limits, no trailing garbage, zero padding to a block boundary. The returned
- * map keeps `plain` alive; release both with wipeEntries().
+ * Parses a decrypted body (version 1 or 2) strictly: sorted unique valid
+ * names, values within limits, no trailing garbage, zero padding to a block
+ * boundary. The returned map keeps `plain` alive; release both with wipeEntries().
  */
 export function decodeBody(plain: Buffer, path: string): Entries {
   const bad = (why: string) =>
     new VaultError('CONTAINER_CORRUPT', `${path} is damaged: the decrypted body is malformed (${why})`);
   if (plain.length < 4 || plain.length % PAD_BLOCK !== 0) throw bad('bad length');
-  const count = plain.readUInt32LE(0);
+  const { names, countAt } = bodyLayout(plain, bad);
+  const count = plain.readUInt32LE(countAt);
   if (count > MAX_ENTRIES) throw bad('too many entries');
   const entries: Backed = new Map();
-  let o = 4;
+  const w = names.lengthBytes;
+  let o = countAt + 4;
   let previous = '';
   for (let i = 0; i < count; i++) {
-    if (o + 1 > plain.length) throw bad('truncated entry');
-    const nameLen = plain.readUInt8(o);
-    o += 1;
+    if (o + w > plain.length) throw bad('truncated entry');
+    const nameLen = w === 1 ? plain.readUInt8(o) : plain.readUInt16LE(o);
+    o += w;
     if (o + nameLen + 4 > plain.length) throw bad('truncated entry');
     const name = plain.toString('latin1', o, o + nameLen);
     o += nameLen;
-    if (!ENTRY_NAME_RE.test(name)) throw bad('invalid entry name');
+    if (!names.valid(name)) throw bad(`invalid ${names.what}`);
     if (name <= previous) throw bad('entries out of order or repeated');
     previous = name;
     const valueLen = plain.readUInt32LE(o);
@@ -198,7 +227,7 @@ export function decodeBody(plain: Buffer, path: string): Entries {
     }
   }
   let history: History = new Map();
-  if (o < plain.length && plain[o] === HISTORY_TAG) ({ history, end: o } = readHistoryBlock(plain, o, bad));
+  if (o < plain.length && plain[o] === HISTORY_TAG) ({ history, end: o } = readHistoryBlock(plain, o, bad, names));
   if (o < plain.length && plain[o] !== 0)
     throw bad(`an unknown block (tag ${plain[o]}) after the entries: written by a newer stash?`);
   if (plain.length - o > PAD_BLOCK || plain.length - o < 1) throw bad('bad padding length');

@@ -23,7 +23,8 @@ import { VaultError } from './errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
-import { byCodeUnits, MAX_BODY_BYTES, validateContainerName, validateEntryName, validateValue } from './names.js';
+import { byCodeUnits, MAX_BODY_BYTES, validateContainerName, validateValue } from './names.js';
+import { entryPaths, fieldsOf, splitKey, validateStoredKey } from './entry-path.js';
 import { CONTAINER_EXT, vaultPaths } from './paths.js';
 import { assertKey, constantTimeEqual, KEY_BYTES, randomBytes, secureCopy, secureRandom, wipe } from './secure.js';
 import { containerVersion, decodeMembership, headerLength, MAX_RECIPIENTS } from './sharing/format.js';
@@ -362,9 +363,9 @@ export function readEntries(dir: string, name: string, contentKey: Buffer): Entr
   return openBody(parsed, contentKey, path);
 }
 
-/** One entry's value as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
+/** One stored value (an entry's, or PATH#FIELD) as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
 export function readEntry(dir: string, name: string, contentKey: Buffer, entryName: string): Buffer {
-  validateEntryName(entryName);
+  validateStoredKey(entryName);
   const entries = readEntries(dir, name, contentKey);
   try {
     const value = entries.get(entryName);
@@ -375,10 +376,25 @@ export function readEntry(dir: string, name: string, contentKey: Buffer, entryNa
   }
 }
 
-/** ENTRY_NOT_FOUND, with the entry names (the container is open: its names are known) to suggest from. */
-export function entryNotFound(container: string, entryName: string, names: Iterable<string>): VaultError {
-  const err = new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${entryName}`);
-  err.misspelt = { word: entryName, candidates: [...names] };
+/**
+ * ENTRY_NOT_FOUND for stored key `key` (an entry path, or PATH#FIELD), with the
+ * container's entry paths (or the entry's fields) to suggest from: the
+ * container is open, so its names are known.
+ */
+export function entryNotFound(container: string, key: string, keys: Iterable<string>): VaultError {
+  const all = [...keys];
+  const { path, field } = splitKey(key);
+  if (field !== null && all.includes(path)) {
+    const fields = fieldsOf(all, path);
+    const err = new VaultError(
+      'ENTRY_NOT_FOUND',
+      `entry ${path} of container ${JSON.stringify(container)} has no field ${field}${fields.length > 0 ? ` (its fields: ${fields.join(', ')})` : ' (it has no fields)'}`,
+    );
+    err.misspelt = { word: field, candidates: fields };
+    return err;
+  }
+  const err = new VaultError('ENTRY_NOT_FOUND', `container ${JSON.stringify(container)} has no entry ${path}`);
+  err.misspelt = { word: path, candidates: entryPaths(all) };
   return err;
 }
 
@@ -398,7 +414,7 @@ export function updateEntries(
 ): string[] {
   checkPolicy(policy);
   for (const [entryName, value] of changes) {
-    validateEntryName(entryName);
+    validateStoredKey(entryName);
     if (value !== null) validateValue(value, entryName);
   }
   assertKey(contentKey, 'the content key');

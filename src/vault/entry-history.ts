@@ -9,7 +9,7 @@
 import { changeTime, historyOf, withChangeTimes, withHistory, type Entries } from './container-body.js';
 import { DEFAULT_HISTORY_KEEP, MAX_HISTORY_KEEP, type History, type PastValue } from './history-block.js';
 import { VaultError } from './errors.js';
-import { validateEntryName } from './names.js';
+import { FIELD_SEPARATOR, splitKey, validateStoredKey } from './entry-path.js';
 import { constantTimeEqual } from './secure.js';
 
 export { DEFAULT_HISTORY_KEEP } from './history-block.js';
@@ -42,7 +42,39 @@ export function checkKeep(keep: number): void {
 /** INVALID_ARGUMENT / INVALID_NAME unless `policy` is usable. */
 export function checkPolicy(policy: HistoryPolicy): void {
   checkKeep(policy.keep);
-  for (const name of [...(policy.purge ?? []), ...(policy.moves ?? []).flat()]) validateEntryName(name);
+  for (const name of [...(policy.purge ?? []), ...(policy.moves ?? []).flat()]) validateStoredKey(name);
+}
+
+/**
+ * `changes` with the fields of every entry it removes removed too (an entry
+ * goes with its fields), and `purge` with their histories. INVALID_ARGUMENT
+ * for a field set on an entry that has no value after the change.
+ */
+function withFields(
+  entries: Entries,
+  changes: ReadonlyMap<string, Buffer | null>,
+  purge: readonly string[],
+): { changes: ReadonlyMap<string, Buffer | null>; purge: readonly string[] } {
+  const removed = [...changes].filter(([k, v]) => v === null && splitKey(k).field === null).map(([k]) => k);
+  const purged = purge.filter((k) => splitKey(k).field === null);
+  const out = new Map(changes);
+  const outPurge = new Set(purge);
+  if (removed.length > 0 || purged.length > 0) {
+    const prefixes = (paths: string[]) => paths.map((p) => `${p}${FIELD_SEPARATOR}`);
+    const under = (key: string, ps: string[]) => ps.some((p) => key.startsWith(p));
+    const removedPrefixes = prefixes(removed);
+    const purgedPrefixes = prefixes(purged);
+    for (const key of entries.keys()) if (!out.has(key) && under(key, removedPrefixes)) out.set(key, null);
+    for (const key of historyOf(entries).keys()) if (under(key, purgedPrefixes)) outPurge.add(key);
+  }
+  for (const [key, value] of out) {
+    const { path, field } = splitKey(key);
+    if (field === null || value === null) continue;
+    const valueAfter = out.has(path) ? out.get(path) : entries.get(path);
+    if (valueAfter == null)
+      throw new VaultError('INVALID_ARGUMENT', `entry ${path} has no value to hold field ${field}: set ${path} first`);
+  }
+  return { changes: out, purge: [...outPurge] };
 }
 
 /** Every list cut to `keep` versions; names left with none are dropped. */
@@ -65,6 +97,9 @@ export function applyChanges(
   now = Date.now(),
 ): { next: Map<string, Uint8Array>; changed: string[] } {
   checkPolicy(policy);
+  const expanded = withFields(entries, changes, policy.purge ?? []);
+  changes = expanded.changes;
+  policy = { ...policy, purge: expanded.purge };
   const next = new Map<string, Uint8Array>(entries);
   const changed: string[] = [];
   for (const [entryName, value] of changes) {

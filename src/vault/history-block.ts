@@ -3,14 +3,23 @@
  * values with their times, newest first (docs/container-format.md):
  *
  *   u8 tag 0x02, u32 length L of what follows, then within L bytes:
- *   u32 name count; per name in ascending order: u8 name length, name,
+ *   u32 name count; per name in ascending order: name length (u8 in a
+ *   version-1 body, u16 in a version-2 body: NameCodec), name,
  *   u8 version count (1..MAX_HISTORY_KEEP), then per version: u64 changed
  *   at, u64 replaced at (ms since 1970, 0 = unknown), u32 value length, value.
  *
  * Pure encoding and decoding into and out of buffers the caller owns (secure
  * buffers: the values are secrets). Decoded values are views into `plain`.
  */
-import { ENTRY_NAME_RE, MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
+import { MAX_ENTRIES, MAX_VALUE_BYTES } from './names.js';
+
+/** How a body version writes and checks names: the width of their length field and their rule. */
+export interface NameCodec {
+  lengthBytes: 1 | 2;
+  valid(name: string): boolean;
+  /** What an invalid name is called in an error. */
+  what: string;
+}
 
 export const HISTORY_TAG = 0x02;
 /** Previous values kept per entry unless the vault.history_keep setting says otherwise. */
@@ -34,11 +43,11 @@ export type History = ReadonlyMap<string, readonly PastValue[]>;
 
 const VERSION_OVERHEAD = 8 + 8 + 4;
 
-/** Bytes the block takes, tag and length included. */
+/** Bytes the block takes, tag and length included, with names as a version-2 body writes them. */
 export function historyBlockSize(history: History): number {
   let n = 1 + 4 + 4;
   for (const [name, versions] of history) {
-    n += 1 + name.length + 1;
+    n += 2 + name.length + 1;
     for (const v of versions) n += VERSION_OVERHEAD + v.value.length;
   }
   return n;
@@ -48,7 +57,7 @@ function time(t: number): bigint {
   return BigInt(Number.isSafeInteger(t) && t > 0 ? t : 0);
 }
 
-/** Writes the block at `o` of `out` (which has room: historyBlockSize); returns the offset after it. */
+/** Writes the block at `o` of `out` (which has room: historyBlockSize), names with u16 lengths; returns the offset after it. */
 export function writeHistoryBlock(out: Buffer, o: number, history: History): number {
   o = out.writeUInt8(HISTORY_TAG, o);
   const lengthAt = o;
@@ -58,7 +67,7 @@ export function writeHistoryBlock(out: Buffer, o: number, history: History): num
   o = out.writeUInt32LE(names.length, o);
   for (const name of names) {
     const versions = history.get(name)!;
-    o = out.writeUInt8(name.length, o);
+    o = out.writeUInt16LE(name.length, o);
     o += out.write(name, o, 'latin1');
     o = out.writeUInt8(versions.length, o);
     for (const v of versions) {
@@ -82,6 +91,7 @@ export function readHistoryBlock(
   plain: Buffer,
   o: number,
   bad: (why: string) => Error,
+  names: NameCodec,
 ): { history: Map<string, PastValue[]>; end: number } {
   if (o + 1 + 4 > plain.length) throw bad('truncated history block');
   const length = plain.readUInt32LE(o + 1);
@@ -99,12 +109,13 @@ export function readHistoryBlock(
   const history = new Map<string, PastValue[]>();
   let previous = '';
   for (let i = 0; i < count; i++) {
-    need(o, 1, 'name');
-    const nameLen = plain.readUInt8(o);
-    need(o + 1, nameLen + 1, 'name');
-    const name = plain.toString('latin1', o + 1, o + 1 + nameLen);
-    o += 1 + nameLen;
-    if (!ENTRY_NAME_RE.test(name)) throw bad('invalid entry name in the history');
+    const w = names.lengthBytes;
+    need(o, w, 'name');
+    const nameLen = w === 1 ? plain.readUInt8(o) : plain.readUInt16LE(o);
+    need(o + w, nameLen + 1, 'name');
+    const name = plain.toString('latin1', o + w, o + w + nameLen);
+    o += w + nameLen;
+    if (!names.valid(name)) throw bad(`invalid ${names.what} in the history`);
     if (name <= previous) throw bad('history names out of order or repeated');
     previous = name;
     const k = plain.readUInt8(o);
@@ -157,7 +168,7 @@ export function fitHistory(history: History, budget: number): History | null {
     if (size <= budget) break;
     dropped.add(v);
     size -= VERSION_OVERHEAD + v.value.length;
-    if (history.get(name)!.every((x) => dropped.has(x))) size -= 1 + name.length + 1;
+    if (history.get(name)!.every((x) => dropped.has(x))) size -= 2 + name.length + 1;
   }
   if (size > budget) return null;
   const out = new Map<string, PastValue[]>();

@@ -62,7 +62,7 @@ export {
   validateContainerName,
   validateEntryName,
   CONTAINER_NAME_RE,
-  ENTRY_NAME_RE,
+  FLAT_NAME_RE,
   MAX_VALUE_BYTES,
   MAX_BODY_BYTES,
   MAX_ENTRIES,

@@ -1,15 +1,19 @@
 /**
  * Names and size limits. Container names become file names, so they are held
  * to a portable, traversal-proof pattern (no separators, no leading dot, no
- * Windows device names). Entry names are environment-variable friendly so that
- * `stash env` can export them unchanged.
+ * Windows device names). Entry names are paths (entry-path.ts); the names of
+ * containers written before paths existed were environment-variable shaped.
  */
+import { validateEntryPath } from './entry-path.js';
 import { VaultError } from './errors.js';
+import { describe } from './name-text.js';
+
+export { describe };
 
 /** Container names: a letter or digit, then letters, digits, '.', '_', '-'; 1..64 chars. */
 export const CONTAINER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
-/** Entry names: like environment variables; 1..128 chars. */
-export const ENTRY_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/** Entry names of a body written before paths (version 1): like environment variables; 1..128 chars. */
+export const FLAT_NAME_RE = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 
 /** Largest value of one entry. */
 export const MAX_VALUE_BYTES = 64 * 1024;
@@ -46,14 +50,9 @@ export function validateContainerName(name: unknown): asserts name is string {
   }
 }
 
-/** Throws INVALID_NAME unless `name` is a usable entry name. */
+/** Throws INVALID_NAME, saying why, unless `name` is an entry path (entry-path.ts). */
 export function validateEntryName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || !ENTRY_NAME_RE.test(name)) {
-    throw new VaultError(
-      'INVALID_NAME',
-      `invalid entry name ${describe(name)}: use 1-128 letters, digits or '_', not starting with a digit (like an environment variable)`,
-    );
-  }
+  validateEntryPath(name);
 }
 
 /** Throws CONTAINER_FULL unless `value` fits in one entry. */
@@ -67,11 +66,4 @@ export function validateValue(value: unknown, entryName: string): asserts value 
       `the value of ${entryName} is ${value.length} bytes; the limit is ${MAX_VALUE_BYTES} bytes (64 KiB) per entry`,
     );
   }
-}
-
-/** A short, printable rendering of a rejected name (never more than 80 chars). */
-export function describe(name: unknown): string {
-  if (typeof name !== 'string') return `(${typeof name})`;
-  const shown = JSON.stringify(name.length > 72 ? `${name.slice(0, 72)}...` : name);
-  return name.length === 0 ? '"" (empty)' : shown;
 }

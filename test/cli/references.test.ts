@@ -35,17 +35,28 @@ async function setup(): Promise<CliEnv> {
 test('references parse, with errors that name the problem', () => {
   assert.equal(parseRef('stash://work/API_TOKEN'), {
     container: 'work',
-    name: 'API_TOKEN',
+    path: 'API_TOKEN',
+    field: null,
+    key: 'API_TOKEN',
     text: 'stash://work/API_TOKEN',
   });
+  assert.equal(parseRef('stash://work/web/github.com#username'), {
+    container: 'work',
+    path: 'web/github.com',
+    field: 'username',
+    key: 'web/github.com#username',
+    text: 'stash://work/web/github.com#username',
+  });
   assert.is(parseRef('stash://my%2Dteam/KEY').container, 'my-team', 'percent-escapes are decoded');
-  assert.throws(() => parseRef('stash://work'), /stash:\/\/CONTAINER\/NAME \(one \/\)/);
-  assert.throws(() => parseRef('stash://work/a/b'), /one \//);
+  assert.is(parseRef('stash://work/9KEY').path, '9KEY', 'a path segment may start with a digit');
+  assert.throws(() => parseRef('stash://work'), /stash:\/\/CONTAINER\/PATH or stash:\/\/CONTAINER\/PATH#FIELD/);
   assert.throws(() => parseRef('stash://wo rk/KEY'), /not a container name/);
-  assert.throws(() => parseRef('stash://work/9KEY'), /not an entry name/);
+  assert.throws(() => parseRef('stash://work/a//b'), /not an entry path \(it has an empty segment/);
+  assert.throws(() => parseRef('stash://work/a/../b'), /not an entry path \(it has a segment "\.\."\)/);
+  assert.throws(() => parseRef('stash://work/a#User'), /"User" is not a field name/);
   const scan = scanTemplate('a {{stash://w/A}} b {{  stash://w/B  }} {{stash://w/A}}');
   assert.equal(
-    scan.refs.map((r) => r.name),
+    scan.refs.map((r) => r.key),
     ['A', 'B'],
     'each distinct reference once',
   );

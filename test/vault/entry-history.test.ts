@@ -106,7 +106,7 @@ test('codec: the history block round-trips after the entries and times; an old b
     ['GONE', [{ value: b('removed'), changedAt: 7, replacedAt: 8 }]],
   ]);
   const plain = encodeBody(withHistory(next, history));
-  const afterTimes = 4 + 7 + 8 + (1 + 16);
+  const afterTimes = 9 + 8 + 9 + (1 + 16); // the version-2 head, then u16 name lengths
   assert.is(plain[afterTimes], 2, 'the history tag follows the change times');
   assert.is(plain.readUInt32LE(afterTimes + 1), historyBlockSize(history) - 5, 'its length field');
   const back = decodeBody(plain, 'x');

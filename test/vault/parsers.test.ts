@@ -45,9 +45,39 @@ test('the body encoder and decoder agree', () => {
       .equals(Buffer.from('1')),
   );
   // A body exactly filling its blocks still carries one full padding block.
-  const exact = encodeBody(new Map([['A', Buffer.alloc(PAD_BLOCK - 4 - 1 - 1 - 4)]]));
+  const exact = encodeBody(new Map([['A', Buffer.alloc(PAD_BLOCK - 9 - 2 - 1 - 4)]]));
   assert.is(exact.length, 2 * PAD_BLOCK);
   decodeBody(exact, 'x');
+});
+
+test('version 2: a marker and version byte, paths and fields as names; version 1 still read; a later version refused', () => {
+  const entries = new Map([
+    ['web/github.com', Buffer.from('pw')],
+    ['web/github.com#username', Buffer.from('pat')],
+    ['API_TOKEN', Buffer.from('t')],
+    [`${'a'.repeat(128)}/${'b'.repeat(127)}`, Buffer.from('long')],
+  ]);
+  const plain = encodeBody(entries);
+  assert.is(plain.readUInt32LE(0), 0xffffffff, 'the marker no version-1 count can be');
+  assert.is(plain[4], 2, 'body version 2');
+  assert.is(plain.readUInt32LE(5), 4, 'the count');
+  assert.is(plain.readUInt16LE(9), 'API_TOKEN'.length, 'u16 name lengths, names in code-unit order');
+  const back = decodeBody(plain, 'x');
+  assert.equal([...back.keys()], [...entries.keys()].sort());
+  assert.ok(back.get('web/github.com#username')!.equals(Buffer.from('pat')));
+  const later = Buffer.from(plain);
+  later[4] = 3;
+  assert.throws(() => decodeBody(later, '/v/x.stash'), /body version 3; this stash reads versions 1 and 2/);
+  // A path is no name of a version-1 body, and a field key no path.
+  assert.throws(() => decodeBody(body(1, [entry('a/b', Buffer.from('1'))]), 'x'), /invalid entry name/);
+  for (const bad of ['a//b', '../a', 'a#User', 'a#', '/a']) {
+    const one = encodeBody(new Map([['zz', Buffer.from('1')]]));
+    const name = Buffer.from(bad.padEnd(2, 'x').slice(0, Math.max(2, bad.length)));
+    assert.ok(name.length >= 2);
+    const forged = Buffer.concat([one.subarray(0, 9), Buffer.from([name.length, 0]), name, one.subarray(13)]);
+    const padded = Buffer.concat([forged, Buffer.alloc((PAD_BLOCK - (forged.length % PAD_BLOCK)) % PAD_BLOCK)]);
+    assert.throws(() => decodeBody(padded, 'x'), /invalid entry path or field|malformed/, bad);
+  }
 });
 
 test('change times: written after the entries (tag 1, u64 each), read back; an old body has none', () => {
@@ -62,7 +92,7 @@ test('change times: written after the entries (tag 1, u64 each), read back; an o
     1_700_000_000_123,
   );
   const plain = encodeBody(next);
-  const afterEntries = 4 + (1 + 1 + 4 + 1) + (1 + 1 + 4 + 2);
+  const afterEntries = 9 + (2 + 1 + 4 + 1) + (2 + 1 + 4 + 2);
   assert.is(plain[afterEntries], 1, 'the tag');
   assert.is(plain.readBigUInt64LE(afterEntries + 1), 0n, 'A: unknown');
   assert.is(plain.readBigUInt64LE(afterEntries + 9), 1_700_000_000_123n);
@@ -72,7 +102,7 @@ test('change times: written after the entries (tag 1, u64 each), read back; an o
   const old = decodeBody(body(1, [entry('A', Buffer.from('1'))]), 'x');
   assert.is(changeTime(old, 'A'), 0);
   // A map without times (a new container) is written without the block.
-  assert.is(encodeBody(new Map([['A', Buffer.from('1')]]))[4 + 7], 0);
+  assert.is(encodeBody(new Map([['A', Buffer.from('1')]]))[9 + 8], 0);
 });
 
 test('malformed body plaintexts are CONTAINER_CORRUPT naming the file', () => {

@@ -10,15 +10,18 @@ import { json, historyVersion, unlock } from './shared-options.js';
 export const ENTRY_COMMANDS: Command[] = [
   {
     path: ['set'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
     details:
       'One trailing newline of a value read from stdin is removed (so `echo token | stash set C N` stores "token"); --raw keeps ' +
       'every byte, for files such as PEM keys. At a terminal, an existing entry is replaced only after a yes (--force skips ' +
-      'the question); a piped value replaces it without asking. A value is at most 64 KiB. NAME is like an environment ' +
-      'variable name. An empty value (empty stdin, Enter at the prompt) is refused unless --allow-empty is given, so that ' +
-      'a slip cannot overwrite a secret.',
+      'the question); a piped value replaces it without asking. A value is at most 64 KiB. PATH is a name like GITHUB_TOKEN ' +
+      'or a path like web/github.com (segments of letters, digits, ".", "-", "_", "@"). An empty value (empty stdin, Enter at ' +
+      'the prompt) is refused unless --allow-empty is given, so that a slip cannot overwrite a secret. ' +
+      '--field NAME=VALUE sets a field of the entry (username, url, notes, totp, any lower-case name) and leaves its value as ' +
+      'it is; the value is read only for an entry that does not exist yet. --field NAME (no "=") reads that field like a value, ' +
+      'from stdin or a hidden prompt, for a field that is secret.',
     options: {
       ...unlock,
       'allow-empty': { type: 'boolean', help: 'store an empty value (refused otherwise)' },
@@ -29,6 +32,12 @@ export const ENTRY_COMMANDS: Command[] = [
         help: 'store a new random value (see stash generate) instead of reading one; nothing is printed',
       },
       print: { type: 'boolean', help: 'with --generate: print the generated value once' },
+      field: {
+        type: 'string',
+        value: 'NAME=VALUE',
+        multiple: true,
+        help: 'set a field of the entry, leaving its value (repeatable); NAME alone reads the field from stdin or a prompt',
+      },
       totp: {
         type: 'string',
         value: 'URI|SECRET|-',
@@ -52,15 +61,26 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['get'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details:
       'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small ' +
       'helper clears it after the delay, or at once when the machine suspends, unless something else was copied meanwhile. ' +
-      '--json prints {"container", "name", "value", "changedAt"} instead (a value that is not UTF-8 text is refused). ' +
+      '--json prints {"container", "name", "value", "changedAt", "fields"} instead (a value that is not UTF-8 text is refused). ' +
+      '--field NAME prints (or copies) one field of the entry instead of its value. ' +
       '--version N prints a previous value instead: 1 is the value before the current one (stash history lists them).',
-    options: { ...unlock, ...CLIP_OPTIONS, json, version: historyVersion },
+    options: {
+      ...unlock,
+      ...CLIP_OPTIONS,
+      json,
+      version: historyVersion,
+      field: {
+        type: 'string',
+        value: 'NAME',
+        help: 'print one field of the entry (username, url, ...) instead of its value',
+      },
+    },
     load: () => import('../commands/entry.js'),
   },
   {

@@ -8,6 +8,7 @@ import type { ContainerInfo } from '../../vault/containers.js';
 import type { Generator } from '../generate/options.js';
 import { readEntriesOf, readEntryOf, updateEntriesOf } from '../container-access.js';
 import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
+import { fieldKey, validateFieldName } from '../../vault/entry-path.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
 import { note, warn } from '../output.js';
@@ -19,27 +20,71 @@ export async function run(inv: Invocation): Promise<number> {
   const [container, name] = inv.positionals as [string, string];
   validateContainerName(container);
   validateEntryName(name);
+  const isGet = inv.command.path[0] === 'get';
+  const field = isGet ? fieldOption(inv.values.field) : null;
+  const fields = isGet ? [] : fieldAssignments(inv.values.field);
   const session = new Session(inv.values);
   try {
-    if (inv.command.path[0] === 'get') return await get(session, container, name, inv.values);
-    return await set(session, container, name, {
+    if (isGet) return await get(session, container, name, field, inv.values);
+    const setOptions = {
       allowEmpty: inv.values['allow-empty'] === true,
       raw: inv.values.raw === true,
       force: inv.values.force === true,
       generate: await generateOption(inv.values),
       print: inv.values.print === true,
       totp: totpOption(inv.values),
-    });
+    };
+    if (fields.length > 0) return await setFields(session, container, name, fields, setOptions);
+    return await set(session, container, name, setOptions);
   } finally {
     session.close();
   }
 }
 
-async function get(session: Session, container: string, name: string, values: Invocation['values']): Promise<number> {
+/** get --field NAME: the field's name, checked, or null. */
+function fieldOption(raw: unknown): string | null {
+  if (raw === undefined) return null;
+  validateFieldName(raw);
+  return raw;
+}
+
+/** One --field of set: a name and its value, or null when it is read from stdin or a prompt. */
+interface FieldAssignment {
+  name: string;
+  value: string | null;
+}
+
+/** set --field NAME=VALUE (repeatable) and --field NAME, checked. */
+function fieldAssignments(raw: unknown): FieldAssignment[] {
+  if (raw === undefined) return [];
+  const out: FieldAssignment[] = [];
+  for (const text of raw as string[]) {
+    const eq = text.indexOf('=');
+    const name = eq < 0 ? text : text.slice(0, eq);
+    validateFieldName(name);
+    if (out.some((f) => f.name === name)) throw new UsageError(`--field ${name} is given twice`);
+    out.push({ name, value: eq < 0 ? null : text.slice(eq + 1) });
+  }
+  if (out.filter((f) => f.value === null).length > 1)
+    throw new UsageError(
+      'only one --field NAME (without "=") can be read from stdin or the prompt; give the others as NAME=VALUE',
+    );
+  return out;
+}
+
+async function get(
+  session: Session,
+  container: string,
+  path: string,
+  field: string | null,
+  values: Invocation['values'],
+): Promise<number> {
   if (values.json === true && (values.clip === true || values['clip-seconds'] !== undefined))
     throw new UsageError('--clip and --json do not go together');
   const version = values.version === undefined ? null : (await import('./history.js')).parseVersion(values.version);
-  if (values.json === true) return (await import('./entry-json.js')).getJson(session, container, name, values, version);
+  const name = field === null ? path : fieldKey(path, field);
+  if (values.json === true)
+    return (await import('./entry-json.js')).getJson(session, container, path, field, values, version);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
   const clip =
     values.clip === true || values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;
@@ -203,6 +248,59 @@ async function totpValue(session: Session, name: string, option: string, piped: 
     return stored;
   } finally {
     wipe(source);
+  }
+}
+
+/**
+ * set PATH --field ...: the fields given, and the value only when the entry
+ * is new (read as set reads it) or --generate makes one. stdin is read only
+ * when something is to be read from it, once the container is open.
+ */
+async function setFields(
+  session: Session,
+  container: string,
+  path: string,
+  fields: FieldAssignment[],
+  opts: SetOptions,
+): Promise<number> {
+  if (opts.totp !== null) throw new UsageError('--totp sets the value; store a seed in a field with --field totp=URI');
+  if (opts.print && !opts.generate) throw new UsageError('--print goes with --generate');
+  const made: Buffer[] = [];
+  let created = false;
+  try {
+    await session.withContentKey(container, async (key, info) => {
+      const exists = await entryExists(session, info, key, path);
+      const changes = new Map<string, Buffer>();
+      const reading = fields.find((f) => f.value === null);
+      if (opts.generate) changes.set(path, opts.generate.next());
+      else if (!exists) {
+        if (reading)
+          throw new UsageError(
+            `${path} does not exist in ${container}: store its value first (stash set ${container} ${path}), then read field ${reading.name}`,
+          );
+        changes.set(path, refuseEmpty(await readValue(session, path, opts.raw), path, opts.allowEmpty));
+      }
+      for (const f of fields) {
+        const label = `${path}#${f.name}`;
+        const value =
+          f.value === null ? await readValue(session, label, opts.raw) : secureCopy(Buffer.from(f.value, 'utf8'));
+        changes.set(fieldKey(path, f.name), refuseEmpty(value, label, opts.allowEmpty));
+      }
+      made.push(...changes.values());
+      created = !exists;
+      await updateEntriesOf(session, info, key, changes);
+    });
+    note(
+      `${created ? 'Stored' : 'Updated'} ${path} in ${container}: field${fields.length > 1 ? 's' : ''} ${fields.map((f) => f.name).join(', ')}${opts.generate ? ` and a generated value (${opts.generate.describe})` : created ? ' and its value' : ''}.`,
+    );
+    const generated = opts.generate ? made[0] : undefined;
+    if (opts.print && generated) {
+      await writeStdout(generated);
+      if (isTerminal(1)) await writeStdout('\n');
+    }
+    return 0;
+  } finally {
+    for (const b of made) wipe(b);
   }
 }
 

@@ -1,14 +1,18 @@
 /**
- * `stash otp CONTAINER NAME [--json]`: the current TOTP code of a seed stored
- * with `stash set C NAME --totp ...` (RFC 6238; totp/totp.ts). Like `get`, the
+ * `stash otp CONTAINER PATH [--json]`: the current TOTP code of the entry's
+ * `totp` field, or of its value when it has none (a seed stored with `stash
+ * set C PATH --totp ...`) (RFC 6238; totp/totp.ts). Like `get`, the
  * code goes to stdout with a newline only on a terminal; a terminal also
  * hears how long it stays valid.
  */
 import { StashError, UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
-import { wipe } from '../../vault/secure.js';
-import { readEntryOf } from '../container-access.js';
+import { wipeEntries } from '../../vault/container-body.js';
+import { entryNotFound } from '../../vault/containers.js';
+import { fieldKey } from '../../vault/entry-path.js';
+import { secureCopy, wipe } from '../../vault/secure.js';
+import { readEntriesOf } from '../container-access.js';
 import { note, outJson } from '../output.js';
 import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
@@ -28,13 +32,22 @@ export async function run(inv: Invocation): Promise<number> {
   const request = clip ? await clip.clipRequest(inv.values) : null;
   const session = new Session(inv.values);
   try {
-    const value = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
+    const value = await session.withContentKey(container, async (key, info) => {
+      const entries = await readEntriesOf(session.dir, info, key);
+      try {
+        const seed = entries.get(fieldKey(name, 'totp')) ?? entries.get(name);
+        if (seed === undefined) throw entryNotFound(container, name, entries.keys());
+        return secureCopy(seed);
+      } finally {
+        wipeEntries(entries);
+      }
+    });
     let params;
     try {
       if (!isTotpValue(value)) {
         throw new StashError(
           'NOT_TOTP',
-          `${container}/${name} is not a TOTP seed (store one with: stash set ${container} ${name} --totp -)`,
+          `${container}/${name} is not a TOTP seed and has no totp field (store one with: stash set ${container} ${name} --totp -, or --field totp=URI)`,
         );
       }
       params = parseTotp(value.toString('latin1'));

@@ -15,7 +15,7 @@ export async function run(inv: Invocation): Promise<number> {
   const session = new Session(inv.values);
   try {
     const value = await session.withContentKey(ref.container, (key, info) =>
-      readEntryOf(session.dir, info, key, ref.name),
+      readEntryOf(session.dir, info, key, ref.key),
     );
     try {
       await writeStdout(value);

@@ -17,7 +17,7 @@
  *
  * Every name that differs from its source is listed in the output.
  */
-import { ENTRY_NAME_RE } from '../../vault/names.js';
+import { FLAT_NAME_RE } from '../../vault/names.js';
 import type { Collected } from './collector.js';
 
 const MAX_NAME = 128;
@@ -54,7 +54,7 @@ export interface Named extends Collected {
 export function assignNames(items: readonly Collected[]): Named[] {
   const taken = new Set<string>();
   return items.map((item) => {
-    const base = ENTRY_NAME_RE.test(item.name) ? item.name : mapName(item.name);
+    const base = FLAT_NAME_RE.test(item.name) ? item.name : mapName(item.name);
     let entry = base;
     for (let n = 2; taken.has(entry); n++) entry = `${base.slice(0, MAX_NAME - String(n).length - 1)}_${n}`;
     taken.add(entry);

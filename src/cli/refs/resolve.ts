@@ -34,7 +34,7 @@ export async function resolveRefs(session: Session, refs: Iterable<SecretRef>): 
       wanted = new Map();
       byContainer.set(r.container, wanted);
     }
-    if (!wanted.has(r.name)) wanted.set(r.name, r);
+    if (!wanted.has(r.key)) wanted.set(r.key, r);
   }
   const out: Resolved = new Map();
   try {
@@ -43,9 +43,9 @@ export async function resolveRefs(session: Session, refs: Iterable<SecretRef>): 
         const entries = await readEntriesOf(session.dir, info, key);
         try {
           for (const r of wanted.values()) {
-            const value = entries.get(r.name);
+            const value = entries.get(r.key);
             if (value === undefined) {
-              const err = entryNotFound(container, r.name, entries.keys());
+              const err = entryNotFound(container, r.key, entries.keys());
               throw Object.assign(new StashError('ENTRY_NOT_FOUND', `${r.text}: ${err.message}`), {
                 misspelt: err.misspelt,
               });

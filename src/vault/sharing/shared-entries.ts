@@ -10,7 +10,8 @@ import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, type IdentitySecret } from '../identity.js';
 import { withVaultLock } from '../lock.js';
-import { validateEntryName, validateValue } from '../names.js';
+import { validateStoredKey } from '../entry-path.js';
+import { validateValue } from '../names.js';
 import { assertKey, constantTimeEqual, wipe } from '../secure.js';
 import { ed25519PublicOf, openSealedKey } from './crypto.js';
 import { MAX_DATE_MS } from './format.js';
@@ -109,7 +110,7 @@ export function updateSharedEntries(
 ): string[] {
   checkPolicy(policy);
   for (const [entryName, value] of changes) {
-    validateEntryName(entryName);
+    validateStoredKey(entryName);
     if (value !== null) validateValue(value, entryName);
   }
   assertKey(contentKey, 'the content key');
