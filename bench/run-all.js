@@ -3,6 +3,8 @@
 // with its command and the machine's load when it was measured. A script
 // that fails is named and the run goes on; the exit status is then 1.
 //   node bench/run-all.js [script ...]     (default: all of them; BENCH_QUICK=1 for tiny runs)
+// BENCH_SUMMARY=FILE keeps the figures in FILE, adding to what earlier runs of single
+// scripts with the same BENCH_SUMMARY recorded there, and the targets come from all of them.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,7 +31,7 @@ const TARGETS = [
 
 const chosen = process.argv.slice(2).length > 0 ? process.argv.slice(2) : SCRIPTS;
 const work = mkdtempSync(join(tmpdir(), 'stash-bench-'));
-const summary = join(work, 'targets.jsonl');
+const summary = process.env.BENCH_SUMMARY || join(work, 'targets.jsonl');
 const failed = [];
 const started = Date.now();
 try {

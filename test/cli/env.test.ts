@@ -113,6 +113,45 @@ test('the child sees the entries; its exit status is returned; a missing command
   assert.is(missing.stderr, 'stash: no-such-command-stash-test: command not found\n');
 });
 
+test('paths become environment names by one rule; fields stay out; --only takes paths and folders; a clash names both paths', async () => {
+  const t = await shared.fresh(['paths']);
+  const set = async (path: string, value: string, extra: string[] = []) => {
+    const r = await t.run(['set', 'paths', path, ...extra, '--password-file', t.pwFile], { input: value });
+    assert.is(r.code, 0, r.stderr);
+  };
+  await set('web/github.com', 'gh-pass');
+  await set('web/github.com', '', ['--field', 'username=pat']);
+  await set('work/aws/prod', 'aws-key');
+  await set('api_token', 'flat-kept');
+  await set('2fa/mail', 'digit');
+  const printed = async (extra: string[]) => {
+    const r = await t.run(['env', 'paths', '--format', 'json', ...extra]);
+    assert.is(r.code, 0, r.stderr);
+    return JSON.parse(r.stdout) as Record<string, string>;
+  };
+  assert.equal(await printed([]), {
+    _2FA_MAIL: 'digit',
+    WEB_GITHUB_COM: 'gh-pass',
+    WORK_AWS_PROD: 'aws-key',
+    api_token: 'flat-kept',
+  });
+  assert.equal(await printed(['--only', 'web/,api_token']), { WEB_GITHUB_COM: 'gh-pass', api_token: 'flat-kept' });
+  assert.equal(await printed(['--only', 'work/']), { WORK_AWS_PROD: 'aws-key' });
+  const none = await t.run(['env', 'paths', '--format', 'json', '--only', 'nothing/,work/aws']);
+  assert.is(none.code, 66, none.stderr);
+  assert.match(none.stderr, /--only names nothing\/, work\/aws, which are in none of paths/, 'a folder needs its /');
+  const bad = await t.run(['env', 'paths', '--format', 'json', '--only', 'a//b']);
+  assert.is(bad.code, 64, bad.stderr);
+  await set('WEB_GITHUB_COM', 'clash');
+  const clash = await t.run(['env', 'paths', '--format', 'json']);
+  assert.is(clash.code, 64, clash.stderr);
+  assert.match(
+    clash.stderr,
+    /WEB_GITHUB_COM and web\/github\.com in paths would both be the environment variable WEB_GITHUB_COM/,
+  );
+  assert.is(clash.stdout, '', 'nothing printed');
+});
+
 test('an entry holding a NUL byte is left out with a warning naming it; the other entries still reach the child', async () => {
   const t = await sharedSetup('binary');
   const set = await t.run(['set', 'binary', 'BINARY_KEY'], { input: Buffer.from([0x41, 0x00, 0x42]) });

@@ -308,12 +308,18 @@ export const ENTRY_COMMANDS: Command[] = [
     commandOptional: true,
     summary: "run CMD with the containers' entries as environment variables (or print them with --format)",
     details:
-      'Each container is opened once. A name held by two containers is an error unless --prefer names the one that wins. ' +
-      'SIGINT, SIGTERM and SIGHUP are forwarded to CMD. The exit status is the exit status of CMD, or 128+N when signal N killed it. ' +
+      'Each entry becomes the variable named by its path: a path that is already a variable name (API_TOKEN) as it is, any other ' +
+      'upper-cased with every character but letters, digits and _ turned into _ (web/github.com gives WEB_GITHUB_COM). Fields are ' +
+      'not exported. Two paths of one container that give the same name are an error. Each container is opened once. A name held ' +
+      'by two containers is an error unless --prefer names the one that wins. SIGINT, SIGTERM and SIGHUP are forwarded to CMD. The exit status is the exit status of CMD, or 128+N when signal N killed it. ' +
       '--format prints the entries instead of running a command (dotenv, json or shell), with a warning on a terminal.',
     options: {
       ...unlock,
-      only: { type: 'string', value: 'NAME[,NAME...]', help: 'only these entries' },
+      only: {
+        type: 'string',
+        value: 'PATH[,FOLDER/...]',
+        help: 'only these entries: paths, and folders with a trailing / (web/)',
+      },
       prefer: {
         type: 'string',
         value: 'CONTAINER',

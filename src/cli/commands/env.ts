@@ -1,7 +1,8 @@
 /**
- * `stash env CONTAINER [CONTAINER...] [--only N,N] [--prefer C] -- CMD ARGS...`
+ * `stash env CONTAINER [CONTAINER...] [--only P,web/] [--prefer C] -- CMD ARGS...`
  * runs CMD with the containers' entries added to its environment (run-child.ts
- * spawns it, forwards signals and registers the `env` activity);
+ * spawns it, forwards signals and registers the `env` activity), each under
+ * the environment name of its path (env-names.ts; fields stay out);
  * `--format dotenv|json|shell` prints them instead (env-format.ts).
  *
  * The values must become JS strings to be passed to the child (Node has no
@@ -11,23 +12,34 @@ import { StashError, UsageError } from '../../errors.js';
 import { validateContainerName, wipeEntries } from '../../vault/index.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
+import { entryPaths } from '../../vault/entry-path.js';
+import { envNameOf, onlyOption, onlyTakes, unmatched, type OnlyFilter } from '../env-names.js';
 import { fileAdvice, textUnfit, unfitError } from '../env-value.js';
 import { warn } from '../output.js';
 import type { Invocation } from '../command-types.js';
 import { runChild } from '../run-child.js';
 import { Session } from '../session.js';
 
-type Values = Map<string, { container: string; value: Buffer }>;
+/** Environment name -> the entry it comes from (its container and path) and its value. */
+type Values = Map<string, { container: string; path: string; value: Buffer }>;
 
-/** --only A,B: the names, each checked; null when absent. */
-function onlyOption(raw: unknown): Set<string> | null {
-  if (raw === undefined) return null;
-  const names = String(raw)
-    .split(',')
-    .map((n) => n.trim())
-    .filter((n) => n.length > 0);
-  if (names.length === 0) throw new UsageError('--only needs one or more entry names, separated by commas');
-  return new Set(names);
+/**
+ * The entry paths of one container that --only takes, by environment name.
+ * Two paths of one container with the same name are refused, both named.
+ */
+function envNamesOf(container: string, keys: Iterable<string>, only: OnlyFilter | null): Map<string, string> {
+  const byName = new Map<string, string>();
+  for (const path of entryPaths(keys)) {
+    if (!onlyTakes(only, path)) continue;
+    const name = envNameOf(path);
+    const other = byName.get(name);
+    if (other !== undefined)
+      throw new UsageError(
+        `${other} and ${path} in ${container} would both be the environment variable ${name}; rename one (stash mv) or leave one out with --only`,
+      );
+    byName.set(name, path);
+  }
+  return byName;
 }
 
 /**
@@ -37,25 +49,26 @@ function onlyOption(raw: unknown): Set<string> | null {
 async function collect(
   session: Session,
   containers: string[],
-  only: Set<string> | null,
+  only: OnlyFilter | null,
   prefer: string | null,
 ): Promise<Values> {
   const out: Values = new Map();
   const clashes = new Set<string>();
+  const seen = new Set<string>();
   try {
     for (const container of containers) {
       await session.withContentKey(container, async (key, info) => {
         const entries = await readEntriesOf(session.dir, info, key);
         try {
-          for (const [name, value] of entries) {
-            if (only && !only.has(name)) continue;
+          for (const [name, path] of envNamesOf(container, entries.keys(), only)) {
+            seen.add(path);
             const held = out.get(name);
             if (held) {
               if (prefer === null) clashes.add(name);
               if (prefer !== container) continue;
               wipe(held.value);
             }
-            out.set(name, { container, value: secureCopy(value) });
+            out.set(name, { container, path, value: secureCopy(entries.get(path)!) });
           }
         } finally {
           wipeEntries(entries);
@@ -67,7 +80,7 @@ async function collect(
         `${[...clashes].sort().join(', ')} ${clashes.size === 1 ? 'is' : 'are'} in more than one of ${containers.join(', ')}; say which wins with --prefer CONTAINER`,
       );
     }
-    const missing = only ? [...only].filter((n) => !out.has(n)) : [];
+    const missing = unmatched(only, seen);
     if (missing.length > 0)
       throw new StashError(
         'ENTRY_NOT_FOUND',
@@ -88,22 +101,22 @@ async function collect(
  * warning that names it, rather than refusing the whole container.
  */
 function buildEnv(values: Values): NodeJS.ProcessEnv {
-  for (const [name, { container, value }] of values) {
+  for (const [name, { container, path, value }] of values) {
     // A value with a NUL byte is left out below, whatever its other bytes.
     if (!value.includes(0) && textUnfit(value) === 'not-utf8')
       throw unfitError(
         'not-utf8',
-        `the value of ${name} in ${container}`,
+        `the value of ${path} in ${container}`,
         'an environment variable set by stash',
-        `nothing was run (${fileAdvice(name, `stash://${container}/${name}`)}, and leave ${name} out here with --only)`,
+        `nothing was run (${fileAdvice(name, `stash://${container}/${path}`)}, and leave ${path} out here with --only)`,
       );
   }
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const [name, { container, value }] of values) {
+  for (const [name, { container, path, value }] of values) {
     if (value.includes(0)) {
       warn(
-        `entry ${name} holds a NUL byte, which an environment variable cannot carry; it was left out ` +
-          `(read it with \`stash get ${container} ${name}\`, or remove it with \`stash rm ${container} ${name}\`)`,
+        `entry ${path} holds a NUL byte, which an environment variable cannot carry; it was left out ` +
+          `(read it with \`stash get ${container} ${path}\`, or remove it with \`stash rm ${container} ${path}\`)`,
       );
       continue;
     }
