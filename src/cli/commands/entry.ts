@@ -284,7 +284,9 @@ async function setFields(
         const label = `${path}#${f.name}`;
         const value =
           f.value === null ? await readValue(session, label, opts.raw) : secureCopy(Buffer.from(f.value, 'utf8'));
-        changes.set(fieldKey(path, f.name), refuseEmpty(value, label, opts.allowEmpty));
+        // A totp field is checked and stored as one normalised otpauth URI, as set --totp stores a value.
+        const stored = f.name === 'totp' ? await totpValue(session, label, '-', value) : value;
+        changes.set(fieldKey(path, f.name), refuseEmpty(stored, label, opts.allowEmpty));
       }
       made.push(...changes.values());
       created = !exists;
