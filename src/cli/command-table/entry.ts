@@ -10,13 +10,13 @@ import { json, historyVersion, unlock } from './shared-options.js';
 export const ENTRY_COMMANDS: Command[] = [
   {
     path: ['set'],
-    args: 'CONTAINER PATH',
+    args: 'CONTAINER NAME',
     positionals: [2, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
     details:
       'One trailing newline of a value read from stdin is removed (so `echo token | stash set C N` stores "token"); --raw keeps ' +
       'every byte, for files such as PEM keys. At a terminal, an existing entry is replaced only after a yes (--force skips ' +
-      'the question); a piped value replaces it without asking. A value is at most 64 KiB. PATH is a name like GITHUB_TOKEN ' +
+      'the question); a piped value replaces it without asking. A value is at most 64 KiB. NAME is a flat name like GITHUB_TOKEN ' +
       'or a path like web/github.com (segments of letters, digits, ".", "-", "_", "@"). An empty value (empty stdin, Enter at ' +
       'the prompt) is refused unless --allow-empty is given, so that a slip cannot overwrite a secret. ' +
       '--field NAME=VALUE sets a field of the entry (username, url, notes, totp, any lower-case name) and leaves its value as ' +
@@ -61,7 +61,7 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['get'],
-    args: 'CONTAINER PATH',
+    args: 'CONTAINER NAME',
     positionals: [2, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details:
