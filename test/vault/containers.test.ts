@@ -115,7 +115,7 @@ test('updateEntries applies several changes in one write', async () => {
         ck,
         new Map([
           ['D', Buffer.from('4')],
-          ['bad-name', Buffer.from('5')],
+          ['bad//path', Buffer.from('5')],
         ]),
       ),
     'INVALID_NAME',
@@ -174,12 +174,43 @@ test('container and entry names are validated', async () => {
   createContainer(v.dir, v.key, '0');
   createContainer(v.dir, v.key, 'console');
   const ck = unwrapContentKey(v.dir, v.key, '0');
-  for (const name of ['', '1ABC', 'A-B', 'A.B', 'A B', 'Ä', 'A'.repeat(129), 'A\n']) {
+  const tooLong = `${'a'.repeat(128)}/${'b'.repeat(128)}`;
+  for (const name of [
+    '',
+    'A B',
+    'Ä',
+    'A'.repeat(129),
+    'A\n',
+    '/a',
+    'a/',
+    'a//b',
+    '..',
+    'a/../b',
+    'a/./b',
+    tooLong,
+    'a#',
+    'a#Bad',
+  ]) {
     expectCode(() => writeEntry(v.dir, '0', ck, name, Buffer.from('v')), 'INVALID_NAME', JSON.stringify(name));
   }
-  writeEntry(v.dir, '0', ck, 'A'.repeat(128), Buffer.from('v'));
-  writeEntry(v.dir, '0', ck, '_', Buffer.from('v'));
-  writeEntry(v.dir, '0', ck, 'lower_case9', Buffer.from('v'));
+  for (const name of [
+    'A'.repeat(128),
+    '_',
+    'lower_case9',
+    '1ABC',
+    'A-B',
+    'A.B',
+    'web/github.com',
+    'a@b/c',
+    tooLong.slice(1),
+  ])
+    writeEntry(v.dir, '0', ck, name, Buffer.from('v'));
+  writeEntry(v.dir, '0', ck, 'web/github.com#username', Buffer.from('pat'));
+  expectCode(
+    () => writeEntry(v.dir, '0', ck, 'no/entry#username', Buffer.from('v')),
+    'INVALID_ARGUMENT',
+    'a field needs its entry',
+  );
 });
 
 test('size limits: 64 KiB per value, 1 MiB per container', async () => {
@@ -260,8 +291,8 @@ test('a container filled to 1 MiB keeps working: the change times are left out r
   // 15 values of 64 KiB and one that brings the entries within a few bytes of 1 MiB.
   const changes = new Map<string, Buffer>();
   for (let i = 0; i < 15; i++) changes.set(`V${String(i).padStart(2, '0')}`, Buffer.alloc(MAX_VALUE_BYTES, i));
-  const used = 4 + 15 * (1 + 3 + 4 + MAX_VALUE_BYTES);
-  changes.set('W', Buffer.alloc(1024 * 1024 - used - (1 + 1 + 4) - 10, 0x77));
+  const used = 9 + 15 * (2 + 3 + 4 + MAX_VALUE_BYTES);
+  changes.set('W', Buffer.alloc(1024 * 1024 - used - (2 + 1 + 4) - 10, 0x77));
   updateEntries(v.dir, 'full', ck, changes);
   const e = readEntries(v.dir, 'full', ck);
   assert.is(e.size, 16);

@@ -94,9 +94,10 @@ function resign(b: Buffer, owner: Person, members: Person[]): Buffer {
 
 /** Offset of the change time of entry `i` in a body plaintext (the block, tag 01 and 8 bytes per entry, follows the entries). */
 function changeTimeAt(p: Buffer, i: number): number {
-  const count = p.readUInt32LE(0);
-  let o = 4;
-  for (let e = 0; e < count; e++) o += 1 + p[o]! + 4 + p.readUInt32LE(o + 1 + p[o]!);
+  assert.is(p.readUInt32LE(0), 0xffffffff, 'a body of version 2');
+  const count = p.readUInt32LE(5);
+  let o = 9;
+  for (let e = 0; e < count; e++) o += 2 + p.readUInt16LE(o) + 4 + p.readUInt32LE(o + 2 + p.readUInt16LE(o));
   assert.is(p[o], 1, 'the fixture has change times');
   return o + 1 + 8 * i;
 }
@@ -126,7 +127,7 @@ function rewriteBody(
   return out;
 }
 
-/** A damaged body plaintext: entries, the count, a change time, the padding. */
+/** A damaged body plaintext (version 2): entries, the count or the marker, a change time, the padding. */
 function badBody(good: Buffer, key: Buffer, writer: Person, rand: () => number): Buffer {
   const int = (n: number) => Math.floor(rand() * n);
   return rewriteBody(good, key, writer, (p) => {
@@ -134,13 +135,13 @@ function badBody(good: Buffer, key: Buffer, writer: Person, rand: () => number):
       case 0: // a few bytes anywhere
         for (let i = 1 + int(3); i > 0; i--) p[int(p.length)] = int(256);
         return p;
-      case 1:
-        p.writeUInt32LE([0, 1, 3, 4096, 4097, 0xffffffff][int(6)]!, 0);
+      case 1: // the count of a version-2 body (after its marker and version byte), or the marker
+        p.writeUInt32LE([0, 1, 3, 4096, 4097, 0xffffffff][int(6)]!, rand() < 0.75 ? 5 : 0);
         return p;
       case 2:
         p.writeBigUInt64LE(
           [2n ** 53n - 1n, 8_640_000_000_000_001n, 2n ** 64n - 1n][int(3)]!,
-          changeTimeAt(p, int(p.readUInt32LE(0))),
+          changeTimeAt(p, int(p.readUInt32LE(5))),
         );
         return p;
       default: // one padding block less or more
