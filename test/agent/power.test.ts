@@ -124,10 +124,16 @@ test('PrepareForSleep(true): the delay lock outlives beforeSleep, then goes; (fa
   if (!bus) return;
   const events: string[] = [];
   let hookDone = 0;
+  // The hook ends once the test has looked at logind at least once while it ran (and 300 ms have
+  // passed): at load 18-30 (a whole CI run) a look, a round trip to dbusmock, took longer than 300 ms.
+  let observed: () => void = () => {};
+  const lookedOnce = new Promise<void>((resolve) => {
+    observed = resolve;
+  });
   const { power } = await started({
     beforeSleep: async () => {
       events.push('beforeSleep');
-      await sleep(300);
+      await Promise.all([sleep(300), Promise.race([lookedOnce, sleep(20_000)])]);
       hookDone = Date.now();
       events.push('wiped');
     },
@@ -144,9 +150,9 @@ test('PrepareForSleep(true): the delay lock outlives beforeSleep, then goes; (fa
     if (!hookDone) {
       assert.is(delay.length, 1, 'the delay lock was released before beforeSleep resolved');
       sawHeld++;
+      observed();
     }
   }
-  // Each look is a round trip to dbusmock: at load 18 (a whole CI run) only two fitted in the 300 ms.
   assert.ok(sawHeld >= 1, `the delay lock was observed during the wipe (${sawHeld} times)`);
   await until('the delay lock to be released', async () => ours(await bus!.listInhibitors(), 'delay').length === 0);
   const s = power.status();

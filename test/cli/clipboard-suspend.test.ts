@@ -94,6 +94,12 @@ for (const terminate of [false, true]) {
         5000,
         'the delay lock released',
       );
+      // The agent logs its suspend line before it releases the lock, but the log file is written
+      // asynchronously: wait for the line itself, then read what it says.
+      const line = terminate
+        ? /activities: \d+ terminated, \d+ killed/
+        : /clipboard clears: \d+ terminated, \d+ killed/;
+      await waitFor(() => line.test(readFileSync(t.logPath, 'utf8')), 5000, "the agent's suspend line in its log");
       assert.match(
         readFileSync(t.logPath, 'utf8'),
         terminate ? /activities: 1 terminated, 0 killed/ : /clipboard clears: 1 terminated, 0 killed/,
