@@ -112,7 +112,7 @@ test('mv and cp: within a container and across, CONTAINER2/ keeps the name, an e
   for (const [args, re] of [
     [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/],
     [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/],
-    [['cp', 'work/TOKEN', 'home/a..b/../c'], /invalid entry name/],
+    [['cp', 'work/TOKEN', 'home/..'], /invalid entry name/],
   ] as const) {
     const r = await t.run([...args]);
     assert.is(r.code, 64, r.stderr);
