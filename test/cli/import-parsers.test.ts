@@ -17,6 +17,7 @@ import { parseOnePassword } from '../../src/cli/import/onepassword.js';
 import { parseCsv } from '../../src/cli/import/csv.js';
 import { parsePassEntry } from '../../src/cli/import/pass.js';
 import { assignNames, fieldName, mapName } from '../../src/cli/import/names.js';
+import { assignPaths, fieldNameOf, segmentOf, type ImportEntry } from '../../src/cli/import/paths.js';
 import { parseTotp } from '../../src/cli/totp/otpauth.js';
 
 const fixtures = join(process.cwd(), 'test', 'fixtures', 'import');
@@ -265,9 +266,12 @@ test('csv: errors name the line; a value is never quoted in them', () => {
   );
 });
 
-test('pass entry: first line is the password, the rest NAME_NOTES, an otpauth line also NAME_TOTP', () => {
+test('pass entry, --flat: first line is the password, the rest NAME_NOTES, an otpauth line also NAME_TOTP', () => {
   const body = 'hunter2\r\nlogin: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site\n\n';
-  const { values } = run((bytes, _file, sink) => parsePassEntry('web/site.example', bytes, sink), Buffer.from(body));
+  const { values } = run(
+    (bytes, _file, sink) => parsePassEntry('web/site.example', bytes, sink, true),
+    Buffer.from(body),
+  );
   assert.equal(values.get('WEB_SITE_EXAMPLE'), {
     value: 'hunter2',
     from: 'web/site.example.gpg password (line 1)',
@@ -278,8 +282,145 @@ test('pass entry: first line is the password, the rest NAME_NOTES, an otpauth li
     'login: alice\notpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site',
   );
   assert.is(parseTotp(values.get('WEB_SITE_EXAMPLE_TOTP')!.value).issuer, 'Site');
-  const only = run((bytes, _file, sink) => parsePassEntry('a', bytes, sink), Buffer.from('just-a-password\n'));
+  const only = run((bytes, _file, sink) => parsePassEntry('a', bytes, sink, true), Buffer.from('just-a-password\n'));
   assert.equal([...only.values.keys()], ['A']);
+});
+
+/** The entries of a structured parse: path -> value, fields (name -> value) and sources; and the warnings. */
+function structured(parse: (sink: Collector) => unknown): {
+  entries: Map<string, { value: string; fields: Record<string, string>; mappedFrom: string | null }>;
+  rows: ImportEntry[];
+  warnings: string[];
+} {
+  const sink = new Collector('in');
+  try {
+    const warnings = (parse(sink) ?? []) as string[];
+    const rows = assignPaths(sink.entries());
+    const entries = new Map(
+      rows.map((e) => [
+        e.path,
+        {
+          value: e.value.toString('utf8'),
+          fields: Object.fromEntries(e.fields.map((f) => [f.name, f.value.toString('utf8')])),
+          mappedFrom: e.mappedFrom,
+        },
+      ]),
+    );
+    return { entries, rows, warnings };
+  } finally {
+    sink.wipe();
+  }
+}
+
+test('structure rule: segments and field names mapped, valid ones kept', () => {
+  assert.is(segmentOf('github.com'), 'github.com');
+  assert.is(segmentOf('me@example.com'), 'me@example.com');
+  assert.is(segmentOf('Bank Account'), 'Bank-Account');
+  assert.is(segmentOf(' Wi-Fi (home) '), 'Wi-Fi-home');
+  assert.is(segmentOf('Café'), 'Cafe');
+  assert.is(segmentOf('***'), 'item');
+  assert.is(segmentOf('..'), 'item');
+  assert.is(segmentOf('x'.repeat(300)).length, 128);
+  assert.is(fieldNameOf('user'), 'username');
+  assert.is(fieldNameOf('Login'), 'username');
+  assert.is(fieldNameOf('URL'), 'url');
+  assert.is(fieldNameOf('otpauth'), 'totp');
+  assert.is(fieldNameOf('PIN'), 'pin');
+  assert.is(fieldNameOf('Security Question'), 'security-question');
+  assert.is(fieldNameOf('2FA enabled'), 'field-2fa-enabled');
+  assert.is(fieldNameOf('API_key!'), 'api_key');
+  assert.is(fieldNameOf('???'), 'field');
+  assert.is(fieldNameOf('a'.repeat(40)).length, 32);
+});
+
+test('pass entry: line 1 the value, key: value lines fields, otpauth the totp field, the other lines notes', () => {
+  const body = [
+    'hunter2',
+    '',
+    'user: alice',
+    'URL: https://site.example/login',
+    'https://not-a-key.example',
+    'Security Question:   first pet   ',
+    '  indented: stays in the notes',
+    'empty:',
+    'otpauth://totp/Site:alice?secret=JBSWY3DPEHPK3PXP&issuer=Site',
+    'free text, kept',
+    '',
+    '',
+  ].join('\r\n');
+  const { entries, rows } = structured((sink) => parsePassEntry('web/site.example', Buffer.from(body), sink));
+  assert.equal(entries.get('web/site.example')?.value, 'hunter2');
+  const fields = entries.get('web/site.example')!.fields;
+  assert.equal(Object.keys(fields), ['username', 'url', 'security-question', 'totp', 'notes']);
+  assert.is(fields.username, 'alice');
+  assert.is(fields.url, 'https://site.example/login');
+  assert.is(fields['security-question'], 'first pet');
+  assert.is(parseTotp(fields.totp!).issuer, 'Site');
+  assert.is(
+    fields.notes,
+    'https://not-a-key.example\r\n  indented: stays in the notes\r\nempty:\r\nfree text, kept',
+    'lines as written; blank lines at either end dropped',
+  );
+  assert.equal(
+    rows[0]!.fields.map((f) => [f.name, f.from, f.mappedFrom]),
+    [
+      ['username', 'web/site.example.gpg line 3', 'user'],
+      ['url', 'web/site.example.gpg line 4', 'URL'],
+      ['security-question', 'web/site.example.gpg line 6', 'Security Question'],
+      ['totp', 'web/site.example.gpg line 9', null],
+      ['notes', 'web/site.example.gpg notes', null],
+    ],
+  );
+  // A seed in a totp: line is normalised as the otpauth line is; one stash cannot read is kept with a warning.
+  const seeds = structured((sink) => [
+    ...parsePassEntry('a', Buffer.from('pw\ntotp: JBSWY3DPEHPK3PXP\n'), sink),
+    ...parsePassEntry('b', Buffer.from('pw\notp: steam://ABC\n'), sink),
+  ]);
+  assert.match(seeds.entries.get('a')!.fields.totp!, /^otpauth:\/\/totp\/a\?secret=JBSWY3DPEHPK3PXP/);
+  assert.is(seeds.entries.get('b')!.fields.totp, 'steam://ABC');
+  assert.equal(seeds.warnings, [
+    'b.gpg: its TOTP seed is not an otpauth://totp/ URI or a base32 secret; it was kept as written, and stash otp cannot use it',
+  ]);
+  // No password line: the notes are the value. A one-line entry has no fields.
+  const noPw = structured((sink) => {
+    parsePassEntry('n', Buffer.from('\nonly notes\n'), sink);
+    parsePassEntry('o', Buffer.from('just-a-password'), sink);
+  });
+  assert.equal(noPw.entries.get('n'), { value: 'only notes', fields: {}, mappedFrom: null });
+  assert.equal(noPw.entries.get('o'), { value: 'just-a-password', fields: {}, mappedFrom: null });
+});
+
+test('structure rule: clashes get -2 on the last segment or the field; an item with no value gets an empty one', () => {
+  const csv = [
+    'Title,Vault,Username,Password,Url,PIN,pin',
+    'GitHub,Work/Team,alice,pw1,https://a,1,2',
+    'GitHub,Work/Team,bob,pw2,,,',
+    'Git Hub,,,,https://c,,',
+  ].join('\n');
+  const { entries, rows } = structured((sink) => parseOnePassword(Buffer.from(csv), '1p.csv', sink));
+  assert.equal([...entries.keys()], ['Work-Team/GitHub', 'Work-Team/GitHub-2', 'Git-Hub']);
+  assert.equal(entries.get('Work-Team/GitHub'), {
+    value: 'pw1',
+    fields: { username: 'alice', url: 'https://a', pin: '1', 'pin-2': '2' },
+    mappedFrom: 'Work/Team/GitHub',
+  });
+  assert.is(rows[1]!.mappedFrom, 'Work/Team/GitHub', 'a clash is listed as a mapping');
+  assert.equal(entries.get('Git-Hub'), { value: '', fields: { url: 'https://c' }, mappedFrom: 'Git Hub' });
+  // Bitwarden: nested folders by '/', an organisation item's collection, two URIs.
+  const bw = JSON.stringify({
+    folders: [{ id: 'f', name: 'Work/AWS' }],
+    collections: [{ id: 'c', name: 'Shared' }],
+    items: [
+      { type: 1, name: 'prod', folderId: 'f', login: { password: 'p', uris: [{ uri: 'u1' }, { uri: 'u2' }] } },
+      { type: 1, name: 'db', collectionIds: ['c'], login: { username: 'x', password: 'q' } },
+    ],
+  });
+  const b = structured((sink) => parseBitwarden(Buffer.from(bw), 'bw.json', sink));
+  assert.equal([...b.entries.keys()], ['Work/AWS/prod', 'Shared/db']);
+  assert.equal(b.entries.get('Work/AWS/prod')!.fields, { url: 'u1', 'url-2': 'u2' });
+  // --flat keeps the first URI only, as before.
+  const flat = run((bytes, file, sink) => parseBitwarden(bytes, file, sink, true), Buffer.from(bw));
+  assert.equal([...flat.values.keys()], ['PROD_PASSWORD', 'PROD_URL', 'DB_USERNAME', 'DB_PASSWORD']);
 });
 
 test('the collector keeps values in one secure buffer and refuses a value over 64 KiB by where it came from', () => {

@@ -1,78 +1,23 @@
 /**
  * `stash import pass` on a real password store: a throwaway GnuPG home with a
  * key made by gpg, entries written by pass itself (`pass init`, `pass
- * insert`), decrypted by the real gpg that stash runs. Also: a file gpg
+ * insert`), decrypted by the real gpg that stash runs: the flat names of
+ * `--flat` (paths and fields: import-structure.test.ts). Also: a file gpg
  * cannot decrypt stops the import with nothing written, a missing gpg is
  * named, and no symbolic link below the store is followed (issue 40, item 3),
  * not even one swapped in after the walk.
  */
-import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { openStoreFile, storeEntries } from '../../src/cli/import/pass-store.js';
-import { haveCommand, needFacility } from '../helpers/facility.js';
+import { makeStore, passReady, sh } from '../helpers/pass-store.js';
 import { cliEnv, snapshot } from './harness.js';
 
-interface Gpg {
-  home: string;
-  env: NodeJS.ProcessEnv;
-  store: string;
-  cleanup(): void;
-}
-
-function sh(cmd: string, args: string[], env: NodeJS.ProcessEnv, input = ''): string {
-  const r = spawnSync(cmd, args, { env, input, encoding: 'utf8', timeout: 60_000 });
-  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
-  return r.stdout;
-}
-
-/** A GnuPG home (short path: gpg-agent's socket lives in it) with one unprotected key, and a pass store for it. */
-function makeStore(): Gpg {
-  const home = mkdtempSync(join(tmpdir(), 'sg-'));
-  const gnupg = join(home, 'g');
-  mkdirSync(gnupg, { mode: 0o700 });
-  const store = join(home, 'store');
-  const env = { ...process.env, GNUPGHOME: gnupg, PASSWORD_STORE_DIR: store, PASSWORD_STORE_GENERATED_LENGTH: '20' };
-  sh(
-    'gpg',
-    [
-      '--batch',
-      '--pinentry-mode',
-      'loopback',
-      '--passphrase',
-      '',
-      '--quick-gen-key',
-      'Stash Test <stash-test@example.invalid>',
-      'future-default',
-      'default',
-      'never',
-    ],
-    env,
-  );
-  sh('pass', ['init', 'stash-test@example.invalid'], env);
-  return {
-    home,
-    env,
-    store,
-    cleanup() {
-      spawnSync('gpgconf', ['--kill', 'gpg-agent'], { env });
-      rmSync(home, { recursive: true, force: true });
-    },
-  };
-}
-
-const ready = (): boolean =>
-  needFacility(
-    haveCommand('gpg') && haveCommand('pass') && haveCommand('gpgconf'),
-    'gnupg and pass',
-    'apt install gnupg pass',
-  );
-
-test('a password store made by pass imports: passwords, notes, an otpauth line as a seed; hidden folders skipped', async () => {
-  if (!ready()) return;
+test('--flat: a password store imports as flat names: passwords, notes, an otpauth line as a seed; hidden folders skipped', async () => {
+  if (!passReady()) return;
   const g = makeStore();
   const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
   try {
@@ -89,7 +34,7 @@ test('a password store made by pass imports: passwords, notes, an otpauth line a
     writeFileSync(join(g.store, '.extensions', 'junk.gpg'), 'not a pass entry');
     await t.initVault(['personal']);
 
-    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--password-file', t.pwFile], {
+    const r = await t.run(['import', 'pass', g.store, '--into', 'personal', '--flat', '--password-file', t.pwFile], {
       timeoutMs: 60_000,
     });
     assert.is(r.code, 0, r.stderr);
@@ -133,7 +78,7 @@ test('a password store made by pass imports: passwords, notes, an otpauth line a
 });
 
 test('a file gpg cannot decrypt stops the import with nothing written; a missing gpg is named (69)', async () => {
-  if (!ready()) return;
+  if (!passReady()) return;
   const g = makeStore();
   const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
   try {
@@ -159,7 +104,7 @@ test('a file gpg cannot decrypt stops the import with nothing written; a missing
 });
 
 test('symbolic links below the store are not followed: linked files and folders are skipped and named', async () => {
-  if (!ready()) return;
+  if (!passReady()) return;
   const g = makeStore();
   const t = cliEnv({ GNUPGHOME: g.env.GNUPGHOME });
   try {
@@ -178,7 +123,7 @@ test('symbolic links below the store are not followed: linked files and folders 
     symlinkSync(g.store, viaLink);
     await t.initVault(['personal']);
 
-    const r = await t.run(['import', 'pass', viaLink, '--into', 'personal', '--password-file', t.pwFile], {
+    const r = await t.run(['import', 'pass', viaLink, '--into', 'personal', '--flat', '--password-file', t.pwFile], {
       timeoutMs: 60_000,
     });
     assert.is(r.code, 0, r.stderr);

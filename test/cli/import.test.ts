@@ -1,38 +1,25 @@
 /**
  * `stash import` through the real binary: a dotenv file comes back equivalent
- * from `stash env --format dotenv`; Bitwarden and 1Password exports give
- * logins whose TOTP seeds `stash otp` reads; --dry-run writes nothing and
+ * from `stash env --format dotenv`; Bitwarden and 1Password exports with
+ * `--flat` give flat names whose TOTP seeds `stash otp` reads (paths and
+ * fields: import-structure.test.ts); --dry-run writes nothing and
  * prints no value; a refused or failed import leaves the container exactly as
  * it was (one new version or nothing); the plaintext file is named for
  * deletion.
  */
-import { chmodSync, copyFileSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { parse as dotenvParse } from 'dotenv';
-import { cliEnv, snapshot, type CliEnv } from './harness.js';
-
-const fixtures = join(process.cwd(), 'test', 'fixtures', 'import');
-
-/** A private copy of a fixture (0600, as an export should be). */
-function copy(t: CliEnv, name: string): string {
-  const path = join(t.home, name);
-  copyFileSync(join(fixtures, name), path);
-  chmodSync(path, 0o600);
-  return path;
-}
-
-/** No value of `file` (as dotenv, JSON or CSV text holds them) appears in `text`. */
-function holdsNone(text: string, values: string[]): void {
-  for (const v of values) assert.not.ok(text.includes(v), `output holds the value ${JSON.stringify(v)}`);
-}
+import { cliEnv, snapshot } from './harness.js';
+import { copyFixture, holdsNone, importFixture } from './import-files.js';
 
 test('a dotenv file imports in one write and env --format dotenv gives an equivalent file back', async () => {
   const t = cliEnv();
   try {
     await t.initVault(['work']);
-    const file = copy(t, 'sample.env');
+    const file = copyFixture(t, 'sample.env');
     const source = dotenvParse(readFileSync(file));
     const values = Object.values(source).filter((v) => v.length > 3);
 
@@ -169,19 +156,11 @@ test('json: what env --format json prints imports back', async () => {
   }
 });
 
-test('Bitwarden and 1Password exports import logins: usernames, passwords, TOTP seeds stash otp reads, notes', async () => {
+test('--flat: Bitwarden and 1Password exports import logins as flat names: usernames, passwords, TOTP seeds, notes', async () => {
   const t = cliEnv();
   try {
     await t.initVault(['bw', 'op']);
-    const bw = await t.run([
-      'import',
-      'bitwarden',
-      copy(t, 'bitwarden.json'),
-      '--into',
-      'bw',
-      '--password-file',
-      t.pwFile,
-    ]);
+    const bw = await importFixture(t, 'bitwarden', 'bitwarden.json', 'bw', ['--flat']);
     assert.is(bw.code, 0, bw.stderr);
     holdsNone(bw.stdout + bw.stderr, ['hunter2', 'octocat', 'JBSWY3DP', 'recovery', 'correct horse', '4111']);
     assert.match(bw.stdout, /\nGITHUB_PASSWORD_2 +new +item "GitHub" password \(named "GITHUB_PASSWORD"\)\n/);
@@ -211,7 +190,7 @@ test('Bitwarden and 1Password exports import logins: usernames, passwords, TOTP 
       'ls marks an imported seed',
     );
 
-    const op = await t.run(['import', '1password', copy(t, '1password.csv'), '--into', 'op']);
+    const op = await t.run(['import', '1password', copyFixture(t, '1password.csv'), '--into', 'op', '--flat']);
     assert.is(op.code, 0, op.stderr);
     holdsNone(op.stdout + op.stderr, ['p,a', 'r0uter', 'secret-1p', 'JBSWY3DP', 'line two']);
     assert.is(await get('op', 'EXAMPLE_MAIL_USERNAME'), 'alice@example.com');

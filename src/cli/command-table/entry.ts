@@ -277,13 +277,19 @@ export const ENTRY_COMMANDS: Command[] = [
     details:
       'FORMAT: dotenv (a .env file), json (a flat object of names to strings, as env --format json prints), pass (a password-store ' +
       'folder, each .gpg file decrypted with your gpg), bitwarden (its unencrypted JSON export), 1password (its CSV export). ' +
-      'A name that is not a valid entry name is mapped (upper case, each run of other characters becomes _, _ before a leading digit, ' +
-      '_2, _3... on a clash) and listed; a login becomes TITLE_USERNAME, TITLE_PASSWORD, TITLE_TOTP, TITLE_URL, TITLE_NOTES and ' +
-      'TITLE_<FIELD> (docs/cli.md). Every entry is written in one new version of the container, or nothing is. Names that already exist ' +
-      'are refused (exit 73) unless --overwrite or --skip-existing. Values are never printed; delete the plaintext export afterwards.',
+      'pass, bitwarden and 1password keep their structure: folders (or vaults) and item names become entry paths (web/github.com; ' +
+      'a name that is not a valid segment is mapped: other characters become -), the password the value, and username, url, totp, ' +
+      "notes and other fields (pass: 'key: value' lines, an otpauth line, the other lines) the entry's fields. --flat gives one flat " +
+      'name per value instead (TITLE_USERNAME, TITLE_PASSWORD...), as dotenv and json always do (docs/cli.md). Every entry is written ' +
+      'in one new version of the container, or nothing is. Entries that already exist are refused (exit 73) unless --overwrite or ' +
+      '--skip-existing. Values are never printed; delete the plaintext export afterwards.',
     options: {
       into: { type: 'string', value: 'CONTAINER', help: 'the container to write to (required; it must exist)' },
-      'dry-run': { type: 'boolean', help: 'list what would be written (names, never values) and write nothing' },
+      'dry-run': {
+        type: 'boolean',
+        help: 'list what would be written (paths, field names and sources, never values) and write nothing',
+      },
+      flat: { type: 'boolean', help: 'one flat env-shaped name per value (TITLE_PASSWORD, ...), no paths or fields' },
       overwrite: { type: 'boolean', help: 'replace entries that already exist' },
       'skip-existing': { type: 'boolean', help: 'keep entries that already exist and import the rest' },
       json,

@@ -1,10 +1,12 @@
 /**
- * `stash import FORMAT FILE --into CONTAINER [--dry-run] [--overwrite |
- * --skip-existing] [--json]`. The file is read into secure memory, parsed by
+ * `stash import FORMAT FILE --into CONTAINER [--dry-run] [--flat] [--overwrite
+ * | --skip-existing] [--json]`. The file is read into secure memory, parsed by
  * the module of its format (src/cli/import/: pure parsers from bytes to
- * values), every name is given its entry name (names.ts), and the writer
- * commits them all in one new version of the container. The file is parsed
- * completely before any password is asked, so a malformed one costs nothing.
+ * values), the values of each item become one entry with a path and fields
+ * (paths.ts; with --flat, and for dotenv and JSON, one flat name per value:
+ * names.ts), and the writer commits them all in one new version of the
+ * container. The file is parsed completely before any password is asked, so
+ * a malformed one costs nothing.
  *
  * Values live in one secure buffer (collector.ts) and are wiped when the
  * command ends; formats that must be parsed as text (dotenv, JSON) make
@@ -18,11 +20,12 @@ import { defaultVaultDir } from '../../vault/paths.js';
 import { wipe } from '../../vault/secure.js';
 import { closeSync } from 'node:fs';
 import { join } from 'node:path';
-import { ExitCode } from '../exit-codes.js';
 import { Collector } from '../import/collector.js';
-import { assignNames } from '../import/names.js';
+import { flatEntries } from '../import/names.js';
+import { assignPaths } from '../import/paths.js';
+import { printRows, printSummary } from '../import/report.js';
 import { commitImport, type PlanRow, type Policy } from '../import/writer.js';
-import { formatTable, note, out, outJson, terminalSafe, warn } from '../output.js';
+import { warn } from '../output.js';
 import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
@@ -39,6 +42,8 @@ function options(inv: Invocation): {
   policy: Policy;
   dryRun: boolean;
   json: boolean;
+  /** Paths and fields; false with --flat, and for dotenv and JSON (flat by nature). */
+  structured: boolean;
 } {
   const [format, file] = inv.positionals as [string, string];
   if (!(FORMATS as readonly string[]).includes(format))
@@ -57,6 +62,7 @@ function options(inv: Invocation): {
     policy,
     dryRun: inv.values['dry-run'] === true,
     json: inv.values.json === true,
+    structured: inv.values.flat !== true && format !== 'dotenv' && format !== 'json',
   };
 }
 
@@ -66,9 +72,9 @@ interface Parsed {
   skipped: number;
 }
 
-/** Parses FILE into `sink`. */
-async function parse(format: Format, file: string, sink: Collector): Promise<Parsed> {
-  if (format === 'pass') return parseStore(file, sink);
+/** Parses FILE into `sink`; `flat`: the values and names of --flat. */
+async function parse(format: Format, file: string, sink: Collector, flat: boolean): Promise<Parsed> {
+  if (format === 'pass') return parseStore(file, sink, flat);
   const { readFileSecure } = await import('../secure-read.js');
   const bytes = readFileSecure(file, { maxBytes: MAX_FILE_BYTES, what: 'the import file', stripNewline: false });
   try {
@@ -80,7 +86,10 @@ async function parse(format: Format, file: string, sink: Collector): Promise<Par
         (await import('../import/json.js')).parseJsonObject(bytes, file, sink);
         return { warnings: [], skipped: 0 };
       case 'bitwarden':
-        return { warnings: (await import('../import/bitwarden.js')).parseBitwarden(bytes, file, sink), skipped: 0 };
+        return {
+          warnings: (await import('../import/bitwarden.js')).parseBitwarden(bytes, file, sink, flat),
+          skipped: 0,
+        };
       case '1password':
         return { warnings: (await import('../import/onepassword.js')).parseOnePassword(bytes, file, sink), skipped: 0 };
     }
@@ -89,7 +98,7 @@ async function parse(format: Format, file: string, sink: Collector): Promise<Par
   }
 }
 
-async function parseStore(dir: string, sink: Collector): Promise<Parsed> {
+async function parseStore(dir: string, sink: Collector, flat: boolean): Promise<Parsed> {
   const [{ storeEntries, openStoreFile, gpgDecrypt }, { parsePassEntry }] = await Promise.all([
     import('../import/pass-store.js'),
     import('../import/pass.js'),
@@ -111,7 +120,7 @@ async function parseStore(dir: string, sink: Collector): Promise<Parsed> {
       closeSync(fd);
     }
     try {
-      warnings.push(...parsePassEntry(f.rel, plain, sink));
+      warnings.push(...parsePassEntry(f.rel, plain, sink, flat));
     } finally {
       wipe(plain);
     }
@@ -125,10 +134,10 @@ export async function run(inv: Invocation): Promise<number> {
   containerInfo(defaultVaultDir(), opts.into);
   const sink = new Collector(opts.file);
   try {
-    const { warnings, skipped } = await parse(opts.format, opts.file, sink);
+    const { warnings, skipped } = await parse(opts.format, opts.file, sink, !opts.structured);
     for (const w of warnings) warn(w);
-    const named = assignNames(sink.entries());
-    if (named.length === 0)
+    const entries = opts.structured ? assignPaths(sink.entries()) : flatEntries(sink.entries());
+    if (entries.length === 0)
       throw new StashError(
         'IMPORT_INVALID',
         `${opts.file} holds no values to import${sink.empty > 0 ? ` (${sink.empty} empty ones are never imported)` : ''}`,
@@ -136,64 +145,13 @@ export async function run(inv: Invocation): Promise<number> {
     const session = new Session(inv.values);
     let rows: PlanRow[];
     try {
-      rows = await commitImport(session, opts.into, named, opts.policy, opts.dryRun);
+      rows = await commitImport(session, opts.into, entries, opts.policy, opts.dryRun);
     } finally {
       session.close();
     }
-    report(rows, opts.json);
-    return summary(rows, opts, sink.empty, skipped);
+    printRows(rows, opts.structured, opts.json);
+    return printSummary(rows, { ...opts, plaintext: opts.format !== 'pass', empty: sink.empty, skipped });
   } finally {
     sink.wipe();
   }
-}
-
-function report(rows: PlanRow[], json: boolean): void {
-  if (json) {
-    outJson(rows.map((r) => ({ name: r.entry, action: r.action, from: r.from, mappedFrom: r.mappedFrom })));
-    return;
-  }
-  const table = rows.map((r) => [
-    r.entry,
-    r.action,
-    r.mappedFrom === null ? r.from : `${r.from} (named ${JSON.stringify(r.mappedFrom)})`,
-  ]);
-  // Names and titles come from the file: shown terminal-safe, as key server text is.
-  for (const line of formatTable(['NAME', 'ACTION', 'FROM'], table)) out(terminalSafe(line));
-}
-
-function summary(rows: PlanRow[], opts: ReturnType<typeof options>, empty: number, skipped: number): number {
-  const count = (a: PlanRow['action']): number => rows.filter((r) => r.action === a).length;
-  const mapped = rows.filter((r) => r.mappedFrom !== null).length;
-  const extra = [
-    mapped > 0 ? `${mapped} name${mapped === 1 ? '' : 's'} mapped (see FROM)` : '',
-    count('skip') > 0 ? `${count('skip')} kept as they were (--skip-existing)` : '',
-    empty > 0 ? `${empty} empty value${empty === 1 ? '' : 's'} left out` : '',
-    skipped > 0
-      ? `${skipped} file${skipped === 1 ? '' : 's'} or folder${skipped === 1 ? '' : 's'} skipped (named above)`
-      : '',
-  ]
-    .filter(Boolean)
-    .join('; ');
-  const tail = extra ? `; ${extra}` : '';
-  if (opts.dryRun) {
-    const taken = count('exists');
-    note(`Dry run: nothing was written. ${count('new')} new, ${count('replace')} to replace${tail}.`);
-    if (taken > 0) {
-      note(
-        `${taken} name${taken === 1 ? '' : 's'} already exist in ${opts.into}: the import would be refused without --overwrite or --skip-existing.`,
-      );
-      return ExitCode.cantCreate;
-    }
-    return 0;
-  }
-  const written = count('new') + count('replace');
-  note(
-    `Imported ${written} entr${written === 1 ? 'y' : 'ies'} into ${opts.into} in one new version: ${count('new')} new, ${count('replace')} replaced${tail}.`,
-  );
-  if (opts.format !== 'pass') {
-    note(
-      `${opts.file} holds these secrets in plain text: delete it now (shred -u ${opts.file}, or rm it and empty the trash), and any copy of it.`,
-    );
-  }
-  return 0;
 }

@@ -5,14 +5,21 @@
  * type: 0 text, 1 hidden, 2 boolean, 3 linked}) and, for a login (type 1),
  * `login: {username, password, totp, uris: [{uri}]}`.
  *
- * Entries per item (names.ts, rule 3): TITLE_USERNAME, TITLE_PASSWORD,
- * TITLE_TOTP (an otpauth URI, so `stash otp` works), TITLE_URL (the first
- * URI), TITLE_NOTES, and TITLE_<FIELD> per custom field. Secure notes (type 2)
- * give their notes and fields. Cards, identities and SSH keys give their notes
- * and fields too; their own fields are not imported, and a warning says which
- * items that concerns. Linked fields hold no value and are skipped.
+ * Each item becomes one entry (paths.ts): its folder (`Work`, or nested
+ * `Work/AWS`: Bitwarden nests folders by '/'; an organisation's item without
+ * one, its first collection) and its name give the path (`Work/GitHub`); its
+ * password is the value; `username`, `totp` (an otpauth URI, so `stash otp`
+ * works), `url` per URI (`url-2`...), `notes` and one field per custom field
+ * are its fields. Secure notes (type 2) give their notes (as the value) and
+ * fields. Cards, identities and SSH keys give their notes and fields too;
+ * their own fields are not imported, and a warning says which items that
+ * concerns. Linked fields hold no value and are skipped.
+ *
+ * With `--flat` (names.ts, rule 3): TITLE_USERNAME, TITLE_PASSWORD,
+ * TITLE_TOTP, TITLE_URL (the first URI), TITLE_NOTES, and TITLE_<FIELD> per
+ * custom field.
  */
-import { ImportError, type Collector } from './collector.js';
+import { ImportError, type Collector, type SourceItem } from './collector.js';
 import { kindOf, readJson } from './json.js';
 import { fieldName } from './names.js';
 import { totpValue } from './totp.js';
@@ -25,8 +32,25 @@ function isObj(v: unknown): v is Obj {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Parses the export into `sink`; returns warnings (names only). */
-export function parseBitwarden(bytes: Buffer, file: string, sink: Collector): string[] {
+/** The names of the export's folders and collections by id (names only: Bitwarden exports them unencrypted). */
+function folderNames(doc: Obj): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const list of [doc.folders, doc.collections])
+    for (const f of Array.isArray(list) ? list : [])
+      if (isObj(f) && typeof f.id === 'string' && typeof f.name === 'string') names.set(f.id, f.name);
+  return names;
+}
+
+/** The path of an item as Bitwarden writes it: its folder's (or first collection's) names, then its own. */
+function segmentsOf(item: Obj, title: string, folders: Map<string, string>): string[] {
+  const collection = Array.isArray(item.collectionIds) ? item.collectionIds[0] : undefined;
+  const id = typeof item.folderId === 'string' ? item.folderId : collection;
+  const folder = typeof id === 'string' ? folders.get(id) : undefined;
+  return [...(folder ?? '').split('/').filter((s) => s.trim() !== ''), title];
+}
+
+/** Parses the export into `sink`; `flat` gives the names of `--flat`. Returns warnings (names only). */
+export function parseBitwarden(bytes: Buffer, file: string, sink: Collector, flat = false): string[] {
   const doc = readJson(bytes, file);
   if (!isObj(doc)) throw new ImportError(`${file}: the JSON is ${kindOf(doc)}, not a Bitwarden export`);
   if (doc.encrypted === true || doc.passwordProtected === true) {
@@ -37,6 +61,7 @@ export function parseBitwarden(bytes: Buffer, file: string, sink: Collector): st
   if (!Array.isArray(doc.items)) throw new ImportError(`${file}: no "items" array; is this a Bitwarden JSON export?`);
   const warnings: string[] = [];
   const notImported: string[] = [];
+  const folders = folderNames(doc);
   doc.items.forEach((item: unknown, i: number) => {
     const where = `items[${i}]`;
     if (!isObj(item)) throw new ImportError(`${file}: ${where} is ${kindOf(item)}, not an item`);
@@ -49,28 +74,31 @@ export function parseBitwarden(bytes: Buffer, file: string, sink: Collector): st
         throw new ImportError(`${file}: ${where} (${JSON.stringify(title)}) ${what} is ${kindOf(v)}, not text`);
       return v;
     };
-    const add = (field: string, what: string, v: unknown): void => {
+    const source: SourceItem = { segments: segmentsOf(item, title, folders), source: `item ${JSON.stringify(title)}` };
+    // FIELD names the flat entry (TITLE_FIELD); `field` the entry's field (null: its value).
+    const add = (field: string, what: string, v: unknown, as: string | null = field): void => {
       const s = text(v, what);
-      if (s !== null) sink.add(fieldName(title, field), from(what), s);
+      if (s !== null) sink.add(fieldName(title, field), from(what), s, { item: source, field: as });
     };
     const type = typeof item.type === 'number' ? item.type : 0;
     if (type === 1) {
       const login = isObj(item.login) ? item.login : {};
-      add('USERNAME', 'username', login.username);
-      add('PASSWORD', 'password', login.password);
+      add('USERNAME', 'username', login.username, 'username');
+      add('PASSWORD', 'password', login.password, null);
       const totp = text(login.totp, 'totp');
       if (totp !== null && totp !== '') {
         const { value, warning } = totpValue(totp, title);
         if (warning) warnings.push(`${file}: item ${JSON.stringify(title)}: ${warning}`);
-        sink.add(fieldName(title, 'TOTP'), from('totp'), value);
+        sink.add(fieldName(title, 'TOTP'), from('totp'), value, { item: source, field: 'totp' });
       }
-      const uris = Array.isArray(login.uris) ? login.uris : [];
-      const first = uris.find((u: unknown) => isObj(u) && typeof u.uri === 'string' && u.uri !== '') as Obj | undefined;
-      if (first) add('URL', 'uri', first.uri);
+      const uris = (Array.isArray(login.uris) ? login.uris : []).filter(
+        (u: unknown) => isObj(u) && typeof u.uri === 'string' && u.uri !== '',
+      ) as Obj[];
+      for (const u of flat ? uris.slice(0, 1) : uris) add('URL', 'uri', u.uri, 'url');
     } else if (type !== 2) {
       notImported.push(`${JSON.stringify(title)} (${TYPES[type] ?? `type ${type}`})`);
     }
-    add('NOTES', 'notes', item.notes);
+    add('NOTES', 'notes', item.notes, 'notes');
     const fields = Array.isArray(item.fields) ? item.fields : [];
     fields.forEach((f: unknown, j: number) => {
       if (!isObj(f)) throw new ImportError(`${file}: ${where}.fields[${j}] is ${kindOf(f)}, not a field`);

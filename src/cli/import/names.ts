@@ -1,5 +1,7 @@
 /**
- * The one naming rule of `stash import` (docs/cli.md, "Importing"):
+ * The flat naming rule of `stash import` (docs/cli.md, "Flat names"): the
+ * names of dotenv and JSON imports, and of every import with `--flat` (the
+ * names stash gave before entry paths; paths.ts has the structure rule):
  *
  * 1. A name that is already a valid entry name (`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
  *    is kept as it is (dotenv keys, JSON fields).
@@ -19,6 +21,7 @@
  */
 import { FLAT_NAME_RE } from '../../vault/names.js';
 import type { Collected } from './collector.js';
+import type { ImportEntry } from './paths.js';
 
 const MAX_NAME = 128;
 
@@ -60,4 +63,15 @@ export function assignNames(items: readonly Collected[]): Named[] {
     taken.add(entry);
     return { ...item, entry };
   });
+}
+
+/** The entries of a flat import: one per value, named by rules 1-4, without fields. */
+export function flatEntries(items: readonly Collected[]): ImportEntry[] {
+  return assignNames(items).map((n) => ({
+    path: n.entry,
+    from: n.from,
+    mappedFrom: n.entry === n.name ? null : n.name,
+    value: n.value,
+    fields: [],
+  }));
 }

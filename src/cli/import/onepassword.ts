@@ -5,25 +5,27 @@
  * `Title,Password,Username,URL,Notes,Type`). Columns are found by name, case
  * ignored:
  *
- *   title, name                                 the item (names.ts, rule 3)
- *   username, user name, login                  TITLE_USERNAME
- *   password                                    TITLE_PASSWORD
- *   otpauth, one-time password, otp, totp       TITLE_TOTP (as an otpauth URI)
- *   url, urls, website, login url               TITLE_URL
- *   notes, notesplain, note, comments           TITLE_NOTES
- *   favorite, archived, tags, type, vault,
- *   category, created/modified dates            not imported (not secrets)
- *   anything else                               TITLE_<COLUMN>
+ *   column                                  entry (paths.ts)    --flat (names.ts, rule 3)
+ *   title, name                             the path            TITLE
+ *   vault                                   its folder          not imported
+ *   username, user name, login              field username      TITLE_USERNAME
+ *   password                                the value           TITLE_PASSWORD
+ *   otpauth, one-time password, otp, totp   field totp          TITLE_TOTP (as an otpauth URI)
+ *   url, urls, website, login url           field url           TITLE_URL
+ *   notes, notesplain, note, comments       field notes         TITLE_NOTES
+ *   favorite, archived, tags, type,
+ *   category, created/modified dates        not imported (not secrets)
+ *   anything else                           a field (COLUMN)    TITLE_<COLUMN>
  *
- * Empty cells give no entry. A CSV export holds logins and passwords only;
+ * Empty cells give no value. A CSV export holds logins and passwords only;
  * 1Password's other item kinds need its .1pux format, which is not read here.
  */
-import { ImportError, type Collector } from './collector.js';
+import { ImportError, type Collector, type SourceItem } from './collector.js';
 import { parseCsv } from './csv.js';
 import { fieldName } from './names.js';
 import { totpValue } from './totp.js';
 
-type Role = 'title' | 'username' | 'password' | 'otp' | 'url' | 'notes' | 'skip' | 'field';
+type Role = 'title' | 'vault' | 'username' | 'password' | 'otp' | 'url' | 'notes' | 'skip' | 'field';
 
 const ROLES: Record<string, Role> = {
   title: 'title',
@@ -48,7 +50,7 @@ const ROLES: Record<string, Role> = {
   archived: 'skip',
   tags: 'skip',
   type: 'skip',
-  vault: 'skip',
+  vault: 'vault',
   category: 'skip',
   'created date': 'skip',
   'modified date': 'skip',
@@ -64,6 +66,15 @@ const FIELD_OF: Partial<Record<Role, string>> = {
   notes: 'NOTES',
 };
 
+/** The entry field of a role (null: the entry's value); a column of role 'field' keeps its own name. */
+const ENTRY_FIELD_OF: Partial<Record<Role, string | null>> = {
+  username: 'username',
+  password: null,
+  url: 'url',
+  notes: 'notes',
+  otp: 'totp',
+};
+
 /** Parses the export into `sink`; returns warnings (names only). */
 export function parseOnePassword(bytes: Buffer, file: string, sink: Collector): string[] {
   const [head, ...rows] = parseCsv(bytes, file);
@@ -71,6 +82,7 @@ export function parseOnePassword(bytes: Buffer, file: string, sink: Collector): 
   const columns = head.fields.map((f) => f.toString('utf8').trim());
   const roles = columns.map((c): Role => ROLES[c.toLowerCase()] ?? 'field');
   const titleAt = roles.indexOf('title');
+  const vaultAt = roles.indexOf('vault');
   if (titleAt < 0)
     throw new ImportError(
       `${file} line 1: no Title column; is this a 1Password CSV export (Title,Url,Username,Password,OTPAuth,...)?`,
@@ -84,19 +96,28 @@ export function parseOnePassword(bytes: Buffer, file: string, sink: Collector): 
     }
     const title = row.fields[titleAt]!.toString('utf8').trim() || `line ${row.line}`;
     const from = (column: string): string => `line ${row.line} ${JSON.stringify(title)} ${column}`;
+    const vault = vaultAt < 0 ? '' : row.fields[vaultAt]!.toString('utf8').trim();
+    const item: SourceItem = {
+      segments: vault ? [vault, title] : [title],
+      source: `line ${row.line} ${JSON.stringify(title)}`,
+    };
+    const place = (role: Role, column: string) => ({
+      item,
+      field: role === 'field' ? column : (ENTRY_FIELD_OF[role] ?? null),
+    });
     row.fields.forEach((cell, i) => {
       const role = roles[i]!;
-      if (role === 'title' || role === 'skip') return;
+      if (role === 'title' || role === 'skip' || role === 'vault') return;
       if (role === 'otp') {
         const seed = cell.toString('utf8').trim();
         cell.fill(0);
         if (seed === '') return;
         const { value, warning } = totpValue(seed, title);
         if (warning) warnings.push(`${file} line ${row.line} (${JSON.stringify(title)}): ${warning}`);
-        sink.add(fieldName(title, 'TOTP'), from(columns[i]!), value);
+        sink.add(fieldName(title, 'TOTP'), from(columns[i]!), value, place(role, columns[i]!));
         return;
       }
-      sink.add(fieldName(title, FIELD_OF[role] ?? columns[i]!), from(columns[i]!), cell);
+      sink.add(fieldName(title, FIELD_OF[role] ?? columns[i]!), from(columns[i]!), cell, place(role, columns[i]!));
     });
   }
   return warnings;

@@ -1,14 +1,18 @@
 /**
- * The one writer of `stash import`: every imported entry goes into the
- * container in one updateEntriesOf call, so the container gets one new
- * version holding all of them, or (any error: a name taken, the container
- * full, a shared file changed meanwhile) stays as it was.
+ * The one writer of `stash import`: every imported entry (its value and its
+ * fields) goes into the container in one updateEntriesOf call, so the
+ * container gets one new version holding all of them, or (any error: a path
+ * taken, the container full, a shared file changed meanwhile) stays as it
+ * was. An entry is judged whole: `--overwrite` replaces its value and its
+ * fields (a field the import does not give is removed, into the history as
+ * every replaced value is), `--skip-existing` keeps all of it.
  */
 import { StashError } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
+import { fieldKey, splitKey } from '../../vault/entry-path.js';
 import { readEntriesOf, updateEntriesOf } from '../container-access.js';
 import type { Session } from '../session.js';
-import type { Named } from './names.js';
+import type { ImportEntry } from './paths.js';
 
 /** What to do with a name the container already holds. */
 export type Policy = 'refuse' | 'overwrite' | 'skip';
@@ -20,6 +24,8 @@ export interface PlanRow {
   from: string;
   /** The source's own name when the entry name differs from it (mapped, or _2 after a clash); else null. */
   mappedFrom: string | null;
+  /** The entry's fields (names and sources, never values). */
+  fields: Array<{ name: string; from: string; mappedFrom: string | null }>;
 }
 
 /**
@@ -31,7 +37,7 @@ export interface PlanRow {
 export async function commitImport(
   session: Session,
   container: string,
-  named: readonly Named[],
+  entries: readonly ImportEntry[],
   policy: Policy,
   dryRun: boolean,
 ): Promise<PlanRow[]> {
@@ -39,9 +45,9 @@ export async function commitImport(
     const current = await readEntriesOf(session.dir, info, key);
     const existing = new Set(current.keys());
     wipeEntries(current);
-    const rows: PlanRow[] = named.map((n) => ({
-      entry: n.entry,
-      action: !existing.has(n.entry)
+    const rows: PlanRow[] = entries.map((n) => ({
+      entry: n.path,
+      action: !existing.has(n.path)
         ? 'new'
         : policy === 'overwrite'
           ? 'replace'
@@ -49,7 +55,8 @@ export async function commitImport(
             ? 'skip'
             : 'exists',
       from: n.from,
-      mappedFrom: n.entry === n.name ? null : n.name,
+      mappedFrom: n.mappedFrom,
+      fields: n.fields.map((f) => ({ name: f.name, from: f.from, mappedFrom: f.mappedFrom })),
     }));
     const taken = rows.filter((r) => r.action === 'exists').map((r) => r.entry);
     if (dryRun) return rows;
@@ -61,10 +68,17 @@ export async function commitImport(
         `${container} already holds ${shown}; nothing was imported (add --overwrite to replace them, or --skip-existing to keep them)`,
       );
     }
-    const changes = new Map<string, Buffer>();
-    named.forEach((n, i) => {
-      if (rows[i]!.action !== 'skip') changes.set(n.entry, n.value);
+    const changes = new Map<string, Buffer | null>();
+    entries.forEach((n, i) => {
+      if (rows[i]!.action === 'skip') return;
+      changes.set(n.path, n.value);
+      for (const f of n.fields) changes.set(fieldKey(n.path, f.name), f.value);
     });
+    // A replaced entry keeps no field of its old self (the history does).
+    for (const k of existing) {
+      const { path, field } = splitKey(k);
+      if (field !== null && changes.get(path) != null && !changes.has(k)) changes.set(k, null);
+    }
     if (changes.size > 0) await updateEntriesOf(session, info, key, changes);
     return rows;
   });
