@@ -26,7 +26,10 @@ export function usageOf(command: Command): string {
 export function argNames(command: Command): string[] {
   const words = command.args.split(' ');
   const end = words.indexOf('--');
-  return (end < 0 ? words : words.slice(0, end)).filter((w) => /^[A-Z][A-Z_0-9]*(\/[A-Z][A-Z_0-9]*)?$/.test(w));
+  // An optional argument ([FOLDER]) is named too, without its brackets; a repeated one ([CONTAINER...]) is not.
+  return (end < 0 ? words : words.slice(0, end))
+    .map((w) => (/^\[[A-Z][A-Z_0-9]*\]$/.test(w) ? w.slice(1, -1) : w))
+    .filter((w) => /^[A-Z][A-Z_0-9]*(\/[A-Z][A-Z_0-9]*)?$/.test(w));
 }
 
 /**

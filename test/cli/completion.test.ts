@@ -101,6 +101,39 @@ test('bash: the script registers; stash get <TAB> lists containers, stash get wo
   }
 });
 
+test("bash: entry paths complete a folder at a time; ls offers folders, --field the entry's fields", async () => {
+  const t = cliEnv();
+  try {
+    await t.initVault(['work']);
+    for (const [args, input] of [
+      [['set', 'work', 'web/github.com', '--password-file', t.pwFile], 'v'],
+      [['set', 'work', 'web/github.com', '--field', 'username=pat', '--field', 'url=u'], undefined],
+      [['set', 'work', 'web/gitlab.com'], 'v'],
+      [['set', 'work', 'work/aws/prod'], 'v'],
+      [['set', 'work', 'API_TOKEN'], 'v'],
+    ] as const) {
+      const r = await t.run([...args], input === undefined ? {} : { input });
+      assert.is(r.code, 0, r.stderr);
+    }
+    assert.equal(bashComplete(t, ['get', 'work', '']), ['API_TOKEN', 'web/', 'work/']);
+    assert.equal(bashComplete(t, ['get', 'work', 'we']), ['web/']);
+    assert.equal(bashComplete(t, ['get', 'work', 'web/']), ['web/github.com', 'web/gitlab.com']);
+    assert.equal(bashComplete(t, ['rm', 'work', 'work/']), ['work/aws/']);
+    assert.equal(bashComplete(t, ['edit', 'work', 'work/aws/']), ['work/aws/prod']);
+    assert.equal(bashComplete(t, ['ls', 'work', '']), ['web/', 'work/'], 'ls takes a folder');
+    assert.equal(bashComplete(t, ['get', 'work', 'web/github.com', '--field', '']), ['url', 'username']);
+    assert.equal(bashComplete(t, ['mv', 'work/']), ['work/API_TOKEN', 'work/web/', 'work/work/']);
+    assert.equal(bashComplete(t, ['mv', 'work/web/g']), ['work/web/github.com', 'work/web/gitlab.com']);
+    assert.equal(bashComplete(t, ['mv', 'work', 'web/']), ['web/github.com', 'web/gitlab.com'], 'mv C FROM TO');
+    assert.ok(
+      !bashComplete(t, ['history', 'work', 'web/github.com']).some((w) => w.includes('#')),
+      'no PATH#FIELD key is offered',
+    );
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('completing never starts an agent, prompts or prints an error', async () => {
   const t = await vaultWithEntries();
   try {

@@ -326,10 +326,10 @@ test('every command has --help with its usage line and options, exit 0', () => {
 
 test('unknown options, missing and extra arguments are usage errors (64) naming the problem', () => {
   const cases: Array<[string[], RegExp]> = [
-    [['get'], /^stash: missing arguments: CONTAINER NAME\nusage: stash get/],
+    [['get'], /^stash: missing arguments: CONTAINER PATH\nusage: stash get/],
     // Only what is missing is named.
-    [['get', 'c'], /^stash: missing argument: NAME\nusage: stash get/],
-    [['set', 'work'], /^stash: missing argument: NAME\nusage: stash set/],
+    [['get', 'c'], /^stash: missing argument: PATH\nusage: stash get/],
+    [['set', 'work'], /^stash: missing argument: PATH\nusage: stash set/],
     [['get', 'c', 'N', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash get/],
     // A word after a command without subcommands is a surplus argument, not an unknown command.
     [['doctor', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash doctor/],

@@ -110,9 +110,9 @@ test('mv and cp: within a container and across, CONTAINER2/ keeps the name, an e
   assert.is((await t.run(['get', 'home', 'TOKEN'])).stdout, 'v-2');
 
   for (const [args, re] of [
-    [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/NAME/],
+    [['mv', 'work', 'home/X'], /the source "work" is not CONTAINER\/PATH/],
     [['mv', 'work/TOKEN', 'work/TOKEN'], /is the source and the target/],
-    [['cp', 'work/TOKEN', 'home/..'], /invalid entry name/],
+    [['cp', 'work/TOKEN', 'home/a b'], /invalid entry name/],
   ] as const) {
     const r = await t.run([...args]);
     assert.is(r.code, 64, r.stderr);

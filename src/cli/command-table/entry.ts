@@ -85,39 +85,51 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['history'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: "list an entry's previous values: version, size and times, never a value",
     details:
       'Each write keeps the value it replaces (the last 10 per entry; vault.history_keep in the config file, 0 keeps none), ' +
       "inside the container's encrypted body: every member of a shared container sees it. Version 1 is the value before the current one. " +
       'stash get CONTAINER NAME --version N prints one; stash restore CONTAINER NAME --version N makes it current. ' +
-      'An entry removed with rm keeps its history (rm --purge drops it). --json prints {"container", "name", "current", "versions"}.',
-    options: { ...unlock, json },
+      'An entry removed with rm keeps its history (rm --purge drops it). Each field has a history of its own: --field NAME lists it. ' +
+      '--json prints {"container", "name", "current", "versions"} (and "field" with --field).',
+    options: {
+      ...unlock,
+      json,
+      field: { type: 'string', value: 'NAME', help: "list a field's previous values instead" },
+    },
     load: () => import('../commands/history.js'),
   },
   {
     path: ['restore'],
-    args: 'CONTAINER NAME --version N',
+    args: 'CONTAINER PATH --version N',
     positionals: [2, 2],
     summary: 'make a previous value of an entry current again (also brings back a removed entry)',
     details:
-      'An ordinary write: the value it replaces becomes version 1, so a restore can be undone the same way. See stash history.',
-    options: { ...unlock, version: historyVersion },
+      'An ordinary write: the value it replaces becomes version 1, so a restore can be undone the same way. See stash history. ' +
+      '--field NAME restores a previous value of that field (the entry must have a value).',
+    options: {
+      ...unlock,
+      version: historyVersion,
+      field: { type: 'string', value: 'NAME', help: 'restore a previous value of this field instead' },
+    },
     load: () => import('../commands/history.js'),
   },
   {
     path: ['edit'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'edit a value in $VISUAL or $EDITOR (a private file on tmpfs, removed afterwards)',
     details:
       'The value is written to a 0600 file in a new 0700 folder on a tmpfs (XDG_RUNTIME_DIR when it is one of yours, else ' +
       '/dev/shm), the editor runs on it, and the result is stored if it changed, byte for byte. The file (and whatever the ' +
       'editor left beside it) is overwritten and removed afterwards, also after Ctrl-C. Without a tmpfs the command refuses ' +
-      'unless --insecure-tmp is given.',
+      'unless --insecure-tmp is given. The file is named by the last segment of PATH (github.com for web/github.com). ' +
+      '--field NAME edits that field of the entry instead of its value.',
     options: {
       ...unlock,
+      field: { type: 'string', value: 'NAME', help: 'edit this field of the entry instead of its value' },
       'insecure-tmp': {
         type: 'boolean',
         help: 'without a tmpfs (XDG_RUNTIME_DIR or /dev/shm): use the temporary folder, which may be on disk',
@@ -203,7 +215,7 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['otp'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'print the current TOTP code of a seed stored with set --totp',
     details:
@@ -214,46 +226,57 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['ls'],
-    args: 'CONTAINER',
-    positionals: [1, 1],
-    summary: "list a container's entries: name, size, last change (never a value)",
+    args: 'CONTAINER [FOLDER]',
+    positionals: [1, 2],
+    summary: "list a container's entries as a tree of paths: size, last change, field names (never a value)",
     details:
-      'A change time is "-" (null in JSON) for an entry last written by a stash that did not record change times.',
-    options: { json, ...unlock },
+      'Entries are listed as a tree: a folder (web/) on a line of its own, the entries in it indented below; --flat lists full ' +
+      'paths instead. FOLDER (web/ or web) lists only the entries under it (exit 66 when there are none). A FIELDS column names ' +
+      'each entry\'s fields (never their values) once an entry has one. A change time is "-" (null in JSON) for an entry last ' +
+      'written by a stash that did not record change times. --json prints [{"name" (the full path), "size", "changedAt", "totp", "fields"}].',
+    options: { json, flat: { type: 'boolean', help: 'list full paths, one per line, instead of a tree' }, ...unlock },
     load: () => import('../commands/entries.js'),
   },
   {
     path: ['rm'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
-    summary: 'remove one entry from a container (its previous values are kept until rm --purge)',
+    summary: 'remove one entry (with its fields) or one field (--field) from a container',
     details:
-      "An unknown NAME is an error (exit 66). The removed value joins the entry's history (stash history, stash restore); " +
-      '--purge drops the entry and its whole history (and, with --purge, a NAME that only has a history). ' +
+      "An unknown PATH is an error (exit 66). The removed value joins the entry's history (stash history, stash restore); " +
+      '--purge drops the entry and its whole history (and, with --purge, a PATH that only has a history). ' +
+      '--field NAME removes only that field, and leaves the value and the other fields. ' +
       'The container keeps its key, so keys cached in the agent stay valid.',
     options: {
       ...unlock,
+      field: { type: 'string', value: 'NAME', help: 'remove only this field of the entry' },
       purge: { type: 'boolean', help: 'drop the previous values too (the entry cannot be restored afterwards)' },
     },
     load: () => import('../commands/entries.js'),
   },
   {
     path: ['mv'],
-    args: 'CONTAINER/NAME CONTAINER2/NAME2',
-    positionals: [2, 2],
-    summary: 'move an entry to another name or container (CONTAINER2/ keeps the name)',
+    args: 'CONTAINER/PATH CONTAINER2/PATH2',
+    positionals: [2, 3],
+    summary: 'move an entry (with its fields) or a folder to another path or container',
     details:
-      'Within one container the move is one write. Across containers the target is written first and the source removed after. ' +
+      'The first / ends the container: work/web/github.com is the entry web/github.com of work. CONTAINER2/ keeps the path. ' +
+      'A source ending in / is a folder: stash mv work/web/ work/sites/ moves every entry under web/ to sites/. ' +
+      'A target ending in / that is not the container alone is a folder: an entry goes into it under its last segment. ' +
+      'Within one container, stash mv CONTAINER FROM TO is the same (stash mv work web/ sites/). Within one container the move ' +
+      'is one write and the history goes along. Across containers the target is written first and the source removed after. ' +
       'An existing target is refused (exit 73) unless --force.',
     options: { ...unlock, force: { type: 'boolean', short: 'f', help: 'replace an existing target entry' } },
     load: () => import('../commands/entry-move.js'),
   },
   {
     path: ['cp'],
-    args: 'CONTAINER/NAME CONTAINER2/NAME2',
-    positionals: [2, 2],
-    summary: 'copy an entry to another name or container (CONTAINER2/ keeps the name)',
-    details: 'The value is never printed. An existing target is refused (exit 73) unless --force.',
+    args: 'CONTAINER/PATH CONTAINER2/PATH2',
+    positionals: [2, 3],
+    summary: 'copy an entry (with its fields) or a folder to another path or container',
+    details:
+      'Paths and folders as for stash mv (stash cp work web/ backup/web/). The value is never printed; the history stays with ' +
+      'the source. An existing target is refused (exit 73) unless --force.',
     options: { ...unlock, force: { type: 'boolean', short: 'f', help: 'replace an existing target entry' } },
     load: () => import('../commands/entry-move.js'),
   },
@@ -261,9 +284,10 @@ export const ENTRY_COMMANDS: Command[] = [
     path: ['find'],
     args: 'PATTERN',
     positionals: [1, 1],
-    summary: 'list CONTAINER/NAME of the entry names that match, across every container (never values)',
+    summary: 'list CONTAINER/PATH of the entry paths that match, across every container (never values)',
     details:
-      'PATTERN is a substring, or a glob (* ? [...]) that must match the whole name when it holds one of those characters; case is ignored. ' +
+      'PATTERN is a substring, or a glob (* ? [...]) that must match the whole path when it holds one of those characters (* also ' +
+      'matches /: web/* finds web/github.com and web/old/site); case is ignored. Fields are not listed. ' +
       'Containers open in the agent are searched without a password; the others with the vault key, asked for once at most. ' +
       'Exit status 1 when nothing matched.',
     options: { json, ...unlock },
@@ -356,7 +380,8 @@ export const ENTRY_COMMANDS: Command[] = [
     details:
       'bash: add `source <(stash completion bash)` to ~/.bashrc. zsh: `stash completion zsh > "${fpath[1]}/_stash"` (or source it after compinit). ' +
       'fish: `stash completion fish > ~/.config/fish/completions/stash.fish`. Completes commands, options, container and contact names, and the ' +
-      'entry names of containers whose key the agent holds; it never asks for a password and never starts the agent.',
+      'entry paths of containers whose key the agent holds, a folder at a time (web/, then web/github.com); it never asks for a ' +
+      'password and never starts the agent.',
     options: {},
     load: () => import('../commands/completion.js'),
   },

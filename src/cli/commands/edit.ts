@@ -1,5 +1,5 @@
 /**
- * `stash edit CONTAINER NAME`: the value in $VISUAL (else $EDITOR, else vi)
+ * `stash edit CONTAINER PATH [--field NAME]`: the value (or a field) in $VISUAL (else $EDITOR, else vi)
  * through a private file on tmpfs (edit-file.ts), stored again only if the
  * editor changed it, byte for byte: no newline is added or removed.
  *
@@ -12,6 +12,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import { StashError, UsageError } from '../../errors.js';
+import { fieldKey, validateFieldName } from '../../vault/entry-path.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
@@ -72,9 +73,14 @@ async function runEditor(
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, name] = inv.positionals as [string, string];
+  const [container, path] = inv.positionals as [string, string];
   validateContainerName(container);
-  validateEntryName(name);
+  validateEntryName(path);
+  const field = inv.values.field;
+  if (field !== undefined) validateFieldName(field);
+  // What messages call it, and the key it is stored under (a field beside the value: PATH#FIELD).
+  const name = field === undefined ? path : `${path}#${field}`;
+  const key = field === undefined ? path : fieldKey(path, field);
   const editor = editorCommand();
   const session = new Session(inv.values);
   let original: Buffer | null = null;
@@ -83,8 +89,10 @@ export async function run(inv: Invocation): Promise<number> {
   const removeFile = (): void => file?.remove();
   process.on('exit', removeFile);
   try {
-    file = EditFile.prepare(name, inv.values['insecure-tmp'] === true);
-    original = await session.withContentKey(container, (key, info) => readEntryOf(session.dir, info, key, name));
+    // Named by the last segment (a path's folders are not made on the tmpfs), so an editor still sees github.com.
+    const base = path.slice(path.lastIndexOf('/') + 1);
+    file = EditFile.prepare(field === undefined ? base : `${base}.${field}`, inv.values['insecure-tmp'] === true);
+    original = await session.withContentKey(container, (ck, info) => readEntryOf(session.dir, info, ck, key));
     file.write(original);
     const ended = await runEditor(editor, file.path);
     const signalled = ended.signal ?? (ended.received === 'SIGINT' && ended.code !== 0 ? 'SIGINT' : null);
@@ -111,9 +119,7 @@ export async function run(inv: Invocation): Promise<number> {
         `the edited value of ${name} is empty; nothing was stored (stash rm removes an entry; stash set --allow-empty stores an empty value)`,
       );
     const value = edited;
-    await session.withContentKey(container, (key, info) =>
-      updateEntriesOf(session, info, key, new Map([[name, value]])),
-    );
+    await session.withContentKey(container, (ck, info) => updateEntriesOf(session, info, ck, new Map([[key, value]])));
     note(`Stored the edited ${name} in ${container}.`);
     return 0;
   } finally {

@@ -1,6 +1,6 @@
 /**
- * `stash find PATTERN [--json]`: CONTAINER/NAME for every entry name that
- * matches, across the containers of the vault; never a value.
+ * `stash find PATTERN [--json]`: CONTAINER/PATH for every entry path that
+ * matches, across the containers of the vault; never a value, never a field.
  *
  * Containers whose keys the agent holds are searched first, with no
  * password. The others need the vault key, asked for once at most (it opens
@@ -13,6 +13,7 @@
 import { errorCode, errorMessage } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { listContainers, type ContainerInfo } from '../../vault/containers.js';
+import { entryPaths } from '../../vault/entry-path.js';
 import { byCodeUnits } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
@@ -26,9 +27,10 @@ interface Hit {
 }
 
 /**
- * A glob (`*`, `?`, `[...]`; the whole name must match) when the pattern
- * holds one of those characters, else a substring. Case is ignored either way:
- * entry names are mostly upper case, what people type is not.
+ * A glob (`*`, `?`, `[...]`; the whole path must match, and `*` matches '/'
+ * too, so `web/*` finds every entry under web/) when the pattern holds one of
+ * those characters, else a substring. Case is ignored either way: entry names
+ * are mostly upper case, what people type is not.
  */
 export function nameMatcher(pattern: string): (name: string) => boolean {
   if (!/[*?[]/.test(pattern)) {
@@ -61,7 +63,8 @@ export async function run(inv: Invocation): Promise<number> {
     const search = async (key: Buffer, info: ContainerInfo): Promise<void> => {
       const entries = await readEntriesOf(session.dir, info, key);
       try {
-        for (const name of entries.keys()) if (matches(name)) hits.push({ container: info.name, name });
+        // Entry paths only: a field (stored as PATH#FIELD) is part of its entry, not an entry.
+        for (const name of entryPaths(entries.keys())) if (matches(name)) hits.push({ container: info.name, name });
       } finally {
         wipeEntries(entries);
       }

@@ -9,6 +9,7 @@ import { StashError, UsageError } from '../../errors.js';
 import { changeTime, historyOf, wipeEntries, type Entries } from '../../vault/container-body.js';
 import { entryNotFound } from '../../vault/containers.js';
 import { MAX_HISTORY_KEEP } from '../../vault/history-block.js';
+import { fieldKey, splitKey, validateFieldName } from '../../vault/entry-path.js';
 import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
@@ -25,6 +26,18 @@ export function parseVersion(raw: unknown): number {
     );
   }
   return n;
+}
+
+/** Stored key `key` as the user names it: `web/x`, or `field username of web/x` (after `container`, when given). */
+function label(key: string, container = ''): string {
+  const { path, field } = splitKey(key);
+  return field === null ? `${container}${path}` : `field ${field} of ${container}${path}`;
+}
+
+/** Stored key `key` as command arguments: `web/x`, or `web/x --field username`. */
+function args(key: string): string {
+  const { path, field } = splitKey(key);
+  return field === null ? path : `${path} --field ${field}`;
 }
 
 export interface Selected {
@@ -57,19 +70,23 @@ export function selectVersion(entries: Entries, container: string, name: string,
         : `${past.length} previous value${past.length === 1 ? '' : 's'} (versions 1 to ${past.length})`;
     throw new StashError(
       'ENTRY_NOT_FOUND',
-      `${container}/${name} has ${kept}; there is no version ${version} (see stash history ${container} ${name})`,
+      `${label(name, `${container}/`)} has ${kept}; there is no version ${version} (see stash history ${container} ${args(name)})`,
     );
   }
   return { value: v.value, changedAt: v.changedAt, replacedAt: v.replacedAt };
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, name] = inv.positionals as [string, string];
+  const [container, path] = inv.positionals as [string, string];
   validateContainerName(container);
-  validateEntryName(name);
+  validateEntryName(path);
+  const field = inv.values.field;
+  if (field !== undefined) validateFieldName(field);
+  // A field's history is kept under its stored key, PATH#FIELD, beside the value's.
+  const name = field === undefined ? path : fieldKey(path, field);
   const restore = inv.command.path[0] === 'restore';
   if (restore && inv.values.version === undefined)
-    throw new UsageError('restore needs --version N (see stash history CONTAINER NAME)');
+    throw new UsageError('restore needs --version N (see stash history CONTAINER PATH)');
   const version = restore ? parseVersion(inv.values.version) : null;
   const session = new Session(inv.values);
   try {
@@ -120,9 +137,11 @@ async function list(session: Session, container: string, name: string, json: boo
   const current = rows.find((r) => r.version === null);
   const versions = rows.filter((r) => r.version !== null);
   if (json) {
+    const { path, field } = splitKey(name);
     outJson({
       container,
-      name,
+      name: path,
+      ...(field === null ? {} : { field }),
       current: current ? { size: current.size, changedAt: iso(current.changedAt) } : null,
       versions: versions.map((r) => ({
         version: r.version,
@@ -144,8 +163,9 @@ async function list(session: Session, container: string, name: string, json: boo
     r.version === null ? '-' : when(r.replacedAt),
   ]);
   for (const line of formatTable(['VERSION', 'BYTES', 'CHANGED', 'REPLACED'], table)) out(line);
-  if (!current) out(`${name} was removed; stash restore ${container} ${name} --version 1 brings its last value back.`);
-  else if (versions.length === 0) out(`No previous values of ${name} yet.`);
+  if (!current)
+    out(`${label(name)} was removed; stash restore ${container} ${args(name)} --version 1 brings its last value back.`);
+  else if (versions.length === 0) out(`No previous values of ${label(name)} yet.`);
   return 0;
 }
 
@@ -166,14 +186,14 @@ async function restoreVersion(session: Session, container: string, name: string,
     }
   });
   if (changed.length === 0) {
-    note(`Version ${version} of ${name} is its current value already; nothing was written.`);
+    note(`Version ${version} of ${label(name)} is its current value already; nothing was written.`);
     return 0;
   }
   const { keep } = await historyPolicy();
   note(
     keep === 0
-      ? `Restored version ${version} of ${name} in ${container}; the value it replaced is not kept (vault.history_keep = 0).`
-      : `Restored version ${version} of ${name} in ${container}; the value it replaced is now version 1 (stash history ${container} ${name}).`,
+      ? `Restored version ${version} of ${label(name)} in ${container}; the value it replaced is not kept (vault.history_keep = 0).`
+      : `Restored version ${version} of ${label(name)} in ${container}; the value it replaced is now version 1 (stash history ${container} ${args(name)}).`,
   );
   return 0;
 }

@@ -16,6 +16,7 @@
  * learn, it leaves out.
  */
 import type { Command } from '../command-types.js';
+import { entryPaths, fieldsOf } from '../../vault/entry-path.js';
 import { argNames, commands, commandsUnder } from '../registry.js';
 
 export type Completion = { kind: 'words'; items: string[] } | { kind: 'files' } | { kind: 'none' };
@@ -27,7 +28,7 @@ export interface NameSource {
   contacts(): Promise<string[]>;
 }
 
-type ArgKind = 'container' | 'entry' | 'contact' | 'file' | 'ref' | 'shell' | 'format' | 'none';
+type ArgKind = 'container' | 'entry' | 'folder' | 'field' | 'contact' | 'file' | 'ref' | 'shell' | 'format' | 'none';
 
 const IMPORT_FORMATS = ['dotenv', 'json', 'pass', 'bitwarden', '1password'];
 
@@ -41,8 +42,12 @@ function kindOf(command: Command, name: string, previous: string | undefined): A
       return 'container';
     case 'CONTACT':
       return 'contact';
-    case 'FILE':
     case 'PATH':
+      // An entry path after a container (get CONTAINER PATH); a file elsewhere (container link PATH).
+      return previous === 'CONTAINER' ? 'entry' : 'file';
+    case 'FOLDER':
+      return 'folder';
+    case 'FILE':
       return 'file';
     case 'SHELL':
       return 'shell';
@@ -74,6 +79,28 @@ function optionValueKind(value: string | undefined): ArgKind | string[] {
     default:
       return 'none';
   }
+}
+
+/**
+ * The next segment of each of `paths` in the folder that `current` is in:
+ * `web/` (a folder, with its '/') and `API_TOKEN` for `""` or `w`, then
+ * `web/github.com` for `web/`; only folders when `foldersOnly`.
+ */
+export function nextSegments(paths: Iterable<string>, current: string, foldersOnly = false): string[] {
+  const base = current.slice(0, current.lastIndexOf('/') + 1);
+  const out = new Set<string>();
+  for (const p of paths) {
+    if (!p.startsWith(base)) continue;
+    const slash = p.indexOf('/', base.length);
+    if (slash >= 0) out.add(p.slice(0, slash + 1));
+    else if (!foldersOnly) out.add(p);
+  }
+  return [...out];
+}
+
+/** The entry paths of `container` (its stored keys without the PATH#FIELD ones). */
+async function pathsOf(names: NameSource, container: string): Promise<string[]> {
+  return entryPaths(await names.entries(container));
 }
 
 function words(candidates: Iterable<string>, current: string): Completion {
@@ -126,7 +153,7 @@ export async function complete(args: string[], names: NameSource): Promise<Compl
   const last = rest[rest.length - 1];
   const takesValue = last?.startsWith('-') && optionTakingValue(last);
   if (takesValue) {
-    const kind = optionValueKind(takesValue.value);
+    const kind = takesValue === command.options.field ? 'field' : optionValueKind(takesValue.value);
     if (Array.isArray(kind)) return words(kind, current);
     return byKind(kind, current, names, positionals);
   }
@@ -148,9 +175,17 @@ async function byKind(kind: ArgKind, current: string, names: NameSource, positio
   switch (kind) {
     case 'container':
       return words(await names.containers(), current);
-    case 'entry': {
+    case 'entry':
+    case 'folder': {
       const container = positionals[positionals.length - 1];
-      return container === undefined ? { kind: 'none' } : words(await names.entries(container), current);
+      if (container === undefined) return { kind: 'none' };
+      return words(nextSegments(await pathsOf(names, container), current, kind === 'folder'), current);
+    }
+    case 'field': {
+      // --field of an entry command: the fields the entry already has (CONTAINER PATH before it).
+      const [container, path] = positionals;
+      if (container === undefined || path === undefined) return { kind: 'none' };
+      return words(fieldsOf(await names.entries(container), path), current);
     }
     case 'contact':
       return words(await names.contacts(), current);
@@ -161,7 +196,11 @@ async function byKind(kind: ArgKind, current: string, names: NameSource, positio
     case 'format':
       return words(IMPORT_FORMATS, current);
     case 'ref': {
-      // CONTAINER/NAME: the container first (with its slash), then its entries.
+      // mv CONTAINER FROM TO: after a bare container, paths of it.
+      const first = positionals[0];
+      if (first !== undefined && !first.includes('/'))
+        return words(nextSegments(await pathsOf(names, first), current), current);
+      // CONTAINER/PATH: the container first (with its slash), then its paths a folder at a time.
       const slash = current.indexOf('/');
       if (slash < 0)
         return words(
@@ -169,8 +208,9 @@ async function byKind(kind: ArgKind, current: string, names: NameSource, positio
           current,
         );
       const container = current.slice(0, slash);
+      const inside = nextSegments(await pathsOf(names, container), current.slice(slash + 1));
       return words(
-        (await names.entries(container)).map((e) => `${container}/${e}`),
+        inside.map((e) => `${container}/${e}`),
         current,
       );
     }
