@@ -158,7 +158,7 @@ test('export to a missing folder names it; import names the file given; merge na
     const named = await alice!.ok(['container', 'merge', 'ci', bobs]);
     assert.match(
       named.stdout,
-      /\nHeld by one side only, so kept: ONLY_ALICE, ONLY_BOB\. If the other side had deleted any of them, delete it again \(with --purge if it was purged\)\.\n/,
+      /\nHeld by one side only, so kept: ONLY_ALICE, ONLY_BOB\. If the other side had deleted any of them, delete it again \(with --purge if it was purged\), or merge with --base FILE, the common version\.\n/,
     );
   } finally {
     await dispose([alice!, bob!]);

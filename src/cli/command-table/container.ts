@@ -109,19 +109,41 @@ export const CONTAINER_COMMANDS: Command[] = [
     positionals: [2, 2],
     summary: 'merge another version of a shared container (after concurrent edits) into a new version',
     details:
-      'For after a divergence refusal (84), e.g. a git conflict: FILE is the other version (git show :3:NAME.stash > FILE). ' +
-      'The new version holds the entries of both and is accepted by every member. An entry both versions changed is refused ' +
-      "unless --prefer says which side wins (the losing value goes into that entry's history); an entry deleted on one side and kept on the other is kept. " +
-      'The histories of both versions are united, newest first, up to vault.history_keep per entry.',
+      'For after a divergence refusal (84), e.g. a git conflict: FILE is the other version (git show :3:PATH > FILE). ' +
+      'The new version holds the changes of both and is accepted by every member. With --base (the version both grew from: ' +
+      'git show :1:PATH), only an entry or field both sides changed differently (changed, added or removed) is a conflict, and an entry ' +
+      'removed on one side and left alone on the other is removed. Without it, an entry both versions hold with different values is one, ' +
+      'and an entry deleted on one side and kept on the other is kept. A conflict is refused unless --prefer says which side wins ' +
+      "(the losing value goes into that entry's history). The histories of both versions are united, newest first, up to vault.history_keep per entry.",
     options: {
+      base: {
+        type: 'string',
+        value: 'FILE',
+        help: 'the common version both sides grew from, for a three-way merge (git show :1:PATH > FILE)',
+      },
       prefer: {
         type: 'string',
         value: 'SIDE',
-        help: "which value wins an entry both versions changed: 'container' (NAME's file) or 'file' (FILE)",
+        help: "which side wins an entry both versions changed: 'container' (NAME's file) or 'file' (FILE)",
       },
       ...unlock,
     },
-    load: () => import('../commands/container-transfer.js'),
+    load: () => import('../commands/container-merge.js'),
+  },
+  {
+    path: ['container', 'merge-driver'],
+    args: 'BASE OURS THEIRS',
+    positionals: [3, 3],
+    summary: "git's merge driver for shared container files (.gitattributes: *.stash merge=stash)",
+    details:
+      "Install once per repository: a line '*.stash merge=stash' in .gitattributes, and " +
+      "git config merge.stash.driver 'stash container merge-driver %O %A %B'. git then merges the two sides of a shared container " +
+      'entry by entry against their common version, and writes the result, signed by you, for git to commit. An entry both sides changed ' +
+      'is a conflict: git records one, the file keeps your version, and the message names the entries and says how to finish with ' +
+      'stash container merge. The vault key comes from the session agent, else the password (a terminal prompt, or --password-file); ' +
+      'when it cannot be had, the file is left as a conflict too.',
+    options: unlock,
+    load: () => import('../commands/container-merge.js'),
   },
   {
     path: ['container', 'export'],

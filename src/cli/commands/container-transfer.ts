@@ -1,9 +1,9 @@
 /**
  * `stash container export NAME FILE | import FILE [--name NAME] |
- * link PATH [--name NAME] | merge NAME FILE [--prefer SIDE]`: shared container
- * files between vaults and places. export needs no key (the file is already
- * encrypted, and is verified, not opened); import, link and merge need the
- * vault key, to open files with this vault's identity (and to sign a merge).
+ * link PATH [--name NAME]`: container files between vaults and places.
+ * export needs no key (the file is already encrypted, and is verified, not
+ * opened); import and link need the vault key, to open files with this
+ * vault's identity. (merge: container-merge.ts.)
  */
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -11,15 +11,7 @@ import { StashError, UsageError } from '../../errors.js';
 import { defaultVaultDir, validateContainerName, wipe } from '../../vault/index.js';
 import { containerInfo } from '../../vault/containers.js';
 import { exportPrivate, importPrivate, isPrivateContainerFile } from '../../vault/private-transfer.js';
-import {
-  exportShared,
-  importShared,
-  linkShared,
-  mergeShared,
-  type Prefer,
-  type TransferResult,
-} from '../../vault/sharing/index.js';
-import { historyPolicy } from '../container-access.js';
+import { exportShared, importShared, linkShared, type TransferResult } from '../../vault/sharing/index.js';
 import { out } from '../output.js';
 import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
@@ -27,7 +19,6 @@ import { Session } from '../session.js';
 export async function run(inv: Invocation): Promise<number> {
   const action = inv.command.path[1];
   if (action === 'export') return exportFile(inv.positionals[0]!, inv.positionals[1]!);
-  if (action === 'merge') return merge(inv);
   const file = inv.positionals[0]!;
   const name = typeof inv.values.name === 'string' ? inv.values.name : undefined;
   if (name !== undefined) validateContainerName(name);
@@ -121,52 +112,4 @@ function report(action: 'import' | 'link', r: TransferResult, source: string): v
   }
   if (action === 'link')
     out(`get, set and env now read and write that file; see who may open it with: stash container members ${r.name}`);
-}
-
-async function merge(inv: Invocation): Promise<number> {
-  const [name, file] = inv.positionals as [string, string];
-  validateContainerName(name);
-  const raw = inv.values.prefer;
-  if (raw !== undefined && raw !== 'container' && raw !== 'file')
-    throw new UsageError(`--prefer must be container or file, got ${JSON.stringify(raw)}`);
-  const prefer: Prefer = raw === undefined ? null : raw;
-  if (file.length === 0) throw new UsageError('FILE must not be empty');
-  const { keep } = await historyPolicy();
-  const session = new Session(inv.values);
-  try {
-    const vaultKey = await session.vaultKey();
-    try {
-      const r = mergeShared(session.dir, vaultKey, name, file, prefer, keep);
-      if (r.outcome === 'unchanged')
-        out(`${file} adds nothing to ${name}: its version ${r.revision} already contains it.`);
-      else if (r.outcome === 'fast-forward')
-        out(
-          `${name} now holds version ${r.revision} from ${file}, which already contained everything of the version it replaced.`,
-        );
-      else {
-        out(
-          `Merged ${file} into ${name}: version ${r.revision}, signed by you; every member accepts it as a later version.`,
-        );
-        if (r.fromOther.length > 0) out(`Taken from ${file}: ${r.fromOther.join(', ')}.`);
-        if (r.conflicts.length > 0)
-          out(
-            `Changed on both sides: ${r.conflicts.join(', ')}; kept the value of ${prefer === 'file' ? file : `the container's file`} ${keep === 0 ? '(the other value is not kept: vault.history_keep = 0)' : '(the other value is now version 1 in stash history)'}.`,
-          );
-        // Only when it can have happened, and naming the entries: a merge has no common version to tell an addition from a deletion.
-        if (r.oneSided.length > 0)
-          out(
-            `Held by one side only, so kept: ${r.oneSided.join(', ')}. If the other side had deleted any of them, delete it again (with --purge if it was purged).`,
-          );
-        if (r.historyOneSided.length > 0)
-          out(
-            `Previous values of removed entries held by one side only, so kept: ${r.historyOneSided.join(', ')}. If the other side had purged any of them, run stash rm ${name} NAME --purge again.`,
-          );
-      }
-      return 0;
-    } finally {
-      wipe(vaultKey);
-    }
-  } finally {
-    session.close();
-  }
 }

@@ -18,4 +18,6 @@ export { importShared, linkShared, exportShared, acceptShared, type TransferResu
 export type { PublicIdentity } from './verify.js';
 export { SHARED_VERSION, MAX_RECIPIENTS } from './format.js';
 export { mergeShared, type MergeResult, type Prefer } from './merge.js';
+export { mergeSharedFiles, sharedContainerOfFile } from './merge-files.js';
+export { describeConflicts, type EntryConflict } from './merge-rule.js';
 export { NumberingError, MAX_REVISION, MAX_JUMP } from './numbering.js';

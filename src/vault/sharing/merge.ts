@@ -1,13 +1,15 @@
 /**
  * Merging two versions of a shared container that diverged (two members wrote
  * from the same base; a git conflict). The result is a new version that
- * contains both: every entry of either side, the newer recipient list, and
+ * contains both: the entries each side changed, the newer recipient list, and
  * per member the later of their two last writes, so every member who saw
  * either side accepts it as a later version, without `accept`.
  *
- * There is no common ancestor to consult, so an entry that both sides hold
- * with different values is a conflict: refused, unless the caller says which
- * side wins. An entry deleted on one side and kept on the other is kept.
+ * Which value each stored key keeps is merge-rule.ts's: with the common
+ * version both grew from, only a key both sides changed differently is a
+ * conflict; without it, any key both hold with different values is, and a key
+ * one side lacks is kept. A conflict is refused unless the caller says which
+ * side wins; the losing value joins that entry's history.
  */
 import { resolve } from 'node:path';
 import { NONCE_BYTES } from '../aead.js';
@@ -21,26 +23,18 @@ import {
 } from '../container-body.js';
 import { checkKeep, DEFAULT_HISTORY_KEEP, mergeHistories } from '../entry-history.js';
 import type { PastValue } from '../history-block.js';
+import { loadBoth, type Merging } from './merge-load.js';
+import { describeConflicts, threeWay, twoWay, type EntryConflict, type Winner } from './merge-rule.js';
 import { VaultError } from '../errors.js';
 import { identityPublic, identitySecret } from '../identity.js';
 import { withVaultLock } from '../lock.js';
 import { requireVaultKey } from '../meta-file.js';
-import { constantTimeEqual, randomBytes, wipe } from '../secure.js';
+import { randomBytes, wipe } from '../secure.js';
 import { decodeShared, stanzaIndex, type SharedFile } from './format.js';
-import { covers, historyError, relate, seenOf } from './history.js';
-import { checkJump } from './numbering.js';
-import type { SeenRevision, SharedRecord } from './records.js';
+import { covers, seenOf } from './history.js';
 import { assembleFile, commitRevision, withWriteLock } from './revisions.js';
 import { openSharedBody, openStanza } from './shared-entries.js';
-import {
-  loadShared,
-  memberNamer,
-  readSharedFile,
-  recipientIndex,
-  verifySignatures,
-  type LoadedShared,
-  type PublicIdentity,
-} from './verify.js';
+import { loadShared, memberNamer, type LoadedShared, type PublicIdentity } from './verify.js';
 
 export interface MergeResult {
   outcome: 'merged' | 'fast-forward' | 'unchanged';
@@ -48,10 +42,14 @@ export interface MergeResult {
   revision: number;
   /** Entries taken from the other file (new there, or changed there and chosen). */
   fromOther: string[];
-  /** Entries both sides changed, and which side won. */
+  /** Entries both sides changed (differently); the side `prefer` named won them. */
   conflicts: string[];
+  /** What each side did to each of `conflicts` (without a common version: 'changed' on both). */
+  conflictChanges: EntryConflict[];
+  /** Entries the other file removed and the container's file still held (with a common version only). */
+  removed: string[];
   /**
-   * Entries only one side holds, all kept. Without a common version a merge
+   * Entries only one side holds, all kept (without a common version only). Without it a merge
    * cannot tell an entry added on one side from one deleted on the other,
    * so these are the ones a deletion may have been undone for.
    */
@@ -75,60 +73,35 @@ function decrypt(l: LoadedShared, me: PublicIdentity, x25519Secret: Buffer): Ent
   }
 }
 
-/** The union of two entry maps, and the names both hold with different values. */
-function unite(
+/**
+ * Names with no current value after the merge whose history only one side
+ * holds: the other may have purged it. With the common version, only those
+ * whose history it held and a side lacks (a purge for certain).
+ */
+function oneSidedHistory(
+  base: Entries | null,
   ours: Entries,
   theirs: Entries,
-  prefer: Prefer,
-): { merged: Map<string, Uint8Array>; fromOther: string[]; conflicts: string[]; oneSided: string[] } {
-  const merged = new Map<string, Uint8Array>(ours);
-  const fromOther: string[] = [];
-  const conflicts: string[] = [];
-  const oneSided = [...ours.keys()].filter((name) => !theirs.has(name));
-  for (const [name, value] of theirs) {
-    const mine = ours.get(name);
-    if (mine === undefined) {
-      merged.set(name, value);
-      fromOther.push(name);
-      oneSided.push(name);
-    } else if (!constantTimeEqual(mine, value)) {
-      conflicts.push(name);
-      if (prefer === 'file') {
-        merged.set(name, value);
-        fromOther.push(name);
-      }
-    }
-  }
-  return { merged, fromOther, conflicts, oneSided: oneSided.sort() };
-}
-
-/** Names with no current value after the merge whose history only one side holds. */
-function oneSidedHistory(ours: Entries, theirs: Entries, merged: ReadonlyMap<string, Uint8Array>): string[] {
+  merged: ReadonlyMap<string, Uint8Array>,
+): string[] {
   const [a, b] = [historyOf(ours), historyOf(theirs)];
-  const names = [...a.keys()].filter((n) => !b.has(n)).concat([...b.keys()].filter((n) => !a.has(n)));
+  const names =
+    base === null
+      ? [...a.keys()].filter((n) => !b.has(n)).concat([...b.keys()].filter((n) => !a.has(n)))
+      : [...historyOf(base).keys()].filter((n) => a.has(n) !== b.has(n));
   return names.filter((n) => !merged.has(n)).sort();
 }
 
-/** The two versions of a merge, both checked, and what each step of it needs. */
-interface Merging {
-  dir: string;
-  name: string;
-  me: PublicIdentity;
-  /** The version in the container's own file. */
-  cur: LoadedShared;
-  /** The version at the path given. */
-  other: LoadedShared;
-  record: SharedRecord;
-  /** Throws unless `next` is a version this vault may accept after the one it saw last. */
-  toSeen: (next: SeenRevision, what: string) => void;
-}
+/** A merge worked out and signed, not yet written anywhere; `bytes` is the file that holds it. */
+export type MergePlan = MergeResult & { bytes: Buffer };
 
 /**
  * Merges the version at `otherPath` into container `name` of vault `dir`.
  * Both files must pass every check but history (signatures, the pinned owner,
  * this vault a recipient); the result must be a later version than the one
  * this vault saw last. When one file already contains the other, the later
- * one is simply kept.
+ * one is simply kept. `basePath`: the common version of both (checked the
+ * same way, and contained in both), for the three-way rule.
  */
 export function mergeShared(
   dir: string,
@@ -137,6 +110,7 @@ export function mergeShared(
   otherPath: string,
   prefer: Prefer = null,
   keep = DEFAULT_HISTORY_KEEP,
+  basePath: string | null = null,
 ): MergeResult {
   checkKeep(keep);
   requireVaultKey(dir, vaultKey);
@@ -144,130 +118,142 @@ export function mergeShared(
   const me = { x25519: pub.x25519, ed25519: pub.ed25519 };
   return withVaultLock(dir, () =>
     withWriteLock(dir, name, () => {
-      const m = loadBoth(dir, name, otherPath, me);
-      const kept = keepLater(m);
-      if (kept !== null) return kept;
-      refuseRemovedWriter(m.cur, m.other, me);
-      return withSecret(dir, vaultKey, (x25519Secret, ed25519Secret) =>
-        mergeVersions(m, prefer, keep, x25519Secret, ed25519Secret),
-      );
+      const cur = loadShared(dir, name);
+      const [ours, theirs] = [`the file of ${name}`, resolve(otherPath)];
+      const labels = {
+        ours,
+        theirs,
+        base: `the common version ${basePath === null ? '' : resolve(basePath)}`,
+        choose: `Choose which side wins those entries: --prefer container (${ours}) or --prefer file (${theirs})`,
+      };
+      const m = loadBoth(dir, cur, otherPath, basePath, me, labels);
+      const { bytes, ...result } = planMerge(m, vaultKey, prefer, keep);
+      if (result.outcome !== 'unchanged') commitRevision(dir, cur.path, cur.bytes, bytes, m.record);
+      return result;
     }),
   );
 }
 
 /**
- * Loads the container's version and the one at `otherPath`, each past every
- * check but history: signatures, the pinned owner, this vault a recipient,
- * the same container, and no jump past what this vault saw.
+ * The merge of `m` as a file, signed with this vault's identity, written
+ * nowhere: ours as it is ('unchanged'), theirs as it is ('fast-forward'), or a
+ * new version ('merged').
  */
-function loadBoth(dir: string, name: string, otherPath: string, me: PublicIdentity): Merging {
-  const cur = loadShared(dir, name);
-  const record = cur.record;
-  if (!record)
-    throw new VaultError(
-      'SHARE_UNTRUSTED_OWNER',
-      `this vault has no record of shared container ${name}; run: stash container accept ${name}`,
-    );
-  verifySignatures(cur.file, cur.path, record.owner, name);
-  recipientIndex(cur, me);
-  const path = resolve(otherPath);
-  const { bytes, file } = readSharedFile(path, () => new VaultError('FILE_NOT_FOUND', `${path} does not exist`));
-  const other: LoadedShared = { name, path, bytes, file, record, next: seenOf(file, bytes) };
-  if (!file.membership.containerId.equals(cur.file.membership.containerId))
-    throw new VaultError('CONTAINER_CORRUPT', `${path} holds another container than ${name}`);
-  verifySignatures(file, path, record.owner, name);
-  recipientIndex(other, me);
-  // The merged version is numbered after the later side: neither may jump past what this vault saw.
-  checkJump(record.seen, cur.file, cur.path, name);
-  checkJump(record.seen, file, path, name);
-  const nameOf = memberNamer(cur.file, me);
-  const toSeen = (next: SeenRevision, what: string): void => {
-    const err = historyError(relate(record.seen, next), record.seen, next, what, name, nameOf);
-    if (err) throw err;
-  };
-  return { dir, name, me, cur, other, record, toSeen };
+export function planMerge(m: Merging, vaultKey: Buffer, prefer: Prefer, keep: number): MergePlan {
+  const kept = keepLater(m);
+  if (kept !== null) return kept;
+  refuseRemovedWriter(m.cur, m.other, m.me);
+  return withSecret(m.dir, vaultKey, (x25519Secret, ed25519Secret) =>
+    mergeVersions(m, prefer, keep, x25519Secret, ed25519Secret),
+  );
 }
 
-/** A result that took nothing from the other side. */
-function nothingTaken(outcome: 'unchanged' | 'fast-forward', revision: number): MergeResult {
-  return { outcome, revision, fromOther: [], conflicts: [], oneSided: [], historyOneSided: [] };
+/** A result that took nothing from the other side; `bytes` is the file kept. */
+function nothingTaken(outcome: 'unchanged' | 'fast-forward', kept: LoadedShared): MergePlan {
+  return {
+    outcome,
+    revision: kept.next.revision,
+    bytes: kept.bytes,
+    fromOther: [],
+    conflicts: [],
+    conflictChanges: [],
+    removed: [],
+    oneSided: [],
+    historyOneSided: [],
+  };
 }
 
 /**
  * When one version already contains the other, the later one is kept as it is
- * ('unchanged': the container's own; 'fast-forward': the other, committed); null
- * when neither does and the two must be merged.
+ * ('unchanged': ours; 'fast-forward': theirs); null when neither does and the
+ * two must be merged.
  */
-function keepLater(m: Merging): MergeResult | null {
+function keepLater(m: Merging): MergePlan | null {
   const { cur, other } = m;
   if (cur.next.hash.equals(other.next.hash) || (covers(cur.next, other.next) && cur.next.epoch >= other.next.epoch)) {
     m.toSeen(cur.next, cur.path); // the other adds nothing; the container's own file must still be acceptable
-    return nothingTaken('unchanged', cur.next.revision);
+    return nothingTaken('unchanged', cur);
   }
   if (covers(other.next, cur.next) && other.next.epoch >= cur.next.epoch) {
     m.toSeen(other.next, other.path);
-    commitRevision(m.dir, cur.path, cur.bytes, other.bytes, m.record);
-    return nothingTaken('fast-forward', other.next.revision);
+    return nothingTaken('fast-forward', other);
   }
   return null;
 }
 
-/** Opens both versions, unites them, and commits the merged version; every opened entry is wiped after. */
+/** Opens the versions, unites them, and signs the merged version; every opened entry is wiped after. */
 function mergeVersions(
   m: Merging,
   prefer: Prefer,
   keep: number,
   x25519Secret: Buffer,
   ed25519Secret: Buffer,
-): MergeResult {
+): MergePlan {
   const { cur, other } = m;
-  const ours = decrypt(cur, m.me, x25519Secret);
-  let theirs: Entries | null = null;
+  const opened: Entries[] = [];
+  const open = (l: LoadedShared): Entries => {
+    const e = decrypt(l, m.me, x25519Secret);
+    opened.push(e);
+    return e;
+  };
   try {
-    theirs = decrypt(other, m.me, x25519Secret);
-    const { merged, ...taken } = uniteSides(ours, theirs, prefer, keep, m);
-    const bytesOut = build(cur, other, merged, m.me, x25519Secret, ed25519Secret);
-    const result = seenOf(decodeShared(bytesOut, cur.path), bytesOut);
+    const [ours, theirs] = [open(cur), open(other)];
+    const base = m.base === null ? null : open(m.base);
+    const { merged, ...taken } = uniteSides(base, ours, theirs, prefer, keep, m);
+    const bytes = build(cur, other, merged, m.me, x25519Secret, ed25519Secret);
+    const result = seenOf(decodeShared(bytes, cur.path), bytes);
     m.toSeen(result, 'the merged version');
-    commitRevision(m.dir, cur.path, cur.bytes, bytesOut, m.record);
-    return { outcome: 'merged', revision: result.revision, ...taken };
+    return { outcome: 'merged', revision: result.revision, bytes, ...taken };
   } finally {
-    wipeEntries(ours);
-    if (theirs) wipeEntries(theirs);
+    for (const e of opened) wipeEntries(e);
   }
 }
 
 /**
- * Both sides' entries in one map, refused on a conflict unless `prefer` says
- * which side wins. Each entry keeps the change time of the side it was taken
- * from; the histories are united, and the value that lost a conflict joins them.
+ * Both sides' entries in one map by merge-rule.ts, refused on a conflict
+ * unless `prefer` says which side wins. Each entry keeps the change time of
+ * the side it was taken from; the histories are united, and the value that
+ * lost a conflict joins them.
  */
 function uniteSides(
+  base: Entries | null,
   ours: Entries,
   theirs: Entries,
   prefer: Prefer,
   keep: number,
   m: Merging,
 ): Omit<MergeResult, 'outcome' | 'revision'> & { merged: Map<string, Uint8Array> } {
-  const { merged, fromOther, conflicts, oneSided } = unite(ours, theirs, prefer);
-  if (conflicts.length > 0 && prefer === null) {
-    throw new VaultError(
-      'SHARE_DIVERGED',
-      `both versions changed ${conflicts.join(', ')}; nothing was written. Choose which side wins those entries: --prefer container (the file of ${m.name}) or --prefer file (${m.other.path})`,
-    );
+  const winner: Winner = prefer === null ? null : prefer === 'file' ? 'theirs' : 'ours';
+  const rule = base === null ? twoWay(ours, theirs, winner) : threeWay(base, ours, theirs, winner);
+  const { merged, fromOther, conflicts } = rule;
+  if (conflicts.length > 0 && winner === null) {
+    const what =
+      base === null
+        ? `both versions changed ${conflicts.map((c) => c.key).join(', ')}`
+        : `both sides changed ${describeConflicts(conflicts, m.labels)} since ${m.labels.base}`;
+    const choose = m.labels.choose === '' ? '' : `. ${m.labels.choose}`;
+    throw new VaultError('SHARE_DIVERGED', `${what}; nothing was written${choose}`);
   }
   const taken = new Set(fromOther);
   withChangeTimesFrom(merged, (entry) => (taken.has(entry) ? theirs : ours));
   const now = Date.now();
-  const losers = new Map<string, PastValue>(
-    conflicts.map((entry) => {
-      const loser = taken.has(entry) ? ours : theirs;
-      return [entry, { value: loser.get(entry)!, changedAt: changeTime(loser, entry), replacedAt: now }];
-    }),
-  );
+  const loser = winner === 'theirs' ? ours : theirs;
+  const losers = new Map<string, PastValue>();
+  for (const { key } of conflicts) {
+    const value = loser.get(key);
+    if (value !== undefined) losers.set(key, { value, changedAt: changeTime(loser, key), replacedAt: now });
+  }
   withHistory(merged, mergeHistories([historyOf(ours), historyOf(theirs)], losers, keep));
-  const historyOneSided = oneSidedHistory(ours, theirs, merged);
-  return { merged, fromOther, conflicts, oneSided, historyOneSided };
+  const historyOneSided = oneSidedHistory(base, ours, theirs, merged);
+  return {
+    merged,
+    fromOther,
+    conflicts: conflicts.map((c) => c.key),
+    conflictChanges: conflicts,
+    removed: rule.removed,
+    oneSided: rule.oneSided,
+    historyOneSided,
+  };
 }
 
 /**
