@@ -10,7 +10,7 @@ import { json, historyVersion, unlock } from './shared-options.js';
 export const ENTRY_COMMANDS: Command[] = [
   {
     path: ['set'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
     details:
@@ -61,7 +61,7 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['get'],
-    args: 'CONTAINER NAME',
+    args: 'CONTAINER PATH',
     positionals: [2, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details:
@@ -139,7 +139,7 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['read'],
-    args: 'stash://CONTAINER/NAME',
+    args: 'stash://CONTAINER/PATH[#FIELD]',
     positionals: [1, 1],
     summary: 'print one value by its secret reference (as get prints it)',
     details:
