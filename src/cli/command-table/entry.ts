@@ -10,8 +10,8 @@ import { json, historyVersion, unlock } from './shared-options.js';
 export const ENTRY_COMMANDS: Command[] = [
   {
     path: ['set'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
     details:
       'One trailing newline of a value read from stdin is removed (so `echo token | stash set C N` stores "token"); --raw keeps ' +
@@ -61,8 +61,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['get'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details:
       'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small ' +
@@ -85,8 +85,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['history'],
-    args: 'CONTAINER NAME',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: "list an entry's previous values: version, size and times, never a value",
     details:
       'Each write keeps the value it replaces (the last 10 per entry; vault.history_keep in the config file, 0 keeps none), ' +
@@ -108,8 +108,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['edit'],
-    args: 'CONTAINER NAME',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'edit a value in $VISUAL or $EDITOR (a private file on tmpfs, removed afterwards)',
     details:
       'The value is written to a 0600 file in a new 0700 folder on a tmpfs (XDG_RUNTIME_DIR when it is one of yours, else ' +
@@ -203,8 +203,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['otp'],
-    args: 'CONTAINER NAME',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'print the current TOTP code of a seed stored with set --totp',
     details:
       'RFC 6238 with SHA1, SHA256 or SHA512, 6 to 8 digits, any period, as the otpauth URI says. A newline follows only on a terminal; ' +
@@ -214,8 +214,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['ls'],
-    args: 'CONTAINER',
-    positionals: [1, 1],
+    args: '[CONTAINER]',
+    positionals: [0, 1],
     summary: "list a container's entries: name, size, last change (never a value)",
     details:
       'A change time is "-" (null in JSON) for an entry last written by a stash that did not record change times.',
@@ -224,8 +224,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['rm'],
-    args: 'CONTAINER NAME',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'remove one entry from a container (its previous values are kept until rm --purge)',
     details:
       "An unknown NAME is an error (exit 66). The removed value joins the entry's history (stash history, stash restore); " +

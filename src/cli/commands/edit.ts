@@ -12,12 +12,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { constants } from 'node:os';
 import { StashError, UsageError } from '../../errors.js';
-import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { EditFile } from '../edit-file.js';
 import { note } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 const PASSED_ON = ['SIGTERM', 'SIGHUP'] as const;
@@ -72,9 +72,7 @@ async function runEditor(
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, name] = inv.positionals as [string, string];
-  validateContainerName(container);
-  validateEntryName(name);
+  const { container, path: name } = await entryTarget(inv);
   const editor = editorCommand();
   const session = new Session(inv.values);
   let original: Buffer | null = null;

@@ -1,15 +1,16 @@
 /**
- * `stash ls CONTAINER [--json]` and `stash rm CONTAINER NAME [--purge]`. ls
+ * `stash ls [CONTAINER] [--json]` and `stash rm [CONTAINER] NAME [--purge]`. ls
  * shows each entry's name, size and last change, never a value; rm deletes
  * one entry, its value kept in its history (`--purge` drops that too). The
  * content key is unchanged, so keys cached in the agent stay valid.
  * Both work on private and shared containers (container-access.ts).
  */
-import { changeTime, validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
+import { changeTime, type ContainerName, VaultError, wipeEntries } from '../../vault/index.js';
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { isTotpValue } from '../totp/otpauth.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { containerTarget, entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 interface EntryRow {
@@ -23,20 +24,20 @@ interface EntryRow {
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const container = inv.positionals[0]!;
-  validateContainerName(container);
-  if (inv.command.path[0] === 'rm') validateEntryName(inv.positionals[1]);
+  const isList = inv.command.path[0] === 'ls';
+  const target = isList ? { container: await containerTarget(inv), path: null } : await entryTarget(inv);
+  const { container } = target;
   const session = new Session(inv.values);
   try {
-    return inv.command.path[0] === 'ls'
+    return target.path === null
       ? await list(session, container, inv.values.json === true)
-      : await remove(session, container, inv.positionals[1]!, inv.values.purge === true);
+      : await remove(session, container, target.path, inv.values.purge === true);
   } finally {
     session.close();
   }
 }
 
-async function list(session: Session, container: string, json: boolean): Promise<number> {
+async function list(session: Session, container: ContainerName, json: boolean): Promise<number> {
   const rows = await session.withContentKey(container, async (key, info): Promise<EntryRow[]> => {
     const entries = await readEntriesOf(session.dir, info, key);
     try {
@@ -66,7 +67,7 @@ async function list(session: Session, container: string, json: boolean): Promise
   return 0;
 }
 
-async function remove(session: Session, container: string, name: string, purge: boolean): Promise<number> {
+async function remove(session: Session, container: ContainerName, name: string, purge: boolean): Promise<number> {
   const changed = await session.withContentKey(container, (key, info) =>
     updateEntriesOf(session, info, key, new Map([[name, null]]), { purge: purge ? [name] : [] }),
   );

@@ -9,7 +9,7 @@
  * whose members may not be the ones who could read them.
  */
 import { StashError, UsageError } from '../../errors.js';
-import { validateContainerName, validateEntryName } from '../../vault/names.js';
+import { type ContainerName, validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { readEntriesOf, readEntryOf, updateEntriesOf } from '../container-access.js';
@@ -18,7 +18,7 @@ import type { Invocation } from '../command-types.js';
 import { Session } from '../session.js';
 
 interface Spot {
-  container: string;
+  container: ContainerName;
   name: string;
 }
 

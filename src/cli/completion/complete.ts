@@ -42,8 +42,10 @@ function kindOf(command: Command, name: string, previous: string | undefined): A
     case 'CONTACT':
       return 'contact';
     case 'FILE':
-    case 'PATH':
       return 'file';
+    case 'PATH':
+      // `[CONTAINER] PATH`: an entry path; elsewhere (`vault backup PATH`) a file.
+      return previous === 'CONTAINER' ? 'entry' : 'file';
     case 'SHELL':
       return 'shell';
     case 'FORMAT':

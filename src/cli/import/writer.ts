@@ -8,6 +8,7 @@ import { StashError } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { readEntriesOf, updateEntriesOf } from '../container-access.js';
 import type { Session } from '../session.js';
+import type { ContainerName } from '../../vault/names.js';
 import type { Named } from './names.js';
 
 /** What to do with a name the container already holds. */
@@ -30,7 +31,7 @@ export interface PlanRow {
  */
 export async function commitImport(
   session: Session,
-  container: string,
+  container: ContainerName,
   named: readonly Named[],
   policy: Policy,
   dryRun: boolean,
