@@ -8,33 +8,27 @@
  * Ed25519 key, so it needs the vault key (from the agent, else the password)
  * besides the content key.
  */
-import {
-  entryNotFound,
-  readEntries,
-  readEntry,
-  updateEntries,
-  type ContainerInfo,
-  type Entries,
-} from '../vault/containers.js';
+import { wipeEntries } from '../vault/container-body.js';
+import { entryNotFound, readEntries, updateEntries, type ContainerInfo, type Entries } from '../vault/containers.js';
 import type { HistoryPolicy } from '../vault/entry-history.js';
-import { wipe } from '../vault/secure.js';
+import type { ContainerRef } from '../vault/names.js';
+import { secureCopy, wipe } from '../vault/secure.js';
 import type { Session } from './session.js';
 
 const sharing = () => import('../vault/sharing/index.js');
 
-/** Every entry (release with wipeEntries()). */
+/** Every entry (release with wipeEntries()). `info` carries the checked name: nothing checks it again. */
 export async function readEntriesOf(dir: string, info: ContainerInfo, key: Buffer): Promise<Entries> {
-  if (!info.shared) return readEntries(dir, info.name, key);
-  return (await sharing()).readSharedEntries(dir, info.name, key);
+  if (!info.shared) return readEntries(dir, info, key);
+  return (await sharing()).readSharedEntries(dir, info, key);
 }
 
-/** One entry as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
+/**
+ * One stored value (an entry's, or PATH#FIELD) as a secure copy (release with
+ * wipe()); ENTRY_NOT_FOUND when absent. The name was checked where it came in
+ * (entry-target.ts), so it is only looked up here.
+ */
 export async function readEntryOf(dir: string, info: ContainerInfo, key: Buffer, entryName: string): Promise<Buffer> {
-  if (!info.shared) return readEntry(dir, info.name, key, entryName);
-  const [{ secureCopy }, { wipeEntries }] = await Promise.all([
-    import('../vault/secure.js'),
-    import('../vault/container-body.js'),
-  ]);
   const entries = await readEntriesOf(dir, info, key);
   try {
     const value = entries.get(entryName);
@@ -67,7 +61,7 @@ export async function updateEntriesOf(
   extra: Omit<HistoryPolicy, 'keep'> = {},
 ): Promise<string[]> {
   const policy = await historyPolicy(extra);
-  if (!info.shared) return updateEntries(session.dir, info.name, key, changes, policy);
+  if (!info.shared) return updateEntries(session.dir, info, key, changes, policy);
   const { identitySecret } = await import('../vault/identity.js');
   const vaultKey = await session.vaultKey();
   let secret;
@@ -77,7 +71,7 @@ export async function updateEntriesOf(
     wipe(vaultKey);
   }
   try {
-    return (await sharing()).updateSharedEntries(session.dir, info.name, key, changes, secret, policy);
+    return (await sharing()).updateSharedEntries(session.dir, info, key, changes, secret, policy);
   } finally {
     wipe(secret.x25519);
     wipe(secret.ed25519);
@@ -85,7 +79,7 @@ export async function updateEntriesOf(
 }
 
 /** The content key of a shared container, from this vault's sealed stanza (release with wipe()). */
-export async function openSharedKey(dir: string, vaultKey: Buffer, name: string): Promise<Buffer> {
+export async function openSharedKey(dir: string, vaultKey: Buffer, name: ContainerRef): Promise<Buffer> {
   const [{ identitySecret }, { openSharedContentKey }] = await Promise.all([import('../vault/identity.js'), sharing()]);
   const secret = identitySecret(dir, vaultKey);
   try {

@@ -397,6 +397,7 @@ export async function configChecks(agentStatusDoc: Doc | null): Promise<{ checks
     ['agent.terminate_on_suspend', config.terminateOnSuspend],
     ['agent.lock_on_screen_lock', config.lockOnScreenLock],
     ['cli.clip_seconds', config.clipSeconds],
+    ['cli.default_container', config.defaultContainer],
     ['vault.history_keep', config.historyKeep],
     ['key_server_url', config.keyServerUrl],
   ] as const;

@@ -12,18 +12,18 @@
 import { StashError, UsageError } from '../errors.js';
 import { entryNotFound } from '../vault/containers.js';
 import { entryPaths, fieldKey, folderPrefix, splitKey, validateEntryPath } from '../vault/entry-path.js';
-import { validateContainerName, validateEntryName } from '../vault/names.js';
+import { type ContainerName, parseContainerName, validateEntryName } from '../vault/names.js';
 
 /** An entry (`web/github.com`) or a folder (`web/`, with its '/') of a container. */
 export interface Spot {
-  container: string;
+  container: ContainerName;
   path: string;
   folder: boolean;
 }
 
 /** A target: a spot, or (`CONTAINER2/`) the source's own path in another container. */
 export interface Target {
-  container: string;
+  container: ContainerName;
   /** Null keeps the source's path. */
   path: string | null;
   folder: boolean;
@@ -38,23 +38,21 @@ function pathOf(text: string, what: string): { path: string; folder: boolean } {
 }
 
 /** CONTAINER/PATH split at its first '/'. */
-function splitSpot(text: string, what: 'source' | 'target'): [container: string, rest: string] {
+function splitSpot(text: string, what: 'source' | 'target'): [container: ContainerName, rest: string] {
   const slash = text.indexOf('/');
   if (slash <= 0) {
     throw new UsageError(
       `the ${what} ${JSON.stringify(text)} is not CONTAINER/PATH${what === 'target' ? ' (or CONTAINER/ to keep the path)' : ' (or give three arguments: CONTAINER FROM TO)'}`,
     );
   }
-  const container = text.slice(0, slash);
-  validateContainerName(container);
-  return [container, text.slice(slash + 1)];
+  return [parseContainerName(text.slice(0, slash)), text.slice(slash + 1)];
 }
 
 /** The source and target of `mv`/`cp` from its 2 or 3 positionals. */
 export function parseMoveArgs(positionals: readonly string[]): { from: Spot; to: Target } {
   if (positionals.length === 3) {
-    const [container, fromText, toText] = positionals as [string, string, string];
-    validateContainerName(container);
+    const [containerText, fromText, toText] = positionals as [string, string, string];
+    const container = parseContainerName(containerText);
     return {
       from: { container, ...pathOf(fromText, 'source') },
       to: { container, ...pathOf(toText, 'target') },

@@ -53,6 +53,7 @@ export async function main(argv: string[]): Promise<void> {
     process.exitCode = await runSecurityCheck(argv.slice(1));
     return;
   }
+  if (process.env.STASH_TEST_COUNT_VALIDATIONS === '1') await countValidations();
   try {
     process.exitCode = await dispatch(argv);
   } catch (err) {
@@ -61,6 +62,15 @@ export async function main(argv: string[]): Promise<void> {
     if (process.env.STASH_DEBUG === '1' && err instanceof Error && err.stack) writeText('stderr', `${err.stack}\n`);
     process.exitCode = exitCodeFor(code);
   }
+}
+
+/**
+ * Tests only (docs/testing.md): print how many times each name validator ran,
+ * as the process exits, so a suite can prove a command parses a name once.
+ */
+async function countValidations(): Promise<void> {
+  const { validationCount } = await import('../vault/validation-count.js');
+  process.on('exit', () => writeText('stderr', `stash-test: validations ${JSON.stringify(validationCount)}\n`));
 }
 
 /** "; did you mean X?" for a container or entry name that was not found (vault errors carry the names). */
@@ -173,7 +183,7 @@ function parseInvocation(command: Command, args: string[]): Invocation | 'help' 
   const [min, max] = command.positionals;
   const n = parsed.positionals.length;
   if (n < min) {
-    const missing = argNames(command).slice(n, min);
+    const missing = argNames(command, true).slice(n, min);
     throw new UsageError(`missing argument${missing.length > 1 ? 's' : ''}: ${missing.join(' ')}\n${usage}`);
   }
   if (n > max) {

@@ -21,15 +21,19 @@ export function usageOf(command: Command): string {
 
 /**
  * The names of a command's positional arguments, in order, from its usage
- * (`CONTAINER NAME` -> ['CONTAINER', 'NAME']): what `missing argument` names.
+ * (`CONTAINER NAME` -> ['CONTAINER', 'NAME']; `[CONTAINER] PATH` -> ['CONTAINER',
+ * 'PATH']), without the brackets of one that may be left out unless `required`:
+ * then only those that must be given (['PATH']), what `missing argument` names.
  */
-export function argNames(command: Command): string[] {
+export function argNames(command: Command, required = false): string[] {
   const words = command.args.split(' ');
   const end = words.indexOf('--');
-  // An optional argument ([FOLDER]) is named too, without its brackets; a repeated one ([CONTAINER...]) is not.
-  return (end < 0 ? words : words.slice(0, end))
-    .map((w) => (/^\[[A-Z][A-Z_0-9]*\]$/.test(w) ? w.slice(1, -1) : w))
-    .filter((w) => /^[A-Z][A-Z_0-9]*(\/[A-Z][A-Z_0-9]*)?$/.test(w));
+  const names: string[] = [];
+  for (const w of end < 0 ? words : words.slice(0, end)) {
+    const m = /^(\[?)([A-Z][A-Z_0-9]*(?:\/[A-Z][A-Z_0-9]*)?)\]?$/.exec(w);
+    if (m && !(required && m[1] === '[')) names.push(m[2]!);
+  }
+  return names;
 }
 
 /**

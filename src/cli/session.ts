@@ -17,6 +17,7 @@ import type { AgentClient } from '../agent/client.js';
 import { UsageError, errorCode, errorMessage } from '../errors.js';
 import { MAX_TTL_SECONDS } from '../protocol/limits.js';
 import { containerInfo, unwrapContentKey, type ContainerInfo } from '../vault/containers.js';
+import type { ContainerName } from '../vault/names.js';
 import { defaultVaultDir } from '../vault/paths.js';
 import { wipe } from '../vault/secure.js';
 import { warn } from './output.js';
@@ -279,21 +280,25 @@ export class Session {
     }
   }
 
-  /** The content key of container `name`: from the agent, else unwrapped with the vault key and cached. */
-  async contentKey(name: string): Promise<{ key: Buffer; info: ContainerInfo; fromCache: boolean }> {
-    const cached = await this.cachedContentKey(name);
-    if (cached) return { ...cached, fromCache: true };
+  /**
+   * The content key of container `name`: from the agent, else unwrapped with
+   * the vault key and cached. The header is read once for both.
+   */
+  async contentKey(name: ContainerName): Promise<{ key: Buffer; info: ContainerInfo; fromCache: boolean }> {
+    const info = containerInfo(this.dir, { name });
+    const hit = await this.cached(Buffer.from(info.id, 'hex'));
+    if (hit) return { key: hit, info, fromCache: true };
     const vaultKey = await this.vaultKey();
     try {
-      return { ...(await this.unwrapContentKey(name, vaultKey)), fromCache: false };
+      return { key: await this.unwrapInfo(info, vaultKey), info, fromCache: false };
     } finally {
       wipe(vaultKey);
     }
   }
 
   /** The content key of `name` when the agent holds it, else null: never asks for a password. */
-  async cachedContentKey(name: string): Promise<{ key: Buffer; info: ContainerInfo } | null> {
-    const info = containerInfo(this.dir, name);
+  async cachedContentKey(name: ContainerName): Promise<{ key: Buffer; info: ContainerInfo } | null> {
+    const info = containerInfo(this.dir, { name });
     const hit = await this.cached(Buffer.from(info.id, 'hex'));
     return hit ? { key: hit, info } : null;
   }
@@ -302,14 +307,19 @@ export class Session {
    * The content key of `name` opened with `vaultKey` (the caller's, left
    * unwiped: one vault key can open several containers), then cached.
    */
-  async unwrapContentKey(name: string, vaultKey: Buffer): Promise<{ key: Buffer; info: ContainerInfo }> {
-    const info = containerInfo(this.dir, name);
+  async unwrapContentKey(name: ContainerName, vaultKey: Buffer): Promise<{ key: Buffer; info: ContainerInfo }> {
+    const info = containerInfo(this.dir, { name });
+    return { key: await this.unwrapInfo(info, vaultKey), info };
+  }
+
+  /** The content key of the container `info` describes, opened with `vaultKey`, then cached. */
+  private async unwrapInfo(info: ContainerInfo, vaultKey: Buffer): Promise<Buffer> {
     // A shared container's key is sealed to this vault's identity, not wrapped by the vault key.
     const key = info.shared
-      ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, name)
-      : unwrapContentKey(this.dir, vaultKey, name);
+      ? await (await import('./container-access.js')).openSharedKey(this.dir, vaultKey, info)
+      : unwrapContentKey(this.dir, vaultKey, info);
     await this.cache(Buffer.from(info.id, 'hex'), key, info.path);
-    return { key, info };
+    return key;
   }
 
   /**
@@ -317,7 +327,7 @@ export class Session {
    * key that turns out not to fit (CONTENT_KEY_MISMATCH: the container was
    * replaced) is dropped from the agent and the key is unwrapped afresh once.
    */
-  async withContentKey<T>(name: string, fn: (key: Buffer, info: ContainerInfo) => T | Promise<T>): Promise<T> {
+  async withContentKey<T>(name: ContainerName, fn: (key: Buffer, info: ContainerInfo) => T | Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const { key, info, fromCache } = await this.contentKey(name);
       try {

@@ -6,7 +6,7 @@
  *
  * File: STASH_AGENT_CONFIG, else STASH_CONFIG, else the platform default.
  * Keys: [agent] prevent_sleep (alias suspend_inhibit), terminate_on_suspend, lock_on_screen_lock;
- * [cli] clip_seconds (the clipboard clear of `get --clip`); [vault] history_keep (previous values kept per entry); top-level key_server_url (checked by server-url.ts, the rule
+ * [cli] clip_seconds (the clipboard clear of `get --clip`), default_container (of a one-argument `get PATH`); [vault] history_keep (previous values kept per entry); top-level key_server_url (checked by server-url.ts, the rule
  * --server follows too). Unknown keys and wrong types are errors naming the
  * file, the line, the key and what was expected. The agent's environment-only
  * settings are src/agent/config.ts's.
@@ -16,6 +16,7 @@ import { ConfigError, errorMessage } from '../errors.js';
 import { type ConfigPathSource, configPath } from './config-path.js';
 import { checkKeyServerUrl } from './server-url.js';
 import { DEFAULT_HISTORY_KEEP, MAX_HISTORY_KEEP } from '../vault/history-block.js';
+import { type ContainerName, parseContainerName } from '../vault/names.js';
 
 export { configPath } from './config-path.js';
 
@@ -41,6 +42,8 @@ export interface StashConfig {
   clipSeconds: Setting<number>;
   /** Previous values a write keeps per entry (vault.history_keep, STASH_HISTORY_KEEP); 0 keeps none. */
   historyKeep: Setting<number>;
+  /** The container of a one-argument `stash get PATH` and the like (cli.default_container, STASH_CONTAINER); null: none. */
+  defaultContainer: Setting<ContainerName | null>;
 }
 
 /** Default and largest clipboard clear delay (seconds): pass and gopass clear after 45 s; a day at most. */
@@ -48,7 +51,7 @@ export const DEFAULT_CLIP_SECONDS = 45;
 export const MAX_CLIP_SECONDS = 86_400;
 
 const AGENT_KEYS = ['prevent_sleep', 'suspend_inhibit', 'terminate_on_suspend', 'lock_on_screen_lock'] as const;
-const CLI_KEYS = ['clip_seconds'] as const;
+const CLI_KEYS = ['clip_seconds', 'default_container'] as const;
 const VAULT_KEYS = ['history_keep'] as const;
 const TOP_KEYS = ['agent', 'cli', 'vault', 'key_server_url'] as const;
 
@@ -92,6 +95,7 @@ function expectedValue(key: string): string {
   if (key === 'clip_seconds')
     return `clip_seconds takes a whole number of seconds from 1 to ${MAX_CLIP_SECONDS}, unquoted`;
   if (key === 'history_keep') return `history_keep takes a whole number from 0 to ${MAX_HISTORY_KEEP}, unquoted`;
+  if (key === 'default_container') return 'default_container takes a container name in quotes, e.g. "personal"';
   if (key === 'key_server_url') return 'key_server_url takes a string in quotes, e.g. "https://keys.example.org"';
   return 'a boolean is true or false (unquoted), a string is written in quotes';
 }
@@ -163,6 +167,17 @@ const historyKeepValue = (what: string, value: unknown, fromText: boolean): numb
     `of previous values from 0 (keep none) to ${MAX_HISTORY_KEEP}`,
   );
 
+/** The default container: a container name (names.ts), else a ConfigError saying `what` set it and why it is no name. */
+function defaultContainerValue(what: string, value: unknown): ContainerName {
+  if (typeof value !== 'string')
+    throw new ConfigError(`${what} must be a container name in quotes, got ${JSON.stringify(value)}`);
+  try {
+    return parseContainerName(value);
+  } catch (err) {
+    throw new ConfigError(`${what}: ${errorMessage(err)}`);
+  }
+}
+
 /** `doc[name]`, a table whose keys are all `known` (undefined when absent); else a ConfigError at its line. */
 function knownTable(
   doc: Record<string, unknown>,
@@ -212,8 +227,27 @@ const def = <T>(value: T): Setting<T> => ({ value, source: 'default', from: null
 const fromFile = <T>(value: T, key: string): Setting<T> => ({ value, source: 'file', from: key });
 const fromEnv = <T>(value: T, name: string): Setting<T> => ({ value, source: 'environment', from: name });
 
-/** Loads the config file (if any) and applies environment overrides. */
-export async function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): Promise<StashConfig> {
+/** This process's loads from process.env, by whether key_server_url is read: a command loads once. */
+const loaded = new Map<boolean, Promise<StashConfig>>();
+
+/**
+ * Loads the config file (if any) and applies environment overrides. From
+ * process.env (the default) the result is kept: one command may ask several
+ * times (its own settings, the agent's checks before it talks to one), and the
+ * file is read, and each value checked, once.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: LoadOptions = {}): Promise<StashConfig> {
+  if (env !== process.env) return readConfig(env, opts);
+  const key = opts.keyServerUrl !== false;
+  let config = loaded.get(key);
+  if (config === undefined) {
+    config = readConfig(env, opts);
+    loaded.set(key, config);
+  }
+  return config;
+}
+
+async function readConfig(env: NodeJS.ProcessEnv, opts: LoadOptions): Promise<StashConfig> {
   const { path, source } = configPath(env);
   const text = readConfigText(path, source);
   const config: StashConfig = {
@@ -226,6 +260,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv = process.env, opts: Loa
     keyServerUrl: def<string | null>(null),
     clipSeconds: def(DEFAULT_CLIP_SECONDS),
     historyKeep: def(DEFAULT_HISTORY_KEEP),
+    defaultContainer: def<ContainerName | null>(null),
   };
   if (text !== null) {
     const doc = await parseToml(path, text);
@@ -260,6 +295,10 @@ function applyFile(config: StashConfig, doc: Record<string, unknown>, at: At, op
   if (cli?.clip_seconds !== undefined) {
     const what = `${at('cli', 'clip_seconds')}: cli.clip_seconds`;
     config.clipSeconds = fromFile(clipSecondsValue(what, cli.clip_seconds, false), 'cli.clip_seconds');
+  }
+  if (cli?.default_container !== undefined) {
+    const what = `${at('cli', 'default_container')}: cli.default_container`;
+    config.defaultContainer = fromFile(defaultContainerValue(what, cli.default_container), 'cli.default_container');
   }
   const vault = knownTable(doc, 'vault', VAULT_KEYS, at);
   if (vault?.history_keep !== undefined) {
@@ -299,6 +338,9 @@ function applyEnvironment(config: StashConfig, env: NodeJS.ProcessEnv, opts: Loa
   if (clip) config.clipSeconds = fromEnv(clipSecondsValue('STASH_CLIP_SECONDS', clip, true), 'STASH_CLIP_SECONDS');
   const keep = set('STASH_HISTORY_KEEP');
   if (keep) config.historyKeep = fromEnv(historyKeepValue('STASH_HISTORY_KEEP', keep, true), 'STASH_HISTORY_KEEP');
+  const container = set('STASH_CONTAINER');
+  if (container)
+    config.defaultContainer = fromEnv(defaultContainerValue('STASH_CONTAINER', container), 'STASH_CONTAINER');
   const url = set('STASH_KEY_SERVER_URL');
   if (url && opts.keyServerUrl !== false) {
     const checked = checkKeyServerUrl(url, 'STASH_KEY_SERVER_URL', (m) => new ConfigError(m));

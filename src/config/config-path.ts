@@ -24,6 +24,7 @@ export const SETTING_VARIABLES = [
   'STASH_CLIP_SECONDS',
   'STASH_HISTORY_KEEP',
   'STASH_KEY_SERVER_URL',
+  'STASH_CONTAINER',
 ] as const;
 
 /** The config file path and which rule chose it. */

@@ -21,7 +21,7 @@
  */
 import { TAG_BYTES } from './aead.js';
 import { VaultError } from './errors.js';
-import { validateContainerName } from './names.js';
+import { type ContainerName, validateContainerName } from './names.js';
 import { blake2b } from './secure.js';
 
 export const CONTAINER_MAGIC = Buffer.from('STASHCT\0', 'latin1');
@@ -95,9 +95,15 @@ export function encodeHeader(h: ContainerHeader): Buffer {
 /**
  * Parses a header from the start of `bytes` (a whole file, or its first
  * MAX_HEADER_BYTES). Every problem is CONTAINER_CORRUPT with a message that
- * names `path`. Returns the header and its length.
+ * names `path`. Returns the header and its length. `expected`: the name the
+ * caller will require (checked when it was parsed); a stored name equal to it
+ * is known to be valid, so only another name is checked here.
  */
-export function decodeHeader(bytes: Buffer, path: string): { header: ContainerHeader; length: number } {
+export function decodeHeader(
+  bytes: Buffer,
+  path: string,
+  expected: ContainerName | null = null,
+): { header: ContainerHeader; length: number } {
   const bad = (why: string) => new VaultError('CONTAINER_CORRUPT', `${path} is damaged or was modified: ${why}`);
   if (bytes.length < CONTAINER_MAGIC.length || !bytes.subarray(0, 8).equals(CONTAINER_MAGIC)) {
     throw bad(bytes.length === 0 ? 'the file is empty' : 'it does not start with the stash container magic');
@@ -113,11 +119,11 @@ export function decodeHeader(bytes: Buffer, path: string): { header: ContainerHe
   if (nameLen < 1 || nameLen > 64) throw bad(`the name length ${nameLen} is out of range`);
   const length = OFF.name + nameLen + CHECKSUM_BYTES;
   if (bytes.length < length) throw bad('the file is truncated inside the header');
-  const expected = blake2b(CHECKSUM_BYTES, bytes.subarray(0, OFF.name + nameLen));
-  if (!expected.equals(bytes.subarray(OFF.name + nameLen, length))) throw bad('the header checksum does not match');
+  const checksum = blake2b(CHECKSUM_BYTES, bytes.subarray(0, OFF.name + nameLen));
+  if (!checksum.equals(bytes.subarray(OFF.name + nameLen, length))) throw bad('the header checksum does not match');
   const name = bytes.toString('latin1', OFF.name, OFF.name + nameLen);
   try {
-    validateContainerName(name);
+    if (name !== expected) validateContainerName(name);
   } catch {
     throw bad('the stored container name is invalid');
   }
@@ -137,9 +143,9 @@ export function decodeHeader(bytes: Buffer, path: string): { header: ContainerHe
   };
 }
 
-/** Splits a whole file into header and body; the body must at least hold a tag. */
-export function parseContainer(bytes: Buffer, path: string): ParsedContainer {
-  const { header, length } = decodeHeader(bytes, path);
+/** Splits a whole file into header and body; the body must at least hold a tag. `expected`: as decodeHeader's. */
+export function parseContainer(bytes: Buffer, path: string, expected: ContainerName | null = null): ParsedContainer {
+  const { header, length } = decodeHeader(bytes, path, expected);
   const body = bytes.subarray(length);
   if (body.length < TAG_BYTES) {
     throw new VaultError(

@@ -23,7 +23,17 @@ import { VaultError } from './errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, readPrefix, removeFile } from './fs-atomic.js';
 import { withVaultLock } from './lock.js';
 import { loadMeta, requireVaultKey } from './meta-file.js';
-import { byCodeUnits, MAX_BODY_BYTES, validateContainerName, validateValue } from './names.js';
+import {
+  byCodeUnits,
+  type ContainerName,
+  type ContainerRef,
+  containerNameOrNull,
+  MAX_BODY_BYTES,
+  parseContainerName,
+  refName,
+  validateContainerName,
+  validateValue,
+} from './names.js';
 import { entryPaths, fieldsOf, splitKey, validateStoredKey } from './entry-path.js';
 import { CONTAINER_EXT, vaultPaths } from './paths.js';
 import { assertKey, constantTimeEqual, KEY_BYTES, randomBytes, secureCopy, secureRandom, wipe } from './secure.js';
@@ -37,7 +47,8 @@ export { changeTime, wipeEntries } from './container-body.js';
 const MAX_FILE_BYTES = MAX_HEADER_BYTES + MAX_BODY_BYTES + 256 + TAG_BYTES;
 
 export interface ContainerInfo {
-  name: string;
+  /** Checked when the info was made, so a ContainerInfo is a ContainerRef that is not checked again. */
+  name: ContainerName;
   /** Container id, 32 hex characters; the agent caches content keys under it. */
   id: string;
   path: string;
@@ -74,7 +85,7 @@ const HEADER_PREFIX_BYTES = Math.max(MAX_HEADER_BYTES, headerLength(MAX_RECIPIEN
  */
 function headerFacts(
   prefix: Buffer,
-  name: string,
+  name: ContainerName,
   vaultId: Buffer,
   path: string,
   expectedId: Buffer | null,
@@ -89,7 +100,7 @@ function headerFacts(
       recipients: membership.stanzas.map((st) => st.x25519),
     };
   }
-  const { header } = decodeHeader(prefix, path);
+  const { header } = decodeHeader(prefix, path, name);
   checkHeader(header, name, vaultId, path);
   return { id: header.containerId.toString('hex'), members: null, recipients: [] };
 }
@@ -119,16 +130,15 @@ function checkHeader(h: ContainerHeader, name: string, vaultId: Buffer, path: st
   if (!h.vaultId.equals(vaultId)) throw corrupt(path, 'it belongs to a different vault');
 }
 
-/** Reads and parses a whole container file, checking name and vault. */
-function loadContainer(dir: string, name: string): { parsed: ParsedContainer; path: string } {
-  validateContainerName(name);
+/** Reads and parses a whole container file, checking the name inside and the vault. */
+function loadContainer(dir: string, name: ContainerName): { parsed: ParsedContainer; path: string } {
   const meta = loadMeta(dir);
   const path = vaultPaths(dir).container(name);
   const bytes = readBounded(path, MAX_FILE_BYTES, (size) =>
     corrupt(path, size < 0 ? 'it is not a regular file' : `${size} bytes is larger than any container can be`),
   );
   if (bytes === null) throw notFound(dir, name);
-  const parsed = parseContainer(bytes, path);
+  const parsed = parseContainer(bytes, path, name);
   checkHeader(parsed.header, name, meta.vaultId, path);
   return { parsed, path };
 }
@@ -220,7 +230,7 @@ export function listContainers(dir: string): ContainerListing[] {
   }
   const records = new Map(listRecords(dir).map((r) => [r.name, r]));
   const out: ContainerListing[] = [];
-  const add = (name: string, path: string, link: string | null, expectedId: Buffer | null): void => {
+  const add = (name: ContainerName, path: string, link: string | null, expectedId: Buffer | null): void => {
     const base = { name, path, link, shared: link !== null, missing: false, recipients: null };
     let prefix: ReturnType<typeof readPrefix>;
     try {
@@ -261,12 +271,8 @@ export function listContainers(dir: string): ContainerListing[] {
   };
   for (const file of names) {
     if (isTempName(file) || !file.endsWith(CONTAINER_EXT)) continue;
-    const name = file.slice(0, -CONTAINER_EXT.length);
-    try {
-      validateContainerName(name);
-    } catch {
-      continue;
-    }
+    const name = containerNameOrNull(file.slice(0, -CONTAINER_EXT.length));
+    if (name === null) continue;
     add(name, paths.container(name), null, records.get(name)?.record?.containerId ?? null);
   }
   for (const [name, r] of records) {
@@ -290,10 +296,10 @@ export function listContainers(dir: string): ContainerListing[] {
 }
 
 /** Name, id, path and kind from the header alone; CONTAINER_NOT_FOUND or CONTAINER_CORRUPT. */
-export function containerInfo(dir: string, name: string): ContainerInfo & { size: number; modified: Date } {
-  validateContainerName(name);
+export function containerInfo(dir: string, ref: ContainerRef): ContainerInfo & { size: number; modified: Date } {
+  const name = refName(ref);
   const meta = loadMeta(dir);
-  const record = readRecord(dir, name);
+  const record = readRecord(dir, { name });
   const path = record?.link ?? vaultPaths(dir).container(name);
   const prefix = readPrefix(path, HEADER_PREFIX_BYTES, (why) => corrupt(path, why));
   if (prefix === null) {
@@ -339,8 +345,8 @@ export function removeContainer(dir: string, name: string): void {
  * buffer (release with wipe()). The vault key is checked against vault.json
  * first, so a failure after that is CONTAINER_CORRUPT, never a guess.
  */
-export function unwrapContentKey(dir: string, vaultKey: Buffer, name: string): Buffer {
-  validateContainerName(name);
+export function unwrapContentKey(dir: string, vaultKey: Buffer, ref: ContainerRef): Buffer {
+  const name = refName(ref);
   requireVaultKey(dir, vaultKey);
   const { parsed, path } = loadContainer(dir, name);
   const h = parsed.header;
@@ -358,15 +364,16 @@ export function unwrapContentKey(dir: string, vaultKey: Buffer, name: string): B
  * all with wipeEntries(). CONTENT_KEY_MISMATCH for a key of another container,
  * CONTAINER_CORRUPT for any changed or missing byte.
  */
-export function readEntries(dir: string, name: string, contentKey: Buffer): Entries {
-  const { parsed, path } = loadContainer(dir, name);
+export function readEntries(dir: string, ref: ContainerRef, contentKey: Buffer): Entries {
+  const { parsed, path } = loadContainer(dir, refName(ref));
   return openBody(parsed, contentKey, path);
 }
 
 /** One stored value (an entry's, or PATH#FIELD) as a secure copy (release with wipe()); ENTRY_NOT_FOUND when absent. */
-export function readEntry(dir: string, name: string, contentKey: Buffer, entryName: string): Buffer {
+export function readEntry(dir: string, ref: ContainerRef, contentKey: Buffer, entryName: string): Buffer {
   validateStoredKey(entryName);
-  const entries = readEntries(dir, name, contentKey);
+  const name = refName(ref);
+  const entries = readEntries(dir, { name }, contentKey);
   try {
     const value = entries.get(entryName);
     if (value === undefined) throw entryNotFound(name, entryName, entries.keys());
@@ -407,7 +414,7 @@ export function entryNotFound(container: string, key: string, keys: Iterable<str
  */
 export function updateEntries(
   dir: string,
-  name: string,
+  ref: ContainerRef,
   contentKey: Buffer,
   changes: ReadonlyMap<string, Buffer | null>,
   policy: HistoryPolicy = DEFAULT_POLICY,
@@ -418,7 +425,7 @@ export function updateEntries(
     if (value !== null) validateValue(value, entryName);
   }
   assertKey(contentKey, 'the content key');
-  validateContainerName(name);
+  const name = refName(ref);
   loadMeta(dir); // VAULT_NOT_FOUND here, rather than a failure to create the lock file
   return withVaultLock(dir, () => {
     const { parsed, path } = loadContainer(dir, name);
@@ -434,13 +441,13 @@ export function updateEntries(
 }
 
 /** Sets one entry (creating or replacing it). */
-export function writeEntry(dir: string, name: string, contentKey: Buffer, entryName: string, value: Buffer): void {
-  updateEntries(dir, name, contentKey, new Map([[entryName, value]]));
+export function writeEntry(dir: string, ref: ContainerRef, contentKey: Buffer, entryName: string, value: Buffer): void {
+  updateEntries(dir, ref, contentKey, new Map([[entryName, value]]));
 }
 
 /** Deletes one entry (its value kept in its history); false when it did not exist (nothing is written then). */
-export function deleteEntry(dir: string, name: string, contentKey: Buffer, entryName: string): boolean {
-  return updateEntries(dir, name, contentKey, new Map([[entryName, null]])).length > 0;
+export function deleteEntry(dir: string, ref: ContainerRef, contentKey: Buffer, entryName: string): boolean {
+  return updateEntries(dir, ref, contentKey, new Map([[entryName, null]])).length > 0;
 }
 
 /**
@@ -451,9 +458,10 @@ export function deleteEntry(dir: string, name: string, contentKey: Buffer, entry
  * both names opening the same entries, never neither. CONTAINER_EXISTS when
  * NEW is taken; a shared container is renamed by sharing/rename.ts instead.
  */
-export function renameContainer(dir: string, vaultKey: Buffer, from: string, to: string): ContainerInfo {
+export function renameContainer(dir: string, vaultKey: Buffer, fromText: string, to: string): ContainerInfo {
+  const from = parseContainerName(fromText);
   validateContainerName(to);
-  const contentKey = unwrapContentKey(dir, vaultKey, from);
+  const contentKey = unwrapContentKey(dir, vaultKey, { name: from });
   try {
     return withVaultLock(dir, () => {
       const newPath = vaultPaths(dir).container(to);

@@ -9,6 +9,16 @@
  */
 import { VaultError } from './errors.js';
 import { describe } from './name-text.js';
+import { validationCount } from './validation-count.js';
+
+declare const entryPathBrand: unique symbol;
+
+/**
+ * An entry path that passed validateEntryPath: made only by parseEntryPath
+ * (or that assertion), so what takes one need not check it again (as
+ * names.ts's ContainerName).
+ */
+export type EntryPath = string & { readonly [entryPathBrand]: true };
 
 /** Longest entry path, in bytes (ASCII: characters). */
 export const MAX_PATH_BYTES = 256;
@@ -47,8 +57,15 @@ export function isEntryPath(text: string): boolean {
   return entryPathProblem(text) === null;
 }
 
-/** Throws INVALID_NAME, saying why, unless `name` is an entry path. */
-export function validateEntryPath(name: unknown): asserts name is string {
+/** `text` as an EntryPath; INVALID_NAME, saying why, unless it is an entry path. */
+export function parseEntryPath(text: unknown): EntryPath {
+  validateEntryPath(text);
+  return text;
+}
+
+/** Throws INVALID_NAME, saying why, unless `name` is an entry path (then it is an EntryPath). */
+export function validateEntryPath(name: unknown): asserts name is EntryPath {
+  validationCount.entryPath++;
   const problem = typeof name === 'string' ? entryPathProblem(name) : `it is not text (${typeof name})`;
   if (problem !== null)
     throw new VaultError(

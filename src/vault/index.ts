@@ -61,6 +61,9 @@ export { addContact, listContacts, getContact, removeContact, type Contact, type
 export {
   validateContainerName,
   validateEntryName,
+  parseContainerName,
+  type ContainerName,
+  type ContainerRef,
   CONTAINER_NAME_RE,
   FLAT_NAME_RE,
   MAX_VALUE_BYTES,

@@ -4,9 +4,10 @@
  * Windows device names). Entry names are paths (entry-path.ts); the names of
  * containers written before paths existed were environment-variable shaped.
  */
-import { validateEntryPath } from './entry-path.js';
+import { type EntryPath, validateEntryPath } from './entry-path.js';
 import { VaultError } from './errors.js';
 import { describe } from './name-text.js';
+import { validationCount } from './validation-count.js';
 
 export { describe };
 
@@ -34,8 +35,46 @@ export function byCodeUnits(a: string, b: string): number {
 // without an extension; refusing them everywhere keeps a vault portable.
 const WINDOWS_DEVICE = /^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$/i;
 
-/** Throws INVALID_NAME unless `name` is a usable container name. */
-export function validateContainerName(name: unknown): asserts name is string {
+declare const containerNameBrand: unique symbol;
+
+/**
+ * A container name that passed validateContainerName: made only by
+ * parseContainerName (or that assertion), so a function that takes one need
+ * not check it again. The CLI parses each name once, where it comes in
+ * (src/cli/entry-target.ts), and passes this type down (docs/architecture.md).
+ */
+export type ContainerName = string & { readonly [containerNameBrand]: true };
+
+/**
+ * A container as the argument of a vault function: its name as text, checked
+ * there (INVALID_NAME), or an object holding a name already checked (a
+ * ContainerInfo, or `{ name }` of a ContainerName), which is not checked again.
+ */
+export type ContainerRef = string | { readonly name: ContainerName };
+
+/** The checked name of `ref`: text is checked now, an object's name was checked when it was made. */
+export function refName(ref: ContainerRef): ContainerName {
+  return typeof ref === 'string' ? parseContainerName(ref) : ref.name;
+}
+
+/** `text` as a ContainerName; INVALID_NAME, saying why, unless it is a usable container name. */
+export function parseContainerName(text: unknown): ContainerName {
+  validateContainerName(text);
+  return text;
+}
+
+/** `text` as a ContainerName, or null when it is none (a file name found in a folder, say). */
+export function containerNameOrNull(text: string): ContainerName | null {
+  try {
+    return parseContainerName(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Throws INVALID_NAME unless `name` is a usable container name (then it is a ContainerName). */
+export function validateContainerName(name: unknown): asserts name is ContainerName {
+  validationCount.containerName++;
   if (typeof name !== 'string' || !CONTAINER_NAME_RE.test(name)) {
     throw new VaultError(
       'INVALID_NAME',
@@ -51,7 +90,7 @@ export function validateContainerName(name: unknown): asserts name is string {
 }
 
 /** Throws INVALID_NAME, saying why, unless `name` is an entry path (entry-path.ts). */
-export function validateEntryName(name: unknown): asserts name is string {
+export function validateEntryName(name: unknown): asserts name is EntryPath {
   validateEntryPath(name);
 }
 

@@ -149,6 +149,46 @@ test('reads and writes agree: with an agent already holding the key, a bad value
   }
 });
 
+test('an invalid default container (cli.default_container, STASH_CONTAINER) is 78, naming where it came from', async () => {
+  const t = cliEnv();
+  try {
+    await vaultWithEntry(t);
+    const nameRule = "use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit";
+    const path = writeConfig(t, '[cli]\nclip_seconds = 30\ndefault_container = "a/b"\n');
+    // The one-argument form that would use it, and any other command, as for every setting.
+    for (const args of [
+      ['get', 'TOKEN'],
+      ['get', 'work', 'TOKEN', '--password-file', t.pwFile],
+    ]) {
+      const r = await t.run(args);
+      assert.is(r.code, 78, r.stderr);
+      assert.is(r.stderr, `stash: ${path}:3: cli.default_container: invalid container name "a/b": ${nameRule}\n`);
+      assert.is(r.stdout, '');
+    }
+    writeConfig(t, '[cli]\ndefault_container = 7\n');
+    const type = await t.run(['get', 'TOKEN']);
+    assert.is(type.code, 78, type.stderr);
+    assert.is(type.stderr, `stash: ${path}:2: cli.default_container must be a container name in quotes, got 7\n`);
+    writeConfig(t, '[cli]\ndefault_container = work\n');
+    const bare = await t.run(['get', 'TOKEN']);
+    assert.is(bare.code, 78, bare.stderr);
+    assert.match(
+      bare.stderr,
+      /:2: default_container: "work" is not a TOML value; default_container takes a container name in quotes/,
+    );
+    // The variable wins over the file, so its mistake is the one reported, by its name.
+    writeConfig(t, '[cli]\ndefault_container = "work"\n');
+    const env = await t.run(['get', 'TOKEN', '--password-file', t.pwFile], { env: { STASH_CONTAINER: 'con' } });
+    assert.is(env.code, 78, env.stderr);
+    assert.is(env.stderr, 'stash: STASH_CONTAINER: invalid container name "con": reserved as a file name on Windows\n');
+    const fine = await t.run(['get', 'TOKEN', '--password-file', t.pwFile]);
+    assert.is(fine.code, 0, fine.stderr);
+    assert.is(fine.stdout, 'tok');
+  } finally {
+    await t.dispose();
+  }
+});
+
 test('STASH_AGENT_IDLE_SECONDS=abc: the command names the variable at once, exit 78', async () => {
   const t = cliEnv();
   try {

@@ -326,10 +326,11 @@ test('every command has --help with its usage line and options, exit 0', () => {
 
 test('unknown options, missing and extra arguments are usage errors (64) naming the problem', () => {
   const cases: Array<[string[], RegExp]> = [
-    [['get'], /^stash: missing arguments: CONTAINER PATH\nusage: stash get/],
+    // [CONTAINER] may be left out (the default container): only PATH is missing.
+    [['get'], /^stash: missing argument: PATH\nusage: stash get \[options\] \[CONTAINER\] PATH\n/],
     // Only what is missing is named.
-    [['get', 'c'], /^stash: missing argument: PATH\nusage: stash get/],
-    [['set', 'work'], /^stash: missing argument: PATH\nusage: stash set/],
+    [['restore', 'c'], /^stash: missing argument: PATH\nusage: stash restore/],
+    [['container', 'rename'], /^stash: missing arguments: OLD NEW\nusage: stash container rename/],
     [['get', 'c', 'N', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash get/],
     // A word after a command without subcommands is a surplus argument, not an unknown command.
     [['doctor', 'extra'], /^stash: unexpected argument 'extra'\nusage: stash doctor/],

@@ -10,8 +10,8 @@ import { json, historyVersion, unlock } from './shared-options.js';
 export const ENTRY_COMMANDS: Command[] = [
   {
     path: ['set'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'store a value (from stdin when it is not a terminal, else a hidden prompt asked twice)',
     details:
       'One trailing newline of a value read from stdin is removed (so `echo token | stash set C N` stores "token"); --raw keeps ' +
@@ -61,8 +61,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['get'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'print a value (the only command that prints a secret), or copy it with --clip',
     details:
       'With --clip the value goes to the clipboard (wl-copy, xclip or xsel, pbcopy, PowerShell) instead of stdout, and a small ' +
@@ -85,8 +85,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['history'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: "list an entry's previous values: version, size and times, never a value",
     details:
       'Each write keeps the value it replaces (the last 10 per entry; vault.history_keep in the config file, 0 keeps none), ' +
@@ -118,8 +118,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['edit'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'edit a value in $VISUAL or $EDITOR (a private file on tmpfs, removed afterwards)',
     details:
       'The value is written to a 0600 file in a new 0700 folder on a tmpfs (XDG_RUNTIME_DIR when it is one of yours, else ' +
@@ -215,8 +215,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['otp'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'print the current TOTP code of a seed stored with set --totp',
     details:
       'RFC 6238 with SHA1, SHA256 or SHA512, 6 to 8 digits, any period, as the otpauth URI says. A newline follows only on a terminal; ' +
@@ -226,8 +226,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['ls'],
-    args: 'CONTAINER [FOLDER]',
-    positionals: [1, 2],
+    args: '[CONTAINER] [FOLDER]',
+    positionals: [0, 2],
     summary: "list a container's entries as a tree of paths: size, last change, field names (never a value)",
     details:
       'Entries are listed as a tree: a folder (web/) on a line of its own, the entries in it indented below; --flat lists full ' +
@@ -239,8 +239,8 @@ export const ENTRY_COMMANDS: Command[] = [
   },
   {
     path: ['rm'],
-    args: 'CONTAINER PATH',
-    positionals: [2, 2],
+    args: '[CONTAINER] PATH',
+    positionals: [1, 2],
     summary: 'remove one entry (with its fields) or one field (--field) from a container',
     details:
       "An unknown PATH is an error (exit 66). The removed value joins the entry's history (stash history, stash restore); " +

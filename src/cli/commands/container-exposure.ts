@@ -18,6 +18,7 @@ import {
   validateContainerName,
   wipeEntries,
   type Contact,
+  type ContainerName,
 } from '../../vault/index.js';
 import { wipe } from '../../vault/secure.js';
 import { exposedEntries, readFormerMembers, type FormerMember } from '../../vault/sharing/former-members.js';
@@ -33,7 +34,7 @@ export interface Exposure {
 }
 
 /** The exposure of each of `former`, from the container's current entries. */
-export async function exposureOf(session: Session, name: string, former: FormerMember[]): Promise<Exposure[]> {
+export async function exposureOf(session: Session, name: ContainerName, former: FormerMember[]): Promise<Exposure[]> {
   const current = await session.withContentKey(name, async (key, info) => {
     const entries = await readEntriesOf(session.dir, info, key);
     try {

@@ -15,6 +15,7 @@ import {
   validateContainerName,
   wipe,
   type Contact,
+  type ContainerName,
 } from '../../vault/index.js';
 import {
   acceptShared,
@@ -125,7 +126,7 @@ function resolveMembers(
   });
 }
 
-async function unshare(session: Session, vaultKey: Buffer, name: string, who: string[]): Promise<number> {
+async function unshare(session: Session, vaultKey: Buffer, name: ContainerName, who: string[]): Promise<number> {
   const removing = resolveMembers(session.dir, vaultKey, name, who);
   const r = unshareContainer(session.dir, vaultKey, name, removing);
   // The old content key no longer opens the container; drop it from the agent rather than wait for a mismatch.

@@ -13,12 +13,12 @@ import { once } from 'node:events';
 import { constants } from 'node:os';
 import { StashError, UsageError } from '../../errors.js';
 import { fieldKey, validateFieldName } from '../../vault/entry-path.js';
-import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { constantTimeEqual, wipe } from '../../vault/secure.js';
 import { readEntryOf, updateEntriesOf } from '../container-access.js';
 import { EditFile } from '../edit-file.js';
 import { note } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 const PASSED_ON = ['SIGTERM', 'SIGHUP'] as const;
@@ -73,9 +73,7 @@ async function runEditor(
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, path] = inv.positionals as [string, string];
-  validateContainerName(container);
-  validateEntryName(path);
+  const { container, path } = await entryTarget(inv);
   const field = inv.values.field;
   if (field !== undefined) validateFieldName(field);
   // What messages call it, and the key it is stored under (a field beside the value: PATH#FIELD).

@@ -9,26 +9,28 @@
  */
 import { entryNotFound } from '../../vault/containers.js';
 import { fieldKey, folderPrefix, validateFieldName } from '../../vault/entry-path.js';
-import { validateContainerName, validateEntryName, VaultError, wipeEntries } from '../../vault/index.js';
+import { type ContainerName, VaultError, wipeEntries } from '../../vault/index.js';
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { entryRows, treeLines, type EntryRow } from '../entry-tree.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget, listTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {
-  const container = inv.positionals[0]!;
-  validateContainerName(container);
   const isLs = inv.command.path[0] === 'ls';
-  const folder = isLs ? (inv.positionals[1] ?? null) : null;
-  if (folder !== null) folderPrefix(folder);
   const field = isLs ? null : fieldOption(inv.values.field);
-  if (!isLs) validateEntryName(inv.positionals[1]);
+  const listed = isLs ? await listTarget(inv) : null;
+  if (listed?.folder) folderPrefix(listed.folder);
+  const target = listed ? null : await entryTarget(inv);
   const session = new Session(inv.values);
   try {
-    return isLs
-      ? await list(session, container, folder, { json: inv.values.json === true, flat: inv.values.flat === true })
-      : await remove(session, container, inv.positionals[1]!, field, inv.values.purge === true);
+    return listed
+      ? await list(session, listed.container, listed.folder, {
+          json: inv.values.json === true,
+          flat: inv.values.flat === true,
+        })
+      : await remove(session, target!.container, target!.path, field, inv.values.purge === true);
   } finally {
     session.close();
   }
@@ -43,7 +45,7 @@ function fieldOption(raw: unknown): string | null {
 
 async function list(
   session: Session,
-  container: string,
+  container: ContainerName,
   folder: string | null,
   opts: { json: boolean; flat: boolean },
 ): Promise<number> {
@@ -86,7 +88,7 @@ async function list(
 
 async function remove(
   session: Session,
-  container: string,
+  container: ContainerName,
   path: string,
   field: string | null,
   purge: boolean,

@@ -1,5 +1,5 @@
 /**
- * `stash get CONTAINER PATH [--version N] --json`: {"container", "name",
+ * `stash get [CONTAINER] PATH [--version N] --json`: {"container", "name",
  * "value", "changedAt", "fields"} (with --version also "version" and
  * "replacedAt", and no fields; with --field NAME, "field" and that field's
  * value instead), for scripts that want the change time with the value. JSON
@@ -10,7 +10,8 @@
 import { StashError, UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
 import { wipeEntries, type Entries } from '../../vault/container-body.js';
-import { fieldKey, fieldsOf } from '../../vault/entry-path.js';
+import { type EntryPath, fieldKey, fieldsOf } from '../../vault/entry-path.js';
+import type { ContainerName } from '../../vault/names.js';
 import { readEntriesOf } from '../container-access.js';
 import { selectVersion } from './history.js';
 import type { Invocation } from '../command-types.js';
@@ -38,8 +39,8 @@ function fieldTexts(entries: Entries, path: string): Record<string, string> {
 
 export async function getJson(
   session: Session,
-  container: string,
-  path: string,
+  container: ContainerName,
+  path: EntryPath,
   field: string | null,
   values: Invocation['values'],
   version: number | null = null,

@@ -1,5 +1,6 @@
 /**
- * `stash set CONTAINER NAME` and `stash get CONTAINER NAME`. get is the only
+ * `stash set [CONTAINER] PATH` and `stash get [CONTAINER] PATH` (one argument:
+ * a path in the default container, entry-target.ts). get is the only
  * command that prints a secret; it writes the value's exact bytes (plus a
  * newline only when stdout is a terminal) and wipes them once written.
  */
@@ -7,19 +8,18 @@ import { StashError, UsageError } from '../../errors.js';
 import type { ContainerInfo } from '../../vault/containers.js';
 import type { Generator } from '../generate/options.js';
 import { readEntriesOf, readEntryOf, updateEntriesOf } from '../container-access.js';
-import { MAX_VALUE_BYTES, validateContainerName, validateEntryName } from '../../vault/names.js';
-import { fieldKey, validateFieldName } from '../../vault/entry-path.js';
+import { type ContainerName, MAX_VALUE_BYTES } from '../../vault/names.js';
+import { type EntryPath, fieldKey, validateFieldName } from '../../vault/entry-path.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { writeStdout } from '../../output-streams.js';
 import { note, warn } from '../output.js';
 import { isTerminal } from '../terminal.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, name] = inv.positionals as [string, string];
-  validateContainerName(container);
-  validateEntryName(name);
+  const { container, path: name } = await entryTarget(inv);
   const isGet = inv.command.path[0] === 'get';
   const field = isGet ? fieldOption(inv.values.field) : null;
   const fields = isGet ? [] : fieldAssignments(inv.values.field);
@@ -74,8 +74,8 @@ function fieldAssignments(raw: unknown): FieldAssignment[] {
 
 async function get(
   session: Session,
-  container: string,
-  path: string,
+  container: ContainerName,
+  path: EntryPath,
   field: string | null,
   values: Invocation['values'],
 ): Promise<number> {
@@ -258,8 +258,8 @@ async function totpValue(session: Session, name: string, option: string, piped: 
  */
 async function setFields(
   session: Session,
-  container: string,
-  path: string,
+  container: ContainerName,
+  path: EntryPath,
   fields: FieldAssignment[],
   opts: SetOptions,
 ): Promise<number> {
@@ -306,7 +306,7 @@ async function setFields(
   }
 }
 
-async function set(session: Session, container: string, name: string, opts: SetOptions): Promise<number> {
+async function set(session: Session, container: ContainerName, name: EntryPath, opts: SetOptions): Promise<number> {
   const interactive = isTerminal(0);
   // A value piped in is read first, so that a password prompt cannot consume it
   // and an empty one is refused before any password is asked. A generated one

@@ -9,7 +9,7 @@
  * other way to build an environment); they are dropped right after the spawn.
  */
 import { StashError, UsageError } from '../../errors.js';
-import { validateContainerName, wipeEntries } from '../../vault/index.js';
+import { type ContainerName, parseContainerName, wipeEntries } from '../../vault/index.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { entryPaths } from '../../vault/entry-path.js';
@@ -48,7 +48,7 @@ function envNamesOf(container: string, keys: Iterable<string>, only: OnlyFilter 
  */
 async function collect(
   session: Session,
-  containers: string[],
+  containers: ContainerName[],
   only: OnlyFilter | null,
   prefer: string | null,
 ): Promise<Values> {
@@ -126,11 +126,10 @@ function buildEnv(values: Values): NodeJS.ProcessEnv {
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const containers = inv.positionals;
-  for (const c of containers) validateContainerName(c);
+  const containers = inv.positionals.map(parseContainerName);
   const only = onlyOption(inv.values.only);
   const prefer = typeof inv.values.prefer === 'string' ? inv.values.prefer : null;
-  if (prefer !== null && !containers.includes(prefer))
+  if (prefer !== null && !(containers as string[]).includes(prefer))
     throw new UsageError(`--prefer ${prefer}: not one of the containers given (${containers.join(', ')})`);
   const format = inv.values.format;
   if (format !== undefined && format !== 'dotenv' && format !== 'json' && format !== 'shell') {

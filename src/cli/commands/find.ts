@@ -14,7 +14,7 @@ import { errorCode, errorMessage } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { listContainers, type ContainerInfo } from '../../vault/containers.js';
 import { entryPaths } from '../../vault/entry-path.js';
-import { byCodeUnits } from '../../vault/names.js';
+import { byCodeUnits, type ContainerName } from '../../vault/names.js';
 import { wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { out, outJson, warn } from '../output.js';
@@ -69,7 +69,7 @@ export async function run(inv: Invocation): Promise<number> {
         wipeEntries(entries);
       }
     };
-    const locked: string[] = [];
+    const locked: ContainerName[] = [];
     for (const c of listContainers(session.dir)) {
       if (c.problem !== null) {
         warn(`skipped ${c.name}: ${c.problem}`);
@@ -106,7 +106,7 @@ export async function run(inv: Invocation): Promise<number> {
 /** The locked containers, opened with one vault key (one prompt at most). */
 async function searchLocked(
   session: Session,
-  names: string[],
+  names: ContainerName[],
   search: (key: Buffer, info: ContainerInfo) => Promise<void>,
 ): Promise<void> {
   let vaultKey: Buffer;

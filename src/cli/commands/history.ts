@@ -1,6 +1,6 @@
 /**
  * An entry's previous values (src/vault/entry-history.ts): `stash history
- * CONTAINER NAME [--json]` lists them (sizes and times, never a value),
+ * [CONTAINER] NAME [--json]` lists them (sizes and times, never a value),
  * `stash restore CONTAINER NAME --version N` makes one current again, and
  * selectVersion() is what `get --version N` prints. Version 1 is the value
  * before the current one, 2 the one before that, and so on.
@@ -10,11 +10,12 @@ import { changeTime, historyOf, wipeEntries, type Entries } from '../../vault/co
 import { entryNotFound } from '../../vault/containers.js';
 import { MAX_HISTORY_KEEP } from '../../vault/history-block.js';
 import { fieldKey, splitKey, validateFieldName } from '../../vault/entry-path.js';
-import { validateContainerName, validateEntryName } from '../../vault/names.js';
+import type { ContainerName } from '../../vault/names.js';
 import { secureCopy, wipe } from '../../vault/secure.js';
 import { historyPolicy, readEntriesOf, updateEntriesOf } from '../container-access.js';
 import { formatTable, note, out, outJson } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 
 /** The N of --version: a whole number from 1 to MAX_HISTORY_KEEP, else a usage error. */
@@ -77,9 +78,7 @@ export function selectVersion(entries: Entries, container: string, name: string,
 }
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, path] = inv.positionals as [string, string];
-  validateContainerName(container);
-  validateEntryName(path);
+  const { container, path } = await entryTarget(inv);
   const field = inv.values.field;
   if (field !== undefined) validateFieldName(field);
   // A field's history is kept under its stored key, PATH#FIELD, beside the value's.
@@ -109,7 +108,7 @@ function iso(t: number | null): string | null {
   return t !== null && t > 0 ? new Date(t).toISOString() : null;
 }
 
-async function list(session: Session, container: string, name: string, json: boolean): Promise<number> {
+async function list(session: Session, container: ContainerName, name: string, json: boolean): Promise<number> {
   const rows = await session.withContentKey(container, async (key, info): Promise<Row[]> => {
     const entries = await readEntriesOf(session.dir, info, key);
     try {
@@ -169,7 +168,12 @@ async function list(session: Session, container: string, name: string, json: boo
   return 0;
 }
 
-async function restoreVersion(session: Session, container: string, name: string, version: number): Promise<number> {
+async function restoreVersion(
+  session: Session,
+  container: ContainerName,
+  name: string,
+  version: number,
+): Promise<number> {
   const changed = await session.withContentKey(container, async (key, info) => {
     const entries = await readEntriesOf(session.dir, info, key);
     let value: Buffer;

@@ -15,7 +15,7 @@
  */
 import { StashError, UsageError } from '../../errors.js';
 import { containerInfo } from '../../vault/containers.js';
-import { validateContainerName } from '../../vault/names.js';
+import { type ContainerName, validateContainerName } from '../../vault/names.js';
 import { defaultVaultDir } from '../../vault/paths.js';
 import { wipe } from '../../vault/secure.js';
 import { closeSync } from 'node:fs';
@@ -38,7 +38,7 @@ const MAX_FILE_BYTES = 16 * 1024 * 1024;
 function options(inv: Invocation): {
   format: Format;
   file: string;
-  into: string;
+  into: ContainerName;
   policy: Policy;
   dryRun: boolean;
   json: boolean;
@@ -131,7 +131,7 @@ async function parseStore(dir: string, sink: Collector, flat: boolean): Promise<
 export async function run(inv: Invocation): Promise<number> {
   const opts = options(inv);
   // A missing container is named before gpg (pass) or a parse runs: headers only, no password.
-  containerInfo(defaultVaultDir(), opts.into);
+  containerInfo(defaultVaultDir(), { name: opts.into });
   const sink = new Collector(opts.file);
   try {
     const { warnings, skipped } = await parse(opts.format, opts.file, sink, !opts.structured);

@@ -1,5 +1,5 @@
 /**
- * `stash otp CONTAINER PATH [--json]`: the current TOTP code of the entry's
+ * `stash otp [CONTAINER] PATH [--json]`: the current TOTP code of the entry's
  * `totp` field, or of its value when it has none (a seed stored with `stash
  * set C PATH --totp ...`) (RFC 6238; totp/totp.ts). Like `get`, the
  * code goes to stdout with a newline only on a terminal; a terminal also
@@ -7,7 +7,6 @@
  */
 import { StashError, UsageError } from '../../errors.js';
 import { writeStdout } from '../../output-streams.js';
-import { validateContainerName, validateEntryName } from '../../vault/names.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { entryNotFound } from '../../vault/containers.js';
 import { fieldKey } from '../../vault/entry-path.js';
@@ -15,15 +14,14 @@ import { secureCopy, wipe } from '../../vault/secure.js';
 import { readEntriesOf } from '../container-access.js';
 import { note, outJson } from '../output.js';
 import type { Invocation } from '../command-types.js';
+import { entryTarget } from '../entry-target.js';
 import { Session } from '../session.js';
 import { isTotpValue, parseTotp } from '../totp/otpauth.js';
 import { secondsLeft, totpAt } from '../totp/totp.js';
 import { isTerminal } from '../terminal.js';
 
 export async function run(inv: Invocation): Promise<number> {
-  const [container, name] = inv.positionals as [string, string];
-  validateContainerName(container);
-  validateEntryName(name);
+  const { container, path: name } = await entryTarget(inv);
   // --clip is checked (and its tool found) before any password is asked; loaded only with --clip.
   const clip =
     inv.values.clip === true || inv.values['clip-seconds'] !== undefined ? await import('../clipboard/copy.js') : null;

@@ -12,6 +12,7 @@ import { wipeEntries } from '../../vault/container-body.js';
 import { fieldKey, splitKey } from '../../vault/entry-path.js';
 import { readEntriesOf, updateEntriesOf } from '../container-access.js';
 import type { Session } from '../session.js';
+import type { ContainerName } from '../../vault/names.js';
 import type { ImportEntry } from './paths.js';
 
 /** What to do with a name the container already holds. */
@@ -36,7 +37,7 @@ export interface PlanRow {
  */
 export async function commitImport(
   session: Session,
-  container: string,
+  container: ContainerName,
   entries: readonly ImportEntry[],
   policy: Policy,
   dryRun: boolean,

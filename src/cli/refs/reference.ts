@@ -11,12 +11,13 @@
  */
 import { UsageError } from '../../errors.js';
 import { entryPathProblem, FIELD_NAME_RE, FIELD_SEPARATOR, fieldKey } from '../../vault/entry-path.js';
-import { CONTAINER_NAME_RE } from '../../vault/names.js';
+import { type ContainerName, containerNameOrNull } from '../../vault/names.js';
 
 export const SCHEME = 'stash://';
 
 export interface SecretRef {
-  container: string;
+  /** Checked as the reference was parsed. */
+  container: ContainerName;
   /** The entry's path. */
   path: string;
   /** The field named after '#', or null for the entry's value. */
@@ -50,15 +51,15 @@ export function parseRef(text: string): SecretRef {
   } catch {
     throw new UsageError(`${text}: a %-escape is malformed`);
   }
-  if (!CONTAINER_NAME_RE.test(container))
-    throw new UsageError(`${text}: ${JSON.stringify(container)} is not a container name`);
+  const name = containerNameOrNull(container);
+  if (name === null) throw new UsageError(`${text}: ${JSON.stringify(container)} is not a container name`);
   const problem = entryPathProblem(path);
   if (problem !== null) throw new UsageError(`${text}: ${JSON.stringify(path)} is not an entry path (${problem})`);
   if (field !== null && !FIELD_NAME_RE.test(field))
     throw new UsageError(
       `${text}: ${JSON.stringify(field)} is not a field name (lower-case letters, digits, '_', '-', like username)`,
     );
-  return { container, path, field, key: field === null ? path : fieldKey(path, field), text };
+  return { container: name, path, field, key: field === null ? path : fieldKey(path, field), text };
 }
 
 /**

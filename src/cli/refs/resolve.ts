@@ -3,6 +3,7 @@
  * password prompt at most, then the agent), every value is checked to exist
  * before any is used, and the values come back in secure memory.
  */
+import type { ContainerName } from '../../vault/names.js';
 import { StashError } from '../../errors.js';
 import { wipeEntries } from '../../vault/container-body.js';
 import { entryNotFound } from '../../vault/containers.js';
@@ -27,7 +28,7 @@ export function resolvedValue(values: Resolved, ref: SecretRef): Buffer {
 export async function resolveRefs(session: Session, refs: Iterable<SecretRef>): Promise<Resolved> {
   // Grouped by container, one reference per entry: linear in the references (a copy of each
   // container's list per reference made 20,000 references cost 15.9 CPU-s, issue 40).
-  const byContainer = new Map<string, Map<string, SecretRef>>();
+  const byContainer = new Map<ContainerName, Map<string, SecretRef>>();
   for (const r of refs) {
     let wanted = byContainer.get(r.container);
     if (wanted === undefined) {

@@ -16,7 +16,7 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, isTempName, readBounded, removeFile } from '../fs-atomic.js';
-import { byCodeUnits, validateContainerName } from '../names.js';
+import { byCodeUnits, type ContainerName, type ContainerRef, containerNameOrNull, refName } from '../names.js';
 import { MAX_DATE_MS } from './format.js';
 
 export const SHARED_DIR = 'shared';
@@ -134,9 +134,9 @@ function decode(bytes: Buffer, name: string, path: string): SharedRecord {
   };
 }
 
-/** The record of shared container `name`, or null when this vault has none. */
-export function readRecord(dir: string, name: string): SharedRecord | null {
-  validateContainerName(name);
+/** The record of shared container `ref`, or null when this vault has none. */
+export function readRecord(dir: string, ref: ContainerRef): SharedRecord | null {
+  const name = refName(ref);
   const path = recordPath(dir, name);
   const bytes = readBounded(
     path,
@@ -159,24 +159,22 @@ export function removeRecord(dir: string, name: string): boolean {
 }
 
 /** Every record, by name; a damaged one is returned as its error. */
-export function listRecords(dir: string): Array<{ name: string; record: SharedRecord | null; problem: string | null }> {
+export function listRecords(
+  dir: string,
+): Array<{ name: ContainerName; record: SharedRecord | null; problem: string | null }> {
   let names: string[];
   try {
     names = readdirSync(sharedDir(dir));
   } catch {
     return [];
   }
-  const out: Array<{ name: string; record: SharedRecord | null; problem: string | null }> = [];
+  const out: Array<{ name: ContainerName; record: SharedRecord | null; problem: string | null }> = [];
   for (const file of names.sort()) {
     if (isTempName(file) || !file.endsWith('.json')) continue;
-    const name = file.slice(0, -'.json'.length);
+    const name = containerNameOrNull(file.slice(0, -'.json'.length));
+    if (name === null) continue;
     try {
-      validateContainerName(name);
-    } catch {
-      continue;
-    }
-    try {
-      const record = readRecord(dir, name);
+      const record = readRecord(dir, { name });
       if (record) out.push({ name, record, problem: null });
     } catch (err) {
       if (!(err instanceof VaultError)) throw err;

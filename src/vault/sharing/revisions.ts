@@ -13,6 +13,7 @@ import { keyCommitment } from '../container-format.js';
 import { VaultError } from '../errors.js';
 import { atomicWrite, ensureDir, readBounded } from '../fs-atomic.js';
 import { randomBytes, wipe } from '../secure.js';
+import type { ContainerRef } from '../names.js';
 import { writeUserFile } from '../user-file.js';
 import { fileHash, sealKey, signMembership, signWrite } from './crypto.js';
 import {
@@ -180,8 +181,8 @@ export function writeIfUnchanged(
  * instead of failing each other's compare-and-swap. Call under the vault lock
  * (always taken first: no lock order to get wrong).
  */
-export function withWriteLock<T>(dir: string, name: string, fn: () => T): T {
-  const link = readRecord(dir, name)?.link;
+export function withWriteLock<T>(dir: string, ref: ContainerRef, fn: () => T): T {
+  const link = readRecord(dir, ref)?.link;
   return link ? withFileLock(link, fn) : fn();
 }
 

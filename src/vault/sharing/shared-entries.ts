@@ -11,7 +11,7 @@ import { VaultError } from '../errors.js';
 import { identityPublic, type IdentitySecret } from '../identity.js';
 import { withVaultLock } from '../lock.js';
 import { validateStoredKey } from '../entry-path.js';
-import { validateValue } from '../names.js';
+import { type ContainerRef, refName, validateValue } from '../names.js';
 import { assertKey, constantTimeEqual, wipe } from '../secure.js';
 import { ed25519PublicOf, openSealedKey } from './crypto.js';
 import { MAX_DATE_MS } from './format.js';
@@ -81,15 +81,15 @@ export function openSharedBody(l: LoadedShared, contentKey: Buffer): Entries {
  * The content key of shared container `name`, opened with this vault's
  * identity secret key (release it with wipe()). The file is verified first.
  */
-export function openSharedContentKey(dir: string, name: string, secret: IdentitySecret): Buffer {
+export function openSharedContentKey(dir: string, ref: ContainerRef, secret: IdentitySecret): Buffer {
   const me = myIdentity(dir);
-  return openStanza(loadVerified(dir, name, me), me, secret.x25519);
+  return openStanza(loadVerified(dir, ref, me), me, secret.x25519);
 }
 
 /** Every entry of a shared container (release with wipeEntries()), after verifying the file. */
-export function readSharedEntries(dir: string, name: string, contentKey: Buffer): Entries {
+export function readSharedEntries(dir: string, ref: ContainerRef, contentKey: Buffer): Entries {
   const me = myIdentity(dir);
-  const l = loadVerified(dir, name, me);
+  const l = loadVerified(dir, ref, me);
   recipientIndex(l, me);
   return openSharedBody(l, contentKey);
 }
@@ -102,7 +102,7 @@ export function readSharedEntries(dir: string, name: string, contentKey: Buffer)
  */
 export function updateSharedEntries(
   dir: string,
-  name: string,
+  ref: ContainerRef,
   contentKey: Buffer,
   changes: ReadonlyMap<string, Buffer | null>,
   signer: IdentitySecret,
@@ -117,9 +117,10 @@ export function updateSharedEntries(
   const me = myIdentity(dir);
   if (!ed25519PublicOf(signer.ed25519).equals(me.ed25519))
     throw new VaultError('INVALID_ARGUMENT', "the signing key is not this vault's identity");
+  const name = refName(ref);
   return withVaultLock(dir, () =>
-    withWriteLock(dir, name, () => {
-      const l = loadVerified(dir, name, me);
+    withWriteLock(dir, { name }, () => {
+      const l = loadVerified(dir, { name }, me);
       recipientIndex(l, me);
       const entries = openSharedBody(l, contentKey);
       try {

@@ -20,7 +20,7 @@ import { fingerprintOf, formatFingerprint } from '../fingerprint.js';
 import { readBounded } from '../fs-atomic.js';
 import { withVaultLock } from '../lock.js';
 import { loadMeta } from '../meta-file.js';
-import { validateContainerName } from '../names.js';
+import { type ContainerName, type ContainerRef, refName } from '../names.js';
 import { vaultPaths } from '../paths.js';
 import { publicKeysProblem } from '../public-key.js';
 import { verifyMembership, verifyWrite } from './crypto.js';
@@ -66,9 +66,9 @@ export function readSharedFile(path: string, missing: () => VaultError): { bytes
   return { bytes, file: decodeShared(bytes, path) };
 }
 
-/** The file of shared container `name` in vault `dir` (the vault copy or the linked file) and its record. */
-export function loadShared(dir: string, name: string): LoadedShared {
-  validateContainerName(name);
+/** The file of shared container `ref` in vault `dir` (the vault copy or the linked file) and its record. */
+export function loadShared(dir: string, ref: ContainerRef): LoadedShared {
+  const name = refName(ref);
   loadMeta(dir);
   const record = readRecord(dir, name);
   const path = record?.link ?? vaultPaths(dir).container(name);
@@ -237,7 +237,12 @@ const MAX_REREADS = 20;
  * (a `share` interrupted between its two writes); anything else must be
  * imported, linked or accepted first.
  */
-export function loadVerified(dir: string, name: string, me: PublicIdentity): LoadedShared & { record: SharedRecord } {
+export function loadVerified(
+  dir: string,
+  ref: ContainerRef,
+  me: PublicIdentity,
+): LoadedShared & { record: SharedRecord } {
+  const name = refName(ref);
   for (let read = 1; ; read++) {
     const l = verifiedOnce(dir, name, me, read >= MAX_REREADS);
     if (l) return l;
@@ -247,11 +252,11 @@ export function loadVerified(dir: string, name: string, me: PublicIdentity): Loa
 /** One read for loadVerified; null when another process of this vault wrote meanwhile and it must read again. */
 function verifiedOnce(
   dir: string,
-  name: string,
+  name: ContainerName,
   me: PublicIdentity,
   final: boolean,
 ): (LoadedShared & { record: SharedRecord }) | null {
-  const l = loadShared(dir, name);
+  const l = loadShared(dir, { name });
   verifySignatures(l.file, l.path, l.record?.owner ?? null, name);
   const relation = checkHistory(l, me, dir);
   // Before anything is remembered: a revision this vault cannot read does not
@@ -273,7 +278,7 @@ function verifiedOnce(
       seen: l.next,
     };
     withVaultLock(dir, () => {
-      if (!readRecord(dir, name)) writeRecord(dir, record);
+      if (!readRecord(dir, { name })) writeRecord(dir, record);
     });
     return { ...l, record };
   }
