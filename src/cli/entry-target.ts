@@ -43,8 +43,7 @@ export async function containerTarget(inv: Invocation): Promise<ContainerName> {
 export async function listTarget(inv: Invocation): Promise<{ container: ContainerName; folder: string | null }> {
   const [first, second] = inv.positionals;
   if (second !== undefined) return { container: parseContainerName(first), folder: second };
-  if (first?.includes('/'))
-    return { container: await defaultContainer(inv, null), folder: first };
+  if (first?.includes('/')) return { container: await defaultContainer(inv, null), folder: first };
   return { container: await containerTarget(inv), folder: null };
 }
 

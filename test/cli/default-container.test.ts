@@ -41,7 +41,8 @@ test('STASH_CONTAINER: one argument names a path in it for set, get, ls, history
   assert.is(await ok(t, ['get', 'dflt', 'web/github.com']), 'v1', 'stored in the default container');
   assert.is(await ok(t, ['get', 'web/github.com', '--field', 'username'], { env }), 'pat');
   await ok(t, ['set', 'web/github.com'], { input: 'v2\n', env });
-  assert.match(await ok(t, ['ls'], { env }), /\nweb\/github\.com +2 /);
+  assert.match(await ok(t, ['ls', '--flat'], { env }), /\nweb\/github\.com +2 /);
+  assert.match(await ok(t, ['ls', 'web/'], { env }), /\n {2}github\.com +2 /, 'one argument with a / is a folder of it');
   const history = JSON.parse(await ok(t, ['history', 'web/github.com', '--json'], { env })) as {
     container: string;
     versions: unknown[];
@@ -108,13 +109,13 @@ test('without a default container a one-argument call is a usage error (64) nami
   assert.match(none.stderr, /^stash: missing argument: PATH\n/);
 });
 
-test('help and usage show [CONTAINER] PATH (ls: [CONTAINER])', async () => {
+test('help and usage show [CONTAINER] PATH (ls: [CONTAINER] [FOLDER])', async () => {
   const t = await shared.fresh([]);
   for (const command of ['get', 'set', 'rm', 'edit', 'otp', 'history']) {
     const help = await ok(t, [command, '--help']);
     assert.match(help, new RegExp(`^usage: stash ${command} \\[options\\] \\[CONTAINER\\] PATH\\n`));
   }
-  assert.match(await ok(t, ['ls', '--help']), /^usage: stash ls \[options\] \[CONTAINER\]\n/);
+  assert.match(await ok(t, ['ls', '--help']), /^usage: stash ls \[options\] \[CONTAINER\] \[FOLDER\]\n/);
 });
 
 // One line at exit with STASH_TEST_COUNT_VALIDATIONS=1 (src/cli/main.ts).
