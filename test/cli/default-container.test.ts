@@ -42,7 +42,11 @@ test('STASH_CONTAINER: one argument names a path in it for set, get, ls, history
   assert.is(await ok(t, ['get', 'web/github.com', '--field', 'username'], { env }), 'pat');
   await ok(t, ['set', 'web/github.com'], { input: 'v2\n', env });
   assert.match(await ok(t, ['ls', '--flat'], { env }), /\nweb\/github\.com +2 /);
-  assert.match(await ok(t, ['ls', 'web/'], { env }), /\n {2}github\.com +2 /, 'one argument with a / is a folder of it');
+  assert.match(
+    await ok(t, ['ls', 'web/'], { env }),
+    /\n {2}github\.com +2 /,
+    'one argument with a / is a folder of it',
+  );
   const history = JSON.parse(await ok(t, ['history', 'web/github.com', '--json'], { env })) as {
     container: string;
     versions: unknown[];
