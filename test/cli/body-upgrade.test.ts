@@ -6,8 +6,9 @@
  */
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
-import { chmodSync, cpSync, readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { copyFixtureVault } from '../helpers/fixture-vault.js';
 import { cliEnv } from './harness.js';
 
 const fixture = join(process.cwd(), 'test', 'fixtures', 'body-v1-vault');
@@ -21,12 +22,7 @@ test('a version-1 container is read as it was, then upgraded by a write that add
   const t = cliEnv({ STASH_PASSWORD_FILE: join(fixture, 'password') });
   try {
     const vault = t.env.STASH_VAULT_DIR!;
-    cpSync(join(fixture, 'vault'), vault, { recursive: true });
-    // git keeps no modes: make the copy what stash made (0700 folders, 0600 files).
-    chmodSync(vault, 0o700);
-    chmodSync(join(vault, 'containers'), 0o700);
-    for (const f of ['vault.json', 'identity.json', 'contacts.stash']) chmodSync(join(vault, f), 0o600);
-    for (const f of readdirSync(join(vault, 'containers'))) chmodSync(join(vault, 'containers', f), 0o600);
+    copyFixtureVault(fixture, vault);
     const file = join(vault, 'containers', 'team.stash');
     const before = readFileSync(file);
     const run = async (args: string[], input?: string) => {

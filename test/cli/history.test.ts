@@ -4,11 +4,12 @@
  * the vault.history_keep cap; a vault written by the previous release opens
  * and is upgraded on its next write; a member of a shared container sees it.
  */
-import { cpSync, chmodSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'uvu';
 import * as assert from 'uvu/assert';
 import { addContact, identityPublic, unlockVault, wipe } from '../../src/vault/index.js';
+import { copyFixtureVault } from '../helpers/fixture-vault.js';
 import { cliEnv, sharedCliEnv, type CliEnv, type RunResult } from './harness.js';
 
 // The tests of one private container's history share one vault and agent (each its own containers);
@@ -171,12 +172,7 @@ test('a vault written by the previous release opens as before, and its next writ
   try {
     const fixture = join(process.cwd(), 'test', 'fixtures', 'previous-release');
     const vault = t.env.STASH_VAULT_DIR!;
-    cpSync(join(fixture, 'vault'), vault, { recursive: true });
-    // git keeps no modes: make the copy what stash made (0700 folders, 0600 files).
-    chmodSync(vault, 0o700);
-    chmodSync(join(vault, 'containers'), 0o700);
-    for (const f of ['vault.json', 'identity.json', 'contacts.stash']) chmodSync(join(vault, f), 0o600);
-    for (const f of readdirSync(join(vault, 'containers'))) chmodSync(join(vault, 'containers', f), 0o600);
+    copyFixtureVault(fixture, vault);
     const pw = { STASH_PASSWORD_FILE: join(fixture, 'password') };
     const file = join(vault, 'containers', 'legacy.stash');
     const before = readFileSync(file);
