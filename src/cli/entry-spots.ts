@@ -12,7 +12,7 @@
 import { StashError, UsageError } from '../errors.js';
 import { entryNotFound } from '../vault/containers.js';
 import { entryPaths, fieldKey, folderPrefix, splitKey, validateEntryPath } from '../vault/entry-path.js';
-import { type ContainerName, parseContainerName, validateEntryName } from '../vault/names.js';
+import { type ContainerName, parseContainerName } from '../vault/names.js';
 
 /** An entry (`web/github.com`) or a folder (`web/`, with its '/') of a container. */
 export interface Spot {
@@ -33,7 +33,7 @@ export interface Target {
 function pathOf(text: string, what: string): { path: string; folder: boolean } {
   if (text.endsWith('/')) return { path: folderPrefix(text), folder: true };
   if (text === '') throw new UsageError(`the ${what} is empty: give an entry path or a folder (web/)`);
-  validateEntryName(text);
+  validateEntryPath(text);
   return { path: text, folder: false };
 }
 

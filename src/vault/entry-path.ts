@@ -30,8 +30,6 @@ const SEGMENT_RE = /^[A-Za-z0-9._@-]+$/;
 export const FIELD_NAME_RE = /^[a-z][a-z0-9_-]{0,31}$/;
 /** Separates an entry path from a field name in a stored key and in a reference. */
 export const FIELD_SEPARATOR = '#';
-/** Longest stored key: a path, '#' and a field name. */
-export const MAX_KEY_BYTES = MAX_PATH_BYTES + 1 + 32;
 
 /** Why `text` is not an entry path, or null when it is one. */
 export function entryPathProblem(text: string): string | null {
@@ -132,9 +130,4 @@ export function folderPrefix(text: string): string {
   const bare = text.endsWith('/') ? text.slice(0, -1) : text;
   validateEntryPath(bare);
   return `${bare}/`;
-}
-
-/** True when `key` (an entry path or a field key) lies in `folder` (from folderPrefix). */
-export function inFolder(key: string, folder: string): boolean {
-  return key.startsWith(folder);
 }

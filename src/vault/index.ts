@@ -60,7 +60,6 @@ export {
 export { addContact, listContacts, getContact, removeContact, type Contact, type NewContact } from './contacts.js';
 export {
   validateContainerName,
-  validateEntryName,
   parseContainerName,
   type ContainerName,
   type ContainerRef,
@@ -71,4 +70,5 @@ export {
   MAX_ENTRIES,
   byCodeUnits,
 } from './names.js';
+export { validateEntryPath } from './entry-path.js';
 export { wipe, secureCopy, secureAlloc, KEY_BYTES } from './secure.js';

@@ -4,12 +4,9 @@
  * Windows device names). Entry names are paths (entry-path.ts); the names of
  * containers written before paths existed were environment-variable shaped.
  */
-import { type EntryPath, validateEntryPath } from './entry-path.js';
 import { VaultError } from './errors.js';
 import { describe } from './name-text.js';
 import { validationCount } from './validation-count.js';
-
-export { describe };
 
 /** Container names: a letter or digit, then letters, digits, '.', '_', '-'; 1..64 chars. */
 export const CONTAINER_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -87,11 +84,6 @@ export function validateContainerName(name: unknown): asserts name is ContainerN
       `invalid container name ${describe(name)}: reserved as a file name on Windows`,
     );
   }
-}
-
-/** Throws INVALID_NAME, saying why, unless `name` is an entry path (entry-path.ts). */
-export function validateEntryName(name: unknown): asserts name is EntryPath {
-  validateEntryPath(name);
 }
 
 /** Throws CONTAINER_FULL unless `value` fits in one entry. */
